@@ -1,0 +1,137 @@
+/* braid: plugin-based collectives.  Public API.
+ *
+ * Argument order follows NCCL/MPI (send buffer, receive buffer, count, dtype,
+ * op, ..., communicator, then output handles) so that code written for those
+ * libraries ports line by line.  Every function returns a braid_status_t; on
+ * error braid_last_error() holds a message naming what failed and why. */
+#ifndef BRAID_BRAID_H
+#define BRAID_BRAID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BRAID_VERSION_MAJOR 0
+#define BRAID_VERSION_MINOR 1
+#define BRAID_VERSION_PATCH 0
+
+typedef enum {
+    BRAID_OK                  = 0,
+    BRAID_INPROGRESS          = 1,  /* non-blocking operation not finished yet */
+    BRAID_ERR_INVALID_ARG     = -1, /* bad argument: nothing was written */
+    BRAID_ERR_NO_MEMORY       = -2,
+    BRAID_ERR_NOT_SUPPORTED   = -3, /* no candidate can run this call */
+    BRAID_ERR_NOT_FOUND       = -4,
+    BRAID_ERR_UNAVAILABLE     = -5, /* plugin/transport unavailable here */
+    BRAID_ERR_ABI             = -6, /* plugin built for another ABI version */
+    BRAID_ERR_PARSE           = -7, /* malformed environment/tuning input */
+    BRAID_ERR_IO              = -8, /* socket or file error */
+    BRAID_ERR_TIMEOUT         = -9, /* a wait exceeded BRAID_TIMEOUT */
+    BRAID_ERR_PEER            = -10, /* a peer died or closed its connection */
+    BRAID_ERR_AUTH            = -11, /* bootstrap peer failed the job-key proof */
+    BRAID_ERR_MISMATCH        = -12, /* ranks disagree (call, count, candidate) */
+    BRAID_ERR_STATE           = -13, /* communicator failed or in wrong state */
+    BRAID_ERR_TRANSPORT       = -14, /* transport-level failure */
+    BRAID_ERR_INTERNAL        = -15,
+} braid_status_t;
+
+typedef enum {
+    BRAID_F32 = 0,
+    BRAID_F64,
+    BRAID_F16,
+    BRAID_BF16,
+    BRAID_I32,
+    BRAID_I64,
+    BRAID_U8,
+    BRAID_DTYPE_COUNT
+} braid_dtype_t;
+
+typedef enum {
+    BRAID_SUM = 0,
+    BRAID_PROD,
+    BRAID_MIN,
+    BRAID_MAX,
+    BRAID_AVG, /* sum, then divided by the communicator size */
+    BRAID_OP_COUNT
+} braid_op_t;
+
+typedef enum {
+    BRAID_COLL_ALLREDUCE = 0,
+    BRAID_COLL_REDUCE_SCATTER,
+    BRAID_COLL_ALLGATHER,
+    BRAID_COLL_BROADCAST,
+    BRAID_COLL_BARRIER,
+    BRAID_COLL_COUNT
+} braid_coll_t;
+
+#define BRAID_UNDEFINED (-32766) /* comm_split color: this rank joins no group */
+
+typedef struct braid_comm    braid_comm_t;
+typedef struct braid_request braid_request_t;
+
+/* Status and errors. */
+const char *braid_status_str(braid_status_t status);
+/* Message of the last error raised on this thread ("" if none). */
+const char *braid_last_error(void);
+
+const char *braid_dtype_name(braid_dtype_t dtype);
+size_t      braid_dtype_size(braid_dtype_t dtype); /* 0 if invalid */
+const char *braid_op_name(braid_op_t op);
+const char *braid_coll_name(braid_coll_t coll);
+
+/* Communicators.
+ * braid_init reads rank, size and rendezvous from the environment: braidrun's
+ * BRAID_RANK/BRAID_SIZE/BRAID_ADDR, Open MPI's OMPI_COMM_WORLD_*, Slurm's
+ * SLURM_PROCID/SLURM_NTASKS, or torchrun's RANK/WORLD_SIZE/MASTER_ADDR/PORT. */
+braid_status_t braid_init(braid_comm_t **comm);
+braid_status_t braid_finalize(braid_comm_t *comm);
+int braid_comm_rank(const braid_comm_t *comm);
+int braid_comm_size(const braid_comm_t *comm);
+/* Collective over comm.  Ranks with the same color form a new communicator,
+ * ordered by (key, old rank).  color == BRAID_UNDEFINED yields *newcomm = NULL. */
+braid_status_t braid_comm_split(braid_comm_t *comm, int color, int key,
+                                braid_comm_t **newcomm);
+
+/* Collectives (blocking).  In place: sendbuf == recvbuf for allreduce and
+ * broadcast; for allgather sendbuf == recvbuf + rank*count*dtsize; for
+ * reduce_scatter recvbuf == sendbuf + rank*recvcount*dtsize.
+ * allreduce:      send count elements, receive count elements.
+ * reduce_scatter: send size*recvcount elements, receive recvcount.
+ * allgather:      send sendcount elements, receive size*sendcount. */
+braid_status_t braid_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                               braid_dtype_t dtype, braid_op_t op,
+                               braid_comm_t *comm);
+braid_status_t braid_reduce_scatter(const void *sendbuf, void *recvbuf,
+                                    size_t recvcount, braid_dtype_t dtype,
+                                    braid_op_t op, braid_comm_t *comm);
+braid_status_t braid_allgather(const void *sendbuf, void *recvbuf,
+                               size_t sendcount, braid_dtype_t dtype,
+                               braid_comm_t *comm);
+braid_status_t braid_broadcast(void *buf, size_t count, braid_dtype_t dtype,
+                               int root, braid_comm_t *comm);
+braid_status_t braid_barrier(braid_comm_t *comm);
+
+/* Non-blocking all-reduce.  Collectives on one communicator complete in the
+ * order they were issued; a blocking call first completes pending ones. */
+braid_status_t braid_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                braid_dtype_t dtype, braid_op_t op,
+                                braid_comm_t *comm, braid_request_t **req);
+/* *done = 1 and the request is freed once it has completed (OK or error). */
+braid_status_t braid_test(braid_request_t *req, int *done);
+/* Blocks until completion; frees the request. */
+braid_status_t braid_wait(braid_request_t *req);
+
+/* Introspection: the candidate ("algo@transport") the dispatcher picks for a
+ * collective of this many bytes per rank, and why ("override", "tuning file",
+ * "cost model").  Pure query; every rank returns the same answer. */
+braid_status_t braid_comm_choice(braid_comm_t *comm, braid_coll_t coll,
+                                 size_t bytes, char *cand, size_t cand_len,
+                                 char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

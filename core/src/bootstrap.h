@@ -1,0 +1,55 @@
+/* Bootstrap: rank/size discovery from the launcher's environment and a TCP
+ * out-of-band channel per communicator.
+ *
+ * The channel is a star: the communicator's rank 0 listens, the others
+ * connect.  Every connection proves it belongs to the job with a
+ * challenge-response keyed by the job key (the key itself never crosses the
+ * wire), and every message carries a header that is length-checked against
+ * what the receiver expects.  All waits are bounded by BRAID_TIMEOUT. */
+#ifndef BRAID_CORE_BOOTSTRAP_H
+#define BRAID_CORE_BOOTSTRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <braid/braid.h>
+
+/* What the launcher told this process. */
+typedef struct braid_launch {
+    int      rank;
+    int      size;
+    char     host[256];   /* rendezvous host of rank 0 ("" = file rendezvous) */
+    int      port;        /* rendezvous port */
+    uint8_t  key[16];     /* per-job key */
+    char     launcher[32]; /* "braidrun", "mpirun", "srun", "torchrun", "single" */
+    char     job_id[128];  /* used to name the file rendezvous */
+} braid_launch_t;
+
+/* Reads BRAID_RANK/BRAID_SIZE/BRAID_ADDR/BRAID_JOB_KEY (braidrun), Open MPI's
+ * OMPI_COMM_WORLD_RANK/SIZE, Slurm's SLURM_PROCID/SLURM_NTASKS, and
+ * RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, in that order.  No variables at
+ * all means a single rank.  Malformed values are BRAID_ERR_PARSE naming the
+ * variable and position. */
+braid_status_t braid_launch_from_env(braid_launch_t *launch);
+
+typedef struct braid_bootstrap braid_bootstrap_t;
+
+/* World channel from the launch description.  Collective. */
+braid_status_t braid_bootstrap_init(const braid_launch_t *launch,
+                                    braid_bootstrap_t **bs);
+/* Collective over parent: a new channel for the ranks sharing color, ranked by
+ * (key, parent rank).  color == BRAID_UNDEFINED gives *child = NULL. */
+braid_status_t braid_bootstrap_split(braid_bootstrap_t *parent, int color,
+                                     int key, braid_bootstrap_t **child);
+int braid_bootstrap_rank(const braid_bootstrap_t *bs);
+int braid_bootstrap_size(const braid_bootstrap_t *bs);
+/* recvbuf gets size*len bytes, rank r's at r*len.  Collective. */
+braid_status_t braid_bootstrap_allgather(braid_bootstrap_t *bs,
+                                         const void *sendbuf, void *recvbuf,
+                                         size_t len);
+braid_status_t braid_bootstrap_bcast(braid_bootstrap_t *bs, void *buf,
+                                     size_t len, int root);
+braid_status_t braid_bootstrap_barrier(braid_bootstrap_t *bs);
+void braid_bootstrap_destroy(braid_bootstrap_t *bs);
+
+#endif

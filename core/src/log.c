@@ -1,0 +1,116 @@
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+
+static int             log_level = -1;
+static int             log_rank  = -1;
+static pthread_once_t  log_once  = PTHREAD_ONCE_INIT;
+static _Thread_local char last_error[512];
+
+static const char *level_names[] = {"error", "warn", "info", "debug", "trace"};
+
+/* A malformed BRAID_DEBUG must not be silent, but the logger cannot fail
+ * init either: it says so on stderr and keeps the default. */
+static void log_init(void)
+{
+    const char *s = getenv("BRAID_DEBUG");
+    log_level = BRAID_LOG_WARN;
+    if (s == NULL || *s == '\0')
+        return;
+    for (int i = 0; i <= BRAID_LOG_TRACE; i++) {
+        if (strcasecmp(s, level_names[i]) == 0) {
+            log_level = i;
+            return;
+        }
+    }
+    fprintf(stderr, "braid: BRAID_DEBUG='%s' at position 0: expected one of "
+            "error, warn, info, debug, trace; using warn\n", s);
+}
+
+int braid_log_level(void)
+{
+    pthread_once(&log_once, log_init);
+    return log_level;
+}
+
+void braid_log_set_rank(int rank) { log_rank = rank; }
+
+void braid_vlog(braid_log_level_t level, const char *component,
+                const char *fmt, va_list ap)
+{
+    if ((int)level > braid_log_level())
+        return;
+    char line[1024];
+    int  n;
+    if (log_rank >= 0)
+        n = snprintf(line, sizeof(line), "braid[%d] %s %s: ", log_rank,
+                     level_names[level], component);
+    else
+        n = snprintf(line, sizeof(line), "braid %s %s: ", level_names[level],
+                     component);
+    if (n < 0 || (size_t)n >= sizeof(line))
+        n = 0;
+    vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    /* One write per line so that lines of concurrent ranks do not mix. */
+    fprintf(stderr, "%s\n", line);
+}
+
+void braid_log(braid_log_level_t level, const char *component, const char *fmt,
+               ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    braid_vlog(level, component, fmt, ap);
+    va_end(ap);
+}
+
+braid_status_t braid_verror(braid_status_t status, const char *fmt, va_list ap)
+{
+    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    BRAID_LOG(BRAID_LOG_DEBUG, "error", "%s: %s", braid_status_str(status),
+              last_error);
+    return status;
+}
+
+braid_status_t braid_error(braid_status_t status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    braid_verror(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void braid_error_clear(void) { last_error[0] = '\0'; }
+
+__attribute__((visibility("default")))
+const char *braid_last_error(void) { return last_error; }
+
+__attribute__((visibility("default")))
+const char *braid_status_str(braid_status_t status)
+{
+    switch (status) {
+    case BRAID_OK:                return "ok";
+    case BRAID_INPROGRESS:        return "in progress";
+    case BRAID_ERR_INVALID_ARG:   return "invalid argument";
+    case BRAID_ERR_NO_MEMORY:     return "out of memory";
+    case BRAID_ERR_NOT_SUPPORTED: return "not supported";
+    case BRAID_ERR_NOT_FOUND:     return "not found";
+    case BRAID_ERR_UNAVAILABLE:   return "unavailable";
+    case BRAID_ERR_ABI:           return "plugin ABI mismatch";
+    case BRAID_ERR_PARSE:         return "parse error";
+    case BRAID_ERR_IO:            return "I/O error";
+    case BRAID_ERR_TIMEOUT:       return "timeout";
+    case BRAID_ERR_PEER:          return "peer lost";
+    case BRAID_ERR_AUTH:          return "authentication failed";
+    case BRAID_ERR_MISMATCH:      return "mismatch between ranks";
+    case BRAID_ERR_STATE:         return "invalid state";
+    case BRAID_ERR_TRANSPORT:     return "transport error";
+    case BRAID_ERR_INTERNAL:      return "internal error";
+    }
+    return "unknown status";
+}
