@@ -99,6 +99,10 @@ typedef struct braid_link {
 #define BRAID_CAP_SENDRECV   (1u << 0) /* tagged two-sided isend/irecv */
 #define BRAID_CAP_PUT_SIGNAL (1u << 1) /* one-sided put + completion flag */
 
+#define BRAID_TAG_BITS 40
+#define BRAID_TAG(seq, step) \
+    ((((uint64_t)(seq) & 0xffffffull) << 16) | ((uint64_t)(step) & 0xffffull))
+
 /* Request storage owned by the caller (usually inside algorithm state). */
 typedef struct braid_treq {
     void *handle; /* transport's; NULL when completed or never posted */
@@ -127,7 +131,9 @@ typedef struct braid_transport_v1 {
     void (*link)(void *tcomm, braid_link_t *link);
 
     /* Two-sided.  A message (peer, tag) matches only a receive with the same
-     * (peer, tag); buffers stay owned by the caller until test says done. */
+     * (peer, tag); buffers stay owned by the caller until test says done.
+     * Tags use the low BRAID_TAG_BITS bits (the transport may use the rest);
+     * BRAID_TAG() builds one from the call's seq and a step number. */
     braid_status_t (*isend)(void *tcomm, int peer, uint64_t tag,
                             const void *buf, size_t len, braid_treq_t *req);
     braid_status_t (*irecv)(void *tcomm, int peer, uint64_t tag, void *buf,

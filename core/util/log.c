@@ -4,7 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "log.h"
+#include "util/log.h"
 
 static int             log_level = -1;
 static int             log_rank  = -1;
