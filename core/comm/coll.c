@@ -1,0 +1,183 @@
+/* Public blocking collectives: validate, choose a candidate, run in order. */
+#include <stdint.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "util/api.h"
+#include "util/log.h"
+
+static int overlaps(const void *a, size_t alen, const void *b, size_t blen)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return alen > 0 && blen > 0 && x < y + blen && y < x + alen;
+}
+
+/* Bytes each buffer spans; 0 on overflow. */
+static braid_status_t spans(size_t *send_len, size_t *recv_len,
+                            const braid_comm_t *comm, braid_coll_t coll,
+                            size_t count, size_t dtsize, const char *fn)
+{
+    size_t block;
+    if (__builtin_mul_overflow(count, dtsize, &block) ||
+        __builtin_mul_overflow(block, (size_t)comm->size, send_len))
+        return braid_error(BRAID_ERR_INVALID_ARG, "%s: count %zu of %zu-byte "
+                           "elements on %d ranks overflows the address space",
+                           fn, count, dtsize, comm->size);
+    switch (coll) {
+    case BRAID_COLL_REDUCE_SCATTER: *recv_len = block; break; /* send = n*block */
+    case BRAID_COLL_ALLGATHER:
+        *recv_len = *send_len;
+        *send_len = block;
+        break;
+    default: *send_len = *recv_len = block; break;
+    }
+    return BRAID_OK;
+}
+
+/* The one aliasing each collective allows is its in-place form. */
+static braid_status_t check_aliasing(const braid_comm_t *comm,
+                                     braid_coll_t coll, const void *sendbuf,
+                                     size_t send_len, const void *recvbuf,
+                                     size_t recv_len, size_t block,
+                                     const char *fn)
+{
+    if (coll == BRAID_COLL_BROADCAST || sendbuf == recvbuf)
+        return coll == BRAID_COLL_ALLREDUCE || coll == BRAID_COLL_BROADCAST ||
+                       send_len == 0 || comm->rank == 0
+                   ? BRAID_OK
+                   : braid_error(BRAID_ERR_INVALID_ARG, "%s: sendbuf == recvbuf "
+                                 "is in place only on rank 0; on rank %d in "
+                                 "place means %s", fn, comm->rank,
+                                 coll == BRAID_COLL_ALLGATHER
+                                     ? "sendbuf == recvbuf + rank*sendcount"
+                                     : "recvbuf == sendbuf + rank*recvcount");
+    const char *s = sendbuf;
+    const char *r = recvbuf;
+    if (coll == BRAID_COLL_ALLGATHER && s == r + (size_t)comm->rank * block)
+        return BRAID_OK;
+    if (coll == BRAID_COLL_REDUCE_SCATTER && r == s + (size_t)comm->rank * block)
+        return BRAID_OK;
+    if (overlaps(sendbuf, send_len, recvbuf, recv_len))
+        return braid_error(BRAID_ERR_INVALID_ARG, "%s: sendbuf and recvbuf "
+                           "overlap without being the in-place form", fn);
+    return BRAID_OK;
+}
+
+braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
+                                  braid_coll_t coll, const void *sendbuf,
+                                  void *recvbuf, size_t count,
+                                  braid_dtype_t dtype, braid_op_t op, int root)
+{
+    const char *fn = braid_coll_name(coll);
+    size_t      send_len = 0, recv_len = 0;
+    braid_status_t st;
+
+    if (comm == NULL)
+        return braid_error(BRAID_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+    if (comm->failed != BRAID_OK)
+        return braid_error(BRAID_ERR_STATE, "%s: communicator failed earlier: "
+                           "%s", fn, comm->failed_msg);
+    if ((unsigned)dtype >= BRAID_DTYPE_COUNT)
+        return braid_error(BRAID_ERR_INVALID_ARG, "%s: invalid dtype %d", fn,
+                           (int)dtype);
+    if ((unsigned)op >= BRAID_OP_COUNT)
+        return braid_error(BRAID_ERR_INVALID_ARG, "%s: invalid op %d", fn,
+                           (int)op);
+    if (coll == BRAID_COLL_BROADCAST && (root < 0 || root >= comm->size))
+        return braid_error(BRAID_ERR_INVALID_ARG, "%s: root %d is not a rank "
+                           "of this %d-rank communicator", fn, root,
+                           comm->size);
+    size_t dtsize = braid_dtype_size(dtype);
+    if ((st = spans(&send_len, &recv_len, comm, coll, count, dtsize, fn)) !=
+        BRAID_OK)
+        return st;
+    if ((send_len > 0 && sendbuf == NULL) || (recv_len > 0 && recvbuf == NULL))
+        return braid_error(BRAID_ERR_INVALID_ARG, "%s: %s is NULL with count "
+                           "%zu", fn, sendbuf == NULL ? "sendbuf" : "recvbuf",
+                           count);
+    if ((st = check_aliasing(comm, coll, sendbuf, send_len, recvbuf, recv_len,
+                             count * dtsize, fn)) != BRAID_OK)
+        return st;
+
+    memset(call, 0, sizeof(*call));
+    braid_task_t *t = &call->task;
+    t->coll    = coll;
+    t->sendbuf = sendbuf;
+    t->recvbuf = recvbuf;
+    t->count   = count;
+    t->dtype   = dtype;
+    t->op      = op;
+    t->root    = root;
+    t->dtsize  = dtsize;
+    t->rank    = comm->rank;
+    t->size    = comm->size;
+    t->seq     = comm->seq++;
+    t->topo    = &comm->topo;
+    t->svc     = braid_core_services();
+
+    size_t bytes = count * dtsize;
+    if (comm->size == 1 || (bytes == 0 && coll != BRAID_COLL_BARRIER))
+        return BRAID_OK; /* cand stays NULL: completed locally, in order */
+    braid_candidate_t *cand;
+    if ((st = braid_select(&cand, &comm->sel, coll, bytes)) != BRAID_OK) {
+        comm->seq--; /* nothing was issued */
+        return st;
+    }
+    call->cand      = cand;
+    t->tl           = cand->tl;
+    t->comm_state   = &cand->comm_state;
+    return BRAID_OK;
+}
+
+static braid_status_t run(braid_comm_t *comm, braid_coll_t coll,
+                          const void *sendbuf, void *recvbuf, size_t count,
+                          braid_dtype_t dtype, braid_op_t op, int root)
+{
+    braid_call_t   call;
+    braid_status_t st;
+    braid_error_clear();
+    st = braid_call_prepare(&call, comm, coll, sendbuf, recvbuf, count, dtype,
+                            op, root);
+    if (st != BRAID_OK)
+        return st;
+    braid_call_enqueue(comm, &call);
+    return braid_call_wait(comm, &call);
+}
+
+BRAID_API braid_status_t braid_allreduce(const void *sendbuf, void *recvbuf,
+                                         size_t count, braid_dtype_t dtype,
+                                         braid_op_t op, braid_comm_t *comm)
+{
+    return run(comm, BRAID_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op,
+               0);
+}
+
+BRAID_API braid_status_t braid_reduce_scatter(const void *sendbuf,
+                                              void *recvbuf, size_t recvcount,
+                                              braid_dtype_t dtype,
+                                              braid_op_t op, braid_comm_t *comm)
+{
+    return run(comm, BRAID_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount,
+               dtype, op, 0);
+}
+
+BRAID_API braid_status_t braid_allgather(const void *sendbuf, void *recvbuf,
+                                         size_t sendcount, braid_dtype_t dtype,
+                                         braid_comm_t *comm)
+{
+    return run(comm, BRAID_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype,
+               BRAID_SUM, 0);
+}
+
+BRAID_API braid_status_t braid_broadcast(void *buf, size_t count,
+                                         braid_dtype_t dtype, int root,
+                                         braid_comm_t *comm)
+{
+    return run(comm, BRAID_COLL_BROADCAST, buf, buf, count, dtype, BRAID_SUM,
+               root);
+}
+
+BRAID_API braid_status_t braid_barrier(braid_comm_t *comm)
+{
+    return run(comm, BRAID_COLL_BARRIER, NULL, NULL, 0, BRAID_U8, BRAID_SUM, 0);
+}

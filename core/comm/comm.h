@@ -1,0 +1,82 @@
+/* The communicator and its queue of collective operations (internal). */
+#ifndef BRAID_CORE_COMM_H
+#define BRAID_CORE_COMM_H
+
+#include <braid/plugin.h>
+
+#include "bootstrap/bootstrap.h"
+#include "loader/loader.h"
+#include "select/select.h"
+#include "select/spec.h"
+
+/* One collective call in the communicator's FIFO.  Calls complete in the order
+ * they were issued: only the head makes progress. */
+typedef struct braid_call {
+    braid_task_t       task;
+    braid_candidate_t *cand;      /* NULL: completed locally (size 1, empty) */
+    int                started;
+    int                done;
+    braid_status_t     status;
+    double             t_start;
+    char               error[512]; /* message when status != OK */
+    struct braid_call *next;
+} braid_call_t;
+
+struct braid_request {
+    braid_call_t  call; /* first: the queue links requests by their call */
+    braid_comm_t *comm;
+};
+
+struct braid_comm {
+    int                         rank, size;
+    braid_bootstrap_t          *bs;
+    braid_oob_t                 oob;
+    const braid_plugin_table_t *plugins;
+
+    braid_topo_t                topo;
+    int                        *node_of_rank;
+
+    int                         ntls;
+    braid_tl_t                 *tls;
+
+    braid_algo_spec_t           override;
+    braid_tune_t                tune;
+    braid_selector_t            sel;
+
+    uint64_t                    seq;
+    int                         yield_after; /* polls before sched_yield */
+    braid_call_t               *head, *tail;
+    int                         pending_requests;
+
+    braid_status_t              failed; /* BRAID_OK while usable */
+    char                        failed_msg[512];
+};
+
+/* comm/setup.c: everything a new communicator needs once its bootstrap
+ * channel exists.  Collective. */
+braid_status_t braid_comm_setup(braid_comm_t *comm);
+void braid_comm_teardown(braid_comm_t *comm);
+
+/* comm/topo.c */
+braid_status_t braid_topo_detect(braid_comm_t *comm);
+
+/* comm/transports.c */
+braid_status_t braid_comm_open_transports(braid_comm_t *comm);
+void braid_comm_close_transports(braid_comm_t *comm);
+
+/* comm/queue.c */
+void braid_call_enqueue(braid_comm_t *comm, braid_call_t *call);
+braid_status_t braid_comm_progress(braid_comm_t *comm);
+braid_status_t braid_call_wait(braid_comm_t *comm, braid_call_t *call);
+/* Marks the communicator failed: later calls get BRAID_ERR_STATE. */
+void braid_comm_fail(braid_comm_t *comm, braid_status_t status,
+                     const char *msg);
+
+/* comm/coll.c: validates a call and fills it in (nothing is written on
+ * error).  count is as in the public call. */
+braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
+                                  braid_coll_t coll, const void *sendbuf,
+                                  void *recvbuf, size_t count,
+                                  braid_dtype_t dtype, braid_op_t op, int root);
+
+#endif

@@ -1,0 +1,190 @@
+/* The communicator's FIFO of calls, its progress engine, and the
+ * non-blocking request API.  Only the head call progresses, which is what
+ * makes calls complete in the order they were issued; every wait is bounded
+ * by BRAID_TIMEOUT. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "util/api.h"
+#include "util/env.h"
+#include "util/log.h"
+
+#define LOG_COMP "comm"
+
+void braid_comm_fail(braid_comm_t *comm, braid_status_t status,
+                     const char *msg)
+{
+    if (comm->failed != BRAID_OK)
+        return;
+    comm->failed = status;
+    snprintf(comm->failed_msg, sizeof(comm->failed_msg), "%s", msg);
+    BRAID_LOG(BRAID_LOG_ERROR, LOG_COMP, "communicator failed: %s (%s)", msg,
+              braid_status_str(status));
+}
+
+void braid_call_enqueue(braid_comm_t *comm, braid_call_t *call)
+{
+    call->next = NULL;
+    if (comm->tail != NULL)
+        comm->tail->next = call;
+    else
+        comm->head = call;
+    comm->tail = call;
+}
+
+static void call_complete(braid_comm_t *comm, braid_call_t *call,
+                          braid_status_t st)
+{
+    if (call->started && call->cand != NULL)
+        call->cand->algo->finish(&call->task);
+    call->done   = 1;
+    call->status = st;
+    if (st != BRAID_OK) {
+        snprintf(call->error, sizeof(call->error), "%s", braid_last_error());
+        braid_comm_fail(comm, st, call->error);
+    }
+    comm->head = call->next;
+    if (comm->head == NULL)
+        comm->tail = NULL;
+}
+
+/* The local part of calls that need no communication (one rank, no data). */
+static void call_run_local(braid_call_t *call)
+{
+    braid_task_t *t = &call->task;
+    size_t bytes    = t->count * t->dtsize;
+    if (t->coll == BRAID_COLL_BROADCAST || t->coll == BRAID_COLL_BARRIER ||
+        bytes == 0 || t->sendbuf == t->recvbuf)
+        return;
+    /* size 1: allreduce, reduce_scatter and allgather all copy one block. */
+    memcpy(t->recvbuf, t->sendbuf, bytes);
+}
+
+static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
+{
+    braid_status_t st;
+    if (comm->failed != BRAID_OK) {
+        st = braid_error(BRAID_ERR_STATE, "communicator failed earlier: %s",
+                         comm->failed_msg);
+        call_complete(comm, call, st);
+        return st;
+    }
+    if (call->cand == NULL) {
+        call_run_local(call);
+        call_complete(comm, call, BRAID_OK);
+        return BRAID_OK;
+    }
+    if (!call->started) {
+        call->t_start = braid_core_services()->now();
+        st = call->cand->algo->start(&call->task);
+        if (st != BRAID_OK) {
+            call_complete(comm, call, st);
+            return st;
+        }
+        call->started = 1;
+    }
+    st = call->cand->algo->progress(&call->task);
+    if (st == BRAID_INPROGRESS) {
+        double waited = braid_core_services()->now() - call->t_start;
+        if (waited <= braid_timeout_s())
+            return st;
+        st = braid_error(BRAID_ERR_TIMEOUT, "%s of %zu elements (%s) did not "
+                         "complete within BRAID_TIMEOUT=%.1f s: a peer is "
+                         "stuck, dead, or called a different collective",
+                         braid_coll_name(call->task.coll), call->task.count,
+                         call->cand->name, braid_timeout_s());
+    }
+    call_complete(comm, call, st);
+    return st;
+}
+
+braid_status_t braid_comm_progress(braid_comm_t *comm)
+{
+    while (comm->head != NULL) {
+        braid_status_t st = call_progress(comm, comm->head);
+        if (st == BRAID_INPROGRESS)
+            return st;
+    }
+    return BRAID_OK;
+}
+
+braid_status_t braid_call_wait(braid_comm_t *comm, braid_call_t *call)
+{
+    int polls = 0;
+    while (!call->done) {
+        braid_comm_progress(comm);
+        if (!call->done && ++polls >= comm->yield_after) {
+            sched_yield();
+            polls = 0;
+        }
+    }
+    if (call->status != BRAID_OK)
+        return braid_error(call->status, "%s", call->error);
+    return BRAID_OK;
+}
+
+BRAID_API braid_status_t braid_iallreduce(const void *sendbuf, void *recvbuf,
+                                          size_t count, braid_dtype_t dtype,
+                                          braid_op_t op, braid_comm_t *comm,
+                                          braid_request_t **req)
+{
+    braid_error_clear();
+    if (req == NULL)
+        return braid_error(BRAID_ERR_INVALID_ARG, "braid_iallreduce: req is "
+                           "NULL");
+    *req = NULL;
+    braid_request_t *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return braid_error(BRAID_ERR_NO_MEMORY, "braid_iallreduce: out of "
+                           "memory");
+    braid_status_t st = braid_call_prepare(&r->call, comm, BRAID_COLL_ALLREDUCE,
+                                           sendbuf, recvbuf, count, dtype, op,
+                                           0);
+    if (st != BRAID_OK) {
+        free(r);
+        return st;
+    }
+    r->comm = comm;
+    comm->pending_requests++;
+    braid_call_enqueue(comm, &r->call);
+    braid_comm_progress(comm); /* start it now so that it overlaps */
+    *req = r;
+    return BRAID_OK;
+}
+
+static braid_status_t request_release(braid_request_t *req)
+{
+    braid_status_t st = req->call.status;
+    if (st != BRAID_OK)
+        braid_error(st, "%s", req->call.error);
+    req->comm->pending_requests--;
+    free(req);
+    return st;
+}
+
+BRAID_API braid_status_t braid_test(braid_request_t *req, int *done)
+{
+    braid_error_clear();
+    if (req == NULL || done == NULL)
+        return braid_error(BRAID_ERR_INVALID_ARG, "braid_test: %s is NULL",
+                           req == NULL ? "req" : "done");
+    *done = 0;
+    if (!req->call.done)
+        braid_comm_progress(req->comm);
+    if (!req->call.done)
+        return BRAID_OK;
+    *done = 1;
+    return request_release(req);
+}
+
+BRAID_API braid_status_t braid_wait(braid_request_t *req)
+{
+    braid_error_clear();
+    if (req == NULL)
+        return braid_error(BRAID_ERR_INVALID_ARG, "braid_wait: req is NULL");
+    braid_call_wait(req->comm, &req->call);
+    return request_release(req);
+}

@@ -1,0 +1,168 @@
+/* What every communicator (world or split) needs once its bootstrap channel
+ * is up: plugins, the user's choices, topology, transports, candidates. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/comm.h"
+#include "util/log.h"
+
+#define LOG_COMP "comm"
+
+static braid_status_t oob_allgather(void *ctx, const void *sendbuf,
+                                    void *recvbuf, size_t len)
+{
+    return braid_bootstrap_allgather(ctx, sendbuf, recvbuf, len);
+}
+
+static braid_status_t oob_barrier(void *ctx)
+{
+    return braid_bootstrap_barrier(ctx);
+}
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* What each rank read from its environment.  Ranks that disagree would choose
+ * different candidates and deadlock, so a difference is an error at init. */
+typedef struct config_print {
+    int32_t  status;  /* this rank's parse result */
+    int32_t  topo;
+    uint64_t algo_hash;
+    uint64_t tune_hash;
+} config_print_t;
+
+static braid_status_t read_choices(braid_comm_t *comm, config_print_t *print)
+{
+    const uint64_t seed = 14695981039346656037ull;
+    const char    *algo = getenv("BRAID_ALGO");
+    braid_status_t st   = braid_algo_spec_parse(&comm->override, algo);
+    print->algo_hash    = fnv1a(seed, algo ? algo : "", algo ? strlen(algo) : 0);
+    if (st != BRAID_OK)
+        return st;
+    const char *tune = getenv("BRAID_TUNE_FILE");
+    print->tune_hash = seed;
+    if (tune != NULL && *tune != '\0') {
+        if ((st = braid_tune_load(&comm->tune, tune)) != BRAID_OK)
+            return st;
+        print->tune_hash = fnv1a(seed, comm->tune.rows,
+                                 sizeof(braid_tune_row_t) * (size_t)comm->tune.n);
+    }
+    return BRAID_OK;
+}
+
+/* Every rank fails together, each with the first fault it can name. */
+static braid_status_t agree_on_choices(braid_comm_t *comm, braid_status_t local,
+                                       config_print_t *mine)
+{
+    char saved[512];
+    snprintf(saved, sizeof(saved), "%s", braid_last_error());
+    mine->status = local;
+    mine->topo   = (int32_t)comm->topo.kind;
+    config_print_t *all = calloc((size_t)comm->size, sizeof(*all));
+    if (all == NULL)
+        return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
+    braid_status_t st = braid_bootstrap_allgather(comm->bs, mine, all,
+                                                  sizeof(*mine));
+    if (st != BRAID_OK)
+        goto out;
+    if (local != BRAID_OK) {
+        st = braid_error(local, "%s", saved);
+        goto out;
+    }
+    for (int r = 0; r < comm->size; r++) {
+        const char *what = all[r].status != BRAID_OK          ? NULL
+                           : all[r].algo_hash != mine->algo_hash ? "BRAID_ALGO"
+                           : all[r].tune_hash != mine->tune_hash
+                               ? "BRAID_TUNE_FILE (contents)"
+                           : all[r].topo != mine->topo ? "BRAID_TOPO"
+                                                       : "";
+        if (what == NULL) {
+            st = braid_error((braid_status_t)all[r].status, "rank %d failed to "
+                             "read its configuration (%s); see its error",
+                             r, braid_status_str(all[r].status));
+            goto out;
+        }
+        if (*what) {
+            st = braid_error(BRAID_ERR_MISMATCH, "rank %d's %s differs from "
+                             "rank %d's: every rank must be given the same "
+                             "choices or they would pick different algorithms",
+                             r, what, comm->rank);
+            goto out;
+        }
+    }
+out:
+    free(all);
+    return st;
+}
+
+braid_status_t braid_comm_setup(braid_comm_t *comm)
+{
+    braid_status_t st;
+    config_print_t print;
+    memset(&print, 0, sizeof(print));
+
+    comm->rank = braid_bootstrap_rank(comm->bs);
+    comm->size = braid_bootstrap_size(comm->bs);
+    comm->oob  = (braid_oob_t){comm->rank, comm->size, comm->bs, oob_allgather,
+                               oob_barrier};
+    if ((st = braid_loader_acquire(&comm->plugins)) != BRAID_OK)
+        return st;
+    if ((st = braid_topo_detect(comm)) != BRAID_OK)
+        return st;
+    st = read_choices(comm, &print);
+    if ((st = agree_on_choices(comm, st, &print)) != BRAID_OK)
+        return st;
+    if ((st = braid_comm_open_transports(comm)) != BRAID_OK)
+        return st;
+
+    braid_selector_init(&comm->sel);
+    comm->sel.override = &comm->override;
+    comm->sel.tune     = &comm->tune;
+    comm->sel.nranks   = comm->size;
+    comm->sel.nnodes   = comm->topo.nnodes;
+    comm->sel.ppn      = comm->topo.ppn;
+    comm->sel.topo     = comm->topo.kind;
+    comm->sel.rank     = comm->rank;
+
+    /* More ranks than cores on a host: a rank that spins steals the core its
+     * peer needs to make progress, so yield at once. */
+    long ncpu         = sysconf(_SC_NPROCESSORS_ONLN);
+    comm->yield_after = comm->topo.ppn > (ncpu > 0 ? ncpu : 1) ? 1 : 4096;
+
+    if (comm->rank == 0 && braid_log_level() >= BRAID_LOG_INFO) {
+        char list[1024] = "";
+        for (int i = 0; i < comm->sel.ncands; i++)
+            snprintf(list + strlen(list), sizeof(list) - strlen(list),
+                     "%s%s:%s", i ? " " : "",
+                     braid_coll_name(comm->sel.cands[i].algo->coll),
+                     comm->sel.cands[i].name);
+        braid_log(BRAID_LOG_INFO, LOG_COMP, "%d ranks on %d nodes (ppn %d), "
+                  "%d transports, candidates: %s", comm->size,
+                  comm->topo.nnodes, comm->topo.ppn, comm->ntls,
+                  list[0] ? list : "none");
+    }
+    return BRAID_OK;
+}
+
+void braid_comm_teardown(braid_comm_t *comm)
+{
+    braid_comm_close_transports(comm);
+    braid_tune_free(&comm->tune);
+    free(comm->node_of_rank);
+    comm->node_of_rank = NULL;
+    if (comm->plugins != NULL) {
+        braid_loader_release();
+        comm->plugins = NULL;
+    }
+    if (comm->bs != NULL) {
+        braid_bootstrap_destroy(comm->bs);
+        comm->bs = NULL;
+    }
+}

@@ -1,0 +1,94 @@
+/* Topology: which ranks share a host, and how the hosts are cabled.
+ *
+ * Hosts are told apart by hostname, or by BRAID_HOSTNAME where ranks on one
+ * machine emulate several (network namespaces).  How hosts are connected
+ * cannot be discovered from inside a rank, so BRAID_TOPO says it: "switch"
+ * (default for several hosts) or "ring" (hosts cabled in rank order). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/comm.h"
+#include "util/log.h"
+
+#define HOST_LEN 64
+
+static braid_status_t topo_kind_from_env(braid_topo_kind_t *kind, int nnodes)
+{
+    const char *s = getenv("BRAID_TOPO");
+    *kind = nnodes == 1 ? BRAID_TOPO_SINGLE_HOST : BRAID_TOPO_SWITCH;
+    if (s == NULL || *s == '\0' || strcmp(s, "auto") == 0)
+        return BRAID_OK;
+    if (strcmp(s, "switch") == 0)
+        *kind = BRAID_TOPO_SWITCH;
+    else if (strcmp(s, "ring") == 0)
+        *kind = BRAID_TOPO_RING;
+    else {
+        /* Point at the first character where s leaves every keyword. */
+        static const char *words[] = {"auto", "switch", "ring"};
+        size_t best = 0;
+        for (int w = 0; w < 3; w++) {
+            size_t i = 0;
+            while (s[i] && s[i] == words[w][i])
+                i++;
+            if (i > best)
+                best = i;
+        }
+        return braid_error(BRAID_ERR_PARSE, "BRAID_TOPO='%s': unexpected '%c' "
+                           "at position %zu (expected auto, switch or ring)",
+                           s, s[best] ? s[best] : ' ', best);
+    }
+    if (nnodes == 1)
+        *kind = BRAID_TOPO_SINGLE_HOST; /* one host has no cabling to model */
+    return BRAID_OK;
+}
+
+braid_status_t braid_topo_detect(braid_comm_t *comm)
+{
+    char  self[HOST_LEN] = "";
+    char *all = NULL;
+    int  *count = NULL;
+    braid_status_t st;
+
+    const char *env = getenv("BRAID_HOSTNAME");
+    if (env != NULL && *env != '\0')
+        strncpy(self, env, HOST_LEN - 1);
+    else if (gethostname(self, HOST_LEN - 1) != 0)
+        strcpy(self, "localhost");
+
+    all   = calloc((size_t)comm->size, HOST_LEN);
+    count = calloc((size_t)comm->size, sizeof(int));
+    comm->node_of_rank = calloc((size_t)comm->size, sizeof(int));
+    if (all == NULL || count == NULL || comm->node_of_rank == NULL) {
+        st = braid_error(BRAID_ERR_NO_MEMORY, "topology: out of memory");
+        goto out;
+    }
+    st = braid_bootstrap_allgather(comm->bs, self, all, HOST_LEN);
+    if (st != BRAID_OK)
+        goto out;
+
+    /* Hosts are numbered in order of their lowest rank. */
+    int nnodes = 0;
+    for (int r = 0; r < comm->size; r++) {
+        int node = -1;
+        for (int q = 0; q < r && node < 0; q++)
+            if (strncmp(all + (size_t)q * HOST_LEN, all + (size_t)r * HOST_LEN,
+                        HOST_LEN) == 0)
+                node = comm->node_of_rank[q];
+        comm->node_of_rank[r] = node >= 0 ? node : nnodes++;
+        count[comm->node_of_rank[r]]++;
+    }
+    int ppn = 0;
+    for (int n = 0; n < nnodes; n++)
+        ppn = count[n] > ppn ? count[n] : ppn;
+
+    comm->topo.nnodes       = nnodes;
+    comm->topo.ppn          = ppn;
+    comm->topo.node_of_rank = comm->node_of_rank;
+    st = topo_kind_from_env(&comm->topo.kind, nnodes);
+out:
+    free(all);
+    free(count);
+    return st;
+}

@@ -1,0 +1,271 @@
+/* Opens the transports every rank has and builds the candidate set.
+ *
+ * Each rank may have loaded different plugins (a node without an RDMA NIC, a
+ * BRAID_PLUGINS set on one node only), so what a communicator uses is the
+ * intersection over its ranks, computed through the bootstrap channel, and
+ * each transport is kept only if it opened on every rank. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "util/log.h"
+
+#define LOG_COMP   "comm"
+#define NAME_LEN   96
+#define MAX_NAMES  256
+
+typedef struct name_set {
+    uint32_t n;
+    char     names[MAX_NAMES][NAME_LEN];
+} name_set_t;
+
+static void name_set_add(name_set_t *set, const char *a, const char *b,
+                         const char *c)
+{
+    if (set->n < MAX_NAMES)
+        snprintf(set->names[set->n++], NAME_LEN, "%s/%s/%s", a, b, c);
+}
+
+static int name_set_has(const name_set_t *set, const char *name)
+{
+    for (uint32_t i = 0; i < set->n && i < MAX_NAMES; i++)
+        if (strncmp(set->names[i], name, NAME_LEN) == 0)
+            return 1;
+    return 0;
+}
+
+/* keep[i] = 1 when local->names[i] is on every rank. */
+static braid_status_t intersect(braid_comm_t *comm, const name_set_t *local,
+                                int *keep)
+{
+    name_set_t *all = malloc(sizeof(name_set_t) * (size_t)comm->size);
+    if (all == NULL)
+        return braid_error(BRAID_ERR_NO_MEMORY, "candidate agreement: out of "
+                           "memory");
+    braid_status_t st = braid_bootstrap_allgather(comm->bs, local, all,
+                                                  sizeof(*local));
+    for (uint32_t i = 0; st == BRAID_OK && i < local->n; i++) {
+        keep[i] = 1;
+        for (int r = 0; r < comm->size && keep[i]; r++)
+            if (!name_set_has(&all[r], local->names[i])) {
+                keep[i] = 0;
+                BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "%s is not on rank %d: not "
+                          "used on this communicator", local->names[i], r);
+            }
+    }
+    free(all);
+    return st;
+}
+
+static int transport_name_taken(const braid_comm_t *comm, const char *name)
+{
+    for (int i = 0; i < comm->ntls; i++)
+        if (strcmp(comm->tls[i].ops->name, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Opens one transport everywhere or nowhere. */
+static braid_status_t open_one(braid_comm_t *comm,
+                               const braid_transport_v1_t *ops)
+{
+    void          *tcomm = NULL;
+    braid_status_t st    = ops->comm_create(braid_core_services(), &comm->oob,
+                                            &comm->topo, &tcomm);
+    if (st != BRAID_OK)
+        BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "transport %s not opened: %s",
+                  ops->name, braid_last_error());
+    int32_t  ok  = st == BRAID_OK;
+    int32_t *oks = malloc(sizeof(int32_t) * (size_t)comm->size);
+    if (oks == NULL)
+        return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
+    braid_status_t ast = braid_bootstrap_allgather(comm->bs, &ok, oks,
+                                                   sizeof(ok));
+    int all_ok = ast == BRAID_OK;
+    for (int r = 0; r < comm->size && all_ok; r++)
+        if (!oks[r]) {
+            all_ok = 0;
+            BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "transport %s did not open on "
+                      "rank %d: not used on this communicator", ops->name, r);
+        }
+    free(oks);
+    if (!all_ok) {
+        if (ok)
+            ops->comm_destroy(tcomm);
+        return ast; /* a bootstrap failure is fatal; a refusal is not */
+    }
+    braid_tl_t *tl = &comm->tls[comm->ntls++];
+    tl->ops   = ops;
+    tl->tcomm = tcomm;
+    ops->link(tcomm, &tl->link);
+    BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "transport %s open: alpha %.2f us, "
+              "%.2f GB/s", ops->name, tl->link.alpha_us, tl->link.beta_gbps);
+    return BRAID_OK;
+}
+
+static braid_status_t open_agreed_transports(braid_comm_t *comm)
+{
+    const braid_plugin_table_t *pt = comm->plugins;
+    name_set_t *local = calloc(1, sizeof(*local));
+    int        *keep  = calloc(MAX_NAMES, sizeof(int));
+    braid_status_t st = BRAID_OK;
+    if (local == NULL || keep == NULL) {
+        st = braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
+        goto out;
+    }
+    for (int p = 0; p < pt->n; p++) {
+        const braid_plugin_entry_t *e = &pt->entries[p];
+        if (e->state != BRAID_PLUGIN_AVAILABLE)
+            continue;
+        for (int t = 0; t < e->desc->n_transports; t++)
+            name_set_add(local, e->name, "transport",
+                         e->desc->transports[t]->name);
+    }
+    if ((st = intersect(comm, local, keep)) != BRAID_OK)
+        goto out;
+    comm->tls = calloc(local->n ? local->n : 1, sizeof(braid_tl_t));
+    if (comm->tls == NULL) {
+        st = braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
+        goto out;
+    }
+    /* Same order on every rank: the plugin table is sorted, and only names
+     * every rank has are opened. */
+    uint32_t i = 0;
+    for (int p = 0; p < pt->n; p++) {
+        const braid_plugin_entry_t *e = &pt->entries[p];
+        if (e->state != BRAID_PLUGIN_AVAILABLE)
+            continue;
+        for (int t = 0; t < e->desc->n_transports && i < local->n; t++, i++) {
+            const braid_transport_v1_t *ops = e->desc->transports[t];
+            if (!keep[i])
+                continue;
+            if (transport_name_taken(comm, ops->name)) {
+                BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin %s brings transport "
+                          "'%s' which an earlier plugin already brought; "
+                          "ignored", e->name, ops->name);
+                continue;
+            }
+            if ((st = open_one(comm, ops)) != BRAID_OK)
+                goto out;
+        }
+    }
+out:
+    free(local);
+    free(keep);
+    return st;
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+    const braid_candidate_t *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (int)x->algo->coll - (int)y->algo->coll;
+}
+
+static int cand_exists(const braid_comm_t *comm, const char *name,
+                       braid_coll_t coll)
+{
+    for (int i = 0; i < comm->sel.ncands; i++)
+        if (comm->sel.cands[i].algo->coll == coll &&
+            strcmp(comm->sel.cands[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static void add_candidates(braid_comm_t *comm, const braid_algo_v1_t *algo,
+                           const char *plugin)
+{
+    for (int t = 0; t < comm->ntls; t++) {
+        braid_tl_t *tl = &comm->tls[t];
+        if ((tl->ops->caps & algo->needs_caps) != algo->needs_caps)
+            continue;
+        if (algo->transport != NULL && strcmp(algo->transport, tl->ops->name))
+            continue;
+        braid_candidate_t c = {.algo = algo, .tl = tl};
+        /* A backend whose algorithm and transport share a name ("nccl") is
+         * written with that name alone. */
+        if (strcmp(algo->name, tl->ops->name) == 0)
+            snprintf(c.name, sizeof(c.name), "%s", algo->name);
+        else
+            snprintf(c.name, sizeof(c.name), "%s@%s", algo->name,
+                     tl->ops->name);
+        if (cand_exists(comm, c.name, algo->coll)) {
+            BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin %s brings %s for %s, "
+                      "which an earlier plugin already brought; ignored",
+                      plugin, c.name, braid_coll_name(algo->coll));
+            continue;
+        }
+        comm->sel.cands[comm->sel.ncands++] = c;
+    }
+}
+
+static braid_status_t build_candidates(braid_comm_t *comm)
+{
+    const braid_plugin_table_t *pt = comm->plugins;
+    name_set_t *local = calloc(1, sizeof(*local));
+    int        *keep  = calloc(MAX_NAMES, sizeof(int));
+    int         nalgos = 0;
+    braid_status_t st = BRAID_OK;
+    if (local == NULL || keep == NULL) {
+        st = braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
+        goto out;
+    }
+    for (int p = 0; p < pt->n; p++) {
+        const braid_plugin_entry_t *e = &pt->entries[p];
+        if (e->state != BRAID_PLUGIN_AVAILABLE)
+            continue;
+        for (int a = 0; a < e->desc->n_algos; a++, nalgos++)
+            name_set_add(local, e->name, e->desc->algos[a]->name,
+                         braid_coll_name(e->desc->algos[a]->coll));
+    }
+    if ((st = intersect(comm, local, keep)) != BRAID_OK)
+        goto out;
+    comm->sel.cands = calloc((size_t)(nalgos * (comm->ntls ? comm->ntls : 1)) + 1,
+                             sizeof(braid_candidate_t));
+    if (comm->sel.cands == NULL) {
+        st = braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
+        goto out;
+    }
+    uint32_t i = 0;
+    for (int p = 0; p < pt->n; p++) {
+        const braid_plugin_entry_t *e = &pt->entries[p];
+        if (e->state != BRAID_PLUGIN_AVAILABLE)
+            continue;
+        for (int a = 0; a < e->desc->n_algos && i < local->n; a++, i++)
+            if (keep[i])
+                add_candidates(comm, e->desc->algos[a], e->name);
+    }
+    qsort(comm->sel.cands, (size_t)comm->sel.ncands, sizeof(braid_candidate_t),
+          cand_cmp);
+out:
+    free(local);
+    free(keep);
+    return st;
+}
+
+braid_status_t braid_comm_open_transports(braid_comm_t *comm)
+{
+    braid_status_t st = open_agreed_transports(comm);
+    if (st != BRAID_OK)
+        return st;
+    return build_candidates(comm);
+}
+
+void braid_comm_close_transports(braid_comm_t *comm)
+{
+    for (int i = 0; i < comm->sel.ncands; i++) {
+        braid_candidate_t *c = &comm->sel.cands[i];
+        if (c->comm_state != NULL && c->algo->comm_state_free != NULL)
+            c->algo->comm_state_free(c->comm_state, c->tl);
+        c->comm_state = NULL;
+    }
+    free(comm->sel.cands);
+    comm->sel.cands  = NULL;
+    comm->sel.ncands = 0;
+    for (int i = comm->ntls - 1; i >= 0; i--)
+        comm->tls[i].ops->comm_destroy(comm->tls[i].tcomm);
+    free(comm->tls);
+    comm->tls  = NULL;
+    comm->ntls = 0;
+}

@@ -1,0 +1,327 @@
+/* Finds, checks and probes plugins.  Search order: BRAID_PLUGIN_PATH, then
+ * <directory of libbraid.so>/braid (the install, relocatable), then the
+ * configured install directory, then -- only when this libbraid is the one in
+ * the build tree -- the build tree's plugin folders.  Only absolute paths are
+ * handed to dlopen, so the current directory is never searched. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader/loader.h"
+#include "util/log.h"
+
+#define LOG_COMP "loader"
+#define MAX_DIRS 32
+
+static pthread_mutex_t      loader_lock = PTHREAD_MUTEX_INITIALIZER;
+static int                  loader_refs;
+static braid_plugin_table_t loader_table;
+
+typedef struct dir_list {
+    int  n;
+    char dirs[MAX_DIRS][PATH_MAX];
+} dir_list_t;
+
+static void dir_list_add(dir_list_t *list, const char *dir)
+{
+    char real[PATH_MAX];
+    if (realpath(dir, real) == NULL) {
+        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "skipping plugin directory '%s': "
+                  "does not exist", dir);
+        return;
+    }
+    for (int i = 0; i < list->n; i++)
+        if (strcmp(list->dirs[i], real) == 0)
+            return;
+    if (list->n == MAX_DIRS) {
+        BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "more than %d plugin directories; "
+                  "ignoring '%s'", MAX_DIRS, dir);
+        return;
+    }
+    snprintf(list->dirs[list->n++], PATH_MAX, "%s", real);
+}
+
+static void dir_list_add_paths(dir_list_t *list, const char *paths)
+{
+    char buf[8192];
+    snprintf(buf, sizeof(buf), "%s", paths);
+    char *save = NULL;
+    for (char *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save))
+        dir_list_add(list, d);
+}
+
+static void search_dirs(dir_list_t *list)
+{
+    list->n = 0;
+    const char *env = getenv("BRAID_PLUGIN_PATH");
+    if (env != NULL && *env != '\0')
+        dir_list_add_paths(list, env);
+
+    Dl_info info;
+    char    self[PATH_MAX] = "";
+    if (dladdr((void *)&braid_loader_acquire, &info) && info.dli_fname &&
+        realpath(info.dli_fname, self) != NULL) {
+        char dir[PATH_MAX + 8];
+        char *slash = strrchr(self, '/');
+        if (slash != NULL) {
+            snprintf(dir, sizeof(dir), "%.*s/braid", (int)(slash - self), self);
+            dir_list_add(list, dir);
+        }
+    }
+    dir_list_add(list, BRAID_PLUGIN_DIR);
+    size_t root_len = strlen(BRAID_BUILD_ROOT);
+    if (strncmp(self, BRAID_BUILD_ROOT, root_len) == 0 && self[root_len] == '/')
+        dir_list_add_paths(list, BRAID_BUILD_PLUGIN_DIRS);
+}
+
+void braid_loader_search_path(char *buf, size_t len)
+{
+    dir_list_t list;
+    search_dirs(&list);
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < list.n && off < len; i++) {
+        int n = snprintf(buf + off, len - off, "%s%s", i ? ":" : "",
+                         list.dirs[i]);
+        if (n < 0)
+            break;
+        off += (size_t)n;
+    }
+}
+
+/* "libbraid-ucx.so" -> "ucx"; 0 if the file is not a plugin. */
+static int plugin_name_of(char *name, size_t len, const char *file)
+{
+    static const char prefix[] = "libbraid-", suffix[] = ".so";
+    size_t flen = strlen(file), plen = sizeof(prefix) - 1,
+           slen = sizeof(suffix) - 1;
+    if (flen <= plen + slen || strncmp(file, prefix, plen) != 0 ||
+        strcmp(file + flen - slen, suffix) != 0)
+        return 0;
+    size_t nlen = flen - plen - slen;
+    if (nlen >= len)
+        return 0;
+    memcpy(name, file + plen, nlen);
+    name[nlen] = '\0';
+    return 1;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static braid_plugin_entry_t *table_append(braid_plugin_table_t *t)
+{
+    braid_plugin_entry_t *e = realloc(t->entries,
+                                      sizeof(*e) * (size_t)(t->n + 1));
+    if (e == NULL)
+        return NULL;
+    t->entries = e;
+    memset(&e[t->n], 0, sizeof(*e));
+    return &e[t->n++];
+}
+
+static int name_seen(const braid_plugin_table_t *t, const char *name)
+{
+    for (int i = 0; i < t->n - 1; i++)
+        if (strcmp(t->entries[i].name, name) == 0 &&
+            t->entries[i].state != BRAID_PLUGIN_SHADOWED)
+            return 1;
+    return 0;
+}
+
+static void reject(braid_plugin_entry_t *e, braid_plugin_state_t state,
+                   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void reject(braid_plugin_entry_t *e, braid_plugin_state_t state,
+                   const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->why, sizeof(e->why), fmt, ap);
+    va_end(ap);
+    e->state = state;
+    e->desc  = NULL;
+    if (e->dl != NULL) {
+        dlclose(e->dl);
+        e->dl = NULL;
+    }
+    /* A plugin that is dropped in but cannot be used deserves a warning; one
+     * the user excluded or that is a duplicate only matters when debugging. */
+    braid_log_level_t level = state == BRAID_PLUGIN_REJECTED ? BRAID_LOG_WARN
+                                                             : BRAID_LOG_INFO;
+    BRAID_LOG(level, LOG_COMP, "plugin '%s' (%s) %s: %s", e->name, e->path,
+              state == BRAID_PLUGIN_REJECTED ? "rejected" : "skipped", e->why);
+}
+
+/* Checks the descriptor's ABI before reading any other field. */
+static void check_descriptor(braid_plugin_entry_t *e)
+{
+    const braid_plugin_v1_t *d = dlsym(e->dl, BRAID_PLUGIN_SYMBOL);
+    if (d == NULL) {
+        reject(e, BRAID_PLUGIN_REJECTED, "no symbol '%s': not a braid plugin "
+               "or built for another ABI (this core speaks ABI %u)",
+               BRAID_PLUGIN_SYMBOL, BRAID_PLUGIN_ABI_VERSION);
+        return;
+    }
+    if (d->abi_version != BRAID_PLUGIN_ABI_VERSION) {
+        reject(e, BRAID_PLUGIN_REJECTED, "ABI version %u, this core speaks ABI "
+               "%u: rebuild the plugin against this braid", d->abi_version,
+               BRAID_PLUGIN_ABI_VERSION);
+        return;
+    }
+    if (d->struct_size < sizeof(braid_plugin_v1_t)) {
+        reject(e, BRAID_PLUGIN_REJECTED, "ABI %u descriptor of %u bytes, "
+               "expected %zu: corrupt or mismatched header", d->abi_version,
+               d->struct_size, sizeof(braid_plugin_v1_t));
+        return;
+    }
+    if (d->name == NULL || strcmp(d->name, e->name) != 0) {
+        reject(e, BRAID_PLUGIN_REJECTED, "descriptor names itself '%s' but the "
+               "file is libbraid-%s.so", d->name ? d->name : "(null)",
+               e->name);
+        return;
+    }
+    if (d->probe == NULL || d->n_transports < 0 || d->n_algos < 0 ||
+        (d->n_transports > 0 && d->transports == NULL) ||
+        (d->n_algos > 0 && d->algos == NULL)) {
+        reject(e, BRAID_PLUGIN_REJECTED, "malformed descriptor (probe, "
+               "transport or algorithm arrays missing)");
+        return;
+    }
+    e->desc = d;
+}
+
+static void load_one(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
+                     const char *dir, const char *file, const char *name)
+{
+    braid_plugin_entry_t *e = table_append(t);
+    if (e == NULL)
+        return;
+    snprintf(e->name, sizeof(e->name), "%s", name);
+    snprintf(e->path, sizeof(e->path), "%s/%s", dir, file);
+
+    if (name_seen(t, name)) {
+        reject(e, BRAID_PLUGIN_SHADOWED, "a plugin of the same name was found "
+               "earlier in the search path");
+        return;
+    }
+    if (!braid_plugin_filter_keeps(f, name)) {
+        reject(e, BRAID_PLUGIN_EXCLUDED, "excluded by BRAID_PLUGINS");
+        return;
+    }
+    e->dl = dlopen(e->path, RTLD_NOW | RTLD_LOCAL);
+    if (e->dl == NULL) {
+        const char *err = dlerror();
+        reject(e, BRAID_PLUGIN_REJECTED, "dlopen failed: %s",
+               err ? err : "unknown error");
+        return;
+    }
+    check_descriptor(e);
+    if (e->desc == NULL)
+        return;
+
+    char why[sizeof(e->why)] = "";
+    braid_status_t st = e->desc->probe(braid_core_services(), why, sizeof(why));
+    if (st != BRAID_OK) {
+        e->state = BRAID_PLUGIN_UNAVAILABLE;
+        snprintf(e->why, sizeof(e->why), "%s", why[0] ? why
+                 : braid_status_str(st));
+        BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "plugin '%s' unavailable: %s",
+                  e->name, e->why);
+        return; /* stays loaded: braid-info lists what it would bring */
+    }
+    e->state = BRAID_PLUGIN_AVAILABLE;
+    BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "plugin '%s' %s loaded from %s "
+              "(%d transports, %d algorithms)", e->name,
+              e->desc->version ? e->desc->version : "?", e->path,
+              e->desc->n_transports, e->desc->n_algos);
+}
+
+static void load_dir(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
+                     const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return;
+    char *files[256];
+    int   n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL && n < 256) {
+        char name[64];
+        if (plugin_name_of(name, sizeof(name), de->d_name))
+            files[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    /* Sorted so that every rank sees the same order. */
+    qsort(files, (size_t)n, sizeof(files[0]), cmp_str);
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        if (files[i] != NULL && plugin_name_of(name, sizeof(name), files[i]))
+            load_one(t, f, dir, files[i], name);
+        free(files[i]);
+    }
+}
+
+static braid_status_t load_all(braid_plugin_table_t *t)
+{
+    braid_plugin_filter_t filter;
+    braid_status_t st = braid_plugin_filter_parse(&filter,
+                                                  getenv("BRAID_PLUGINS"));
+    if (st != BRAID_OK)
+        return st;
+    dir_list_t dirs;
+    search_dirs(&dirs);
+    for (int i = 0; i < dirs.n; i++)
+        load_dir(t, &filter, dirs.dirs[i]);
+
+    int avail = 0;
+    for (int i = 0; i < t->n; i++)
+        avail += t->entries[i].state == BRAID_PLUGIN_AVAILABLE;
+    BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "%d plugins found, %d available",
+              t->n, avail);
+    return BRAID_OK;
+}
+
+static void unload_all(braid_plugin_table_t *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        braid_plugin_entry_t *e = &t->entries[i];
+        if (e->desc != NULL && e->desc->unload != NULL)
+            e->desc->unload();
+        if (e->dl != NULL)
+            dlclose(e->dl);
+    }
+    free(t->entries);
+    memset(t, 0, sizeof(*t));
+}
+
+braid_status_t braid_loader_acquire(const braid_plugin_table_t **table)
+{
+    braid_status_t st = BRAID_OK;
+    pthread_mutex_lock(&loader_lock);
+    if (loader_refs == 0) {
+        st = load_all(&loader_table);
+        if (st != BRAID_OK)
+            unload_all(&loader_table);
+    }
+    if (st == BRAID_OK) {
+        loader_refs++;
+        *table = &loader_table;
+    }
+    pthread_mutex_unlock(&loader_lock);
+    return st;
+}
+
+void braid_loader_release(void)
+{
+    pthread_mutex_lock(&loader_lock);
+    if (loader_refs > 0 && --loader_refs == 0)
+        unload_all(&loader_table);
+    pthread_mutex_unlock(&loader_lock);
+}

@@ -1,0 +1,56 @@
+/* Plugin loader: finds libbraid-<name>.so files, applies BRAID_PLUGINS, checks
+ * the ABI before touching anything else, and asks each plugin to probe.
+ *
+ * Plugins are loaded once per process and shared by every communicator; the
+ * table is reference-counted by braid_init/braid_finalize. */
+#ifndef BRAID_CORE_LOADER_H
+#define BRAID_CORE_LOADER_H
+
+#include <braid/plugin.h>
+
+typedef enum {
+    BRAID_PLUGIN_AVAILABLE = 0,
+    BRAID_PLUGIN_UNAVAILABLE, /* probe said no: normal */
+    BRAID_PLUGIN_EXCLUDED,    /* BRAID_PLUGINS left it out */
+    BRAID_PLUGIN_REJECTED,    /* failed to load, wrong ABI, bad descriptor */
+    BRAID_PLUGIN_SHADOWED,    /* same name found earlier in the search path */
+} braid_plugin_state_t;
+
+typedef struct braid_plugin_entry {
+    char                      name[64];
+    char                      path[4096];
+    braid_plugin_state_t      state;
+    char                      why[256]; /* reason when not available */
+    void                     *dl;
+    const braid_plugin_v1_t  *desc;     /* non-NULL only when available */
+} braid_plugin_entry_t;
+
+typedef struct braid_plugin_table {
+    int                   n;
+    braid_plugin_entry_t *entries;
+} braid_plugin_table_t;
+
+/* Loads (first call) or references (later calls) the process's plugins. */
+braid_status_t braid_loader_acquire(const braid_plugin_table_t **table);
+void braid_loader_release(void);
+
+/* The directories searched, in order, ':'-separated (for braid-info). */
+void braid_loader_search_path(char *buf, size_t len);
+
+/* BRAID_PLUGINS: "a,b" keeps only those, "^a,b" excludes those.  Parsed
+ * separately so that it can be unit-tested and fuzzed. */
+typedef struct braid_plugin_filter {
+    int  exclude;  /* 1 for "^..." */
+    int  n;
+    char names[32][64];
+} braid_plugin_filter_t;
+
+braid_status_t braid_plugin_filter_parse(braid_plugin_filter_t *filter,
+                                         const char *spec);
+int braid_plugin_filter_keeps(const braid_plugin_filter_t *filter,
+                              const char *name);
+
+/* The services handed to plugins. */
+const braid_services_v1_t *braid_core_services(void);
+
+#endif

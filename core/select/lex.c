@@ -1,0 +1,118 @@
+#include <ctype.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "select/lex.h"
+#include "select/spec.h"
+#include "util/log.h"
+
+void braid_lex_skip_blanks(braid_lex_t *lx)
+{
+    while (lx->pos < lx->end && (lx->text[lx->pos] == ' ' ||
+                                 lx->text[lx->pos] == '\t' ||
+                                 lx->text[lx->pos] == '\r'))
+        lx->pos++;
+}
+
+int braid_lex_peek(braid_lex_t *lx)
+{
+    braid_lex_skip_blanks(lx);
+    return lx->pos < lx->end ? (unsigned char)lx->text[lx->pos] : '\0';
+}
+
+int braid_lex_accept(braid_lex_t *lx, char c)
+{
+    if (braid_lex_peek(lx) != (unsigned char)c || c == '\0')
+        return 0;
+    lx->pos++;
+    return 1;
+}
+
+size_t braid_lex_name(braid_lex_t *lx, const char **start)
+{
+    braid_lex_skip_blanks(lx);
+    size_t s = lx->pos;
+    while (lx->pos < lx->end && (isalnum((unsigned char)lx->text[lx->pos]) ||
+                                 lx->text[lx->pos] == '_'))
+        lx->pos++;
+    *start = lx->text + s;
+    return lx->pos - s;
+}
+
+braid_status_t braid_lex_fail(braid_lex_t *lx, const char *expected)
+{
+    size_t len = lx->end;
+    if (lx->pos >= lx->end)
+        return braid_error(BRAID_ERR_PARSE, "%s: expected %s at position %zu "
+                           "(end of input): '%.*s'", lx->where, expected,
+                           lx->pos, (int)len, lx->text);
+    unsigned char c = (unsigned char)lx->text[lx->pos];
+    if (isprint(c))
+        return braid_error(BRAID_ERR_PARSE, "%s: expected %s, found '%c' at "
+                           "position %zu: '%.*s'", lx->where, expected, c,
+                           lx->pos, (int)len, lx->text);
+    return braid_error(BRAID_ERR_PARSE, "%s: expected %s, found byte 0x%02x at "
+                       "position %zu", lx->where, expected, c, lx->pos);
+}
+
+braid_status_t braid_lex_size(braid_lex_t *lx, size_t *out)
+{
+    braid_lex_skip_blanks(lx);
+    size_t start = lx->pos;
+    size_t v = 0;
+    while (lx->pos < lx->end && isdigit((unsigned char)lx->text[lx->pos])) {
+        size_t d = (size_t)(lx->text[lx->pos] - '0');
+        if (v > (SIZE_MAX - d) / 10) {
+            lx->pos = start;
+            return braid_lex_fail(lx, "a size that fits in 64 bits");
+        }
+        v = v * 10 + d;
+        lx->pos++;
+    }
+    if (lx->pos == start)
+        return braid_lex_fail(lx, "a size (digits with optional K, M or G)");
+    size_t mult = 1;
+    if (lx->pos < lx->end) {
+        switch (lx->text[lx->pos]) {
+        case 'k': case 'K': mult = (size_t)1 << 10; break;
+        case 'm': case 'M': mult = (size_t)1 << 20; break;
+        case 'g': case 'G': mult = (size_t)1 << 30; break;
+        default: break;
+        }
+        if (mult != 1)
+            lx->pos++;
+    }
+    if (v > SIZE_MAX / mult) {
+        lx->pos = start;
+        return braid_lex_fail(lx, "a size that fits in 64 bits");
+    }
+    *out = v * mult;
+    return BRAID_OK;
+}
+
+braid_status_t braid_lex_cand(braid_lex_t *lx, void *out)
+{
+    braid_cand_ref_t *ref = out;
+    const char       *s;
+    memset(ref, 0, sizeof(*ref));
+    size_t n = braid_lex_name(lx, &s);
+    if (n == 0)
+        return braid_lex_fail(lx, "a candidate name (algorithm[@transport])");
+    if (n >= sizeof(ref->algo)) {
+        lx->pos -= n;
+        return braid_lex_fail(lx, "an algorithm name under 32 characters");
+    }
+    memcpy(ref->algo, s, n);
+    if (lx->pos < lx->end && lx->text[lx->pos] == '@') {
+        lx->pos++;
+        n = braid_lex_name(lx, &s);
+        if (n == 0)
+            return braid_lex_fail(lx, "a transport name after '@'");
+        if (n >= sizeof(ref->tl)) {
+            lx->pos -= n;
+            return braid_lex_fail(lx, "a transport name under 32 characters");
+        }
+        memcpy(ref->tl, s, n);
+    }
+    return BRAID_OK;
+}

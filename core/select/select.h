@@ -1,0 +1,51 @@
+/* The dispatcher: for each call, which candidate ("algorithm@transport") runs.
+ *
+ * Precedence: BRAID_ALGO override > tuning file > cost model.  Every input is
+ * identical on all ranks (the candidate set is the intersection agreed at
+ * communicator creation; estimates are pure functions), so every rank picks
+ * the same candidate without communicating. */
+#ifndef BRAID_CORE_SELECT_H
+#define BRAID_CORE_SELECT_H
+
+#include <braid/plugin.h>
+
+#include "select/spec.h"
+
+#define BRAID_CAND_LEN 72
+
+typedef struct braid_candidate {
+    char                   name[BRAID_CAND_LEN]; /* "ring@ucx", or "nccl" */
+    const braid_algo_v1_t *algo;
+    braid_tl_t            *tl;
+    void                  *comm_state; /* the algorithm's, per communicator */
+} braid_candidate_t;
+
+typedef struct braid_selector {
+    int                      ncands;
+    braid_candidate_t       *cands; /* sorted by name */
+    const braid_algo_spec_t *override;
+    const braid_tune_t      *tune;
+    int                      nranks, nnodes, ppn;
+    braid_topo_kind_t        topo;
+    int                      rank;  /* rank 0 explains at BRAID_DEBUG=info */
+    /* One-entry cache per collective: decode repeats one size. */
+    size_t                   last_bytes[BRAID_COLL_COUNT];
+    int                      last_idx[BRAID_COLL_COUNT];
+    uint64_t                 explained[BRAID_COLL_COUNT]; /* bit per log2 class */
+} braid_selector_t;
+
+void braid_selector_init(braid_selector_t *sel);
+/* The candidate for this call; BRAID_ERR_NOT_SUPPORTED with a message naming
+ * what is missing when the override forces something absent or nothing can
+ * run it. */
+braid_status_t braid_select(braid_candidate_t **cand, braid_selector_t *sel,
+                            braid_coll_t coll, size_t bytes);
+/* The same decision with its reason, for braid_comm_choice and braid-info. */
+braid_status_t braid_select_explain(braid_selector_t *sel, braid_coll_t coll,
+                                    size_t bytes, char *cand, size_t cand_len,
+                                    char *why, size_t why_len);
+double braid_candidate_estimate(const braid_selector_t *sel,
+                                const braid_candidate_t *cand,
+                                braid_coll_t coll, size_t bytes);
+
+#endif
