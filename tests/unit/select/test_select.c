@@ -1,0 +1,238 @@
+/* Unit tests of the user's choices: BRAID_ALGO, BRAID_PLUGINS, the tuning
+ * file, and the dispatcher's precedence over mock candidates. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader/loader.h"
+#include "select/select.h"
+#include "select/spec.h"
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                 \
+    do {                                                                 \
+        checks++;                                                        \
+        if (!(cond)) {                                                   \
+            failures++;                                                  \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);         \
+            fprintf(stderr, __VA_ARGS__);                                \
+            fprintf(stderr, "\n");                                       \
+        }                                                                \
+    } while (0)
+
+static void test_algo_ok(void)
+{
+    braid_algo_spec_t s;
+    braid_status_t st = braid_algo_spec_parse(
+        &s, "allreduce:0-16K=oneshot,16K-=ring@ucx;allgather:ring");
+    CHECK(st == BRAID_OK, "issue example parses: %s", braid_last_error());
+    CHECK(s.n == 3, "3 rules, got %d", s.n);
+    CHECK(s.rules[0].coll == BRAID_COLL_ALLREDUCE && s.rules[0].lo == 0 &&
+              s.rules[0].hi == 16384 && !strcmp(s.rules[0].cands[0].algo,
+                                                "oneshot") &&
+              s.rules[0].cands[0].tl[0] == '\0',
+          "rule 0");
+    CHECK(s.rules[1].lo == 16384 && s.rules[1].hi == SIZE_MAX &&
+              !strcmp(s.rules[1].cands[0].tl, "ucx"),
+          "rule 1");
+    CHECK(s.rules[2].coll == BRAID_COLL_ALLGATHER && s.rules[2].lo == 0 &&
+              s.rules[2].hi == SIZE_MAX,
+          "rule 2");
+    CHECK(braid_algo_spec_match(&s, BRAID_COLL_ALLREDUCE, 16383) == &s.rules[0],
+          "16383 in first range");
+    CHECK(braid_algo_spec_match(&s, BRAID_COLL_ALLREDUCE, 16384) == &s.rules[1],
+          "16384 in second range (half-open)");
+    CHECK(braid_algo_spec_match(&s, BRAID_COLL_BROADCAST, 8) == NULL,
+          "no rule for broadcast");
+
+    st = braid_algo_spec_parse(&s, " allreduce : 1m-2G = twoshot , ring ; ");
+    CHECK(st == BRAID_ERR_PARSE, "trailing ';' is an empty rule");
+    st = braid_algo_spec_parse(&s, " allreduce : 1m-2G = twoshot , ring ");
+    CHECK(st == BRAID_OK && s.n == 1 && s.rules[0].ncands == 2 &&
+              s.rules[0].lo == 1u << 20 && s.rules[0].hi == (size_t)2 << 30,
+          "blanks, suffixes, fallback list: %s", braid_last_error());
+    CHECK(braid_algo_spec_parse(&s, "") == BRAID_OK && s.n == 0, "empty");
+    CHECK(braid_algo_spec_parse(&s, NULL) == BRAID_OK && s.n == 0, "NULL");
+}
+
+/* Each malformed value fails with BRAID_ERR_PARSE and names the position. */
+static void test_algo_bad(void)
+{
+    static const struct {
+        const char *text;
+        size_t      pos;
+    } bad[] = {
+        {"allreduce:0-16K=oneshot,,16K-=ring", 24},
+        {"allreduce;", 9},
+        {"allreduce:5K-1K=ring", 10},
+        {"bogus:ring", 0},
+        {"allreduce:ring@", 15},
+        {"allreduce:0-16K oneshot", 16},
+        {"allreduce:16X-=ring", 12},
+        {"allreduce:99999999999999999999-=ring", 10},
+        {"allreduce:ring;;allgather:ring", 15},
+        {"allreduce:ring$", 14},
+        {":ring", 0},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        braid_algo_spec_t s;
+        braid_status_t st = braid_algo_spec_parse(&s, bad[i].text);
+        char want[32];
+        snprintf(want, sizeof(want), "position %zu", bad[i].pos);
+        CHECK(st == BRAID_ERR_PARSE, "'%s' refused", bad[i].text);
+        CHECK(strstr(braid_last_error(), want) != NULL,
+              "'%s': message names %s: %s", bad[i].text, want,
+              braid_last_error());
+    }
+}
+
+static void test_filter(void)
+{
+    braid_plugin_filter_t f;
+    CHECK(braid_plugin_filter_parse(&f, "ucx,lowhop") == BRAID_OK, "keep list");
+    CHECK(braid_plugin_filter_keeps(&f, "ucx") &&
+              braid_plugin_filter_keeps(&f, "lowhop") &&
+              !braid_plugin_filter_keeps(&f, "nccl"),
+          "keep semantics");
+    CHECK(braid_plugin_filter_parse(&f, "^nccl") == BRAID_OK, "exclude list");
+    CHECK(!braid_plugin_filter_keeps(&f, "nccl") &&
+              braid_plugin_filter_keeps(&f, "ucx"),
+          "exclude semantics");
+    CHECK(braid_plugin_filter_parse(&f, NULL) == BRAID_OK &&
+              braid_plugin_filter_keeps(&f, "anything"),
+          "unset keeps all");
+    CHECK(braid_plugin_filter_parse(&f, "ucx,,nccl") == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "position 4"),
+          "empty name: %s", braid_last_error());
+    CHECK(braid_plugin_filter_parse(&f, "ucx,^nccl") == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "position 4"),
+          "'^' in the middle: %s", braid_last_error());
+    CHECK(braid_plugin_filter_parse(&f, "ucx nccl") == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "position 3"),
+          "blank: %s", braid_last_error());
+}
+
+static void test_tune(void)
+{
+    braid_tune_t t;
+    const char *text = "# coll nranks nnodes min max cand\n"
+                       "allreduce 4 1 0 16K oneshot@shm   # small\n"
+                       "\n"
+                       "allreduce * * 16K inf ring\n";
+    CHECK(braid_tune_parse(&t, text, "t.tune") == BRAID_OK, "parse: %s",
+          braid_last_error());
+    CHECK(t.n == 2, "2 rows, got %d", t.n);
+    const braid_tune_row_t *r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 4, 1,
+                                                 8);
+    CHECK(r == &t.rows[0] && !strcmp(r->cand.tl, "shm"), "row 0 matches");
+    r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 8, 1, 8);
+    CHECK(r == NULL, "nranks 8 matches no row for 8 bytes");
+    r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 8, 2, 1 << 20);
+    CHECK(r == &t.rows[1], "wildcards match");
+    braid_tune_free(&t);
+
+    CHECK(braid_tune_parse(&t, "allreduce 4 1 0 16K ring\nallreduce x 1 0 1K "
+                           "ring\n", "t.tune") == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "t.tune:2") &&
+              strstr(braid_last_error(), "position 10"),
+          "line and column: %s", braid_last_error());
+    CHECK(braid_tune_parse(&t, "allreduce 4 1 16K 1K ring\n", "t") ==
+              BRAID_ERR_PARSE,
+          "empty range refused");
+    CHECK(braid_tune_parse(&t, "allreduce 4 1 0 1K ring extra\n", "t") ==
+              BRAID_ERR_PARSE,
+          "trailing field refused");
+    CHECK(braid_tune_load(&t, "/nonexistent/braid.tune") == BRAID_ERR_IO,
+          "missing file is an I/O error");
+}
+
+/* ---- dispatcher over mock candidates (estimates are linear in bytes) ---- */
+
+static double est_flat(const braid_cost_in_t *in) { return 10.0 + in->bytes * 0.001; }
+static double est_steep(const braid_cost_in_t *in) { return 1.0 + in->bytes * 0.01; }
+static double est_never(const braid_cost_in_t *in) { (void)in; return -1.0; }
+
+static void test_dispatch(void)
+{
+    braid_transport_v1_t ucx = {.name = "ucx"}, shm = {.name = "shm"};
+    braid_tl_t tl_ucx = {.ops = &ucx}, tl_shm = {.ops = &shm};
+    braid_algo_v1_t ring = {.name = "ring", .coll = BRAID_COLL_ALLREDUCE,
+                            .estimate = est_flat};
+    braid_algo_v1_t oneshot = {.name = "oneshot", .coll = BRAID_COLL_ALLREDUCE,
+                               .estimate = est_steep};
+    braid_algo_v1_t broken = {.name = "broken", .coll = BRAID_COLL_ALLREDUCE,
+                              .estimate = est_never};
+    braid_candidate_t cands[] = {
+        {"broken@ucx", &broken, &tl_ucx, NULL},
+        {"oneshot@shm", &oneshot, &tl_shm, NULL},
+        {"ring@ucx", &ring, &tl_ucx, NULL},
+    };
+    braid_algo_spec_t none, over;
+    braid_tune_t      tune = {0};
+    braid_algo_spec_parse(&none, NULL);
+    braid_selector_t sel = {.ncands = 3, .cands = cands, .override = &none,
+                            .tune = &tune, .nranks = 4, .nnodes = 1,
+                            .ppn = 4, .rank = 1};
+    braid_selector_init(&sel);
+    braid_candidate_t *c;
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8) == BRAID_OK &&
+              c == &cands[1],
+          "cost model: oneshot cheaper at 8 B");
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 1 << 20) == BRAID_OK &&
+              c == &cands[2],
+          "cost model: ring cheaper at 1 MiB");
+    CHECK(braid_select(&c, &sel, BRAID_COLL_BROADCAST, 8) ==
+              BRAID_ERR_NOT_SUPPORTED,
+          "no broadcast candidate is an error");
+
+    /* The tuning file beats the cost model... */
+    CHECK(braid_tune_parse(&tune, "allreduce * * 0 inf ring@ucx\n", "t") ==
+              BRAID_OK, "tune parse");
+    braid_selector_init(&sel);
+    char name[80], why[80];
+    CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 8, name,
+                               sizeof(name), why, sizeof(why)) == BRAID_OK &&
+              !strcmp(name, "ring@ucx") && !strcmp(why, "tuning file"),
+          "tuning file wins: %s by %s", name, why);
+    /* ...and the override beats the tuning file. */
+    CHECK(braid_algo_spec_parse(&over, "allreduce:oneshot") == BRAID_OK, "ov");
+    sel.override = &over;
+    braid_selector_init(&sel);
+    CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 1 << 20, name,
+                               sizeof(name), why, sizeof(why)) == BRAID_OK &&
+              !strcmp(name, "oneshot@shm") && strstr(why, "BRAID_ALGO"),
+          "override wins: %s by %s", name, why);
+    /* A forced candidate that cannot run is an error, not a fallback. */
+    CHECK(braid_algo_spec_parse(&over, "allreduce:broken") == BRAID_OK, "ov2");
+    braid_selector_init(&sel);
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8) ==
+              BRAID_ERR_NOT_SUPPORTED &&
+              strstr(braid_last_error(), "broken") &&
+              strstr(braid_last_error(), "ring@ucx"),
+          "forced impossible candidate: %s", braid_last_error());
+    CHECK(braid_algo_spec_parse(&over, "allreduce:nosuch,ring") == BRAID_OK,
+          "ov3");
+    braid_selector_init(&sel);
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8) == BRAID_OK &&
+              c == &cands[2],
+          "second listed candidate is used when the first is absent");
+    CHECK(braid_algo_spec_parse(&over, "allreduce:ring@shm") == BRAID_OK, "ov4");
+    braid_selector_init(&sel);
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8) ==
+              BRAID_ERR_NOT_SUPPORTED,
+          "transport part must match");
+    braid_tune_free(&tune);
+}
+
+int main(void)
+{
+    test_algo_ok();
+    test_algo_bad();
+    test_filter();
+    test_tune();
+    test_dispatch();
+    printf("test_select: %d checks, %d failed\n", checks, failures);
+    return failures != 0;
+}
