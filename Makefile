@@ -1,0 +1,54 @@
+# The front door.  `make test` and `make run` install the Debian packages the
+# project needs (as root; otherwise they print the apt-get command), configure,
+# build, and then test or run.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+MESON_OPTS ?=
+DEBS       := gcc pkg-config meson ninja-build libucx-dev openmpi-bin \
+              libopenmpi-dev
+RUN_RANKS  ?= 4
+
+.PHONY: all deps build test run test-asan install clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(DEBS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" \
+	    || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends $$missing; \
+	  else \
+	    echo "missing packages:$$missing"; \
+	    echo "run: sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) $(MESON_OPTS)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+# Prints "N passed, N failed" last, the line CI reads.
+test: build
+	@.ci/meson-test.sh $(BUILD)
+
+test-asan: deps
+	@[ -f $(ASAN_BUILD)/build.ninja ] || \
+	  meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C $(ASAN_BUILD)
+	@.ci/meson-test.sh $(ASAN_BUILD) --suite unit --suite mp-quick
+
+run: build
+	$(BUILD)/tools/braid-info
+	$(BUILD)/tools/braidrun -n $(RUN_RANKS) $(BUILD)/bench/braid-bench -b 8 -e 64M -f 4
+
+install: build
+	meson install -C $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)
