@@ -46,12 +46,15 @@ static void print_plugins(void)
                e->state == BRAID_PLUGIN_AVAILABLE ? e->path : e->why);
         if (d == NULL)
             continue;
-        for (int k = 0; k < d->n_transports; k++)
-            printf("%-10s   transport %s%s%s\n", "", d->transports[k]->name,
+        for (int k = 0; k < d->n_transports && k < BRAID_LOADER_MAX_TLS; k++)
+            printf("%-10s   transport %s%s%s: %s%s\n", "",
+                   d->transports[k]->name,
                    d->transports[k]->caps & BRAID_CAP_SENDRECV ? " send/recv"
                                                                : "",
                    d->transports[k]->caps & BRAID_CAP_PUT_SIGNAL
-                       ? " put-with-signal" : "");
+                       ? " put-with-signal" : "",
+                   e->tl_ok[k] ? "available" : "unavailable: ",
+                   e->tl_ok[k] ? "" : e->tl_why[k]);
         for (int k = 0; k < d->n_algos; k++)
             printf("%-10s   algorithm %s for %s%s%s\n", "", d->algos[k]->name,
                    braid_coll_name(d->algos[k]->coll),

@@ -118,9 +118,11 @@ static braid_status_t open_agreed_transports(braid_comm_t *comm)
         const braid_plugin_entry_t *e = &pt->entries[p];
         if (e->state != BRAID_PLUGIN_AVAILABLE)
             continue;
-        for (int t = 0; t < e->desc->n_transports; t++)
-            name_set_add(local, e->name, "transport",
-                         e->desc->transports[t]->name);
+        for (int t = 0; t < e->desc->n_transports &&
+                        t < BRAID_LOADER_MAX_TLS; t++)
+            if (e->tl_ok[t])
+                name_set_add(local, e->name, "transport",
+                             e->desc->transports[t]->name);
     }
     if ((st = intersect(comm, local, keep)) != BRAID_OK)
         goto out;
@@ -136,9 +138,10 @@ static braid_status_t open_agreed_transports(braid_comm_t *comm)
         const braid_plugin_entry_t *e = &pt->entries[p];
         if (e->state != BRAID_PLUGIN_AVAILABLE)
             continue;
-        for (int t = 0; t < e->desc->n_transports && i < local->n; t++, i++) {
+        for (int t = 0; t < e->desc->n_transports &&
+                        t < BRAID_LOADER_MAX_TLS && i < local->n; t++) {
             const braid_transport_v1_t *ops = e->desc->transports[t];
-            if (!keep[i])
+            if (!e->tl_ok[t] || !keep[i++])
                 continue;
             if (transport_name_taken(comm, ops->name)) {
                 BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin %s brings transport "

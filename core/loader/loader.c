@@ -197,6 +197,30 @@ static void check_descriptor(braid_plugin_entry_t *e)
     e->desc = d;
 }
 
+/* A plugin may bring algorithms that work everywhere and a transport that
+ * needs hardware: each transport is probed on its own. */
+static void probe_transports(braid_plugin_entry_t *e)
+{
+    for (int t = 0; t < e->desc->n_transports; t++) {
+        const braid_transport_v1_t *tl = e->desc->transports[t];
+        if (t >= BRAID_LOADER_MAX_TLS) {
+            BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin '%s': transports past "
+                      "the %d-th are ignored", e->name, BRAID_LOADER_MAX_TLS);
+            break;
+        }
+        char why[sizeof(e->tl_why[0])] = "";
+        braid_status_t st = tl->probe ? tl->probe(braid_core_services(), why,
+                                                  sizeof(why))
+                                      : BRAID_OK;
+        e->tl_ok[t] = st == BRAID_OK;
+        snprintf(e->tl_why[t], sizeof(e->tl_why[t]), "%s",
+                 st == BRAID_OK ? "" : why[0] ? why : braid_status_str(st));
+        if (st != BRAID_OK)
+            BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "transport '%s' of plugin '%s' "
+                      "unavailable: %s", tl->name, e->name, e->tl_why[t]);
+    }
+}
+
 static void load_one(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
                      const char *dir, const char *file, const char *name)
 {
@@ -237,6 +261,7 @@ static void load_one(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
         return; /* stays loaded: braid-info lists what it would bring */
     }
     e->state = BRAID_PLUGIN_AVAILABLE;
+    probe_transports(e);
     BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "plugin '%s' %s loaded from %s "
               "(%d transports, %d algorithms)", e->name,
               e->desc->version ? e->desc->version : "?", e->path,

@@ -16,6 +16,8 @@ typedef enum {
     BRAID_PLUGIN_SHADOWED,    /* same name found earlier in the search path */
 } braid_plugin_state_t;
 
+#define BRAID_LOADER_MAX_TLS 8
+
 typedef struct braid_plugin_entry {
     char                      name[64];
     char                      path[4096];
@@ -23,6 +25,9 @@ typedef struct braid_plugin_entry {
     char                      why[256]; /* reason when not available */
     void                     *dl;
     const braid_plugin_v1_t  *desc;     /* non-NULL only when available */
+    /* Per transport of desc: 1 when its probe passed, else the reason. */
+    int                       tl_ok[BRAID_LOADER_MAX_TLS];
+    char                      tl_why[BRAID_LOADER_MAX_TLS][128];
 } braid_plugin_entry_t;
 
 typedef struct braid_plugin_table {

@@ -120,6 +120,13 @@ typedef struct braid_transport_v1 {
     const char *name; /* "ucx", "shm", "roce": the part after '@' */
     uint32_t    caps; /* BRAID_CAP_* */
 
+    /* Whether this transport can work on this machine (called once by the
+     * loader after the plugin's probe).  NULL means always.  Like the plugin
+     * probe: BRAID_ERR_UNAVAILABLE with a reason ("no RDMA device") is normal
+     * and only removes this transport, not the plugin's algorithms. */
+    braid_status_t (*probe)(const braid_services_v1_t *svc, char *why,
+                            size_t why_len);
+
     /* Per-communicator endpoint set: connects to every peer through oob.
      * Collective.  Returns BRAID_ERR_UNAVAILABLE (with a reason) when this
      * transport cannot serve this communicator. */
