@@ -4,11 +4,11 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 MESON_OPTS ?=
-DEBS       := gcc pkg-config meson ninja-build libucx-dev openmpi-bin \
+DEBS       := gcc clang pkg-config meson ninja-build libucx-dev openmpi-bin \
               libopenmpi-dev
 RUN_RANKS  ?= 4
 
-.PHONY: all deps build test run test-asan install clean
+.PHONY: all deps build test run test-asan fuzz install clean
 
 all: build
 
@@ -52,3 +52,14 @@ install: build
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
+
+# libFuzzer smoke runs of every parser of user input (clang).
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 20
+fuzz: deps
+	@command -v clang >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq clang; }
+	@[ -f $(FUZZ_BUILD)/build.ninja ] || CC=clang meson setup $(FUZZ_BUILD) \
+	  -Dfuzz=true -Dfuzz_seconds=$(FUZZ_SECONDS) -Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C $(FUZZ_BUILD) tests/fuzz/fuzz_algo tests/fuzz/fuzz_plugins \
+	  tests/fuzz/fuzz_topo tests/fuzz/fuzz_tune
+	@.ci/meson-test.sh $(FUZZ_BUILD) --no-rebuild --suite fuzz

@@ -59,6 +59,9 @@ void braid_comm_teardown(braid_comm_t *comm);
 
 /* comm/topo.c */
 braid_status_t braid_topo_detect(braid_comm_t *comm);
+/* BRAID_TOPO: NULL, "", "auto", "switch" or "ring"; errors name the position. */
+braid_status_t braid_topo_kind_parse(braid_topo_kind_t *kind, const char *s,
+                                     int nnodes);
 
 /* comm/transports.c */
 braid_status_t braid_comm_open_transports(braid_comm_t *comm);

@@ -14,9 +14,9 @@
 
 #define HOST_LEN 64
 
-static braid_status_t topo_kind_from_env(braid_topo_kind_t *kind, int nnodes)
+braid_status_t braid_topo_kind_parse(braid_topo_kind_t *kind, const char *s,
+                                     int nnodes)
 {
-    const char *s = getenv("BRAID_TOPO");
     *kind = nnodes == 1 ? BRAID_TOPO_SINGLE_HOST : BRAID_TOPO_SWITCH;
     if (s == NULL || *s == '\0' || strcmp(s, "auto") == 0)
         return BRAID_OK;
@@ -35,9 +35,12 @@ static braid_status_t topo_kind_from_env(braid_topo_kind_t *kind, int nnodes)
             if (i > best)
                 best = i;
         }
-        return braid_error(BRAID_ERR_PARSE, "BRAID_TOPO='%s': unexpected '%c' "
-                           "at position %zu (expected auto, switch or ring)",
-                           s, s[best] ? s[best] : ' ', best);
+        char ex[80];
+        braid_excerpt(ex, sizeof(ex), s, strlen(s), best);
+        return braid_error(BRAID_ERR_PARSE, "BRAID_TOPO: %s at position %zu: "
+                           "'%s' (expected auto, switch or ring)",
+                           s[best] ? "unexpected character" : "value ends early",
+                           best, ex);
     }
     if (nnodes == 1)
         *kind = BRAID_TOPO_SINGLE_HOST; /* one host has no cabling to model */
@@ -86,7 +89,7 @@ braid_status_t braid_topo_detect(braid_comm_t *comm)
     comm->topo.nnodes       = nnodes;
     comm->topo.ppn          = ppn;
     comm->topo.node_of_rank = comm->node_of_rank;
-    st = topo_kind_from_env(&comm->topo.kind, nnodes);
+    st = braid_topo_kind_parse(&comm->topo.kind, getenv("BRAID_TOPO"), nnodes);
 out:
     free(all);
     free(count);

@@ -10,6 +10,14 @@ static int is_name_char(char c)
     return isalnum((unsigned char)c) || c == '_' || c == '-';
 }
 
+static braid_status_t fail(const char *spec, size_t pos, const char *what)
+{
+    char ex[80];
+    braid_excerpt(ex, sizeof(ex), spec, strlen(spec), pos);
+    return braid_error(BRAID_ERR_PARSE, "BRAID_PLUGINS: %s at position %zu: "
+                       "'%s'", what, pos, ex);
+}
+
 braid_status_t braid_plugin_filter_parse(braid_plugin_filter_t *filter,
                                          const char *spec)
 {
@@ -29,36 +37,24 @@ braid_status_t braid_plugin_filter_parse(braid_plugin_filter_t *filter,
         while (is_name_char(spec[pos]))
             pos++;
         size_t len = pos - start;
-        if (len == 0) {
-            if (spec[pos] == '\0' || spec[pos] == ',')
-                return braid_error(BRAID_ERR_PARSE,
-                                   "BRAID_PLUGINS='%s': empty plugin name at "
-                                   "position %zu", spec, pos);
-            return braid_error(BRAID_ERR_PARSE,
-                               "BRAID_PLUGINS='%s': unexpected '%c' at "
-                               "position %zu (names are letters, digits, '_' "
-                               "and '-'; '^' only at the start)",
-                               spec, spec[pos], pos);
-        }
+        if (len == 0)
+            return fail(spec, pos, spec[pos] == '\0' || spec[pos] == ','
+                                       ? "empty plugin name"
+                                       : "unexpected character (names are "
+                                         "letters, digits, '_' and '-'; '^' "
+                                         "only at the start)");
         if (len >= sizeof(filter->names[0]))
-            return braid_error(BRAID_ERR_PARSE,
-                               "BRAID_PLUGINS='%s': name at position %zu is "
-                               "longer than %zu characters", spec, start,
-                               sizeof(filter->names[0]) - 1);
+            return fail(spec, start, "name longer than 63 characters");
         if (filter->n == (int)(sizeof(filter->names) / sizeof(filter->names[0])))
-            return braid_error(BRAID_ERR_PARSE,
-                               "BRAID_PLUGINS='%s': more than %d names at "
-                               "position %zu", spec, filter->n, start);
+            return fail(spec, start, "more than 32 names");
         memcpy(filter->names[filter->n], spec + start, len);
         filter->names[filter->n][len] = '\0';
         filter->n++;
         if (spec[pos] == '\0')
             return BRAID_OK;
         if (spec[pos] != ',')
-            return braid_error(BRAID_ERR_PARSE,
-                               "BRAID_PLUGINS='%s': unexpected '%c' at "
-                               "position %zu (expected ',' or the end)",
-                               spec, spec[pos], pos);
+            return fail(spec, pos, "unexpected character (expected ',' or the "
+                        "end)");
         pos++;
     }
 }

@@ -85,6 +85,33 @@ braid_status_t braid_error(braid_status_t status, const char *fmt, ...)
     return status;
 }
 
+const char *braid_excerpt(char *buf, size_t len, const char *text,
+                          size_t text_len, size_t pos)
+{
+    size_t from = pos > 30 ? pos - 30 : 0;
+    size_t to   = text_len - from > 60 ? from + 60 : text_len;
+    size_t o    = 0;
+    if (len < 8) {
+        if (len)
+            buf[0] = '\0';
+        return buf;
+    }
+    if (from > 0) {
+        memcpy(buf, "...", 3);
+        o = 3;
+    }
+    for (size_t i = from; i < to && o + 4 < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        buf[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    if (to < text_len && o + 4 <= len) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 void braid_error_clear(void) { last_error[0] = '\0'; }
 
 __attribute__((visibility("default")))

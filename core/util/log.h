@@ -24,6 +24,11 @@ braid_status_t braid_error(braid_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 braid_status_t braid_verror(braid_status_t status, const char *fmt, va_list ap);
 void braid_error_clear(void);
+/* Up to ~60 characters of text around pos, with "..." where cut and
+ * non-printable bytes shown as '?', for error messages that quote user input
+ * after having named the position (so a long input never hides it). */
+const char *braid_excerpt(char *buf, size_t len, const char *text,
+                          size_t text_len, size_t pos);
 /* Prefix of every log line: "braid[rank]"; set once the rank is known. */
 void braid_log_set_rank(int rank);
 

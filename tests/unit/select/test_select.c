@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/comm.h"
 #include "loader/loader.h"
 #include "select/select.h"
 #include "select/spec.h"
@@ -86,6 +87,28 @@ static void test_algo_bad(void)
               "'%s': message names %s: %s", bad[i].text, want,
               braid_last_error());
     }
+}
+
+/* Found by fuzzing: a long value pushed the position out of the message. */
+static void test_long_input(void)
+{
+    char text[3000];
+    memset(text, 'x', sizeof(text));
+    memcpy(text, "allreduce:ring", 14);
+    text[2000] = '$';
+    memset(text + 14, ',', 1);
+    text[sizeof(text) - 1] = '\0';
+    braid_algo_spec_t s;
+    CHECK(braid_algo_spec_parse(&s, text) == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "position "),
+          "long BRAID_ALGO keeps the position: %s", braid_last_error());
+    braid_plugin_filter_t f;
+    memset(text, 'a', sizeof(text));
+    text[1500] = ' ';
+    text[sizeof(text) - 1] = '\0';
+    CHECK(braid_plugin_filter_parse(&f, text) == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "position 63"),
+          "long BRAID_PLUGINS keeps the position: %s", braid_last_error());
 }
 
 static void test_filter(void)
@@ -226,10 +249,34 @@ static void test_dispatch(void)
     braid_tune_free(&tune);
 }
 
+static void test_topo(void)
+{
+    braid_topo_kind_t k;
+    CHECK(braid_topo_kind_parse(&k, NULL, 1) == BRAID_OK &&
+              k == BRAID_TOPO_SINGLE_HOST, "unset, one host");
+    CHECK(braid_topo_kind_parse(&k, "auto", 4) == BRAID_OK &&
+              k == BRAID_TOPO_SWITCH, "auto, several hosts: switch");
+    CHECK(braid_topo_kind_parse(&k, "ring", 8) == BRAID_OK &&
+              k == BRAID_TOPO_RING, "ring");
+    CHECK(braid_topo_kind_parse(&k, "ring", 1) == BRAID_OK &&
+              k == BRAID_TOPO_SINGLE_HOST, "one host has no cabling");
+    CHECK(braid_topo_kind_parse(&k, "switchy", 4) == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "position 6"),
+          "switchy: %s", braid_last_error());
+    CHECK(braid_topo_kind_parse(&k, "ri", 4) == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "position 2"),
+          "ri: %s", braid_last_error());
+    CHECK(braid_topo_kind_parse(&k, "mesh", 4) == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "position 0"),
+          "mesh: %s", braid_last_error());
+}
+
 int main(void)
 {
+    test_topo();
     test_algo_ok();
     test_algo_bad();
+    test_long_input();
     test_filter();
     test_tune();
     test_dispatch();
