@@ -216,7 +216,7 @@ static void probe_transports(braid_plugin_entry_t *e)
         snprintf(e->tl_why[t], sizeof(e->tl_why[t]), "%s",
                  st == BRAID_OK ? "" : why[0] ? why : braid_status_str(st));
         if (st != BRAID_OK)
-            BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "transport '%s' of plugin '%s' "
+            BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "transport '%s' of plugin '%s' "
                       "unavailable: %s", tl->name, e->name, e->tl_why[t]);
     }
 }
@@ -256,13 +256,13 @@ static void load_one(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
         e->state = BRAID_PLUGIN_UNAVAILABLE;
         snprintf(e->why, sizeof(e->why), "%s", why[0] ? why
                  : braid_status_str(st));
-        BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "plugin '%s' unavailable: %s",
+        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "plugin '%s' unavailable: %s",
                   e->name, e->why);
         return; /* stays loaded: braid-info lists what it would bring */
     }
     e->state = BRAID_PLUGIN_AVAILABLE;
     probe_transports(e);
-    BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "plugin '%s' %s loaded from %s "
+    BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "plugin '%s' %s loaded from %s "
               "(%d transports, %d algorithms)", e->name,
               e->desc->version ? e->desc->version : "?", e->path,
               e->desc->n_transports, e->desc->n_algos);
@@ -305,11 +305,28 @@ static braid_status_t load_all(braid_plugin_table_t *t)
     for (int i = 0; i < dirs.n; i++)
         load_dir(t, &filter, dirs.dirs[i]);
 
-    int avail = 0;
-    for (int i = 0; i < t->n; i++)
-        avail += t->entries[i].state == BRAID_PLUGIN_AVAILABLE;
-    BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "%d plugins found, %d available",
-              t->n, avail);
+    /* One line per process: what is usable, and why the rest is not. */
+    char line[1536] = "";
+    for (int i = 0; i < t->n; i++) {
+        const braid_plugin_entry_t *e = &t->entries[i];
+        size_t o = strlen(line);
+        if (e->state == BRAID_PLUGIN_AVAILABLE) {
+            snprintf(line + o, sizeof(line) - o, "%s%s", o ? ", " : "",
+                     e->name);
+            for (int k = 0; k < e->desc->n_transports &&
+                            k < BRAID_LOADER_MAX_TLS; k++) {
+                o = strlen(line);
+                if (!e->tl_ok[k])
+                    snprintf(line + o, sizeof(line) - o, " (%s: %s)",
+                             e->desc->transports[k]->name, e->tl_why[k]);
+            }
+        } else if (e->state != BRAID_PLUGIN_REJECTED) { /* rejected: warned */
+            snprintf(line + o, sizeof(line) - o, "%s%s %s (%s)", o ? ", " : "",
+                     e->name, e->state == BRAID_PLUGIN_UNAVAILABLE
+                                  ? "unavailable" : "skipped", e->why);
+        }
+    }
+    BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "plugins: %s", line[0] ? line : "none");
     return BRAID_OK;
 }
 
