@@ -1,5 +1,6 @@
 /* Public blocking collectives: validate, choose a candidate, run in order. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "comm/comm.h"
@@ -63,20 +64,14 @@ static braid_status_t check_aliasing(const braid_comm_t *comm,
     return BRAID_OK;
 }
 
-braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
-                                  braid_coll_t coll, const void *sendbuf,
-                                  void *recvbuf, size_t count,
-                                  braid_dtype_t dtype, braid_op_t op, int root)
+static braid_status_t validate(braid_comm_t *comm, braid_coll_t coll,
+                               const void *sendbuf, void *recvbuf, size_t count,
+                               braid_dtype_t dtype, braid_op_t op, int root)
 {
     const char *fn = braid_coll_name(coll);
     size_t      send_len = 0, recv_len = 0;
     braid_status_t st;
 
-    if (comm == NULL)
-        return braid_error(BRAID_ERR_INVALID_ARG, "%s: comm is NULL", fn);
-    if (comm->failed != BRAID_OK)
-        return braid_error(BRAID_ERR_STATE, "%s: communicator failed earlier: "
-                           "%s", fn, comm->failed_msg);
     if ((unsigned)dtype >= BRAID_DTYPE_COUNT)
         return braid_error(BRAID_ERR_INVALID_ARG, "%s: invalid dtype %d", fn,
                            (int)dtype);
@@ -95,9 +90,40 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
         return braid_error(BRAID_ERR_INVALID_ARG, "%s: %s is NULL with count "
                            "%zu", fn, sendbuf == NULL ? "sendbuf" : "recvbuf",
                            count);
-    if ((st = check_aliasing(comm, coll, sendbuf, send_len, recvbuf, recv_len,
-                             count * dtsize, fn)) != BRAID_OK)
+    return check_aliasing(comm, coll, sendbuf, send_len, recvbuf, recv_len,
+                          count * dtsize, fn);
+}
+
+braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
+                                  braid_coll_t coll, const void *sendbuf,
+                                  void *recvbuf, size_t count,
+                                  braid_dtype_t dtype, braid_op_t op, int root)
+{
+    braid_status_t st;
+    if (comm == NULL)
+        return braid_error(BRAID_ERR_INVALID_ARG, "%s: comm is NULL",
+                           braid_coll_name(coll));
+    if (comm->failed != BRAID_OK)
+        return braid_error(BRAID_ERR_STATE, "%s: communicator failed earlier: "
+                           "%s", braid_coll_name(coll), comm->failed_msg);
+    st = validate(comm, coll, sendbuf, recvbuf, count, dtype, op, root);
+    if (comm->check) {
+        /* Every rank takes part, valid or not, so that nobody waits for a
+         * rank that already returned; its own error message wins. */
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s", braid_last_error());
+        braid_status_t cst = braid_check_call(comm, coll, count, dtype, op,
+                                              root, st == BRAID_OK);
+        if (st != BRAID_OK || cst != BRAID_OK) {
+            /* Nothing is issued anywhere, but every rank counted the call,
+             * so later fingerprints stay comparable. */
+            comm->seq++;
+            return st != BRAID_OK ? braid_error(st, "%s", msg) : cst;
+        }
+    }
+    if (st != BRAID_OK)
         return st;
+    size_t dtsize = braid_dtype_size(dtype);
 
     memset(call, 0, sizeof(*call));
     braid_task_t *t = &call->task;

@@ -44,6 +44,7 @@ struct braid_comm {
     braid_selector_t            sel;
 
     uint64_t                    seq;
+    int                         check; /* BRAID_CHECK: compare every call */
     int                         yield_after; /* polls before sched_yield */
     braid_call_t               *head, *tail;
     int                         pending_requests;
@@ -74,6 +75,12 @@ braid_status_t braid_call_wait(braid_comm_t *comm, braid_call_t *call);
 /* Marks the communicator failed: later calls get BRAID_ERR_STATE. */
 void braid_comm_fail(braid_comm_t *comm, braid_status_t status,
                      const char *msg);
+
+/* comm/check.c: compares this call's fingerprint with every rank's (valid:
+ * whether this rank's arguments passed validation).  Collective. */
+braid_status_t braid_check_call(braid_comm_t *comm, braid_coll_t coll,
+                                size_t count, braid_dtype_t dtype,
+                                braid_op_t op, int root, int valid);
 
 /* comm/coll.c: validates a call and fills it in (nothing is written on
  * error).  count is as in the public call. */

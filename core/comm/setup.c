@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "util/env.h"
 #include "util/log.h"
 
 #define LOG_COMP "comm"
@@ -34,6 +35,8 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 typedef struct config_print {
     int32_t  status;  /* this rank's parse result */
     int32_t  topo;
+    int32_t  check;   /* BRAID_CHECK */
+    int32_t  pad;
     uint64_t algo_hash;
     uint64_t tune_hash;
 } config_print_t;
@@ -41,6 +44,12 @@ typedef struct config_print {
 static braid_status_t read_choices(braid_comm_t *comm, config_print_t *print)
 {
     const uint64_t seed = 14695981039346656037ull;
+    long long      check;
+    braid_status_t cst = braid_env_int("BRAID_CHECK", 0, 0, 1, &check);
+    if (cst != BRAID_OK)
+        return cst;
+    comm->check  = (int)check;
+    print->check = (int32_t)check;
     const char    *algo = getenv("BRAID_ALGO");
     braid_status_t st   = braid_algo_spec_parse(&comm->override, algo);
     print->algo_hash    = fnv1a(seed, algo ? algo : "", algo ? strlen(algo) : 0);
@@ -81,8 +90,9 @@ static braid_status_t agree_on_choices(braid_comm_t *comm, braid_status_t local,
                            : all[r].algo_hash != mine->algo_hash ? "BRAID_ALGO"
                            : all[r].tune_hash != mine->tune_hash
                                ? "BRAID_TUNE_FILE (contents)"
-                           : all[r].topo != mine->topo ? "BRAID_TOPO"
-                                                       : "";
+                           : all[r].topo != mine->topo   ? "BRAID_TOPO"
+                           : all[r].check != mine->check ? "BRAID_CHECK"
+                                                         : "";
         if (what == NULL) {
             st = braid_error((braid_status_t)all[r].status, "rank %d failed to "
                              "read its configuration (%s); see its error",
