@@ -23,6 +23,18 @@ typedef struct braid_launch {
     uint8_t  key[16];     /* per-job key */
     char     launcher[32]; /* "braidrun", "mpirun", "srun", "torchrun", "single" */
     char     job_id[128];  /* used to name the file rendezvous */
+    /* Added by the bootstrap; all-zero means "not given", so a hand-filled
+     * launch (tests) only needs the fields above. */
+    int      key_set;      /* 1: key is the job key.  0 with host == "": rank
+                              0 draws a random key and shares it through the
+                              0600 rendezvous file.  0 with a host: key is
+                              used as it is. */
+    int      has_listen_fd; /* rank 0 inherited a listening socket: braidrun's
+                               BRAID_LISTEN_FD (no free-port race) */
+    int      listen_fd;    /* owned by braid_bootstrap_init, which closes it */
+    char     ifaddr[64];   /* BRAID_IFADDR: where rank 0 listens in the file
+                              rendezvous ("" = 127.0.0.1) */
+    char     rendezvous_dir[512]; /* BRAID_RENDEZVOUS_DIR ("" = /tmp) */
 } braid_launch_t;
 
 /* Reads BRAID_RANK/BRAID_SIZE/BRAID_ADDR/BRAID_JOB_KEY (braidrun), Open MPI's
@@ -32,9 +44,23 @@ typedef struct braid_launch {
  * variable and position. */
 braid_status_t braid_launch_from_env(braid_launch_t *launch);
 
+/* BRAID_JOB_KEY format: exactly 32 hex digits.  name is used in messages. */
+braid_status_t braid_parse_job_key(const char *name, const char *value,
+                                   uint8_t key[16]);
+/* 32 lower-case hex digits and a NUL. */
+void braid_format_job_key(const uint8_t key[16], char hex[33]);
+
 typedef struct braid_bootstrap braid_bootstrap_t;
 
-/* World channel from the launch description.  Collective. */
+/* World channel from the launch description.  Collective.  Rank 0 listens
+ * (on the inherited socket, on host:port, or, with host == "", on an
+ * ephemeral port published in $BRAID_RENDEZVOUS_DIR/braid-<uid>-<job_id>);
+ * the others connect and prove the job key.  Returns once every rank has
+ * joined, or BRAID_ERR_TIMEOUT after BRAID_TIMEOUT seconds.
+ * A channel is used by one thread at a time; every operation is collective
+ * and bounded by BRAID_TIMEOUT.  After an error the channel is failed: its
+ * sockets are closed (so that the peers notice at once) and every further
+ * operation returns BRAID_ERR_STATE. */
 braid_status_t braid_bootstrap_init(const braid_launch_t *launch,
                                     braid_bootstrap_t **bs);
 /* Collective over parent: a new channel for the ranks sharing color, ranked by

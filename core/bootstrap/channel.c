@@ -1,0 +1,395 @@
+/* The bootstrap channel: a TCP star rooted at rank 0.
+ *
+ * Rank 0 talks to every other rank over its own socket; the others talk
+ * only to rank 0.  That costs the root O(size) messages per operation, which
+ * is fine for an out-of-band channel that carries addresses and barriers,
+ * and it keeps every operation a fixed, simple exchange: contributions up,
+ * results down.  All operations are collective, so the root serving the
+ * star in a blocking loop cannot deadlock. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/channel.h"
+#include "bootstrap/proto.h"
+#include "bootstrap/rendezvous.h"
+#include "util/env.h"
+#include "util/log.h"
+
+#define LOG_COMP "bootstrap"
+
+static const char *rank_name(int r, char buf[32])
+{
+    snprintf(buf, 32, "rank %d", r);
+    return buf;
+}
+
+braid_status_t braid_bs_create(int rank, int size, const uint8_t key[16],
+                               braid_bootstrap_t **out)
+{
+    braid_bootstrap_t *bs = calloc(1, sizeof(*bs));
+    if (bs == NULL)
+        return braid_error(BRAID_ERR_NO_MEMORY, "bootstrap channel");
+    bs->rank    = rank;
+    bs->size    = size;
+    bs->root_fd = -1;
+    memcpy(bs->key, key, sizeof(bs->key));
+    snprintf(bs->root_name, sizeof(bs->root_name), "rank 0");
+    if (rank == 0 && size > 1) {
+        bs->fds = malloc((size_t)size * sizeof(int));
+        if (bs->fds == NULL) {
+            free(bs);
+            return braid_error(BRAID_ERR_NO_MEMORY, "bootstrap channel of %d "
+                               "ranks", size);
+        }
+        for (int r = 0; r < size; r++)
+            bs->fds[r] = -1;
+    }
+    *out = bs;
+    return BRAID_OK;
+}
+
+static void close_all(braid_bootstrap_t *bs)
+{
+    if (bs->fds != NULL) {
+        for (int r = 0; r < bs->size; r++)
+            braid_sock_close(&bs->fds[r]);
+    }
+    braid_sock_close(&bs->root_fd);
+}
+
+/* The stream is in an unknown state after any error, so the channel is
+ * done; closing its sockets tells the peers at once instead of after their
+ * timeout. */
+static braid_status_t fail(braid_bootstrap_t *bs, braid_status_t st)
+{
+    if (bs->failed == BRAID_OK)
+        bs->failed = st;
+    close_all(bs);
+    return st;
+}
+
+static braid_status_t check_usable(const braid_bootstrap_t *bs, const char *op)
+{
+    if (bs == NULL)
+        return braid_error(BRAID_ERR_INVALID_ARG, "bootstrap %s: NULL channel",
+                           op);
+    if (bs->failed != BRAID_OK)
+        return braid_error(BRAID_ERR_STATE, "bootstrap %s: the channel failed "
+                           "earlier (%s)", op, braid_status_str(bs->failed));
+    return BRAID_OK;
+}
+
+int braid_bs_any_fd(const braid_bootstrap_t *bs)
+{
+    if (bs->fds != NULL) {
+        for (int r = 1; r < bs->size; r++) {
+            if (bs->fds[r] >= 0)
+                return bs->fds[r];
+        }
+    }
+    return bs->root_fd;
+}
+
+braid_status_t braid_bs_serve(braid_bootstrap_t *bs, int *lfd,
+                              const char *rdv_path, double deadline)
+{
+    braid_status_t st =
+        braid_auth_serve(*lfd, bs->key, bs->size, bs->fds, deadline);
+    if (rdv_path != NULL)
+        braid_rdv_remove(rdv_path);
+    braid_sock_close(lfd);
+    if (st != BRAID_OK)
+        return st;
+    return braid_auth_release(bs->fds, bs->size, deadline);
+}
+
+static void set_root_name(braid_bootstrap_t *bs, const char *host, int port)
+{
+    snprintf(bs->root_name, sizeof(bs->root_name),
+             strchr(host, ':') ? "rank 0 at [%s]:%d" : "rank 0 at %s:%d", host,
+             port);
+}
+
+/* The handshake on a connected socket, which the channel keeps on success
+ * and closes otherwise. */
+static braid_status_t handshake(braid_bootstrap_t *bs, int fd, double deadline)
+{
+    braid_status_t st = braid_auth_join(fd, bs->key, bs->rank, bs->size,
+                                        deadline, bs->root_name);
+    if (st != BRAID_OK) {
+        braid_sock_close(&fd);
+        return st;
+    }
+    bs->root_fd = fd;
+    return BRAID_OK;
+}
+
+braid_status_t braid_bs_join(braid_bootstrap_t *bs, const char *host,
+                             int port, double connect_deadline,
+                             double deadline)
+{
+    int fd = -1;
+    set_root_name(bs, host, port);
+    braid_status_t st = braid_sock_connect(host, port, connect_deadline, &fd);
+    return st != BRAID_OK ? st : handshake(bs, fd, deadline);
+}
+
+/* Root of a file rendezvous: publish where we listen and the key. */
+static braid_status_t file_publish(braid_bootstrap_t *bs,
+                                   const braid_launch_t *l, int lfd,
+                                   const char *path)
+{
+    char           host[BRAID_ADDRSTR_LEN];
+    int            port;
+    braid_status_t st;
+    if (!l->key_set && (st = braid_random_bytes(bs->key, 16)) != BRAID_OK)
+        return st;
+    if ((st = braid_sock_local(lfd, host, sizeof(host), &port)) != BRAID_OK)
+        return st;
+    BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "rendezvous file %s: %s port %d",
+              path, host, port);
+    return braid_rdv_publish(path, host, port, bs->key);
+}
+
+/* Others in a file rendezvous: read the file, connect, join.  A file left
+ * by an earlier job of the same id points at a dead port; rank 0 replaces it
+ * shortly, so a refused connection means reading the file again. */
+static braid_status_t file_join(braid_bootstrap_t *bs, const braid_launch_t *l,
+                                const char *path, double deadline)
+{
+    for (;;) {
+        char           host[BRAID_ADDRSTR_LEN];
+        int            port;
+        uint8_t        key[16];
+        braid_status_t st =
+            braid_rdv_read(path, deadline, host, sizeof(host), &port, key);
+        if (st != BRAID_OK)
+            return st;
+        memcpy(bs->key, l->key_set ? l->key : key, sizeof(bs->key));
+        set_root_name(bs, host, port);
+        /* A short connect deadline, then the file again; once rank 0
+         * answered, the handshake waits as long as any rank would. */
+        double attempt = braid_now_s() + 0.5;
+        int    fd      = -1;
+        st = braid_sock_connect(host, port,
+                                attempt < deadline ? attempt : deadline, &fd);
+        if (st == BRAID_ERR_TIMEOUT && braid_deadline_left(deadline) > 0.0) {
+            BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "%s; reading %s again",
+                      braid_last_error(), path);
+            continue;
+        }
+        return st != BRAID_OK ? st : handshake(bs, fd, deadline);
+    }
+}
+
+braid_status_t braid_bootstrap_init(const braid_launch_t *launch,
+                                    braid_bootstrap_t **out)
+{
+    braid_bootstrap_t *bs  = NULL;
+    braid_status_t     st  = BRAID_OK;
+    int                lfd = -1;
+    char               path[4200] = "";
+    int                published  = 0;
+
+    if (launch != NULL && launch->has_listen_fd) {
+        lfd = launch->listen_fd; /* ours now, whatever happens */
+        braid_launch_listen_fd_taken();
+    }
+    if (launch == NULL || out == NULL) {
+        st = braid_error(BRAID_ERR_INVALID_ARG, "bootstrap init: NULL %s",
+                         launch == NULL ? "launch" : "output");
+        goto cleanup;
+    }
+    *out = NULL;
+    if (launch->size < 1 || launch->rank < 0 || launch->rank >= launch->size) {
+        st = braid_error(BRAID_ERR_INVALID_ARG, "bootstrap init: rank %d of "
+                         "size %d", launch->rank, launch->size);
+        goto cleanup;
+    }
+    if ((st = braid_bs_create(launch->rank, launch->size, launch->key, &bs)) !=
+        BRAID_OK)
+        goto cleanup;
+    if (launch->size == 1)
+        goto cleanup;
+
+    double deadline  = braid_deadline_from_now();
+    int    file_mode = launch->host[0] == '\0';
+    if (file_mode && (st = braid_rdv_path(launch, path, sizeof(path))) !=
+                         BRAID_OK)
+        goto cleanup;
+
+    if (launch->rank == 0) {
+        if (lfd >= 0)
+            st = braid_sock_adopt_listener(lfd, "BRAID_LISTEN_FD");
+        else if (!file_mode)
+            st = braid_sock_listen(launch->host, launch->port, &lfd);
+        else
+            st = braid_sock_listen(launch->ifaddr[0] ? launch->ifaddr
+                                                     : "127.0.0.1", 0, &lfd);
+        if (st != BRAID_OK)
+            goto cleanup;
+        if (file_mode) {
+            if ((st = file_publish(bs, launch, lfd, path)) != BRAID_OK)
+                goto cleanup;
+            published = 1;
+        }
+        st = braid_bs_serve(bs, &lfd, published ? path : NULL, deadline);
+        published = 0; /* serve removed it */
+    } else if (file_mode) {
+        st = file_join(bs, launch, path, deadline);
+    } else {
+        st = braid_bs_join(bs, launch->host, launch->port, deadline,
+                           deadline);
+    }
+    if (st == BRAID_OK)
+        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "rank %d of %d: bootstrap up",
+                  launch->rank, launch->size);
+
+cleanup:
+    if (published)
+        braid_rdv_remove(path);
+    braid_sock_close(&lfd);
+    if (st != BRAID_OK) {
+        braid_bootstrap_destroy(bs);
+        bs = NULL;
+    }
+    if (out != NULL)
+        *out = bs;
+    return st;
+}
+
+int braid_bootstrap_rank(const braid_bootstrap_t *bs)
+{
+    return bs ? bs->rank : -1;
+}
+
+int braid_bootstrap_size(const braid_bootstrap_t *bs)
+{
+    return bs ? bs->size : -1;
+}
+
+/* Root: one message of type up and len bytes from every other rank, into
+ * buf + r*len (stride 0: all into buf, for empty messages).  Others: send
+ * theirs. */
+static braid_status_t gather_up(braid_bootstrap_t *bs, uint32_t up,
+                                const void *send, void *buf, size_t len,
+                                double deadline)
+{
+    char peer[32];
+    if (bs->rank != 0)
+        return braid_bs_send(bs->root_fd, up, send, len, deadline,
+                             bs->root_name);
+    for (int r = 1; r < bs->size; r++) {
+        void          *dst = len > 0 ? (char *)buf + (size_t)r * len : buf;
+        braid_status_t st  = braid_bs_recv(bs->fds[r], up, dst, len, deadline,
+                                           rank_name(r, peer));
+        if (st != BRAID_OK)
+            return st;
+    }
+    return BRAID_OK;
+}
+
+/* Root: send buf to every rank but skip.  Others (but skip): receive it. */
+static braid_status_t send_down(braid_bootstrap_t *bs, uint32_t down,
+                                void *buf, size_t len, int skip,
+                                double deadline)
+{
+    char peer[32];
+    if (bs->rank != 0) {
+        if (bs->rank == skip)
+            return BRAID_OK;
+        return braid_bs_recv(bs->root_fd, down, buf, len, deadline,
+                             bs->root_name);
+    }
+    for (int r = 1; r < bs->size; r++) {
+        if (r == skip)
+            continue;
+        braid_status_t st = braid_bs_send(bs->fds[r], down, buf, len, deadline,
+                                          rank_name(r, peer));
+        if (st != BRAID_OK)
+            return st;
+    }
+    return BRAID_OK;
+}
+
+braid_status_t braid_bootstrap_allgather(braid_bootstrap_t *bs,
+                                         const void *sendbuf, void *recvbuf,
+                                         size_t len)
+{
+    braid_status_t st = check_usable(bs, "allgather");
+    if (st != BRAID_OK)
+        return st;
+    if (len > 0 && (sendbuf == NULL || recvbuf == NULL))
+        return braid_error(BRAID_ERR_INVALID_ARG, "bootstrap allgather: NULL "
+                           "buffer for %zu bytes", len);
+    if (len > SIZE_MAX / (size_t)bs->size)
+        return braid_error(BRAID_ERR_INVALID_ARG, "bootstrap allgather: %zu "
+                           "bytes times %d ranks overflows", len, bs->size);
+    char *recv = recvbuf;
+    /* memmove: in place, sendbuf is recvbuf + rank*len. */
+    if (len > 0 && (bs->rank == 0 || bs->size == 1))
+        memmove(recv + (size_t)bs->rank * len, sendbuf, len);
+    if (bs->size == 1)
+        return BRAID_OK;
+
+    double deadline = braid_deadline_from_now();
+    st = gather_up(bs, BRAID_BS_GATHER, sendbuf, recv, len, deadline);
+    if (st == BRAID_OK)
+        st = send_down(bs, BRAID_BS_GATHER_RESULT, recv,
+                       len * (size_t)bs->size, -1, deadline);
+    return st == BRAID_OK ? st : fail(bs, st);
+}
+
+braid_status_t braid_bootstrap_bcast(braid_bootstrap_t *bs, void *buf,
+                                     size_t len, int root)
+{
+    braid_status_t st = check_usable(bs, "bcast");
+    if (st != BRAID_OK)
+        return st;
+    if (root < 0 || root >= bs->size)
+        return braid_error(BRAID_ERR_INVALID_ARG, "bootstrap bcast: root %d "
+                           "not in [0, %d)", root, bs->size);
+    if (len > 0 && buf == NULL)
+        return braid_error(BRAID_ERR_INVALID_ARG, "bootstrap bcast: NULL "
+                           "buffer for %zu bytes", len);
+    if (bs->size == 1)
+        return BRAID_OK;
+
+    double deadline = braid_deadline_from_now();
+    char   peer[32];
+    /* A root other than 0 first hands the data to rank 0, the hub. */
+    if (root != 0) {
+        if (bs->rank == root)
+            st = braid_bs_send(bs->root_fd, BRAID_BS_BCAST_UP, buf, len,
+                               deadline, bs->root_name);
+        else if (bs->rank == 0)
+            st = braid_bs_recv(bs->fds[root], BRAID_BS_BCAST_UP, buf, len,
+                               deadline, rank_name(root, peer));
+    }
+    if (st == BRAID_OK)
+        st = send_down(bs, BRAID_BS_BCAST, buf, len, root, deadline);
+    return st == BRAID_OK ? st : fail(bs, st);
+}
+
+braid_status_t braid_bootstrap_barrier(braid_bootstrap_t *bs)
+{
+    braid_status_t st = check_usable(bs, "barrier");
+    if (st != BRAID_OK || bs->size == 1)
+        return st;
+    double deadline = braid_deadline_from_now();
+    st = gather_up(bs, BRAID_BS_BARRIER, NULL, NULL, 0, deadline);
+    if (st == BRAID_OK)
+        st = send_down(bs, BRAID_BS_BARRIER_DONE, NULL, 0, -1, deadline);
+    return st == BRAID_OK ? st : fail(bs, st);
+}
+
+void braid_bootstrap_destroy(braid_bootstrap_t *bs)
+{
+    if (bs == NULL)
+        return;
+    close_all(bs);
+    free(bs->fds);
+    free(bs);
+}

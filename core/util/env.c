@@ -1,0 +1,339 @@
+/* Environment parsing with messages that point at the faulty character. */
+#include <limits.h>
+#include <locale.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/env.h"
+#include "util/log.h"
+
+const char *braid_env_get(const char *name)
+{
+    const char *v = getenv(name);
+    return (v == NULL || *v == '\0') ? NULL : v;
+}
+
+#define QUOTE_MAX 64
+
+int braid_quote_len(const char *value)
+{
+    size_t n = strlen(value);
+    return n > QUOTE_MAX ? QUOTE_MAX - 4 : (int)n;
+}
+
+const char *braid_quote_more(const char *value)
+{
+    return strlen(value) > QUOTE_MAX ? "..." : "";
+}
+
+/* Printable rendering of one character for messages: 'x', or \xNN. */
+static const char *char_repr(char c, char buf[8])
+{
+    unsigned char u = (unsigned char)c;
+    if (u >= 0x20 && u < 0x7f)
+        snprintf(buf, 8, "%c", c);
+    else
+        snprintf(buf, 8, "\\x%02x", u);
+    return buf;
+}
+
+static braid_status_t unexpected(const char *name, const char *value,
+                                 size_t pos, const char *expected)
+{
+    char c[8];
+    return braid_error(
+        BRAID_ERR_PARSE,
+        "%s=" BRAID_QUOTE_FMT ": unexpected '%s' at position %zu (expected %s)",
+        name, BRAID_QUOTE(value), char_repr(value[pos], c), pos, expected);
+}
+
+static braid_status_t empty(const char *name, const char *expected)
+{
+    return braid_error(BRAID_ERR_PARSE, "%s='': empty value, expected %s",
+                       name, expected);
+}
+
+/* Accumulates decimal digits from value[*pos] into *acc, stopping at the
+ * first non-digit.  Fails (naming the digit) when *acc would pass limit. */
+static braid_status_t scan_digits(const char *name, const char *value,
+                                  size_t *pos, unsigned long long limit,
+                                  unsigned long long *acc, size_t *ndigits)
+{
+    *acc     = 0;
+    *ndigits = 0;
+    for (size_t i = *pos; value[i] >= '0' && value[i] <= '9'; i++) {
+        unsigned d = (unsigned)(value[i] - '0');
+        if (*acc > (limit - d) / 10)
+            return braid_error(BRAID_ERR_PARSE,
+                               "%s=" BRAID_QUOTE_FMT
+                               ": number too large at position %zu",
+                               name, BRAID_QUOTE(value), i);
+        *acc = *acc * 10 + d;
+        (*ndigits)++;
+        *pos = i + 1;
+    }
+    return BRAID_OK;
+}
+
+braid_status_t braid_parse_int(const char *name, const char *value,
+                               long long min, long long max, long long *out)
+{
+    if (value == NULL || *value == '\0')
+        return empty(name, "an integer");
+    size_t pos = 0;
+    int    neg = 0;
+    if (value[0] == '-' && min < 0) {
+        neg = 1;
+        pos = 1;
+    }
+    /* |LLONG_MIN| is one more than LLONG_MAX. */
+    unsigned long long limit = (unsigned long long)LLONG_MAX + (neg ? 1 : 0);
+    unsigned long long acc;
+    size_t             nd;
+    braid_status_t     st = scan_digits(name, value, &pos, limit, &acc, &nd);
+    if (st != BRAID_OK)
+        return st;
+    if (nd == 0 || value[pos] != '\0')
+        return unexpected(name, value, pos, "a decimal digit");
+
+    long long v;
+    if (neg)
+        v = acc == (unsigned long long)LLONG_MAX + 1ull ? LLONG_MIN
+                                                        : -(long long)acc;
+    else
+        v = (long long)acc;
+    if (v < min || v > max)
+        return braid_error(BRAID_ERR_PARSE,
+                           "%s=" BRAID_QUOTE_FMT
+                           ": %lld (at position 0) is out of range "
+                           "[%lld, %lld]",
+                           name, BRAID_QUOTE(value), v, min, max);
+    *out = v;
+    return BRAID_OK;
+}
+
+braid_status_t braid_parse_size(const char *name, const char *value,
+                                size_t min, size_t max, size_t *out)
+{
+    if (value == NULL || *value == '\0')
+        return empty(name, "a size");
+    size_t             pos = 0, nd;
+    unsigned long long acc;
+    braid_status_t     st = scan_digits(name, value, &pos, SIZE_MAX, &acc, &nd);
+    if (st != BRAID_OK)
+        return st;
+    if (nd == 0)
+        return unexpected(name, value, pos, "a decimal digit");
+
+    unsigned shift = 0;
+    size_t   suffix_pos = pos;
+    switch (value[pos]) {
+    case 'k': case 'K': shift = 10; break;
+    case 'm': case 'M': shift = 20; break;
+    case 'g': case 'G': shift = 30; break;
+    case 't': case 'T': shift = 40; break;
+    case 'b': case 'B': case '\0': break;
+    default:
+        return unexpected(name, value, pos,
+                          "a digit or one of the suffixes K, M, G, T");
+    }
+    if (shift != 0) {
+        pos++;
+        if (value[pos] == 'i')
+            pos++;
+    }
+    if (value[pos] == 'b' || value[pos] == 'B')
+        pos++;
+    if (value[pos] != '\0')
+        return unexpected(name, value, pos, "the end of the value");
+    if (shift != 0 && acc > (SIZE_MAX >> shift))
+        return braid_error(BRAID_ERR_PARSE,
+                           "%s=" BRAID_QUOTE_FMT
+                           ": size too large at position %zu",
+                           name, BRAID_QUOTE(value), suffix_pos);
+    size_t v = (size_t)acc << shift;
+    if (v < min || v > max)
+        return braid_error(BRAID_ERR_PARSE,
+                           "%s=" BRAID_QUOTE_FMT
+                           ": %zu bytes (at position 0) is out of "
+                           "range [%zu, %zu]",
+                           name, BRAID_QUOTE(value), v, min, max);
+    *out = v;
+    return BRAID_OK;
+}
+
+/* Numbers are always written with '.', whatever LC_NUMERIC the application
+ * set, so the conversion uses the C locale explicitly. */
+static locale_t       c_locale;
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+static void           c_locale_init(void)
+{
+    c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+}
+
+braid_status_t braid_parse_double(const char *name, const char *value,
+                                  double min, double max, double *out)
+{
+    if (value == NULL || *value == '\0')
+        return empty(name, "a number");
+    /* Our own syntax check first: strtod also takes hex, inf, nan and
+     * leading blanks, none of which belongs in a setting. */
+    size_t pos = 0, ndig = 0;
+    if (value[pos] == '-' || value[pos] == '+')
+        pos++;
+    while (value[pos] >= '0' && value[pos] <= '9') {
+        pos++;
+        ndig++;
+    }
+    if (value[pos] == '.') {
+        pos++;
+        while (value[pos] >= '0' && value[pos] <= '9') {
+            pos++;
+            ndig++;
+        }
+    }
+    if (ndig == 0)
+        return unexpected(name, value, pos, "a decimal digit");
+    if (value[pos] == 'e' || value[pos] == 'E') {
+        pos++;
+        if (value[pos] == '-' || value[pos] == '+')
+            pos++;
+        if (!(value[pos] >= '0' && value[pos] <= '9'))
+            return unexpected(name, value, pos, "an exponent digit");
+        while (value[pos] >= '0' && value[pos] <= '9')
+            pos++;
+    }
+    if (value[pos] != '\0')
+        return unexpected(name, value, pos, "a digit, '.' or an exponent");
+
+    pthread_once(&c_locale_once, c_locale_init);
+    double v = c_locale != (locale_t)0 ? strtod_l(value, NULL, c_locale)
+                                       : strtod(value, NULL);
+    if (!isfinite(v))
+        return braid_error(BRAID_ERR_PARSE,
+                           "%s=" BRAID_QUOTE_FMT ": number too large", name,
+                           BRAID_QUOTE(value));
+    if (v < min || v > max)
+        return braid_error(BRAID_ERR_PARSE,
+                           "%s=" BRAID_QUOTE_FMT
+                           ": %g (at position 0) is out of range "
+                           "[%g, %g]",
+                           name, BRAID_QUOTE(value), v, min, max);
+    *out = v;
+    return BRAID_OK;
+}
+
+braid_status_t braid_env_int(const char *name, long long dflt, long long min,
+                             long long max, long long *out)
+{
+    const char *v = braid_env_get(name);
+    if (v == NULL) {
+        *out = dflt;
+        return BRAID_OK;
+    }
+    return braid_parse_int(name, v, min, max, out);
+}
+
+braid_status_t braid_env_size(const char *name, size_t dflt, size_t min,
+                              size_t max, size_t *out)
+{
+    const char *v = braid_env_get(name);
+    if (v == NULL) {
+        *out = dflt;
+        return BRAID_OK;
+    }
+    return braid_parse_size(name, v, min, max, out);
+}
+
+braid_status_t braid_env_double(const char *name, double dflt, double min,
+                                double max, double *out)
+{
+    const char *v = braid_env_get(name);
+    if (v == NULL) {
+        *out = dflt;
+        return BRAID_OK;
+    }
+    return braid_parse_double(name, v, min, max, out);
+}
+
+/* ---------------------------------------------------------------- timeout */
+
+/* One year: far beyond any sane wait; an upper bound keeps deadline
+ * arithmetic finite. */
+#define TIMEOUT_MAX_S (365.0 * 86400.0)
+
+static pthread_mutex_t timeout_lock = PTHREAD_MUTEX_INITIALIZER;
+static int             timeout_cached;
+static braid_status_t  timeout_status;
+static double          timeout_value = BRAID_TIMEOUT_DEFAULT_S;
+static char            timeout_msg[256];
+static int             timeout_warned;
+
+braid_status_t braid_env_timeout(double *seconds)
+{
+    pthread_mutex_lock(&timeout_lock);
+    if (!timeout_cached) {
+        double v = BRAID_TIMEOUT_DEFAULT_S;
+        timeout_status = braid_env_double("BRAID_TIMEOUT",
+                                          BRAID_TIMEOUT_DEFAULT_S, 0.0,
+                                          TIMEOUT_MAX_S, &v);
+        if (timeout_status == BRAID_OK && v <= 0.0) {
+            const char *text = getenv("BRAID_TIMEOUT");
+            timeout_status   = braid_error(BRAID_ERR_PARSE,
+                                           "BRAID_TIMEOUT=" BRAID_QUOTE_FMT
+                                           ": value at position 0 must be > 0 "
+                                           "seconds", BRAID_QUOTE(text));
+        }
+        if (timeout_status == BRAID_OK) {
+            timeout_value = v;
+        } else {
+            timeout_value = BRAID_TIMEOUT_DEFAULT_S;
+            snprintf(timeout_msg, sizeof(timeout_msg), "%s",
+                     braid_last_error());
+        }
+        timeout_cached = 1;
+    }
+    braid_status_t st = timeout_status;
+    double         v  = timeout_value;
+    if (st != BRAID_OK)
+        braid_error(st, "%s", timeout_msg); /* per-thread last error */
+    pthread_mutex_unlock(&timeout_lock);
+    *seconds = v;
+    return st;
+}
+
+double braid_timeout_s(void)
+{
+    double         s;
+    braid_status_t st = braid_env_timeout(&s);
+    if (st != BRAID_OK) {
+        pthread_mutex_lock(&timeout_lock);
+        int warn       = !timeout_warned;
+        timeout_warned = 1;
+        pthread_mutex_unlock(&timeout_lock);
+        if (warn)
+            BRAID_LOG(BRAID_LOG_WARN, "env", "%s; using %g s", timeout_msg,
+                      BRAID_TIMEOUT_DEFAULT_S);
+    }
+    return s;
+}
+
+void braid_env_timeout_reset(void)
+{
+    pthread_mutex_lock(&timeout_lock);
+    timeout_cached = 0;
+    timeout_warned = 0;
+    timeout_value  = BRAID_TIMEOUT_DEFAULT_S;
+    pthread_mutex_unlock(&timeout_lock);
+}
+
+double braid_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,60 @@
+/* Environment helpers of the core.
+ *
+ * Every parser names the variable, quotes the value and points at the
+ * character that is wrong, e.g. "BRAID_RANK='1x': unexpected 'x' at position
+ * 1", and returns BRAID_ERR_PARSE (recorded for braid_last_error).  The
+ * braid_parse_* functions take the text directly (name is only used in
+ * messages); the braid_env_* functions read the variable and use dflt when it
+ * is unset or empty. */
+#ifndef BRAID_CORE_ENV_H
+#define BRAID_CORE_ENV_H
+
+#include <stddef.h>
+
+#include <braid/braid.h>
+
+/* Messages quote long values as their first 60 characters and "...", so
+ * that the position after the quote always fits in the message:
+ *   braid_error(st, "%s=" BRAID_QUOTE_FMT ": ...", name, BRAID_QUOTE(v)) */
+#define BRAID_QUOTE_FMT "'%.*s%s'"
+#define BRAID_QUOTE(v)  braid_quote_len(v), (v), braid_quote_more(v)
+int         braid_quote_len(const char *value);
+const char *braid_quote_more(const char *value);
+
+/* Value of name, or NULL when unset or empty. */
+const char *braid_env_get(const char *name);
+
+/* Decimal integer in [min, max]; a leading '-' only when min < 0. */
+braid_status_t braid_parse_int(const char *name, const char *value,
+                               long long min, long long max, long long *out);
+/* Byte count: decimal integer with an optional binary suffix K, M, G or T
+ * (any case, optionally followed by "B" or "iB"), in [min, max]. */
+braid_status_t braid_parse_size(const char *name, const char *value,
+                                size_t min, size_t max, size_t *out);
+/* Finite decimal floating point number in [min, max]. */
+braid_status_t braid_parse_double(const char *name, const char *value,
+                                  double min, double max, double *out);
+
+braid_status_t braid_env_int(const char *name, long long dflt, long long min,
+                             long long max, long long *out);
+braid_status_t braid_env_size(const char *name, size_t dflt, size_t min,
+                              size_t max, size_t *out);
+braid_status_t braid_env_double(const char *name, double dflt, double min,
+                                double max, double *out);
+
+#define BRAID_TIMEOUT_DEFAULT_S 60.0
+
+/* BRAID_TIMEOUT: seconds a single wait may last (float > 0, default 60).
+ * Read once and cached, including a parse error, which is returned again on
+ * every call. */
+braid_status_t braid_env_timeout(double *seconds);
+/* The cached BRAID_TIMEOUT; the default (with one warning) if malformed. */
+double braid_timeout_s(void);
+/* Forget the cached value so that the next call reads BRAID_TIMEOUT again.
+ * For tests that change the variable inside one process. */
+void braid_env_timeout_reset(void);
+
+/* Monotonic clock in seconds. */
+double braid_now_s(void);
+
+#endif

@@ -1,0 +1,557 @@
+/* braidrun: start N ranks of a braid program on this host.
+ *
+ *   braidrun -n N [-t|--timeout SECONDS] [--] prog args...
+ *
+ * braidrun binds rank 0's listening socket itself (127.0.0.1, ephemeral
+ * port) and hands it down as an inherited descriptor, BRAID_LISTEN_FD, so
+ * the port is known before any rank starts and no other process can take it
+ * in between.  Every rank gets BRAID_RANK, BRAID_SIZE, BRAID_ADDR and a
+ * random BRAID_JOB_KEY (and BRAID_TIMEOUT with -t).  Output of every rank is
+ * forwarded line by line with a "[rank] " prefix, stdout to stdout and
+ * stderr to stderr.  When a rank fails, the others get SIGTERM, then SIGKILL
+ * 3 s later.  Exit status: 0 only if every rank exited 0.
+ *
+ * Each rank runs in its own process group, so that signals reach the whole
+ * tree a rank started (a shell and its children) and a Ctrl-C on the
+ * terminal reaches braidrun only, which forwards it exactly once.  Only rank
+ * 0 reads braidrun's stdin, and only when it is not a terminal (a rank in a
+ * background process group would be stopped reading one). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/proto.h"
+#include "util/env.h"
+#include "util/log.h"
+
+#define MAX_RANKS    1024
+#define LINE_CAP     65536 /* longer lines are split */
+#define KILL_GRACE_S 3.0
+#define DRAIN_MAX    (1 << 20) /* per stream, after every rank exited */
+
+typedef struct {
+    int    fd;  /* read end of the rank's pipe, -1 at EOF */
+    int    out; /* 1 or 2 */
+    size_t len;
+    char  *buf;
+} stream_t;
+
+typedef struct {
+    pid_t    pid;
+    int      running;
+    int      status;
+    int      signalled_by_us;
+    stream_t s[2];
+} rank_t;
+
+static int     sig_pipe[2] = {-1, -1}; /* signal handler -> main loop */
+static int     out_dead[3]; /* our stdout/stderr went away */
+static rank_t *ranks;
+static int     nranks;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: braidrun -n N [-t|--timeout SECONDS] [--] prog "
+               "[args...]\n"
+               "  -n N            number of ranks, 1..%d\n"
+               "  -t, --timeout S BRAID_TIMEOUT for the ranks (seconds > 0)\n"
+               "  -h, --help      this text\n", MAX_RANKS);
+}
+
+static double now_s(void)
+{
+    return braid_now_s();
+}
+
+static void on_signal(int sig)
+{
+    int           saved = errno;
+    unsigned char c     = (unsigned char)sig;
+    (void)!write(sig_pipe[1], &c, 1);
+    errno = saved;
+}
+
+/* Whole buffer to our stdout (1) or stderr (2); a closed one is dropped
+ * silently so that ranks never block on a full pipe because of it. */
+static void emit(int fd, const char *p, size_t n)
+{
+    while (n > 0 && !out_dead[fd]) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            out_dead[fd] = 1;
+            return;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* One line with its prefix, in one write so that lines of different ranks
+ * never interleave mid-line. */
+static void emit_line(int rank, int fd, const char *line, size_t n)
+{
+    char   stackbuf[512];
+    char  *buf = stackbuf;
+    size_t cap = n + 24;
+    if (cap > sizeof(stackbuf) && (buf = malloc(cap)) == NULL) {
+        char pre[24];
+        int  k = snprintf(pre, sizeof(pre), "[%d] ", rank);
+        emit(fd, pre, (size_t)k);
+        emit(fd, line, n);
+        emit(fd, "\n", 1);
+        return;
+    }
+    int k = snprintf(buf, cap, "[%d] ", rank);
+    memcpy(buf + k, line, n);
+    buf[(size_t)k + n] = '\n';
+    emit(fd, buf, (size_t)k + n + 1);
+    if (buf != stackbuf)
+        free(buf);
+}
+
+/* Emits the complete lines in the buffer (all of it when flush). */
+static void emit_lines(int rank, stream_t *s, int flush)
+{
+    size_t start = 0;
+    for (size_t i = 0; i < s->len; i++) {
+        if (s->buf[i] == '\n') {
+            emit_line(rank, s->out, s->buf + start, i - start);
+            start = i + 1;
+        }
+    }
+    if ((flush || s->len == LINE_CAP) && start < s->len) {
+        emit_line(rank, s->out, s->buf + start, s->len - start);
+        start = s->len;
+    }
+    memmove(s->buf, s->buf + start, s->len - start);
+    s->len -= start;
+}
+
+static void stream_close(int rank, stream_t *s)
+{
+    emit_lines(rank, s, 1);
+    if (s->fd >= 0)
+        close(s->fd);
+    s->fd = -1;
+}
+
+/* Reads what is there; returns bytes read, 0 at EOF (stream closed), -1 if
+ * nothing is available now. */
+static ssize_t stream_read(int rank, stream_t *s)
+{
+    ssize_t n;
+    do
+        n = read(s->fd, s->buf + s->len, LINE_CAP - s->len);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return -1;
+    if (n <= 0) {
+        stream_close(rank, s);
+        return 0;
+    }
+    s->len += (size_t)n;
+    emit_lines(rank, s, 0);
+    return n;
+}
+
+static void signal_ranks(int sig)
+{
+    for (int r = 0; r < nranks; r++) {
+        if (ranks[r].running) {
+            ranks[r].signalled_by_us = 1;
+            /* The group: the rank and whatever it started. */
+            if (kill(-ranks[r].pid, sig) != 0)
+                kill(ranks[r].pid, sig);
+        }
+    }
+}
+
+static const char *sig_name(int sig)
+{
+    const char *d = sigdescr_np(sig);
+    return d ? d : "unknown signal";
+}
+
+static void child_exec(int rank, int lfd, int out_w, int err_w, char **argv,
+                       const char *addr, const char *key, const char *timeout,
+                       pid_t parent, const sigset_t *oldmask)
+{
+    char num[32];
+    setpgid(0, 0);
+    /* If braidrun dies (even by SIGKILL), the ranks should not live on. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(1);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL); /* ignored dispositions survive exec */
+    sigprocmask(SIG_SETMASK, oldmask, NULL);
+
+    if (dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
+        _exit(127);
+    if (rank != 0 || isatty(0)) {
+        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (devnull >= 0)
+            dup2(devnull, 0);
+    }
+    if (rank == 0 && lfd >= 0) {
+        /* F_DUPFD leaves close-on-exec off: this copy survives exec. */
+        int fd = fcntl(lfd, F_DUPFD, 3);
+        if (fd < 0)
+            _exit(127);
+        snprintf(num, sizeof(num), "%d", fd);
+        setenv("BRAID_LISTEN_FD", num, 1);
+    } else {
+        unsetenv("BRAID_LISTEN_FD");
+    }
+    snprintf(num, sizeof(num), "%d", rank);
+    setenv("BRAID_RANK", num, 1);
+    snprintf(num, sizeof(num), "%d", nranks);
+    setenv("BRAID_SIZE", num, 1);
+    setenv("BRAID_ADDR", addr, 1);
+    setenv("BRAID_JOB_KEY", key, 1);
+    if (timeout != NULL)
+        setenv("BRAID_TIMEOUT", timeout, 1);
+    execvp(argv[0], argv);
+    fprintf(stderr, "braidrun: cannot execute '%s': %s\n", argv[0],
+            strerror(errno));
+    _exit(127);
+}
+
+/* Rank 0's listening socket on 127.0.0.1, ephemeral port. */
+static int make_listener(char *addr, size_t n)
+{
+    struct sockaddr_in sa = {.sin_family      = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t          len = sizeof(sa);
+    int                one = 1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* SO_REUSEADDR is inherited by the accepted connections: a rank 0 that
+     * initializes again can then bind the port while those linger in
+     * TIME_WAIT. */
+    if (fd >= 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        listen(fd, SOMAXCONN) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        fprintf(stderr, "braidrun: cannot listen on 127.0.0.1: %s\n",
+                strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    snprintf(addr, n, "127.0.0.1:%d", ntohs(sa.sin_port));
+    return fd;
+}
+
+/* Records exited ranks.  The first rank that failed on its own (not after
+ * our signal) goes to *first_fail, is reported, and starts the shutdown:
+ * SIGTERM to the others now, SIGKILL at *kill_at. */
+static void reap(int *first_fail, int *terminating, double *kill_at)
+{
+    int   status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        int r;
+        for (r = 0; r < nranks && ranks[r].pid != pid; r++)
+            ;
+        if (r == nranks)
+            continue;
+        ranks[r].running = 0;
+        ranks[r].status  = status;
+        int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (ok || ranks[r].signalled_by_us)
+            continue;
+        char msg[128];
+        int  k;
+        if (WIFSIGNALED(status))
+            k = snprintf(msg, sizeof(msg), "braidrun: rank %d killed by "
+                         "signal %d (%s)\n", r, WTERMSIG(status),
+                         sig_name(WTERMSIG(status)));
+        else
+            k = snprintf(msg, sizeof(msg), "braidrun: rank %d exited with "
+                         "status %d\n", r, WEXITSTATUS(status));
+        emit(2, msg, (size_t)k);
+        if (*first_fail < 0)
+            *first_fail = r;
+        if (!*terminating) {
+            *terminating = 1;
+            *kill_at     = now_s() + KILL_GRACE_S;
+            signal_ranks(SIGTERM);
+        }
+    }
+}
+
+static int any_running(void)
+{
+    for (int r = 0; r < nranks; r++) {
+        if (ranks[r].running)
+            return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"timeout", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    long long   n       = -1;
+    const char *timeout = NULL;
+    int         opt;
+
+    opterr = 0;
+    /* '+': options end at the program name, whose own options are its. */
+    while ((opt = getopt_long(argc, argv, "+n:t:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'n':
+            if (braid_parse_int("-n", optarg, 1, MAX_RANKS, &n) != BRAID_OK) {
+                fprintf(stderr, "braidrun: %s\n", braid_last_error());
+                usage(stderr);
+                return 2;
+            }
+            break;
+        case 't': {
+            double t = 0.0;
+            if (braid_parse_double("--timeout", optarg, 0.0, 365.0 * 86400,
+                                   &t) != BRAID_OK) {
+                fprintf(stderr, "braidrun: %s\n", braid_last_error());
+                usage(stderr);
+                return 2;
+            }
+            if (t <= 0.0) {
+                fprintf(stderr, "braidrun: --timeout='%s': must be > 0 "
+                        "seconds\n", optarg);
+                usage(stderr);
+                return 2;
+            }
+            timeout = optarg;
+            break;
+        }
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            if (optopt == 'n' || optopt == 't')
+                fprintf(stderr, "braidrun: option -%c needs a value\n",
+                        optopt);
+            else if (optopt != 0)
+                fprintf(stderr, "braidrun: unknown option -%c\n", optopt);
+            else
+                fprintf(stderr, "braidrun: unknown option '%s'\n",
+                        argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (n < 0) {
+        fprintf(stderr, "braidrun: the number of ranks (-n N) is missing\n");
+        usage(stderr);
+        return 2;
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "braidrun: no program to run\n");
+        usage(stderr);
+        return 2;
+    }
+    char **prog = argv + optind;
+    nranks      = (int)n;
+
+    char    addr[64], keyhex[33];
+    uint8_t key[16];
+    if (braid_random_bytes(key, sizeof(key)) != BRAID_OK) {
+        fprintf(stderr, "braidrun: %s\n", braid_last_error());
+        return 1;
+    }
+    braid_format_job_key(key, keyhex);
+    int lfd = make_listener(addr, sizeof(addr));
+    if (lfd < 0)
+        return 1;
+
+    ranks = calloc((size_t)nranks, sizeof(*ranks));
+    if (ranks == NULL || pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        fprintf(stderr, "braidrun: %s\n", strerror(errno));
+        return 1;
+    }
+
+    /* Signals are blocked across fork so that a child never runs our
+     * handlers; each child resets them before unblocking. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sa.sa_flags   = SA_RESTART | SA_NOCLDSTOP;
+    sigemptyset(&sa.sa_mask);
+    sigset_t block, oldmask;
+    sigemptyset(&block);
+    int handled[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++) {
+        sigaction(handled[i], &sa, NULL);
+        sigaddset(&block, handled[i]);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    sigprocmask(SIG_BLOCK, &block, &oldmask);
+
+    pid_t self = getpid();
+    int   spawned_ok = 1;
+    for (int r = 0; r < nranks; r++) {
+        int p[2][2];
+        if (pipe2(p[0], O_CLOEXEC) != 0 || pipe2(p[1], O_CLOEXEC) != 0) {
+            fprintf(stderr, "braidrun: pipe: %s\n", strerror(errno));
+            spawned_ok = 0;
+            break;
+        }
+        pid_t pid = fork();
+        if (pid == 0)
+            child_exec(r, lfd, p[0][1], p[1][1], prog, addr, keyhex, timeout,
+                       self, &oldmask);
+        close(p[0][1]);
+        close(p[1][1]);
+        if (pid < 0) {
+            fprintf(stderr, "braidrun: fork: %s\n", strerror(errno));
+            close(p[0][0]);
+            close(p[1][0]);
+            spawned_ok = 0;
+            break;
+        }
+        setpgid(pid, pid); /* also here: no race with our first kill() */
+        ranks[r].pid     = pid;
+        ranks[r].running = 1;
+        for (int k = 0; k < 2; k++) {
+            ranks[r].s[k].fd  = p[k][0];
+            ranks[r].s[k].out = k + 1;
+            ranks[r].s[k].buf = malloc(LINE_CAP);
+            if (ranks[r].s[k].buf == NULL) {
+                fprintf(stderr, "braidrun: out of memory\n");
+                return 1;
+            }
+            fcntl(p[k][0], F_SETFL, O_NONBLOCK);
+        }
+    }
+    close(lfd); /* rank 0 has its own copy */
+    for (int r = 0; r < nranks; r++) {
+        if (ranks[r].pid == 0)
+            ranks[r].s[0].fd = ranks[r].s[1].fd = -1;
+    }
+    sigprocmask(SIG_SETMASK, &oldmask, NULL);
+
+    int    first_fail = -1, terminating = 0, got_sig = 0, killed = 0;
+    double kill_at    = 0.0;
+    if (!spawned_ok) {
+        terminating = 1;
+        kill_at     = now_s() + KILL_GRACE_S;
+        signal_ranks(SIGTERM);
+    }
+
+    struct pollfd *pfd = calloc(1 + 2 * (size_t)nranks, sizeof(*pfd));
+    int           *map = calloc(1 + 2 * (size_t)nranks, sizeof(*map));
+    if (pfd == NULL || map == NULL) {
+        fprintf(stderr, "braidrun: out of memory\n");
+        return 1;
+    }
+    while (any_running()) {
+        int np = 0;
+        pfd[np++] = (struct pollfd){.fd = sig_pipe[0], .events = POLLIN};
+        for (int r = 0; r < nranks; r++) {
+            for (int k = 0; k < 2; k++) {
+                if (ranks[r].s[k].fd >= 0) {
+                    map[np]   = 2 * r + k;
+                    pfd[np++] = (struct pollfd){.fd     = ranks[r].s[k].fd,
+                                                .events = POLLIN};
+                }
+            }
+        }
+        int wait_ms = -1;
+        if (terminating && !killed) {
+            double left = kill_at - now_s();
+            wait_ms     = left > 0 ? (int)(left * 1000.0) + 1 : 0;
+        }
+        int rc = poll(pfd, (nfds_t)np, wait_ms);
+        if (rc < 0 && errno != EINTR) {
+            fprintf(stderr, "braidrun: poll: %s\n", strerror(errno));
+            signal_ranks(SIGKILL);
+            break;
+        }
+        for (int i = 1; rc > 0 && i < np; i++) {
+            if (pfd[i].revents != 0)
+                stream_read(map[i] / 2, &ranks[map[i] / 2].s[map[i] % 2]);
+        }
+        if (rc > 0 && pfd[0].revents != 0) {
+            unsigned char sigs[64];
+            ssize_t       k;
+            while ((k = read(sig_pipe[0], sigs, sizeof(sigs))) > 0) {
+                for (ssize_t i = 0; i < k; i++) {
+                    if (sigs[i] == SIGCHLD)
+                        continue;
+                    got_sig = sigs[i];
+                    char msg[96];
+                    int  m = snprintf(msg, sizeof(msg), "braidrun: got %s, "
+                                      "forwarding it to the ranks\n",
+                                      sig_name(got_sig));
+                    emit(2, msg, (size_t)m);
+                    signal_ranks(got_sig);
+                    if (!terminating) {
+                        terminating = 1;
+                        kill_at     = now_s() + KILL_GRACE_S;
+                    }
+                }
+            }
+        }
+        reap(&first_fail, &terminating, &kill_at);
+        if (terminating && !killed && now_s() >= kill_at && any_running()) {
+            signal_ranks(SIGKILL);
+            killed = 1;
+        }
+    }
+
+    /* Every rank has exited: take what is left in the pipes, but do not wait
+     * for EOF, which a leftover grandchild could hold off forever. */
+    for (int r = 0; r < nranks; r++) {
+        for (int k = 0; k < 2; k++) {
+            stream_t *s    = &ranks[r].s[k];
+            size_t    took = 0;
+            if (s->buf == NULL)
+                continue; /* never spawned */
+            while (s->fd >= 0 && took < DRAIN_MAX) {
+                ssize_t got = stream_read(r, s);
+                if (got <= 0)
+                    break;
+                took += (size_t)got;
+            }
+            if (s->fd >= 0)
+                stream_close(r, s);
+            free(s->buf);
+            s->buf = NULL;
+        }
+    }
+    free(pfd);
+    free(map);
+
+    int code = 0;
+    if (got_sig != 0) {
+        code = 128 + got_sig;
+    } else if (first_fail >= 0) {
+        int st = ranks[first_fail].status;
+        code   = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    } else if (!spawned_ok) {
+        code = 1;
+    }
+    free(ranks);
+    return code;
+}
