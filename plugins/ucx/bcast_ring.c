@@ -1,0 +1,21 @@
+/* broadcast "ring": a chain root -> root+1 -> ... pipelined in segments, so
+ * a large message costs about one transfer plus n-2 segment latencies
+ * (see ring.c). */
+#include "ring.h"
+
+static braid_status_t start(braid_task_t *task)
+{
+    return braid_ucx_ring_start(task, BRAID_UCX_RING_BCAST);
+}
+
+const braid_algo_v1_t braid_ucx_bcast_ring = {
+    .name            = "ring",
+    .coll            = BRAID_COLL_BROADCAST,
+    .needs_caps      = BRAID_CAP_SENDRECV,
+    .transport       = NULL,
+    .estimate        = braid_ucx_cost_bcast_ring,
+    .start           = start,
+    .progress        = braid_ucx_ring_progress,
+    .finish          = braid_ucx_ring_finish,
+    .comm_state_free = braid_ucx_comm_state_free,
+};

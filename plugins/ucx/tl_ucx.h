@@ -1,0 +1,144 @@
+/* Internals of the "ucx" transport, shared by context.c, oob.c, link.c,
+ * comm.c, transport.c and rma.c.  Algorithms never include this: they reach the
+ * transport only through braid_tl_t, so that they run over any transport. */
+#ifndef BRAID_UCX_TL_UCX_H
+#define BRAID_UCX_TL_UCX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ucp/api/ucp.h>
+
+#include <braid/plugin.h>
+
+#define BRAID_UCX_COMPONENT "ucx"
+
+/* The UCX tag carries the algorithm's tag in its low BRAID_TAG_BITS bits and
+ * the sender's rank above them, so that a receive with a full mask matches
+ * exactly one (peer, tag) pair. */
+#define BRAID_UCX_RANK_BITS (64 - BRAID_TAG_BITS)
+#define BRAID_UCX_MAX_RANKS (1L << BRAID_UCX_RANK_BITS)
+#define BRAID_UCX_TAG_MASK  ((UINT64_C(1) << BRAID_TAG_BITS) - 1)
+
+typedef enum {
+    BRAID_UCX_OP_SEND = 1,
+    BRAID_UCX_OP_RECV,
+    BRAID_UCX_OP_PUT,
+} braid_ucx_op_kind_t;
+
+/* Book-keeping of one posted operation.  Tag operations keep it in the ucp
+ * request's user area (ucp_params_t.request_size), so posting allocates
+ * nothing; put_signal keeps it in a braid_ucx_put_t.  Pending operations are
+ * linked on their communicator: after an error the algorithm drops its
+ * requests (the ABI has no cancel), and comm_destroy must cancel them before
+ * the buffers they point to disappear. */
+typedef struct braid_ucx_op {
+    braid_ucx_op_kind_t  kind;
+    int                  peer;
+    uint64_t             tag;
+    size_t               len;
+    double               posted; /* svc.now() when posted: bounds the wait */
+    struct braid_ucx_op *prev;
+    struct braid_ucx_op *next;
+} braid_ucx_op_t;
+
+/* put_signal: the data put, the fenced flag put, and the flag's source word,
+ * which must outlive the flag put. */
+typedef struct braid_ucx_put {
+    braid_ucx_op_t op;
+    void          *reqs[2]; /* ucp requests; NULL once completed */
+    ucs_status_t   err;     /* first error of the two */
+    uint64_t       flag;
+} braid_ucx_put_t;
+
+typedef struct braid_ucx_comm braid_ucx_comm_t;
+
+typedef struct braid_ucx_peer {
+    braid_ucx_comm_t *comm;   /* for the error callback */
+    int               rank;
+    ucp_ep_h          ep;
+    int               err_peer; /* created with UCP_ERR_HANDLING_MODE_PEER */
+    ucs_status_t      status;   /* UCS_OK until the endpoint reports an error */
+} braid_ucx_peer_t;
+
+struct braid_ucx_comm {
+    braid_services_v1_t svc; /* copies: the caller's structs may be temporary */
+    braid_oob_t         oob;
+    int                 rank;
+    int                 size;
+    ucp_context_h       context;
+    ucp_worker_h        worker;
+    braid_ucx_peer_t   *peers;   /* [size], including this rank */
+    int                 failed_peer; /* first rank whose endpoint failed, -1 */
+    braid_link_t        link;
+    braid_ucx_op_t      pending; /* list head of operations not yet retired */
+};
+
+extern const braid_transport_v1_t braid_ucx_transport;
+
+/* context.c: the process-wide ucp context. */
+braid_status_t braid_ucx_context_acquire(ucp_context_h *context,
+                                         ucs_status_t *ucs_status);
+void           braid_ucx_context_release(void);
+
+/* link.c: declared link parameters and their environment overrides. */
+braid_status_t braid_ucx_link_declared(braid_link_t *link,
+                                       const braid_services_v1_t *svc,
+                                       int nnodes);
+
+/* oob.c: agreement plus exchange of one variable-length blob per rank.
+ * Every rank passes its local status; when any rank failed, every rank
+ * returns an error (its own, or one naming the first failed rank). */
+typedef struct braid_ucx_xchg {
+    char     *blobs;  /* size * stride bytes; rank r's blob at r * stride */
+    size_t    stride;
+    uint64_t *lens;   /* [size] */
+    uint64_t *extra;  /* [size * 2]: two words each rank attached */
+} braid_ucx_xchg_t;
+
+braid_status_t braid_ucx_oob_exchange(braid_ucx_xchg_t *out,
+                                      const braid_services_v1_t *svc,
+                                      const braid_oob_t *oob,
+                                      const char *what, braid_status_t local,
+                                      const void *blob, size_t len,
+                                      const uint64_t extra[2]);
+void braid_ucx_xchg_free(braid_ucx_xchg_t *x);
+/* Agreement only: BRAID_OK when every rank passed BRAID_OK. */
+braid_status_t braid_ucx_oob_agree(const braid_services_v1_t *svc,
+                                   const braid_oob_t *oob, const char *what,
+                                   braid_status_t local);
+
+/* comm.c */
+braid_status_t braid_ucx_comm_create(const braid_services_v1_t *svc,
+                                     const braid_oob_t *oob,
+                                     const braid_topo_t *topo, void **tcomm);
+void           braid_ucx_comm_destroy(void *tcomm);
+void           braid_ucx_link(void *tcomm, braid_link_t *link);
+
+/* transport.c: shared by comm.c and rma.c. */
+braid_status_t braid_ucx_status(ucs_status_t st); /* ucs -> braid code */
+void braid_ucx_op_link(braid_ucx_comm_t *comm, braid_ucx_op_t *op,
+                       braid_ucx_op_kind_t kind, int peer, uint64_t tag,
+                       size_t len);
+void braid_ucx_op_unlink(braid_ucx_op_t *op);
+/* Progresses until req (a ucp request) completes or the deadline passes;
+ * returns the request's status or UCS_ERR_TIMED_OUT.  Frees req. */
+ucs_status_t braid_ucx_wait_ucp(braid_ucx_comm_t *comm, void *req,
+                                double deadline);
+/* Flushes every outstanding operation of the worker, bounded. */
+ucs_status_t braid_ucx_flush(braid_ucx_comm_t *comm, double deadline);
+
+/* rma.c */
+braid_status_t braid_ucx_mem_alloc(void *tcomm, size_t len, braid_rmem_t *mem);
+void           braid_ucx_mem_free(void *tcomm, braid_rmem_t *mem);
+braid_status_t braid_ucx_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
+                                    size_t dst_off, const void *src,
+                                    size_t len, size_t flag_off,
+                                    uint64_t flag_val, braid_treq_t *req);
+/* UCS_INPROGRESS, UCS_OK, or the first error of the two puts.  Frees the
+ * ucp requests that completed. */
+ucs_status_t braid_ucx_put_status(braid_ucx_put_t *put);
+/* Releases the ucp requests of an abandoned put (teardown). */
+void braid_ucx_put_abandon(braid_ucx_put_t *put);
+
+#endif

@@ -1,0 +1,985 @@
+/* Unit test of the ucx plugin: N threads (1..8) act as ranks of one
+ * communicator each, over an in-memory OOB, and run every algorithm of the
+ * plugin over every collective, checking results against a reference
+ * computed locally from deterministic per-rank inputs (exact for integers
+ * and for the float inputs chosen to sum exactly, within a tolerance
+ * otherwise), bitwise equality across ranks, untouched send buffers, and
+ * put_signal ordering.
+ *
+ * UCX with several workers in one process (UCX 1.13.1, Debian): the default
+ * configuration works.  The plugin asks for UCP_ERR_HANDLING_MODE_PEER, which
+ * 1.13's shared-memory transports (posix, sysv, cma) and "self" do not
+ * support, so UCX picks TCP over loopback for every pair, including a
+ * rank's endpoint to itself; UCX_TLS=posix,self or =sm makes the endpoints
+ * unreachable in that mode (the plugin then falls back to endpoints
+ * without peer-failure detection, with a warning).  So UCX_TLS is left
+ * alone; UCX_WARN_UNUSED_ENV_VARS=n only silences UCX's banner about
+ * unrelated UCX_* variables.  Nothing else is needed under ASan either.
+ *
+ * Usage: test_ucx_threads PATH/libbraid-ucx.so */
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "scalar.h"
+
+#define MAX_RANKS   8
+#define BIG_COUNT   ((size_t)1048576 + 3)
+#define MAX_PRINTED 40
+
+typedef struct tcase {
+    const braid_algo_v1_t *algo;
+    braid_dtype_t          dt;
+    braid_op_t             op;
+    size_t                 count;
+    int                    inplace;
+    int                    root;
+} tcase_t;
+
+typedef struct caselist {
+    tcase_t *v;
+    int      n, cap;
+} caselist_t;
+
+typedef struct world {
+    int                n;
+    th_board_t         board;
+    pthread_barrier_t  bar;
+    const th_plugin_t *plug;
+    const caselist_t  *cases;
+    braid_topo_t       topo;
+    int                node_of_rank[MAX_RANKS];
+    const void        *res[MAX_RANKS];
+    size_t             res_bytes[MAX_RANKS];
+    atomic_int         failures;
+    atomic_int         checks;
+} world_t;
+
+typedef struct rank_arg {
+    world_t *w;
+    int      rank;
+} rank_arg_t;
+
+static atomic_int printed;
+
+static const char *coll_names[] = {"allreduce", "reduce_scatter", "allgather",
+                                   "broadcast", "barrier"};
+static const char *dt_names[]   = {"f32", "f64", "f16", "bf16",
+                                   "i32", "i64", "u8"};
+static const char *op_names[]   = {"sum", "prod", "min", "max", "avg"};
+
+static void fail(world_t *w, int rank, const tcase_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void fail(world_t *w, int rank, const tcase_t *c, const char *fmt, ...)
+{
+    va_list ap;
+
+    atomic_fetch_add(&w->failures, 1);
+    if (atomic_fetch_add(&printed, 1) >= MAX_PRINTED) {
+        return;
+    }
+    if (c != NULL) {
+        fprintf(stderr, "FAIL n=%d rank %d: %s %s %s %s count=%zu %s root=%d: ",
+                w->n, rank, coll_names[c->algo->coll], c->algo->name,
+                dt_names[c->dt], op_names[c->op], c->count,
+                c->inplace ? "in-place" : "out-of-place", c->root);
+    } else {
+        fprintf(stderr, "FAIL n=%d rank %d: ", w->n, rank);
+    }
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* ------------------------------------------------------------- inputs */
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* f32/f64 sums use values that round, so the order of reduction shows (and
+ * the cross-rank bitwise check means something); products use powers of
+ * two and f16/bf16 small integers, which are exact in any order. */
+static int tolerant(braid_dtype_t dt, braid_op_t op)
+{
+    return (dt == BRAID_F32 || dt == BRAID_F64) &&
+           (op == BRAID_SUM || op == BRAID_AVG);
+}
+
+/* Element i of rank q's input, as raw hash bits. */
+static inline uint64_t input_bits(int q, size_t i, braid_dtype_t dt,
+                                  braid_op_t op)
+{
+    return mix(((uint64_t)q << 48) ^ (i * 0x100000001b3ull) ^
+               ((uint64_t)dt << 40) ^ ((uint64_t)op << 44));
+}
+
+static inline double float_input(uint64_t h, braid_op_t op)
+{
+    static const double pw[6] = {-2, -1, -0.5, 0.5, 1, 2};
+    return op == BRAID_PROD ? pw[h % 6] : ((double)(h % 20001) - 10000.0) / 7.0;
+}
+
+/* Elements first .. first+len-1 of rank q's input (one loop per dtype: the
+ * big cases generate tens of millions of elements). */
+static void gen(void *buf, int q, size_t first, size_t len, braid_dtype_t dt,
+                braid_op_t op)
+{
+    static const double sm[4] = {-2, -1, 1, 2};
+
+#define GEN_LOOP(expr)                                      \
+    for (size_t i = 0; i < len; i++) {                      \
+        uint64_t h = input_bits(q, first + i, dt, op);      \
+        expr;                                               \
+    }
+    switch (dt) {
+    case BRAID_F32:
+        GEN_LOOP(((float *)buf)[i] = (float)float_input(h, op));
+        break;
+    case BRAID_F64:
+        GEN_LOOP(((double *)buf)[i] = float_input(h, op));
+        break;
+    case BRAID_F16:
+    case BRAID_BF16:
+        GEN_LOOP(ts_set(buf, i, dt,
+                        op == BRAID_PROD ? sm[h % 4] : (double)(h % 17) - 8.0));
+        break;
+    case BRAID_I32:
+        GEN_LOOP(((int32_t *)buf)[i] = (int32_t)(uint32_t)h);
+        break;
+    case BRAID_I64:
+        GEN_LOOP(((int64_t *)buf)[i] = (int64_t)h);
+        break;
+    default:
+        GEN_LOOP(((uint8_t *)buf)[i] = (uint8_t)h);
+        break;
+    }
+#undef GEN_LOOP
+}
+
+/* -------------------------------------------------------------- jobs */
+
+typedef struct job {
+    tcase_t      c;
+    size_t       dts, in_el, out_el;
+    char        *block;  /* in place: the one buffer */
+    char        *sbuf, *rbuf, *scopy;
+    braid_task_t task;
+} job_t;
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+
+    if (p == NULL) {
+        fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
+        abort();
+    }
+    return p;
+}
+
+static void job_prepare(job_t *j, const tcase_t *c, int n, int r,
+                        uint64_t seq, braid_tl_t *tl, void **state,
+                        const braid_topo_t *topo)
+{
+    const braid_coll_t coll = c->algo->coll;
+
+    memset(j, 0, sizeof(*j));
+    j->c   = *c;
+    j->dts = ts_dtsize(c->dt);
+    switch (coll) {
+    case BRAID_COLL_ALLREDUCE:
+    case BRAID_COLL_BROADCAST:
+        j->in_el = j->out_el = c->count;
+        break;
+    case BRAID_COLL_REDUCE_SCATTER:
+        j->in_el  = (size_t)n * c->count;
+        j->out_el = c->count;
+        break;
+    case BRAID_COLL_ALLGATHER:
+        j->in_el  = c->count;
+        j->out_el = (size_t)n * c->count;
+        break;
+    default:
+        break;
+    }
+    if (c->inplace) {
+        size_t own = (size_t)r * c->count * j->dts;
+        if (coll == BRAID_COLL_REDUCE_SCATTER) {
+            j->block = xmalloc(j->in_el * j->dts);
+            j->sbuf  = j->block;
+            j->rbuf  = j->block + own;
+        } else {
+            j->block = xmalloc(j->out_el * j->dts);
+            j->rbuf  = j->block;
+            j->sbuf  = coll == BRAID_COLL_ALLGATHER ? j->block + own
+                                                    : j->block;
+        }
+        if (coll == BRAID_COLL_ALLGATHER) {
+            memset(j->block, 0xa5, j->out_el * j->dts);
+        }
+    } else {
+        j->sbuf = xmalloc(j->in_el * j->dts);
+        j->rbuf = xmalloc(j->out_el * j->dts);
+        memset(j->rbuf, 0xa5, j->out_el * j->dts);
+    }
+    gen(j->sbuf, r, 0, j->in_el, c->dt, c->op);
+    if (!c->inplace) {
+        j->scopy = xmalloc(j->in_el * j->dts);
+        memcpy(j->scopy, j->sbuf, j->in_el * j->dts);
+    }
+
+    j->task.coll       = coll;
+    j->task.sendbuf    = j->sbuf;
+    j->task.recvbuf    = j->rbuf;
+    j->task.count      = c->count;
+    j->task.dtype      = c->dt;
+    j->task.op         = c->op;
+    j->task.root       = c->root;
+    j->task.dtsize     = j->dts;
+    j->task.rank       = r;
+    j->task.size       = n;
+    j->task.seq        = seq;
+    j->task.topo       = topo;
+    j->task.tl         = tl;
+    j->task.svc        = &th_svc;
+    j->task.comm_state = state;
+}
+
+static void job_free(job_t *j)
+{
+    if (j->block != NULL) {
+        free(j->block);
+    } else {
+        free(j->sbuf);
+        free(j->rbuf);
+    }
+    free(j->scopy);
+}
+
+static void check_reduction(world_t *w, int r, const job_t *j)
+{
+    const tcase_t *c     = &j->c;
+    const int      n     = w->n;
+    size_t         first = c->algo->coll == BRAID_COLL_REDUCE_SCATTER
+                               ? (size_t)r * c->count
+                               : 0;
+    size_t         len   = c->count;
+    char          *ref   = xmalloc(len * j->dts);
+    char          *tmp   = xmalloc(len * j->dts);
+
+    if (tolerant(c->dt, c->op)) {
+        double  tol  = c->dt == BRAID_F32 ? 1e-5 : 1e-13;
+        double *sum  = calloc(len ? len : 1, sizeof(double));
+        double *sabs = calloc(len ? len : 1, sizeof(double));
+        for (int q = 0; q < n; q++) {
+            for (size_t i = 0; i < len; i++) {
+                double v = float_input(input_bits(q, first + i, c->dt, c->op),
+                                       c->op);
+                if (c->dt == BRAID_F32) {
+                    v = (float)v; /* what the rank actually sent */
+                }
+                sum[i] += v;
+                sabs[i] += v < 0 ? -v : v;
+            }
+        }
+        for (size_t i = 0; i < len; i++) {
+            double want = c->op == BRAID_AVG ? sum[i] / n : sum[i];
+            double err  = ts_get(j->rbuf, i, c->dt) - want;
+            double lim  = tol * (c->op == BRAID_AVG ? sabs[i] / n : sabs[i]);
+            if (err < 0 ? -err > lim + 1e-30 : err > lim + 1e-30) {
+                fail(w, r, c, "element %zu = %.17g, expected %.17g", i,
+                     ts_get(j->rbuf, i, c->dt), want);
+                break;
+            }
+        }
+        free(sum);
+        free(sabs);
+    } else {
+        gen(ref, 0, first, len, c->dt, c->op);
+        for (int q = 1; q < n; q++) {
+            gen(tmp, q, first, len, c->dt, c->op);
+            ts_reduce(ref, tmp, len, c->dt, c->op);
+        }
+        ts_finish_avg(ref, len, c->dt, c->op, n);
+        for (size_t i = 0; i < len; i++) {
+            if (memcmp(ref + i * j->dts, j->rbuf + i * j->dts, j->dts) != 0) {
+                fail(w, r, c, "element %zu = %.17g, expected %.17g", i,
+                     ts_get(j->rbuf, i, c->dt), ts_get(ref, i, c->dt));
+                break;
+            }
+        }
+    }
+    free(ref);
+    free(tmp);
+}
+
+static void check_copy(world_t *w, int r, const job_t *j)
+{
+    const tcase_t *c   = &j->c;
+    char          *ref = xmalloc(j->out_el * j->dts);
+
+    if (c->algo->coll == BRAID_COLL_ALLGATHER) {
+        for (int q = 0; q < w->n; q++) {
+            gen(ref + (size_t)q * c->count * j->dts, q, 0, c->count, c->dt,
+                c->op);
+        }
+    } else {
+        gen(ref, c->root, 0, c->count, c->dt, c->op);
+    }
+    for (size_t i = 0; i < j->out_el; i++) {
+        if (memcmp(ref + i * j->dts, j->rbuf + i * j->dts, j->dts) != 0) {
+            fail(w, r, c, "element %zu = %.17g, expected %.17g", i,
+                 ts_get(j->rbuf, i, c->dt), ts_get(ref, i, c->dt));
+            break;
+        }
+    }
+    free(ref);
+}
+
+static void job_check(world_t *w, int r, const job_t *j, braid_status_t st)
+{
+    const tcase_t *c = &j->c;
+
+    atomic_fetch_add(&w->checks, 1);
+    if (st != BRAID_OK) {
+        fail(w, r, c, "status %d: %s", (int)st, th_last_error());
+        return;
+    }
+    /* Results that must be equal on all ranks are compared bitwise with
+     * rank 0's (cross_check), so only rank 0 recomputes the reference. */
+    switch (c->algo->coll) {
+    case BRAID_COLL_ALLREDUCE:
+        if (r == 0) {
+            check_reduction(w, r, j);
+        }
+        break;
+    case BRAID_COLL_REDUCE_SCATTER:
+        check_reduction(w, r, j);
+        break;
+    case BRAID_COLL_ALLGATHER:
+    case BRAID_COLL_BROADCAST:
+        if (r == 0) {
+            check_copy(w, r, j);
+        }
+        break;
+    default:
+        break;
+    }
+    if (j->scopy != NULL &&
+        memcmp(j->scopy, j->sbuf, j->in_el * j->dts) != 0) {
+        fail(w, r, c, "the send buffer was modified");
+    }
+}
+
+/* Every rank must hold the same bits (reduce_scatter: different blocks). */
+static void cross_check(world_t *w, int r, const job_t *j)
+{
+    w->res[r]       = j->rbuf;
+    w->res_bytes[r] = j->out_el * j->dts;
+    pthread_barrier_wait(&w->bar);
+    if (r == 0 && j->c.algo->coll != BRAID_COLL_REDUCE_SCATTER) {
+        for (int q = 1; q < w->n; q++) {
+            if (w->res_bytes[q] != w->res_bytes[0] ||
+                memcmp(w->res[q], w->res[0], w->res_bytes[0]) != 0) {
+                fail(w, q, &j->c, "result differs bitwise from rank 0's");
+            }
+        }
+    }
+    pthread_barrier_wait(&w->bar);
+}
+
+/* ------------------------------------------------------------- ranks */
+
+static int algo_index(const th_plugin_t *p, const braid_algo_v1_t *a)
+{
+    for (int i = 0; i < p->desc->n_algos; i++) {
+        if (p->desc->algos[i] == a) {
+            return i;
+        }
+    }
+    return 0;
+}
+
+static void run_cases(world_t *w, int r, braid_tl_t *tl, void **state,
+                      uint64_t *seq)
+{
+    for (int i = 0; i < w->cases->n; i++) {
+        const tcase_t *c = &w->cases->v[i];
+        job_t          j;
+        braid_status_t st;
+
+        job_prepare(&j, c, w->n, r, (*seq)++, tl,
+                    &state[algo_index(w->plug, c->algo)], &w->topo);
+        double t0 = th_now();
+        st = th_drive(c->algo, &j.task);
+        if (r == 0 && getenv("UCX_TEST_TIMES") != NULL) {
+            printf("  %s %s count=%zu %s: %.3f s\n", coll_names[c->algo->coll],
+                   c->algo->name, c->count, c->inplace ? "in" : "out",
+                   th_now() - t0);
+        }
+        job_check(w, r, &j, st);
+        cross_check(w, r, &j);
+        job_free(&j);
+    }
+}
+
+/* Two calls of one algorithm in flight at once on one communicator: they
+ * share the algorithm's comm_state (the second must not take the first's
+ * scratch) and must not mix up their messages. */
+static void run_overlap(world_t *w, int r, braid_tl_t *tl, void **state,
+                        uint64_t *seq, const braid_algo_v1_t *algo)
+{
+    tcase_t        ca = {algo, BRAID_I32, BRAID_SUM, 1007, 0, 0};
+    tcase_t        cb = {algo, BRAID_F32, BRAID_SUM, 300001, 1, 0};
+    job_t          a, b;
+    braid_status_t sa, sb;
+    int            done_a, done_b;
+    double         deadline = th_now() + 2 * TH_TIMEOUT_S;
+    void         **st       = &state[algo_index(w->plug, algo)];
+
+    job_prepare(&a, &ca, w->n, r, (*seq)++, tl, st, &w->topo);
+    job_prepare(&b, &cb, w->n, r, (*seq)++, tl, st, &w->topo);
+    sa     = algo->start(&a.task);
+    sb     = algo->start(&b.task);
+    done_a = sa != BRAID_OK;
+    done_b = sb != BRAID_OK;
+    while (!done_a || !done_b) {
+        if (!done_a && (sa = algo->progress(&a.task)) != BRAID_INPROGRESS) {
+            algo->finish(&a.task);
+            done_a = 1;
+        }
+        if (!done_b && (sb = algo->progress(&b.task)) != BRAID_INPROGRESS) {
+            algo->finish(&b.task);
+            done_b = 1;
+        }
+        if (th_now() > deadline) {
+            sa = sb = BRAID_ERR_TIMEOUT;
+            break; /* leaks the tasks: the test fails anyway */
+        }
+        sched_yield();
+    }
+    job_check(w, r, &a, sa);
+    job_check(w, r, &b, sb);
+    cross_check(w, r, &a);
+    cross_check(w, r, &b);
+    job_free(&a);
+    job_free(&b);
+}
+
+/* Every rank writes a block into every rank's area (itself included), then
+ * signals; each rank waits for all flags and checks that the data is there
+ * once the flag is. */
+static void run_put_signal(world_t *w, int r, braid_tl_t *tl)
+{
+    const int    n         = w->n;
+    const size_t blk       = 70001;
+    const size_t flag_base = (n * blk + 7) / 8 * 8;
+    braid_rmem_t mem;
+    braid_treq_t reqs[MAX_RANKS];
+    char        *src = xmalloc(blk * (size_t)n);
+    int          seen[MAX_RANKS] = {0}, nseen = 0, ndone = 0;
+    double       deadline = th_now() + 2 * TH_TIMEOUT_S;
+    braid_status_t st;
+
+    memset(reqs, 0, sizeof(reqs));
+    st = tl->ops->mem_alloc(tl->tcomm, flag_base + 8 * (size_t)n, &mem);
+    if (st != BRAID_OK) {
+        fail(w, r, NULL, "mem_alloc: %s", th_last_error());
+        free(src);
+        return;
+    }
+    for (size_t i = 0; i < mem.len; i++) {
+        if (((char *)mem.local)[i] != 0) {
+            fail(w, r, NULL, "mem_alloc area not zeroed at %zu", i);
+            break;
+        }
+    }
+    /* Nobody writes before everyone has checked its area is still zero. */
+    pthread_barrier_wait(&w->bar);
+    for (int p = 0; p < n; p++) {
+        char *s = src + (size_t)p * blk;
+        for (size_t i = 0; i < blk; i++) {
+            s[i] = (char)(r * 31 + p * 7 + i * 13);
+        }
+        st = tl->ops->put_signal(tl->tcomm, &mem, p, (size_t)r * blk, s, blk,
+                                 flag_base + 8 * (size_t)r,
+                                 0x1000u + (uint64_t)r, &reqs[p]);
+        if (st != BRAID_OK) {
+            fail(w, r, NULL, "put_signal to %d: %s", p, th_last_error());
+        }
+    }
+    while ((nseen < n || ndone < n) && th_now() < deadline) {
+        ndone = 0;
+        for (int p = 0; p < n; p++) {
+            st = tl->ops->test(tl->tcomm, &reqs[p]);
+            if (st < 0) {
+                fail(w, r, NULL, "put_signal to %d: %s", p, th_last_error());
+                reqs[p].active = 0;
+            }
+            ndone += !reqs[p].active;
+        }
+        (void)tl->ops->progress(tl->tcomm);
+        for (int q = 0; q < n; q++) {
+            const uint64_t *flag =
+                (const uint64_t *)((char *)mem.local + flag_base + 8 * q);
+            const char *d = (const char *)mem.local + (size_t)q * blk;
+            if (seen[q] || __atomic_load_n(flag, __ATOMIC_ACQUIRE) == 0) {
+                continue;
+            }
+            seen[q] = 1;
+            nseen++;
+            if (*flag != 0x1000u + (uint64_t)q) {
+                fail(w, r, NULL, "flag from %d = %#llx", q,
+                     (unsigned long long)*flag);
+            }
+            for (size_t i = 0; i < blk; i++) {
+                if (d[i] != (char)(q * 31 + r * 7 + i * 13)) {
+                    fail(w, r, NULL, "put from %d: byte %zu wrong once the "
+                         "flag was seen", q, i);
+                    break;
+                }
+            }
+        }
+        sched_yield();
+    }
+    if (nseen < n || ndone < n) {
+        fail(w, r, NULL, "put_signal: %d/%d flags seen, %d/%d puts done",
+             nseen, n, ndone, n);
+    }
+    atomic_fetch_add(&w->checks, 1);
+    /* Peers may still be writing into our area until they are all done. */
+    pthread_barrier_wait(&w->bar);
+    tl->ops->mem_free(tl->tcomm, &mem);
+    free(src);
+}
+
+static void *rank_main(void *arg)
+{
+    rank_arg_t  *ra   = arg;
+    world_t     *w    = ra->w;
+    const int    r    = ra->rank;
+    th_oob_ctx_t octx;
+    braid_oob_t  oob;
+    braid_tl_t   tl    = {0};
+    void        *state[32] = {0};
+    uint64_t     seq   = 1;
+    braid_status_t st;
+
+    th_oob(&oob, &octx, &w->board, r);
+    tl.ops = w->plug->tl;
+    st     = tl.ops->comm_create(&th_svc, &oob, &w->topo, &tl.tcomm);
+    if (st != BRAID_OK) {
+        fail(w, r, NULL, "comm_create: %s", th_last_error());
+        return NULL; /* collective: every rank failed alike */
+    }
+    tl.ops->link(tl.tcomm, &tl.link);
+
+    run_cases(w, r, &tl, state, &seq);
+    if (w->n > 1) {
+        run_overlap(w, r, &tl, state, &seq, th_find_algo(w->plug,
+                    BRAID_COLL_ALLREDUCE, "ring"));
+        run_overlap(w, r, &tl, state, &seq, th_find_algo(w->plug,
+                    BRAID_COLL_ALLREDUCE, "recdbl"));
+    }
+    run_put_signal(w, r, &tl);
+
+    for (int i = 0; i < w->plug->desc->n_algos; i++) {
+        const braid_algo_v1_t *a = w->plug->desc->algos[i];
+        if (state[i] != NULL && a->comm_state_free != NULL) {
+            a->comm_state_free(state[i], &tl);
+        }
+    }
+    tl.ops->comm_destroy(tl.tcomm);
+    return NULL;
+}
+
+/* ------------------------------------------------------------- cases */
+
+static void add(caselist_t *l, const braid_algo_v1_t *a, braid_dtype_t dt,
+                braid_op_t op, size_t count, int inplace, int root)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 256;
+        l->v   = realloc(l->v, sizeof(*l->v) * (size_t)l->cap);
+        if (l->v == NULL) {
+            abort();
+        }
+    }
+    l->v[l->n++] = (tcase_t){a, dt, op, count, inplace, root};
+}
+
+static void build_cases(caselist_t *l, const th_plugin_t *p, int n)
+{
+    static const braid_dtype_t dts[] = {BRAID_F32, BRAID_I32, BRAID_F16,
+                                        BRAID_U8};
+    static const braid_op_t    ops[] = {BRAID_SUM, BRAID_MAX, BRAID_AVG};
+    static const size_t        counts[] = {0, 1, 7};
+
+    for (int ai = 0; ai < p->desc->n_algos; ai++) {
+        const braid_algo_v1_t *a   = p->desc->algos[ai];
+        int                    red = a->coll == BRAID_COLL_ALLREDUCE ||
+                                     a->coll == BRAID_COLL_REDUCE_SCATTER;
+
+        if (a->coll == BRAID_COLL_BARRIER) {
+            for (int k = 0; k < 3; k++) {
+                add(l, a, BRAID_U8, BRAID_SUM, 0, 0, 0);
+            }
+            continue;
+        }
+        for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
+            for (size_t o = 0; o < (red ? sizeof(ops) / sizeof(ops[0]) : 1);
+                 o++) {
+                for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]);
+                     k++) {
+                    for (int ip = 0; ip < 2; ip++) {
+                        add(l, a, dts[d], ops[o], counts[k], ip,
+                            (int)((d + k + (size_t)ip) % (size_t)n));
+                    }
+                }
+            }
+        }
+        /* Every dtype and op once, with an odd count that does not divide
+         * evenly, plus a few segments' worth. */
+        if (n == 3) {
+            for (int dt = 0; dt < BRAID_DTYPE_COUNT; dt++) {
+                for (int op = 0; op < (red ? BRAID_OP_COUNT : 1); op++) {
+                    for (int ip = 0; ip < 2; ip++) {
+                        add(l, a, (braid_dtype_t)dt, (braid_op_t)op, 13, ip,
+                            (dt + op + ip) % n);
+                    }
+                }
+            }
+            add(l, a, BRAID_F32, BRAID_SUM, 200001, 0, 1);
+            add(l, a, BRAID_I32, BRAID_SUM, 200001, 1, 2);
+        }
+        if (n == 2 || n == 5) {
+            add(l, a, BRAID_F32, BRAID_SUM, BIG_COUNT, 0, n - 1);
+            add(l, a, BRAID_F32, BRAID_SUM, BIG_COUNT, 1, 0);
+        }
+        if (getenv("UCX_TEST_EXTRA_COUNT") != NULL) { /* debugging aid */
+            size_t extra = strtoull(getenv("UCX_TEST_EXTRA_COUNT"), NULL, 10);
+            add(l, a, BRAID_F32, BRAID_SUM, extra, 0, n / 2);
+            add(l, a, BRAID_I32, BRAID_MAX, extra, 1, n - 1);
+        }
+    }
+}
+
+/* Debugging aids: UCX_TEST_N=n runs only that size, UCX_TEST_ONLY="allreduce
+ * ring" keeps only matching cases, UCX_TEST_MIN_COUNT=N only those with
+ * count >= N, UCX_TEST_EXTRA_COUNT=N adds cases of that count,
+ * UCX_TEST_TIMES=1 prints each case's time on rank 0. */
+static void filter_cases(caselist_t *l)
+{
+    const char *only = getenv("UCX_TEST_ONLY");
+    const char *minc = getenv("UCX_TEST_MIN_COUNT");
+    int         kept = 0;
+
+    for (int i = 0; i < l->n; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "%s %s", coll_names[l->v[i].algo->coll],
+                 l->v[i].algo->name);
+        if ((only == NULL || strstr(name, only) != NULL) &&
+            (minc == NULL || l->v[i].count >= strtoull(minc, NULL, 10))) {
+            l->v[kept++] = l->v[i];
+        }
+    }
+    l->n = kept;
+}
+
+/* Runs fn on n rank threads sharing a board and a topology. */
+static void run_world(world_t *w, const th_plugin_t *p, int n, int nnodes,
+                      const caselist_t *cases, void *(*fn)(void *))
+{
+    pthread_t  th[MAX_RANKS];
+    rank_arg_t args[MAX_RANKS];
+
+    memset(w, 0, sizeof(*w));
+    w->n     = n;
+    w->plug  = p;
+    w->cases = cases;
+    th_board_init(&w->board, n);
+    pthread_barrier_init(&w->bar, NULL, (unsigned)n);
+    for (int r = 0; r < n; r++) {
+        w->node_of_rank[r] = r * nnodes / n;
+    }
+    w->topo.kind         = nnodes == 1 ? BRAID_TOPO_SINGLE_HOST
+                                       : BRAID_TOPO_SWITCH;
+    w->topo.nnodes       = nnodes;
+    w->topo.ppn          = (n + nnodes - 1) / nnodes;
+    w->topo.node_of_rank = w->node_of_rank;
+    for (int r = 0; r < n; r++) {
+        args[r] = (rank_arg_t){w, r};
+        pthread_create(&th[r], NULL, fn, &args[r]);
+    }
+    for (int r = 0; r < n; r++) {
+        pthread_join(th[r], NULL);
+    }
+    pthread_barrier_destroy(&w->bar);
+    th_board_destroy(&w->board);
+}
+
+/* -------------------------------------------------------- link & env */
+
+static braid_link_t seen_link[MAX_RANKS];
+static braid_status_t seen_status[MAX_RANKS];
+static char           seen_error[MAX_RANKS][256];
+
+static void *link_main(void *arg)
+{
+    rank_arg_t  *ra = arg;
+    world_t     *w  = ra->w;
+    th_oob_ctx_t octx;
+    braid_oob_t  oob;
+    void        *tcomm = NULL;
+
+    th_oob(&oob, &octx, &w->board, ra->rank);
+    seen_status[ra->rank] =
+        w->plug->tl->comm_create(&th_svc, &oob, &w->topo, &tcomm);
+    snprintf(seen_error[ra->rank], sizeof(seen_error[0]), "%s",
+             th_last_error());
+    if (seen_status[ra->rank] == BRAID_OK) {
+        w->plug->tl->link(tcomm, &seen_link[ra->rank]);
+        w->plug->tl->comm_destroy(tcomm);
+    }
+    return NULL;
+}
+
+static int check_links(const th_plugin_t *p)
+{
+    world_t w;
+    int     bad = 0;
+
+    unsetenv("BRAID_UCX_ALPHA_US");
+    unsetenv("BRAID_UCX_GBPS");
+    run_world(&w, p, 2, 1, NULL, link_main);
+    for (int r = 0; r < 2; r++) {
+        if (seen_status[r] != BRAID_OK || seen_link[r].alpha_us != 0.6 ||
+            seen_link[r].beta_gbps != 6.0) {
+            fprintf(stderr, "FAIL link one host: rank %d st %d %g us %g GB/s "
+                    "(%s)\n", r, seen_status[r], seen_link[r].alpha_us,
+                    seen_link[r].beta_gbps, seen_error[r]);
+            bad++;
+        }
+    }
+    run_world(&w, p, 2, 2, NULL, link_main);
+    for (int r = 0; r < 2; r++) {
+        if (seen_status[r] != BRAID_OK || seen_link[r].alpha_us != 10.0 ||
+            seen_link[r].beta_gbps != 1.5) {
+            fprintf(stderr, "FAIL link two hosts: rank %d: %g us %g GB/s\n",
+                    r, seen_link[r].alpha_us, seen_link[r].beta_gbps);
+            bad++;
+        }
+    }
+    setenv("BRAID_UCX_GBPS", "12.5", 1);
+    run_world(&w, p, 2, 1, NULL, link_main);
+    for (int r = 0; r < 2; r++) {
+        if (seen_status[r] != BRAID_OK || seen_link[r].beta_gbps != 12.5 ||
+            seen_link[r].alpha_us != 0.6) {
+            fprintf(stderr, "FAIL BRAID_UCX_GBPS=12.5: rank %d: %g GB/s\n",
+                    r, seen_link[r].beta_gbps);
+            bad++;
+        }
+    }
+    unsetenv("BRAID_UCX_GBPS");
+    /* Malformed: refused on every rank, with the position. */
+    setenv("BRAID_UCX_ALPHA_US", "1.5us", 1);
+    run_world(&w, p, 2, 1, NULL, link_main);
+    for (int r = 0; r < 2; r++) {
+        if (seen_status[r] != BRAID_ERR_PARSE ||
+            strstr(seen_error[r], "position 4") == NULL) {
+            fprintf(stderr, "FAIL BRAID_UCX_ALPHA_US=1.5us: rank %d: st %d "
+                    "'%s'\n", r, seen_status[r], seen_error[r]);
+            bad++;
+        }
+    }
+    unsetenv("BRAID_UCX_ALPHA_US");
+    printf("link/env checks: %s (e.g. \"%s\")\n", bad ? "FAILED" : "ok",
+           seen_error[0]);
+    return bad;
+}
+
+/* ------------------------------------------------------------ peer loss */
+
+static atomic_int     peer_gone;
+static braid_status_t loss_status;
+static double         loss_seconds;
+static char           loss_error[256];
+
+/* Rank 1 leaves; rank 0, receiving from it, must get an error (not hang). */
+static void *loss_main(void *arg)
+{
+    rank_arg_t  *ra = arg;
+    world_t     *w  = ra->w;
+    th_oob_ctx_t octx;
+    braid_oob_t  oob;
+    braid_tl_t   tl = {0};
+    braid_treq_t req = {0};
+    char         buf[64];
+    double       t0;
+
+    th_oob(&oob, &octx, &w->board, ra->rank);
+    tl.ops = w->plug->tl;
+    if (tl.ops->comm_create(&th_svc, &oob, &w->topo, &tl.tcomm) != BRAID_OK) {
+        snprintf(loss_error, sizeof(loss_error), "%s", th_last_error());
+        loss_status = BRAID_ERR_INTERNAL;
+        return NULL;
+    }
+    if (ra->rank == 1) {
+        tl.ops->comm_destroy(tl.tcomm);
+        atomic_store(&peer_gone, 1);
+        return NULL;
+    }
+    while (!atomic_load(&peer_gone)) { /* let rank 1 close towards us */
+        (void)tl.ops->progress(tl.tcomm);
+        sched_yield();
+    }
+    t0          = th_now();
+    loss_status = tl.ops->irecv(tl.tcomm, 1, 77, buf, sizeof(buf), &req);
+    if (loss_status == BRAID_OK) {
+        while ((loss_status = tl.ops->test(tl.tcomm, &req)) ==
+               BRAID_INPROGRESS) {
+            sched_yield();
+        }
+    }
+    loss_seconds = th_now() - t0;
+    snprintf(loss_error, sizeof(loss_error), "%s", th_last_error());
+    tl.ops->comm_destroy(tl.tcomm);
+    return NULL;
+}
+
+static int check_peer_loss(const th_plugin_t *p)
+{
+    world_t w;
+    int     bad;
+
+    run_world(&w, p, 2, 1, NULL, loss_main);
+    /* With UCX_TLS forced to shared memory there is no peer-failure
+     * detection in UCX 1.13 and only the timeout can tell. */
+    bad = loss_status != BRAID_ERR_PEER &&
+          !(getenv("UCX_TLS") != NULL && loss_status == BRAID_ERR_TIMEOUT);
+    printf("peer loss: status %d after %.2f s (\"%s\")%s\n", loss_status,
+           loss_seconds, loss_error, bad ? " FAILED" : "");
+    return bad;
+}
+
+/* ----------------------------------------------------------- cost model */
+
+static double est(const th_plugin_t *p, braid_coll_t coll, const char *name,
+                  int n, size_t bytes)
+{
+    const braid_algo_v1_t *a  = th_find_algo(p, coll, name);
+    braid_cost_in_t        in = {coll, bytes, n, 1, n, BRAID_TOPO_SINGLE_HOST,
+                                 {0.6, 6.0}, 10.0};
+    double                 t  = a->estimate(&in);
+
+    if (a->estimate(&in) != t) {
+        return -2.0; /* not deterministic */
+    }
+    return t;
+}
+
+static int check_costs(const th_plugin_t *p)
+{
+    int bad = 0;
+
+#define EXPECT(cond)                                              \
+    do {                                                          \
+        if (!(cond)) {                                            \
+            fprintf(stderr, "FAIL cost model: %s\n", #cond);      \
+            bad++;                                                \
+        }                                                         \
+    } while (0)
+    EXPECT(est(p, BRAID_COLL_ALLREDUCE, "recdbl", 8, 64) <
+           est(p, BRAID_COLL_ALLREDUCE, "ring", 8, 64));
+    EXPECT(est(p, BRAID_COLL_ALLREDUCE, "ring", 8, 64 << 20) <
+           est(p, BRAID_COLL_ALLREDUCE, "recdbl", 8, 64 << 20));
+    EXPECT(est(p, BRAID_COLL_REDUCE_SCATTER, "ring", 7, 16 << 20) <
+           est(p, BRAID_COLL_REDUCE_SCATTER, "recdbl", 7, 16 << 20));
+    EXPECT(est(p, BRAID_COLL_BROADCAST, "ring", 8, 64 << 20) <
+           est(p, BRAID_COLL_BROADCAST, "recdbl", 8, 64 << 20));
+    EXPECT(est(p, BRAID_COLL_BROADCAST, "recdbl", 8, 8) <
+           est(p, BRAID_COLL_BROADCAST, "ring", 8, 8));
+    EXPECT(est(p, BRAID_COLL_BARRIER, "recdbl", 8, 0) <
+           est(p, BRAID_COLL_BARRIER, "ring", 8, 0));
+    EXPECT(est(p, BRAID_COLL_ALLGATHER, "recdbl", 8, 8) <
+           est(p, BRAID_COLL_ALLGATHER, "ring", 8, 8));
+    /* 2(n-1) alpha + 2(n-1)/n m/beta + (n-1)/n m/gamma, n=4, m=1e6 B. */
+    {
+        double t = est(p, BRAID_COLL_ALLREDUCE, "ring", 4, 1000000);
+        double want = 6 * 0.6 + 1.5 * 1e6 / 6e3 + 0.75 * 1e6 / 10e3;
+        EXPECT(t > want - 1e-9 && t < want + 1e-9);
+    }
+    for (int i = 0; i < p->desc->n_algos; i++) {
+        braid_cost_in_t in = {p->desc->algos[i]->coll, 1024, 4, 1, 4,
+                              BRAID_TOPO_SINGLE_HOST, {0.6, 0.0}, 10.0};
+        EXPECT(p->desc->algos[i]->estimate(&in) < 0); /* no bandwidth */
+        EXPECT(est(p, p->desc->algos[i]->coll, p->desc->algos[i]->name, 5,
+                   4096) > 0);
+    }
+#undef EXPECT
+    printf("cost model checks: %s\n", bad ? "FAILED" : "ok");
+    return bad;
+}
+
+/* ------------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+    th_plugin_t plug;
+    char        why[256] = "";
+    int         failures = 0, total = 0;
+    double      t0 = th_now();
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s PATH/libbraid-ucx.so\n", argv[0]);
+        return 2;
+    }
+    setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 0);
+    if (th_plugin_load(&plug, argv[1]) != 0) {
+        return 1;
+    }
+    if (plug.desc->probe(&th_svc, why, sizeof(why)) != BRAID_OK) {
+        fprintf(stderr, "FAIL probe: %s\n", why);
+        return 1;
+    }
+    failures += check_costs(&plug);
+    failures += check_links(&plug);
+    failures += check_peer_loss(&plug);
+
+    for (int n = 1; n <= MAX_RANKS; n++) {
+        caselist_t  cases = {0};
+        world_t     w;
+        double      t      = th_now();
+        const char *only_n = getenv("UCX_TEST_N");
+
+        if (only_n != NULL && atoi(only_n) != n) {
+            continue;
+        }
+        build_cases(&cases, &plug, n);
+        filter_cases(&cases);
+        run_world(&w, &plug, n, 1, &cases, rank_main);
+        printf("n=%d: %d cases, %d checks, %d failures, %.2f s\n", n,
+               cases.n, atomic_load(&w.checks), atomic_load(&w.failures),
+               th_now() - t);
+        fflush(stdout);
+        failures += atomic_load(&w.failures);
+        total += atomic_load(&w.checks);
+        free(cases.v);
+    }
+    th_plugin_unload(&plug);
+    printf("ucx-threads: %d checks, %d failures, %.1f s\n", total, failures,
+           th_now() - t0);
+    return failures ? 1 : 0;
+}
