@@ -78,4 +78,10 @@ braid_status_t braid_bootstrap_bcast(braid_bootstrap_t *bs, void *buf,
 braid_status_t braid_bootstrap_barrier(braid_bootstrap_t *bs);
 void braid_bootstrap_destroy(braid_bootstrap_t *bs);
 
+/* Failure detector, non-blocking: BRAID_OK while no rank of this channel is
+ * known to be lost; otherwise BRAID_ERR_PEER with a message naming the lost
+ * rank.  The core calls it from every wait loop every few milliseconds, so it
+ * must never block and never consume a message of a collective in flight. */
+braid_status_t braid_bootstrap_health(braid_bootstrap_t *bs);
+
 #endif

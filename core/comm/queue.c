@@ -13,6 +13,7 @@
 #include "util/log.h"
 
 #define LOG_COMP "comm"
+#define BRAID_HEALTH_PERIOD_S 0.005
 
 void braid_comm_fail(braid_comm_t *comm, braid_status_t status,
                      const char *msg)
@@ -88,9 +89,25 @@ static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
     }
     st = call->cand->algo->progress(&call->task);
     if (st == BRAID_INPROGRESS) {
-        double waited = braid_core_services()->now() - call->t_start;
+        double now    = braid_core_services()->now();
+        double waited = now - call->t_start;
+        /* A dead peer shows up on the bootstrap channel long before the
+         * timeout; look every few milliseconds, not on every poll. */
+        if (now - comm->last_health >= BRAID_HEALTH_PERIOD_S) {
+            comm->last_health = now;
+            st = braid_bootstrap_health(comm->bs);
+            if (st != BRAID_OK) {
+                char msg[512];
+                snprintf(msg, sizeof(msg), "%s", braid_last_error());
+                st = braid_error(st, "%s of %zu elements (%s) failed: %s",
+                                 braid_coll_name(call->task.coll),
+                                 call->task.count, call->cand->name, msg);
+                call_complete(comm, call, st);
+                return st;
+            }
+        }
         if (waited <= braid_timeout_s())
-            return st;
+            return BRAID_INPROGRESS;
         st = braid_error(BRAID_ERR_TIMEOUT, "%s of %zu elements (%s) did not "
                          "complete within BRAID_TIMEOUT=%.1f s: a peer is "
                          "stuck, dead, or called a different collective",
