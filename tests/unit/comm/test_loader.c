@@ -7,19 +7,8 @@
 #include <unistd.h>
 
 #include "loader/loader.h"
+#include "../check.h"
 
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                 \
-    do {                                                                 \
-        checks++;                                                        \
-        if (!(cond)) {                                                   \
-            failures++;                                                  \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);         \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fprintf(stderr, "\n");                                       \
-        }                                                                \
-    } while (0)
 
 static int copy_file(const char *to_dir, const char *from_dir, const char *name)
 {
@@ -132,6 +121,5 @@ int main(int argc, char **argv)
     snprintf(f, sizeof(f), "%s/libbraid-tgood.so", copy);
     unlink(f);
     rmdir(copy);
-    printf("test_loader: %d checks, %d failed\n", checks, failures);
-    return failures != 0;
+    return check_summary("test_loader");
 }

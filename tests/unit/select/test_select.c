@@ -7,21 +7,10 @@
 
 #include "comm/comm.h"
 #include "loader/loader.h"
+#include "../check.h"
 #include "select/select.h"
 #include "select/spec.h"
 
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                 \
-    do {                                                                 \
-        checks++;                                                        \
-        if (!(cond)) {                                                   \
-            failures++;                                                  \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);         \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fprintf(stderr, "\n");                                       \
-        }                                                                \
-    } while (0)
 
 static void test_algo_ok(void)
 {
@@ -283,6 +272,5 @@ int main(void)
     test_filter();
     test_tune();
     test_dispatch();
-    printf("test_select: %d checks, %d failed\n", checks, failures);
-    return failures != 0;
+    return check_summary("test_select");
 }
