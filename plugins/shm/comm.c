@@ -1,0 +1,249 @@
+/* The "shm" transport's communicator: probe, create, destroy, link. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "shm.h"
+
+/* Declared, not measured: the cost model only needs to rank candidates, and
+ * every rank must feed it the same numbers without talking.
+ *  - alpha: a message is one cache line changing cores (store on one, miss
+ *    on the other): ~0.1 us here, where a cross-core line round trip is
+ *    ~0.13 us.
+ *  - beta: put_signal is a single memcpy into the peer's mapping, bounded by
+ *    one core's copy bandwidth, ~10 GB/s.  Send/receive copy twice through
+ *    the ring and reach about half of that; the model has one number per
+ *    transport and the latency-bound algorithms it steers are the one-sided
+ *    ones. */
+#define ALPHA_US 0.1
+#define BETA_GBPS 10.0
+
+/* Idle tests before a send/receive waiter sleeps on an oversubscribed host
+ * (wake.c), from BRAID_SHM_SPIN.  Off by default: on this 2-core VM the
+ * futex sleep measured no better than the core's sched_yield hand-off with
+ * 16 or 64, and worse with 1 or 4 (a wake-up costs the sender a syscall and
+ * the sleeper a scheduling delay, where a yield hand-off costs ~1.2 us);
+ * README.md has the numbers. */
+#define SPIN_TESTS_DEFAULT 0u
+
+braid_status_t braid_shm_probe(const braid_services_v1_t *svc, char *why,
+                               size_t why_len)
+{
+    char  name[BRAID_SHM_NAME_LEN], ebuf[128];
+    const char *step = "shm_open";
+    void *p  = MAP_FAILED;
+    int   fd = -1, err = 0;
+    size_t bytes = braid_shm_seg_round(1);
+
+    /* A real segment, as comm_create makes them: /dev/shm may exist and
+     * still be read-only, full, or not a tmpfs that supports mmap. */
+    if (braid_shm_seg_name(svc, name) != BRAID_OK) {
+        snprintf(why, why_len, "cannot build a segment name");
+        return BRAID_ERR_UNAVAILABLE;
+    }
+    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        step = "ftruncate";
+        if (ftruncate(fd, (off_t)bytes) == 0) {
+            step = "mmap";
+            p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        }
+    }
+    err = errno;
+    if (p != MAP_FAILED) {
+        *(volatile uint64_t *)p = 1;
+        munmap(p, bytes);
+    }
+    if (fd >= 0) {
+        close(fd);
+        shm_unlink(name);
+    }
+    if (p == MAP_FAILED) {
+        snprintf(why, why_len, "/dev/shm not usable: %s: %s", step,
+                 strerror_r(err, ebuf, sizeof(ebuf)));
+        return BRAID_ERR_UNAVAILABLE;
+    }
+    return BRAID_OK;
+}
+
+/* Parses BRAID_SHM_SPIN: a whole non-negative number. */
+static braid_status_t spin_setting(const braid_services_v1_t *svc,
+                                   unsigned *spin)
+{
+    const char   *env = getenv("BRAID_SHM_SPIN");
+    char         *end = NULL;
+    unsigned long v;
+
+    *spin = SPIN_TESTS_DEFAULT;
+    if (env == NULL) {
+        return BRAID_OK;
+    }
+    errno = 0;
+    v     = strtoul(env, &end, 10);
+    if (env[0] < '0' || env[0] > '9' || *end != '\0' || errno != 0 ||
+        v > 1000000000ul) {
+        return svc->error(BRAID_ERR_PARSE, "shm: BRAID_SHM_SPIN='%s': expected "
+                          "a whole number of tests, 0 to 1000000000 (0: never "
+                          "sleep)", env);
+    }
+    *spin = (unsigned)v;
+    return BRAID_OK;
+}
+
+static void fifo_init(void *base, size_t bytes, void *arg)
+{
+    braid_shm_comm_t *comm = arg;
+    braid_shm_hdr_t  *hdr  = base;
+
+    hdr->magic  = BRAID_SHM_MAGIC;
+    hdr->bytes  = bytes;
+    hdr->rank   = comm->rank;
+    hdr->nranks = comm->size;
+    hdr->spin   = comm->spin_tests;
+    braid_shm_live_init(hdr);
+}
+
+static braid_shm_ring_t *ring_of(void *base, int sender)
+{
+    return (braid_shm_ring_t *)(void *)((char *)base + BRAID_SHM_RINGS_OFF +
+                                        (size_t)sender *
+                                            sizeof(braid_shm_ring_t));
+}
+
+static void comm_free(braid_shm_comm_t *comm)
+{
+    if (comm == NULL) {
+        return;
+    }
+    if (comm->sleep_ok) {
+        comm->svc.log(BRAID_LOG_DEBUG, BRAID_SHM_COMPONENT, "rank %d: slept "
+                      "%llu times (%llu until the 1 ms limit), woke peers "
+                      "%llu times", comm->rank,
+                      (unsigned long long)comm->n_sleeps,
+                      (unsigned long long)comm->n_sleep_timeouts,
+                      (unsigned long long)comm->n_wakes);
+    }
+    braid_shm_rmem_release_all(comm);
+    braid_shm_recv_release(comm);
+    braid_shm_ops_release(comm);
+    braid_shm_segset_destroy(&comm->fifo);
+    free(comm->in);
+    free(comm->out);
+    free(comm);
+}
+
+static braid_status_t shm_comm_create(const braid_services_v1_t *svc,
+                                      const braid_oob_t *oob,
+                                      const braid_topo_t *topo, void **tcomm)
+{
+    braid_shm_comm_t *comm;
+    braid_status_t    local = BRAID_OK, st;
+    size_t            bytes;
+    long              ncpu;
+    unsigned          agreed;
+
+    if (svc == NULL || oob == NULL || tcomm == NULL || oob->size < 1 ||
+        oob->rank < 0 || oob->rank >= oob->size) {
+        return svc ? svc->error(BRAID_ERR_INVALID_ARG,
+                                "shm: comm_create: bad arguments")
+                   : BRAID_ERR_INVALID_ARG;
+    }
+    *tcomm = NULL;
+    /* Every rank sees the same topology, so every rank refuses here alike,
+     * before any oob call. */
+    if (topo == NULL || topo->nnodes != 1) {
+        return svc->error(BRAID_ERR_UNAVAILABLE, "shm: the communicator spans "
+                          "%d hosts; shared memory serves ranks of one host "
+                          "only", topo ? topo->nnodes : -1);
+    }
+    if ((size_t)oob->size > (SIZE_MAX - BRAID_SHM_RINGS_OFF) /
+                                sizeof(braid_shm_ring_t)) {
+        return svc->error(BRAID_ERR_UNAVAILABLE, "shm: %d ranks: too many",
+                          oob->size);
+    }
+    bytes = braid_shm_seg_round(BRAID_SHM_RINGS_OFF +
+                                (size_t)oob->size * sizeof(braid_shm_ring_t));
+
+    comm = calloc(1, sizeof(*comm));
+    if (comm == NULL) {
+        return svc->error(BRAID_ERR_NO_MEMORY, "shm: out of memory for a "
+                          "communicator");
+    }
+    comm->svc        = *svc;
+    comm->oob        = *oob;
+    comm->rank       = oob->rank;
+    comm->size       = oob->size;
+    comm->lost_peer  = -1;
+    comm->rmems.prev = comm->rmems.next = &comm->rmems;
+    comm->link.alpha_us  = ALPHA_US;
+    comm->link.beta_gbps = BETA_GBPS;
+    comm->in  = calloc((size_t)comm->size, sizeof(*comm->in));
+    comm->out = calloc((size_t)comm->size, sizeof(*comm->out));
+    if (comm->in == NULL || comm->out == NULL) {
+        local = svc->error(BRAID_ERR_NO_MEMORY, "shm: rank %d: out of memory "
+                           "for %d peers", comm->rank, comm->size);
+    }
+    if (local == BRAID_OK) {
+        local = spin_setting(svc, &comm->spin_tests);
+    }
+
+    /* A local failure still goes through the exchange: peers fail with a
+     * message naming this rank instead of waiting in the oob. */
+    st = braid_shm_segset_create(svc, oob, local, bytes, "fifo", fifo_init,
+                                 comm, &comm->fifo);
+    if (st != BRAID_OK) {
+        comm_free(comm);
+        return st;
+    }
+    comm->hdr = comm->fifo.base[comm->rank];
+    for (int p = 0; p < comm->size; p++) {
+        comm->in[p].ring  = ring_of(comm->fifo.base[comm->rank], p);
+        comm->out[p].ring = ring_of(comm->fifo.base[p], comm->rank);
+    }
+    /* Whether ranks may sleep must be the same everywhere, or a sleeper
+     * would wait for wake-ups its peers never send: rank 0's setting. */
+    agreed = ((braid_shm_hdr_t *)comm->fifo.base[0])->spin;
+    if (agreed != comm->spin_tests) {
+        svc->log(BRAID_LOG_WARN, BRAID_SHM_COMPONENT, "rank %d: "
+                 "BRAID_SHM_SPIN=%u differs from rank 0's %u; using rank "
+                 "0's", comm->rank, comm->spin_tests, agreed);
+        comm->spin_tests = agreed;
+    }
+    ncpu           = sysconf(_SC_NPROCESSORS_ONLN);
+    comm->wake_ok  = topo->ppn > (ncpu > 0 ? ncpu : 1) && agreed > 0;
+    comm->sleep_ok = comm->wake_ok;
+    *tcomm         = comm;
+    return BRAID_OK;
+}
+
+static void shm_comm_destroy(void *tcomm)
+{
+    /* Not collective, and nothing to flush: a completed send is already in
+     * the receiver's ring, which stays readable through its own mapping. */
+    comm_free(tcomm);
+}
+
+static void shm_link(void *tcomm, braid_link_t *link)
+{
+    *link = ((braid_shm_comm_t *)tcomm)->link;
+}
+
+const braid_transport_v1_t braid_shm_transport = {
+    .name         = "shm",
+    .caps         = BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV,
+    .probe        = braid_shm_probe,
+    .comm_create  = shm_comm_create,
+    .comm_destroy = shm_comm_destroy,
+    .link         = shm_link,
+    .isend        = braid_shm_isend,
+    .irecv        = braid_shm_irecv,
+    .test         = braid_shm_test,
+    .progress     = braid_shm_progress,
+    .mem_alloc    = braid_shm_mem_alloc,
+    .mem_free     = braid_shm_mem_free,
+    .put_signal   = braid_shm_put_signal,
+};
