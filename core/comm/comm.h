@@ -45,7 +45,7 @@ struct braid_comm {
 
     uint64_t                    seq;
     int                         check; /* BRAID_CHECK: compare every call */
-    int                         yield_after; /* polls before sched_yield */
+    int                         oversubscribed; /* more ranks than cores */
     double                      last_health; /* last failure-detector look */
     braid_call_t               *head, *tail;
     int                         pending_requests;

@@ -14,6 +14,9 @@
 
 #define LOG_COMP "comm"
 #define BRAID_HEALTH_PERIOD_S 0.005
+/* How long a failed call waits for the bootstrap channel's account of a
+ * failure before it reports the transport's own. */
+#define BRAID_VERDICT_WAIT_S 0.25
 
 void braid_comm_fail(braid_comm_t *comm, braid_status_t status,
                      const char *msg)
@@ -24,6 +27,9 @@ void braid_comm_fail(braid_comm_t *comm, braid_status_t status,
     snprintf(comm->failed_msg, sizeof(comm->failed_msg), "%s", msg);
     BRAID_LOG(BRAID_LOG_ERROR, LOG_COMP, "communicator failed: %s (%s)", msg,
               braid_status_str(status));
+    /* The peers may be waiting for this rank in a collective it will never
+     * finish: failing the bootstrap channel tells them now, and why. */
+    braid_bootstrap_abort(comm->bs, status, msg);
 }
 
 void braid_call_enqueue(braid_comm_t *comm, braid_call_t *call)
@@ -64,6 +70,30 @@ static void call_run_local(braid_call_t *call)
     memcpy(t->recvbuf, t->sendbuf, bytes);
 }
 
+/* A call failed in its transport or timed out.  The error may be only the
+ * echo of a failure elsewhere: a peer that saw a rank die exits, which
+ * breaks our connection to it, and the transport then names that peer.  The
+ * bootstrap channel knows the first loss (its root sees every rank's
+ * connection end and tells the others), so give its word a moment to come
+ * and put it first; the transport's message follows. */
+static braid_status_t first_cause(braid_call_t *call, braid_comm_t *comm,
+                                  braid_status_t st)
+{
+    char seen[512], cause[512];
+    if (st != BRAID_ERR_PEER && st != BRAID_ERR_TRANSPORT &&
+        st != BRAID_ERR_TIMEOUT && st != BRAID_ERR_IO)
+        return st;
+    snprintf(seen, sizeof(seen), "%s", braid_last_error());
+    braid_status_t vst = braid_bootstrap_verdict(comm->bs,
+                                                 BRAID_VERDICT_WAIT_S);
+    if (vst == BRAID_OK)
+        return braid_error(st, "%s", seen);
+    snprintf(cause, sizeof(cause), "%s", braid_last_error());
+    return braid_error(vst, "%s of %zu elements (%s) failed: %s (here: %s)",
+                       braid_coll_name(call->task.coll), call->task.count,
+                       call->cand->name, cause, seen);
+}
+
 static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
 {
     braid_status_t st;
@@ -82,6 +112,7 @@ static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
         call->t_start = braid_core_services()->now();
         st = call->cand->algo->start(&call->task);
         if (st != BRAID_OK) {
+            st = first_cause(call, comm, st);
             call_complete(comm, call, st);
             return st;
         }
@@ -114,6 +145,8 @@ static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
                          braid_coll_name(call->task.coll), call->task.count,
                          call->cand->name, braid_timeout_s());
     }
+    if (st != BRAID_OK)
+        st = first_cause(call, comm, st);
     call_complete(comm, call, st);
     return st;
 }
@@ -128,14 +161,29 @@ braid_status_t braid_comm_progress(braid_comm_t *comm)
     return BRAID_OK;
 }
 
+/* Spinning is fastest while a waiting rank owns its core; once the wait has
+ * lasted longer than a hand-off between ranks would take, the peer it waits
+ * for is probably runnable on this very core (oversubscribed host, or other
+ * load), and yielding after every poll lets it run. */
+#define BRAID_SPIN_BUDGET_S 20e-6
+
 braid_status_t braid_call_wait(braid_comm_t *comm, braid_call_t *call)
 {
-    int polls = 0;
+    unsigned polls    = 0;
+    int      yielding = comm->oversubscribed;
+    double   t0       = 0;
     while (!call->done) {
         braid_comm_progress(comm);
-        if (!call->done && ++polls >= comm->yield_after) {
+        if (call->done)
+            break;
+        if (yielding) {
             sched_yield();
-            polls = 0;
+        } else if ((++polls & 63) == 0) {
+            double now = braid_core_services()->now();
+            if (t0 == 0)
+                t0 = now;
+            else if (now - t0 > BRAID_SPIN_BUDGET_S)
+                yielding = 1;
         }
     }
     if (call->status != BRAID_OK)

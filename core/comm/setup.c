@@ -142,9 +142,10 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
     comm->sel.rank     = comm->rank;
 
     /* More ranks than cores on a host: a rank that spins steals the core its
-     * peer needs to make progress, so yield at once. */
+     * peer needs to make progress, so yield at once; otherwise spin a little
+     * first (see braid_call_wait). */
     long ncpu         = sysconf(_SC_NPROCESSORS_ONLN);
-    comm->yield_after = comm->topo.ppn > (ncpu > 0 ? ncpu : 1) ? 1 : 4096;
+    comm->oversubscribed = comm->topo.ppn > (ncpu > 0 ? ncpu : 1);
 
     if (comm->rank == 0 && braid_log_level() >= BRAID_LOG_INFO) {
         char list[1024] = "";
