@@ -1,6 +1,16 @@
-/* The lowhop plugin: low-hop all-reduce algorithms and the RoCE transport. */
+/* The lowhop plugin: low-hop collectives written against put-with-signal
+ * (so they run on shm, ucx and roce alike) and the RoCE transport.
+ *
+ *   allreduce       oneshot  one stage:  every rank writes all to all
+ *   allreduce       twoshot  two stages: direct reduce-scatter + allgather
+ *   allgather       direct   one stage
+ *   reduce_scatter  direct   one stage
+ *
+ * Their estimates (cost.c) make the dispatcher pick them for small and
+ * middle sizes and leave large messages to the ring. */
 #include <braid/plugin.h>
 
+#include "lowhop.h"
 #include "roce/roce.h"
 
 static braid_status_t lowhop_probe(const braid_services_v1_t *svc, char *why,
@@ -13,6 +23,13 @@ static braid_status_t lowhop_probe(const braid_services_v1_t *svc, char *why,
 static const braid_transport_v1_t *const transports[] = {
     &braid_lowhop_roce_transport};
 
+static const braid_algo_v1_t *const algos[] = {
+    &braid_lowhop_oneshot_algo,
+    &braid_lowhop_twoshot_algo,
+    &braid_lowhop_allgather_direct_algo,
+    &braid_lowhop_reduce_scatter_direct_algo,
+};
+
 __attribute__((visibility("default")))
 const braid_plugin_v1_t braid_plugin_v1 = {
     .abi_version  = BRAID_PLUGIN_ABI_VERSION,
@@ -20,6 +37,8 @@ const braid_plugin_v1_t braid_plugin_v1 = {
     .name         = "lowhop",
     .version      = "0.1",
     .probe        = lowhop_probe,
-    .n_transports = 1,
+    .n_transports = (int)(sizeof(transports) / sizeof(transports[0])),
     .transports   = transports,
+    .n_algos      = (int)(sizeof(algos) / sizeof(algos[0])),
+    .algos        = algos,
 };

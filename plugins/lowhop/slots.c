@@ -1,0 +1,171 @@
+/* The receive area of the lowhop algorithms: creation, collective growth,
+ * puts into peers' slots, request and transport progress.  slots.h has the
+ * layout and the argument for why growth and bank reuse are safe. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowhop.h"
+#include "slots.h"
+
+static size_t round_up(size_t x, size_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+/* Slot size to allocate for need bytes: a power of two (so a run of slowly
+ * growing calls reallocates only log-many times), at least the minimum slot,
+ * and not past limit when need fits under it. */
+static size_t slot_size_for(size_t need, size_t limit)
+{
+    size_t s = BRAID_LOWHOP_MIN_SLOT + BRAID_LOWHOP_FLAG_BYTES;
+    while (s - BRAID_LOWHOP_FLAG_BYTES < need && s <= SIZE_MAX / 2)
+        s *= 2;
+    s -= BRAID_LOWHOP_FLAG_BYTES;
+    if (s > limit && need <= limit)
+        s = limit;
+    return s < need ? need : s;
+}
+
+/* Replaces the area by one whose slots hold slot_bytes.  Collective: every
+ * rank calls it at the same call (slots.h). */
+static braid_status_t area_resize(braid_lowhop_area_t *a, braid_task_t *task,
+                                  size_t slot_bytes)
+{
+    const braid_tl_t *tl = task->tl;
+    size_t stride = round_up(BRAID_LOWHOP_FLAG_BYTES + slot_bytes,
+                             BRAID_LOWHOP_LINE);
+    size_t len;
+
+    if (__builtin_mul_overflow(stride, (size_t)(2 * a->nslots), &len))
+        return task->svc->error(BRAID_ERR_NO_MEMORY, "lowhop: a receive area "
+                                "of 2 x %d slots of %zu bytes overflows the "
+                                "address space", a->nslots, slot_bytes);
+    /* The new area first, the old one freed after: a transport's mem_free
+     * may wait for peers (ucx flushes, which needs the peers' progress), and
+     * a peer that grew first sits in the collective mem_alloc, not
+     * progressing -- freeing first would stall both until the timeout.
+     * Once mem_alloc has returned, every rank is past it and progresses. */
+    braid_rmem_t fresh;
+    memset(&fresh, 0, sizeof(fresh));
+    braid_status_t st = tl->ops->mem_alloc(tl->tcomm, len, &fresh);
+    if (st != BRAID_OK) {
+        /* The transport's message (why) stands; add what was asked for. */
+        task->svc->log(BRAID_LOG_ERROR, BRAID_LOWHOP_COMPONENT, "rank %d: "
+                       "cannot allocate a receive area of %zu bytes on %s "
+                       "(2 banks x %d peers x %zu-byte slots)", task->rank,
+                       len, tl->ops->name, a->nslots, slot_bytes);
+        return st;
+    }
+    if (fresh.local == NULL || fresh.len < len) {
+        tl->ops->mem_free(tl->tcomm, &fresh);
+        return task->svc->error(BRAID_ERR_TRANSPORT, "lowhop: %s mem_alloc "
+                                "of %zu bytes returned a smaller area",
+                                tl->ops->name, len);
+    }
+    if (a->mem.local != NULL)
+        tl->ops->mem_free(tl->tcomm, &a->mem);
+    a->mem = fresh;
+    a->slot_bytes = slot_bytes;
+    a->stride     = stride;
+    task->svc->log(BRAID_LOG_DEBUG, BRAID_LOWHOP_COMPONENT,
+                   "rank %d: receive area on %s now %zu bytes (%zu-byte "
+                   "slots)", task->rank, tl->ops->name, len, slot_bytes);
+    return BRAID_OK;
+}
+
+braid_status_t braid_lowhop_area_get(braid_lowhop_area_t **area,
+                                     braid_task_t *task, size_t need,
+                                     size_t limit)
+{
+    braid_lowhop_area_t *a = *task->comm_state;
+
+    if (a == NULL) {
+        a = calloc(1, sizeof(*a));
+        if (a == NULL)
+            return task->svc->error(BRAID_ERR_NO_MEMORY, "lowhop: out of "
+                                    "memory for the receive-area state");
+        a->nslots = task->size - 1;
+        *task->comm_state = a;
+    }
+    if (a->nslots != task->size - 1)
+        return task->svc->error(BRAID_ERR_INTERNAL, "lowhop: receive area "
+                                "made for %d ranks used by a %d-rank call",
+                                a->nslots + 1, task->size);
+    if (a->mem.local == NULL || a->slot_bytes < need) {
+        braid_status_t st = area_resize(a, task, slot_size_for(need, limit));
+        if (st != BRAID_OK)
+            return st;
+    }
+    *area = a;
+    return BRAID_OK;
+}
+
+void braid_lowhop_area_free(void *state, braid_tl_t *tl)
+{
+    braid_lowhop_area_t *a = state;
+    if (a == NULL)
+        return;
+    if (a->mem.local != NULL && tl != NULL)
+        tl->ops->mem_free(tl->tcomm, &a->mem);
+    free(a);
+}
+
+braid_status_t braid_lowhop_put(braid_task_t *task, braid_lowhop_area_t *a,
+                                int peer, int bank, const void *src,
+                                size_t len, uint64_t flag, braid_treq_t *req)
+{
+    const braid_tl_t *tl = task->tl;
+    int    slot = braid_lowhop_slot_index(task->rank, peer, task->size);
+    size_t off  = braid_lowhop_slot_off(a, bank, slot);
+
+    /* A failing transport has already said what and why (svc->error);
+     * re-raising here would replace its message with a vaguer one. */
+    return tl->ops->put_signal(tl->tcomm, &a->mem, peer,
+                               off + BRAID_LOWHOP_FLAG_BYTES, src, len, off,
+                               flag, req);
+}
+
+braid_status_t braid_lowhop_reqs_test(braid_task_t *task, braid_treq_t *reqs,
+                                      int n, int *ndone)
+{
+    const braid_tl_t *tl   = task->tl;
+    braid_status_t    done = BRAID_OK;
+    int               nd   = 0;
+
+    for (int i = 0; i < n; i++) {
+        if (reqs[i].active) {
+            braid_status_t st = tl->ops->test(tl->tcomm, &reqs[i]);
+            if (st == BRAID_INPROGRESS) {
+                done = BRAID_INPROGRESS;
+                continue;
+            }
+            if (st != BRAID_OK)
+                return st; /* the transport named the peer and the cause */
+            reqs[i].active = 0;
+        }
+        nd++;
+    }
+    if (ndone != NULL)
+        *ndone = nd;
+    return done;
+}
+
+braid_status_t braid_lowhop_tl_progress(braid_task_t *task)
+{
+    const braid_tl_t *tl = task->tl;
+    if (tl->ops->progress == NULL)
+        return BRAID_OK;
+    braid_status_t st = tl->ops->progress(tl->tcomm);
+    return st == BRAID_INPROGRESS ? BRAID_OK : st; /* errors: the transport's
+                                                      message stands */
+}
+
+braid_status_t braid_lowhop_priv_alloc(braid_task_t *task, size_t size)
+{
+    task->priv = calloc(1, size);
+    if (task->priv == NULL)
+        return task->svc->error(BRAID_ERR_NO_MEMORY, "lowhop: out of memory "
+                                "for the state of a call on %d ranks",
+                                task->size);
+    return BRAID_OK;
+}
