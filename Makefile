@@ -8,7 +8,7 @@ DEBS       := gcc clang pkg-config meson ninja-build libucx-dev openmpi-bin \
               libopenmpi-dev
 RUN_RANKS  ?= 4
 
-.PHONY: all deps build test run test-asan fuzz install clean
+.PHONY: all deps build test run test-asan fuzz soak install clean
 
 all: build
 
@@ -63,3 +63,9 @@ fuzz: deps
 	ninja -C $(FUZZ_BUILD) tests/fuzz/fuzz_algo tests/fuzz/fuzz_plugins \
 	  tests/fuzz/fuzz_topo tests/fuzz/fuzz_tune
 	@.ci/meson-test.sh $(FUZZ_BUILD) --no-rebuild --suite fuzz
+
+# A long soak: 20000 random collectives on 4 ranks, every result checked and
+# heap/segments/descriptors flat (the short one runs in `make test`).
+soak: build
+	@$(BUILD)/tools/braidrun -n 4 $(BUILD)/tests/soak/soak --iters 20000 --seed $$(date +%s) \
+	  && echo "1 passed, 0 failed" || { echo "0 passed, 1 failed"; exit 1; }

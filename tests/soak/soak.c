@@ -1,0 +1,281 @@
+/* Soak: thousands of collectives of random kinds, sizes, dtypes, ops and
+ * candidates on one set of ranks, every result checked, memory watched.
+ *
+ *   braidrun -n 4 soak [--iters N] [--seed S] [--max-count C]
+ *
+ * Candidates vary per call by keeping several communicators, each created
+ * (by braid_comm_split) under a different BRAID_ALGO.  Every rank draws the
+ * same random sequence, so all make the same calls.  Inputs are small
+ * integers, so every dtype and op has one exact answer to compare with.
+ * Resident memory is sampled after a warm-up and at the end: growth beyond a
+ * bound fails the run (a leak per call shows up as steady growth). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <braid/braid.h>
+
+static const char *overrides[] = {
+    "",
+    "allreduce:ring@shm;reduce_scatter:ring@shm;allgather:ring@shm;"
+    "broadcast:ring@shm;barrier:ring@shm",
+    "allreduce:recdbl@ucx;reduce_scatter:recdbl@ucx;allgather:recdbl@ucx;"
+    "broadcast:recdbl@ucx;barrier:recdbl@ucx",
+    "allreduce:0-4M=oneshot@shm;reduce_scatter:0-4M=direct@shm;"
+    "allgather:0-4M=direct@shm;broadcast:linear@shm",
+    "allreduce:twoshot@ucx;allgather:ring@ucx;broadcast:ring@ucx",
+};
+#define NCOMMS (int)(sizeof(overrides) / sizeof(overrides[0]))
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    uint64_t x = (rng_state += 0x9e3779b97f4a7c15ull);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Value of element i of rank r's input in call `it`: small, so sums of 8
+ * ranks stay exact in every dtype (u8 included: 0..3 each). */
+static int64_t input(uint64_t it, int r, size_t i, braid_op_t op)
+{
+    uint64_t h = (it * 1000003u + (uint64_t)r * 7919u + i) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+    return op == BRAID_PROD ? 1 + (int64_t)(h % 2) : (int64_t)(h % 4);
+}
+
+static double load(braid_dtype_t dt, const void *buf, size_t i)
+{
+    switch (dt) {
+    case BRAID_F32: return ((const float *)buf)[i];
+    case BRAID_F64: return ((const double *)buf)[i];
+    case BRAID_I32: return ((const int32_t *)buf)[i];
+    case BRAID_I64: return (double)((const int64_t *)buf)[i];
+    case BRAID_U8:  return ((const uint8_t *)buf)[i];
+    default: return 0;
+    }
+}
+
+static void store(braid_dtype_t dt, void *buf, size_t i, int64_t v)
+{
+    switch (dt) {
+    case BRAID_F32: ((float *)buf)[i] = (float)v; break;
+    case BRAID_F64: ((double *)buf)[i] = (double)v; break;
+    case BRAID_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case BRAID_I64: ((int64_t *)buf)[i] = v; break;
+    case BRAID_U8:  ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    default: break;
+    }
+}
+
+/* e as the dtype stores it (u8 wraps, f32 rounds). */
+static double through(braid_dtype_t dt, double e)
+{
+    char tmp[8];
+    if (dt == BRAID_F32)
+        return (double)(float)e;
+    if (dt == BRAID_F64)
+        return e;
+    store(dt, tmp, 0, (int64_t)e);
+    return load(dt, tmp, 0);
+}
+
+/* The exact result of reducing element i over the ranks, in dtype dt. */
+static double expect_reduce(braid_dtype_t dt, uint64_t it, int n, size_t i,
+                            braid_op_t op)
+{
+    int64_t acc = input(it, 0, i, op);
+    for (int r = 1; r < n; r++) {
+        int64_t v = input(it, r, i, op);
+        acc = op == BRAID_SUM || op == BRAID_AVG ? acc + v
+            : op == BRAID_PROD ? acc * v
+            : op == BRAID_MIN  ? (v < acc ? v : acc)
+                               : (v > acc ? v : acc);
+    }
+    if (op != BRAID_AVG)
+        return through(dt, (double)acc);
+    /* Floats divide the exact sum; integers truncate toward zero. */
+    return dt == BRAID_F32 || dt == BRAID_F64 ? through(dt, (double)acc / n)
+                                              : through(dt, (double)(acc / n));
+}
+
+/* What a leak would grow: heap bytes in use, mappings (segments, registered
+ * areas), open file descriptors; and resident memory, for the report. */
+typedef struct usage {
+    long heap_kib, maps, fds, rss_kib; /* maps: shared-memory segments */
+} usage_t;
+
+/* Shared-memory segments mapped: every registered area of the shm
+ * transport is one.  (All mappings would count the allocator's too, which
+ * come and go with the sizes of large buffers.) */
+static long count_segments(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char  line[4096];
+    long  n = 0;
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL)
+        n += strstr(line, "/dev/shm/") != NULL;
+    fclose(f);
+    return n;
+}
+
+static usage_t usage_now(void)
+{
+    usage_t u = {0, 0, 0, 0};
+    struct mallinfo2 mi = mallinfo2();
+    u.heap_kib = (long)((mi.uordblks + mi.hblkhd) / 1024);
+    u.maps     = count_segments();
+    DIR *d = opendir("/proc/self/fd");
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        u.fds += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%ld %ld", &pages, &rss) == 2)
+        u.rss_kib = rss * (sysconf(_SC_PAGESIZE) / 1024);
+    if (f)
+        fclose(f);
+    return u;
+}
+
+int main(int argc, char **argv)
+{
+    long   iters = 3000, max_count = 1 << 16;
+    uint64_t seed = 1;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--iters")) iters = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seed")) seed = strtoull(argv[i + 1], 0, 10);
+        else if (!strcmp(argv[i], "--max-count")) max_count = atol(argv[i + 1]);
+    }
+    braid_comm_t *world, *comms[NCOMMS];
+    int           ncomms = 0;
+    if (braid_init(&world) != BRAID_OK) {
+        fprintf(stderr, "soak: braid_init: %s\n", braid_last_error());
+        return 1;
+    }
+    int rank = braid_comm_rank(world), n = braid_comm_size(world);
+    /* One communicator per override whose candidates exist here. */
+    for (int c = 0; c < NCOMMS; c++) {
+        setenv("BRAID_ALGO", overrides[c], 1);
+        braid_comm_t *sub;
+        if (braid_comm_split(world, 0, rank, &sub) != BRAID_OK) {
+            fprintf(stderr, "soak: split: %s\n", braid_last_error());
+            return 1;
+        }
+        char cand[80], why[80];
+        int ok = 1;
+        for (int k = 0; k < BRAID_COLL_COUNT && ok; k++)
+            ok = braid_comm_choice(sub, (braid_coll_t)k, 64, cand, sizeof(cand),
+                                   why, sizeof(why)) == BRAID_OK;
+        if (ok)
+            comms[ncomms++] = sub;
+        else
+            braid_finalize(sub);
+    }
+    unsetenv("BRAID_ALGO");
+
+    static const braid_dtype_t dts[] = {BRAID_F32, BRAID_F64, BRAID_I32,
+                                        BRAID_I64, BRAID_U8};
+    size_t cap  = (size_t)max_count * 8 * (size_t)n;
+    char  *send = malloc(cap), *recv = malloc(cap);
+    long    wrong = 0, checked = 0;
+    usage_t warm  = {0, 0, 0, 0};
+    rng_state = seed;
+    for (long it = 0; it < iters; it++) {
+        braid_comm_t *comm = comms[rnd() % (uint64_t)ncomms];
+        braid_coll_t  coll = (braid_coll_t)(rnd() % BRAID_COLL_COUNT);
+        braid_dtype_t dt   = dts[rnd() % 5];
+        braid_op_t    op   = (braid_op_t)(rnd() % BRAID_OP_COUNT);
+        size_t count = (size_t)(rnd() % (uint64_t)(max_count + 1)) >>
+                       (rnd() % 16); /* log-uniform-ish, 0 included */
+        int    root  = (int)(rnd() % (uint64_t)n);
+        int    inpl  = (int)(rnd() % 2);
+        size_t dsz = braid_dtype_size(dt);
+        braid_status_t st = BRAID_OK;
+        size_t nout = 0;
+        switch (coll) {
+        case BRAID_COLL_ALLREDUCE:
+            for (size_t i = 0; i < count; i++)
+                store(dt, send, i, input((uint64_t)it, rank, i, op));
+            if (inpl)
+                memcpy(recv, send, count * dsz);
+            st = braid_allreduce(inpl ? recv : send, recv, count, dt, op, comm);
+            for (size_t i = 0; i < count; i++, nout++)
+                wrong += load(dt, recv, i) !=
+                         expect_reduce(dt, (uint64_t)it, n, i, op);
+            break;
+        case BRAID_COLL_REDUCE_SCATTER:
+            for (size_t i = 0; i < count * (size_t)n; i++)
+                store(dt, send, i, input((uint64_t)it, rank, i, op));
+            st = braid_reduce_scatter(send, inpl ? send + (size_t)rank * count * dsz
+                                                 : recv,
+                                      count, dt, op, comm);
+            for (size_t i = 0; i < count; i++, nout++) {
+                const char *out = inpl ? send + (size_t)rank * count * dsz : recv;
+                size_t gi = (size_t)rank * count + i;
+                wrong += load(dt, out, i) !=
+                         expect_reduce(dt, (uint64_t)it, n, gi, op);
+            }
+            break;
+        case BRAID_COLL_ALLGATHER:
+            for (size_t i = 0; i < count; i++)
+                store(dt, inpl ? recv + (size_t)rank * count * dsz : send, i,
+                      input((uint64_t)it, rank, i, BRAID_SUM));
+            st = braid_allgather(inpl ? recv + (size_t)rank * count * dsz : send,
+                                 recv, count, dt, comm);
+            for (int r = 0; r < n; r++)
+                for (size_t i = 0; i < count; i++, nout++)
+                    wrong += load(dt, recv, (size_t)r * count + i) !=
+                             (double)input((uint64_t)it, r, i, BRAID_SUM);
+            break;
+        case BRAID_COLL_BROADCAST:
+            for (size_t i = 0; i < count; i++)
+                store(dt, recv, i, rank == root ? input((uint64_t)it, root, i,
+                                                        BRAID_SUM) : 99);
+            st = braid_broadcast(recv, count, dt, root, comm);
+            for (size_t i = 0; i < count; i++, nout++)
+                wrong += load(dt, recv, i) !=
+                         (double)input((uint64_t)it, root, i, BRAID_SUM);
+            break;
+        default:
+            st = braid_barrier(comm);
+            break;
+        }
+        if (st != BRAID_OK) {
+            fprintf(stderr, "soak rank %d: call %ld (%s, %zu x %s, %s) failed: "
+                    "%s\n", rank, it, braid_coll_name(coll), count,
+                    braid_dtype_name(dt), braid_op_name(op), braid_last_error());
+            return 1;
+        }
+        checked += (long)nout;
+        if (it == iters / 3)
+            warm = usage_now();
+    }
+    usage_t end = usage_now();
+    /* Scratch buffers and receive areas reach their high-water mark in the
+     * first third (every size class comes up early); after that a flat
+     * process allocates nothing it keeps: the heap may move by a little
+     * (allocator caches), segments and descriptors not at all. */
+    int leak = end.heap_kib - warm.heap_kib > 1024 || end.maps > warm.maps ||
+               end.fds > warm.fds;
+    printf("soak rank %d: %ld calls on %d communicators, %ld elements checked, "
+           "%ld wrong; from 1/3 to end: heap %ld -> %ld KiB, segments %ld -> "
+           "%ld, fds %ld -> %ld, rss %ld -> %ld KiB%s\n", rank, iters, ncomms,
+           checked, wrong, warm.heap_kib, end.heap_kib, warm.maps, end.maps,
+           warm.fds, end.fds, warm.rss_kib, end.rss_kib,
+           leak ? " GROWING" : "");
+    for (int c = 0; c < ncomms; c++)
+        braid_finalize(comms[c]);
+    braid_finalize(world);
+    free(send);
+    free(recv);
+    return wrong != 0 || leak;
+}
