@@ -1,6 +1,7 @@
 /* braidrun: start N ranks of a braid program on this host.
  *
- *   braidrun -n N [-t|--timeout SECONDS] [--] prog args...
+ *   braidrun -n N [-t|--timeout SECONDS] [-g|--grace SECONDS] [--] prog
+ *            args...
  *
  * braidrun binds rank 0's listening socket itself (127.0.0.1, ephemeral
  * port) and hands it down as an inherited descriptor, BRAID_LISTEN_FD, so
@@ -9,7 +10,13 @@
  * random BRAID_JOB_KEY (and BRAID_TIMEOUT with -t).  Output of every rank is
  * forwarded line by line with a "[rank] " prefix, stdout to stdout and
  * stderr to stderr.  When a rank fails, the others get SIGTERM, then SIGKILL
- * 3 s later.  Exit status: 0 only if every rank exited 0.
+ * 3 s later.  With --grace, they first get that long to exit on their own:
+ * a braid program whose peer died reports the error naming the lost rank and
+ * exits, and its report is worth more than a SIGTERM (braid's own waits are
+ * bounded by BRAID_TIMEOUT, so a grace longer than that only matters for a
+ * program stuck outside braid).  Exit status: 0 only if every rank exited 0;
+ * otherwise that of the rank that failed first (a rank killed by a signal
+ * before one that exited with an error), which is named last.
  *
  * Each rank runs in its own process group, so that signals reach the whole
  * tree a rank started (a shell and its children) and a Ctrl-C on the
@@ -53,6 +60,7 @@ typedef struct {
     int      running;
     int      status;
     int      signalled_by_us;
+    int      failed; /* exited non-zero or by a signal on its own */
     stream_t s[2];
 } rank_t;
 
@@ -63,10 +71,14 @@ static int     nranks;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: braidrun -n N [-t|--timeout SECONDS] [--] prog "
-               "[args...]\n"
+    fprintf(f, "usage: braidrun -n N [-t|--timeout SECONDS] [-g|--grace "
+               "SECONDS] [--] prog [args...]\n"
                "  -n N            number of ranks, 1..%d\n"
                "  -t, --timeout S BRAID_TIMEOUT for the ranks (seconds > 0)\n"
+               "  -g, --grace S   when a rank fails, give the others S seconds "
+               "to exit on\n"
+               "                  their own (reporting the failure) before "
+               "SIGTERM (default 0)\n"
                "  -h, --help      this text\n", MAX_RANKS);
 }
 
@@ -260,10 +272,26 @@ static int make_listener(char *addr, size_t n)
     return fd;
 }
 
-/* Records exited ranks.  The first rank that failed on its own (not after
- * our signal) goes to *first_fail, is reported, and starts the shutdown:
- * SIGTERM to the others now, SIGKILL at *kill_at. */
-static void reap(int *first_fail, int *terminating, double *kill_at)
+static int any_running(void)
+{
+    for (int r = 0; r < nranks; r++) {
+        if (ranks[r].running)
+            return 1;
+    }
+    return 0;
+}
+
+/* Records exited ranks.  Every rank that failed on its own (not after our
+ * signal) is reported; the first goes to *first_fail and starts the
+ * shutdown: *term_at (now + grace) is when the others get SIGTERM.
+ * A rank killed by a signal (a crash, kill -9, the OOM killer) counts as
+ * first over ranks that exited with an error status before it was seen:
+ * those are usually reporting its death -- with --grace they exit on their
+ * own as soon as they notice it, and they can notice it (its sockets close)
+ * before the kernel has finished tearing the dead process down and tells
+ * us, all the more on a loaded machine. */
+static void reap(int *first_fail, int *shutdown, double *term_at,
+                 double grace)
 {
     int   status;
     pid_t pid;
@@ -278,48 +306,48 @@ static void reap(int *first_fail, int *terminating, double *kill_at)
         int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (ok || ranks[r].signalled_by_us)
             continue;
-        char msg[128];
+        char msg[160];
         int  k;
+        ranks[r].failed = 1;
         if (WIFSIGNALED(status))
             k = snprintf(msg, sizeof(msg), "braidrun: rank %d killed by "
-                         "signal %d (%s)\n", r, WTERMSIG(status),
-                         sig_name(WTERMSIG(status)));
+                         "signal %d (%s), pid %ld\n", r, WTERMSIG(status),
+                         sig_name(WTERMSIG(status)), (long)pid);
         else
             k = snprintf(msg, sizeof(msg), "braidrun: rank %d exited with "
-                         "status %d\n", r, WEXITSTATUS(status));
+                         "status %d, pid %ld\n", r, WEXITSTATUS(status),
+                         (long)pid);
         emit(2, msg, (size_t)k);
-        if (*first_fail < 0)
+        if (*first_fail < 0 ||
+            (WIFEXITED(ranks[*first_fail].status) && WIFSIGNALED(status)))
             *first_fail = r;
-        if (!*terminating) {
-            *terminating = 1;
-            *kill_at     = now_s() + KILL_GRACE_S;
-            signal_ranks(SIGTERM);
+        if (!*shutdown) {
+            *shutdown = 1;
+            *term_at  = now_s() + grace;
+            if (grace > 0.0 && any_running()) {
+                k = snprintf(msg, sizeof(msg), "braidrun: giving the other "
+                             "ranks %g s to exit on their own\n", grace);
+                emit(2, msg, (size_t)k);
+            }
         }
     }
-}
-
-static int any_running(void)
-{
-    for (int r = 0; r < nranks; r++) {
-        if (ranks[r].running)
-            return 1;
-    }
-    return 0;
 }
 
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"timeout", required_argument, NULL, 't'},
+        {"grace", required_argument, NULL, 'g'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     long long   n       = -1;
     const char *timeout = NULL;
+    double      grace   = 0.0;
     int         opt;
 
     opterr = 0;
     /* '+': options end at the program name, whose own options are its. */
-    while ((opt = getopt_long(argc, argv, "+n:t:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+n:t:g:h", longopts, NULL)) != -1) {
         switch (opt) {
         case 'n':
             if (braid_parse_int("-n", optarg, 1, MAX_RANKS, &n) != BRAID_OK) {
@@ -345,11 +373,19 @@ int main(int argc, char **argv)
             timeout = optarg;
             break;
         }
+        case 'g':
+            if (braid_parse_double("--grace", optarg, 0.0, 86400.0, &grace) !=
+                BRAID_OK) {
+                fprintf(stderr, "braidrun: %s\n", braid_last_error());
+                usage(stderr);
+                return 2;
+            }
+            break;
         case 'h':
             usage(stdout);
             return 0;
         default:
-            if (optopt == 'n' || optopt == 't')
+            if (optopt == 'n' || optopt == 't' || optopt == 'g')
                 fprintf(stderr, "braidrun: option -%c needs a value\n",
                         optopt);
             else if (optopt != 0)
@@ -451,10 +487,13 @@ int main(int argc, char **argv)
     }
     sigprocmask(SIG_SETMASK, &oldmask, NULL);
 
-    int    first_fail = -1, terminating = 0, got_sig = 0, killed = 0;
-    double kill_at    = 0.0;
+    /* shutdown: a rank failed, the others get SIGTERM at term_at (after the
+     * grace); terminating: SIGTERM sent, SIGKILL at kill_at. */
+    int    first_fail = -1, shutdown = 0, terminating = 0, got_sig = 0;
+    int    killed     = 0;
+    double term_at = 0.0, kill_at = 0.0;
     if (!spawned_ok) {
-        terminating = 1;
+        shutdown = terminating = 1;
         kill_at     = now_s() + KILL_GRACE_S;
         signal_ranks(SIGTERM);
     }
@@ -478,8 +517,8 @@ int main(int argc, char **argv)
             }
         }
         int wait_ms = -1;
-        if (terminating && !killed) {
-            double left = kill_at - now_s();
+        if ((shutdown && !terminating) || (terminating && !killed)) {
+            double left = (terminating ? kill_at : term_at) - now_s();
             wait_ms     = left > 0 ? (int)(left * 1000.0) + 1 : 0;
         }
         int rc = poll(pfd, (nfds_t)np, wait_ms);
@@ -507,13 +546,24 @@ int main(int argc, char **argv)
                     emit(2, msg, (size_t)m);
                     signal_ranks(got_sig);
                     if (!terminating) {
-                        terminating = 1;
-                        kill_at     = now_s() + KILL_GRACE_S;
+                        shutdown = terminating = 1;
+                        kill_at  = now_s() + KILL_GRACE_S;
                     }
                 }
             }
         }
-        reap(&first_fail, &terminating, &kill_at);
+        reap(&first_fail, &shutdown, &term_at, grace);
+        if (shutdown && !terminating && now_s() >= term_at && any_running()) {
+            if (grace > 0.0) {
+                char msg[96];
+                int  m = snprintf(msg, sizeof(msg), "braidrun: grace of %g s "
+                                  "over, terminating the ranks left\n", grace);
+                emit(2, msg, (size_t)m);
+            }
+            terminating = 1;
+            kill_at     = now_s() + KILL_GRACE_S;
+            signal_ranks(SIGTERM);
+        }
         if (terminating && !killed && now_s() >= kill_at && any_running()) {
             signal_ranks(SIGKILL);
             killed = 1;
@@ -548,7 +598,20 @@ int main(int argc, char **argv)
         code = 128 + got_sig;
     } else if (first_fail >= 0) {
         int st = ranks[first_fail].status;
+        int nfailed = 0;
         code   = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        for (int r = 0; r < nranks; r++)
+            nfailed += ranks[r].failed;
+        /* Several ranks may have reported errors by now (each naming the
+         * rank it lost); say which one started it, last, where it is seen. */
+        char msg[160];
+        int  m = snprintf(msg, sizeof(msg), "braidrun: rank %d failed first "
+                          "(pid %ld, %s %d); %d of %d ranks failed\n",
+                          first_fail, (long)ranks[first_fail].pid,
+                          WIFEXITED(st) ? "exit status" : "signal",
+                          WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+                          nfailed, nranks);
+        emit(2, msg, (size_t)m);
     } else if (!spawned_ok) {
         code = 1;
     }

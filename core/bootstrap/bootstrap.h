@@ -60,7 +60,7 @@ typedef struct braid_bootstrap braid_bootstrap_t;
  * A channel is used by one thread at a time; every operation is collective
  * and bounded by BRAID_TIMEOUT.  After an error the channel is failed: its
  * sockets are closed (so that the peers notice at once) and every further
- * operation returns BRAID_ERR_STATE. */
+ * operation returns BRAID_ERR_STATE with the first error's message. */
 braid_status_t braid_bootstrap_init(const braid_launch_t *launch,
                                     braid_bootstrap_t **bs);
 /* Collective over parent: a new channel for the ranks sharing color, ranked by
@@ -80,8 +80,29 @@ void braid_bootstrap_destroy(braid_bootstrap_t *bs);
 
 /* Failure detector, non-blocking: BRAID_OK while no rank of this channel is
  * known to be lost; otherwise BRAID_ERR_PEER with a message naming the lost
- * rank.  The core calls it from every wait loop every few milliseconds, so it
- * must never block and never consume a message of a collective in flight. */
+ * rank ("rank 3 (host h, pid p) was lost"; "rank 0 was lost: ..." on the
+ * others when the root goes).  The root notices a rank whose connection
+ * ended and tells every other rank in an ABORT frame before closing; the
+ * others notice the ABORT or the end of the root's connection.  The core
+ * calls it from every wait loop every few milliseconds, so it never blocks
+ * and never consumes a message of an operation in flight.  Once the channel
+ * failed (here or in an operation), it returns that first error every time. */
 braid_status_t braid_bootstrap_health(braid_bootstrap_t *bs);
+/* After an error of the data plane: what the channel knows, waiting up to
+ * wait_s for it.  A transport's error is often only the echo of a failure
+ * elsewhere -- a rank that saw a peer die and exited breaks our connection
+ * to it, and the error then names the wrong rank -- while the root has
+ * already seen the first loss and is telling everyone.  BRAID_OK if the
+ * channel knows of nothing (after wait_s); otherwise as
+ * braid_bootstrap_health. */
+braid_status_t braid_bootstrap_verdict(braid_bootstrap_t *bs, double wait_s);
+/* The communicator over this channel failed on its own (a transport error,
+ * a timeout): fail the channel too, so that every rank learns it at once
+ * rather than at its own timeout.  The root sends every rank an ABORT with
+ * msg; another rank sends it to the root, which then aborts for everyone
+ * ("rank 2 (host h, pid p) failed: msg").  No-op if the channel already
+ * failed.  Keeps the thread's last error. */
+void braid_bootstrap_abort(braid_bootstrap_t *bs, braid_status_t status,
+                           const char *msg);
 
 #endif

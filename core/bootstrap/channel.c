@@ -6,6 +6,8 @@
  * and it keeps every operation a fixed, simple exchange: contributions up,
  * results down.  All operations are collective, so the root serving the
  * star in a blocking loop cannot deadlock. */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +39,11 @@ braid_status_t braid_bs_create(int rank, int size, const uint8_t key[16],
     memcpy(bs->key, key, sizeof(bs->key));
     snprintf(bs->root_name, sizeof(bs->root_name), "rank 0");
     if (rank == 0 && size > 1) {
-        bs->fds = malloc((size_t)size * sizeof(int));
-        if (bs->fds == NULL) {
-            free(bs);
+        bs->fds  = malloc((size_t)size * sizeof(int));
+        bs->pfd  = malloc((size_t)size * sizeof(*bs->pfd));
+        bs->lost = malloc((size_t)size * sizeof(int));
+        if (bs->fds == NULL || bs->pfd == NULL || bs->lost == NULL) {
+            braid_bootstrap_destroy(bs);
             return braid_error(BRAID_ERR_NO_MEMORY, "bootstrap channel of %d "
                                "ranks", size);
         }
@@ -60,14 +64,11 @@ static void close_all(braid_bootstrap_t *bs)
 }
 
 /* The stream is in an unknown state after any error, so the channel is
- * done; closing its sockets tells the peers at once instead of after their
- * timeout. */
+ * done; closing its sockets (after an ABORT frame saying why, abort.c) tells
+ * the peers at once instead of after their timeout. */
 static braid_status_t fail(braid_bootstrap_t *bs, braid_status_t st)
 {
-    if (bs->failed == BRAID_OK)
-        bs->failed = st;
-    close_all(bs);
-    return st;
+    return braid_bs_fail(bs, st);
 }
 
 static braid_status_t check_usable(const braid_bootstrap_t *bs, const char *op)
@@ -77,8 +78,117 @@ static braid_status_t check_usable(const braid_bootstrap_t *bs, const char *op)
                            op);
     if (bs->failed != BRAID_OK)
         return braid_error(BRAID_ERR_STATE, "bootstrap %s: the channel failed "
-                           "earlier (%s)", op, braid_status_str(bs->failed));
+                           "earlier (%s): %s", op, braid_status_str(bs->failed),
+                           bs->failed_msg);
     return BRAID_OK;
+}
+
+/* Peer `from` (a rank at the root, the root elsewhere) closed or broke the
+ * connection: the message of the last error says how. */
+static braid_status_t closed(braid_bootstrap_t *bs, int from)
+{
+    char why[512];
+    snprintf(why, sizeof(why), "%s", braid_last_error());
+    if (bs->rank != 0)
+        return braid_bs_root_lost(bs, why);
+    return braid_bs_lost(bs, &from, 1, why);
+}
+
+/* One framed message from peer `from` on fd, of this type and length.  As
+ * braid_bs_recv, except that an ABORT frame in its place is the peer's last
+ * word (the channel fails with its text), and a connection that ends is a
+ * lost peer, named. */
+static braid_status_t chan_recv(braid_bootstrap_t *bs, int fd, int from,
+                                uint32_t type, void *payload, size_t len,
+                                double deadline, const char *peer)
+{
+    uint8_t        raw[BRAID_BS_HDR_LEN];
+    braid_bs_hdr_t h;
+    const char    *what = braid_bs_type_name(type);
+    braid_status_t st   = braid_sock_recv(fd, raw, sizeof(raw), deadline, peer,
+                                          what);
+    if (st == BRAID_ERR_PEER)
+        return closed(bs, from);
+    if (st != BRAID_OK)
+        return st;
+    braid_bs_hdr_unpack(raw, &h);
+    if (h.magic == BRAID_BS_MAGIC && h.type == BRAID_BS_ABORT &&
+        h.length == BRAID_BS_ABORT_LEN) {
+        uint8_t ab[BRAID_BS_ABORT_LEN];
+        st = braid_sock_recv(fd, ab, sizeof(ab), deadline, peer, "abort");
+        if (st == BRAID_ERR_PEER)
+            return closed(bs, from);
+        if (st != BRAID_OK)
+            return st;
+        return bs->rank == 0 ? braid_bs_rank_failed(bs, from, ab)
+                             : braid_bs_aborted(bs, ab);
+    }
+    st = braid_bs_hdr_check(&h, type, len, peer);
+    if (st != BRAID_OK || len == 0)
+        return st;
+    st = braid_sock_recv(fd, payload, len, deadline, peer, what);
+    return st == BRAID_ERR_PEER ? closed(bs, from) : st;
+}
+
+static braid_status_t chan_send(braid_bootstrap_t *bs, int fd, int to,
+                                uint32_t type, const void *payload,
+                                size_t len, double deadline, const char *peer)
+{
+    braid_status_t st = braid_bs_send(fd, type, payload, len, deadline, peer);
+    /* braid_bs_send's only BRAID_ERR_PEER is a closed or reset connection. */
+    return st == BRAID_ERR_PEER ? closed(bs, to) : st;
+}
+
+#define HUNG_UP (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)
+
+/* Root: waits until rank r's socket is readable, watching every other
+ * rank's connection meanwhile.  A rank that dies while the root waits for
+ * another one -- which may itself be waiting, in a collective of the data
+ * plane, for the dead one -- is then reported at once and named, and the
+ * ABORT reaches everyone, instead of a timeout on the wrong rank. */
+static braid_status_t root_wait(braid_bootstrap_t *bs, int r, double deadline,
+                                const char *what)
+{
+    struct pollfd one = {.fd = bs->fds[r], .events = POLLIN};
+    if (poll(&one, 1, 0) > 0)
+        return BRAID_OK; /* the common case, without a scan */
+    for (;;) {
+        int n = 0, nlost = 0;
+        for (int k = 1; k < bs->size; k++)
+            bs->pfd[n++] = (struct pollfd){
+                .fd = bs->fds[k], .events = POLLRDHUP | (k == r ? POLLIN : 0)};
+        int rc = poll(bs->pfd, (nfds_t)n, braid_deadline_ms(deadline));
+        if (rc < 0) {
+            if (errno == EINTR)
+                continue;
+            return braid_error(BRAID_ERR_IO, "poll on the bootstrap sockets: "
+                               "%s", strerror(errno));
+        }
+        for (int k = 1; k < bs->size; k++) {
+            if (k != r && (bs->pfd[k - 1].revents & HUNG_UP))
+                bs->lost[nlost++] = k;
+        }
+        if (nlost > 0)
+            return braid_bs_lost(bs, bs->lost, nlost, NULL);
+        if (bs->pfd[r - 1].revents != 0)
+            return BRAID_OK; /* data, or its own end: the read tells */
+        if (rc == 0 && braid_deadline_left(deadline) <= 0.0)
+            return braid_error(BRAID_ERR_TIMEOUT, "timed out waiting for %s "
+                               "from rank %d (BRAID_TIMEOUT=%g s)", what, r,
+                               braid_timeout_s());
+    }
+}
+
+/* Root: one message of rank r. */
+static braid_status_t root_recv(braid_bootstrap_t *bs, int r, uint32_t type,
+                                void *payload, size_t len, double deadline)
+{
+    char           peer[32];
+    braid_status_t st = root_wait(bs, r, deadline, braid_bs_type_name(type));
+    if (st != BRAID_OK)
+        return st;
+    return chan_recv(bs, bs->fds[r], r, type, payload, len, deadline,
+                     rank_name(r, peer));
 }
 
 int braid_bs_any_fd(const braid_bootstrap_t *bs)
@@ -100,9 +210,13 @@ braid_status_t braid_bs_serve(braid_bootstrap_t *bs, int *lfd,
     if (rdv_path != NULL)
         braid_rdv_remove(rdv_path);
     braid_sock_close(lfd);
+    if (st == BRAID_OK)
+        st = braid_auth_release(bs->fds, bs->size, deadline);
+    if (st == BRAID_OK)
+        st = braid_bs_ident_gather(bs, deadline);
     if (st != BRAID_OK)
-        return st;
-    return braid_auth_release(bs->fds, bs->size, deadline);
+        close_all(bs);
+    return st;
 }
 
 static void set_root_name(braid_bootstrap_t *bs, const char *host, int port)
@@ -118,6 +232,8 @@ static braid_status_t handshake(braid_bootstrap_t *bs, int fd, double deadline)
 {
     braid_status_t st = braid_auth_join(fd, bs->key, bs->rank, bs->size,
                                         deadline, bs->root_name);
+    if (st == BRAID_OK)
+        st = braid_bs_ident_send(fd, deadline, bs->root_name);
     if (st != BRAID_OK) {
         braid_sock_close(&fd);
         return st;
@@ -277,14 +393,12 @@ static braid_status_t gather_up(braid_bootstrap_t *bs, uint32_t up,
                                 const void *send, void *buf, size_t len,
                                 double deadline)
 {
-    char peer[32];
     if (bs->rank != 0)
-        return braid_bs_send(bs->root_fd, up, send, len, deadline,
-                             bs->root_name);
+        return chan_send(bs, bs->root_fd, 0, up, send, len, deadline,
+                         bs->root_name);
     for (int r = 1; r < bs->size; r++) {
         void          *dst = len > 0 ? (char *)buf + (size_t)r * len : buf;
-        braid_status_t st  = braid_bs_recv(bs->fds[r], up, dst, len, deadline,
-                                           rank_name(r, peer));
+        braid_status_t st  = root_recv(bs, r, up, dst, len, deadline);
         if (st != BRAID_OK)
             return st;
     }
@@ -300,14 +414,14 @@ static braid_status_t send_down(braid_bootstrap_t *bs, uint32_t down,
     if (bs->rank != 0) {
         if (bs->rank == skip)
             return BRAID_OK;
-        return braid_bs_recv(bs->root_fd, down, buf, len, deadline,
-                             bs->root_name);
+        return chan_recv(bs, bs->root_fd, 0, down, buf, len, deadline,
+                         bs->root_name);
     }
     for (int r = 1; r < bs->size; r++) {
         if (r == skip)
             continue;
-        braid_status_t st = braid_bs_send(bs->fds[r], down, buf, len, deadline,
-                                          rank_name(r, peer));
+        braid_status_t st = chan_send(bs, bs->fds[r], r, down, buf, len,
+                                      deadline, rank_name(r, peer));
         if (st != BRAID_OK)
             return st;
     }
@@ -358,15 +472,13 @@ braid_status_t braid_bootstrap_bcast(braid_bootstrap_t *bs, void *buf,
         return BRAID_OK;
 
     double deadline = braid_deadline_from_now();
-    char   peer[32];
     /* A root other than 0 first hands the data to rank 0, the hub. */
     if (root != 0) {
         if (bs->rank == root)
-            st = braid_bs_send(bs->root_fd, BRAID_BS_BCAST_UP, buf, len,
-                               deadline, bs->root_name);
+            st = chan_send(bs, bs->root_fd, 0, BRAID_BS_BCAST_UP, buf, len,
+                           deadline, bs->root_name);
         else if (bs->rank == 0)
-            st = braid_bs_recv(bs->fds[root], BRAID_BS_BCAST_UP, buf, len,
-                               deadline, rank_name(root, peer));
+            st = root_recv(bs, root, BRAID_BS_BCAST_UP, buf, len, deadline);
     }
     if (st == BRAID_OK)
         st = send_down(bs, BRAID_BS_BCAST, buf, len, root, deadline);
@@ -391,5 +503,8 @@ void braid_bootstrap_destroy(braid_bootstrap_t *bs)
         return;
     close_all(bs);
     free(bs->fds);
+    free(bs->pfd);
+    free(bs->lost);
+    free(bs->idents);
     free(bs);
 }

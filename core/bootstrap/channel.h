@@ -2,10 +2,18 @@
 #ifndef BRAID_BOOTSTRAP_CHANNEL_H
 #define BRAID_BOOTSTRAP_CHANNEL_H
 
+#include <poll.h>
 #include <stdint.h>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/proto.h"
 #include "bootstrap/sock.h"
+
+/* Who a rank is, as it told the root in its IDENT message. */
+typedef struct braid_bs_ident {
+    long pid;                         /* 0: not known */
+    char host[BRAID_BS_HOST_LEN + 1];
+} braid_bs_ident_t;
 
 struct braid_bootstrap {
     int            rank;
@@ -13,7 +21,11 @@ struct braid_bootstrap {
     uint8_t        key[16];
     int           *fds;     /* root: fds[r] = rank r's socket (fds[0] = -1) */
     int            root_fd; /* others: the socket to the root */
+    braid_bs_ident_t *idents; /* root: every rank's identity */
+    struct pollfd *pfd;     /* root: scratch, one entry per other rank */
+    int           *lost;    /* root: scratch, ranks found lost */
     braid_status_t failed;  /* first error; the channel is unusable after */
+    char           failed_msg[512]; /* its message, repeated to later calls */
     char           root_name[BRAID_ADDRSTR_LEN + 32]; /* for messages */
 };
 
@@ -38,5 +50,48 @@ braid_status_t braid_bs_join(braid_bootstrap_t *bs, const char *host,
                              double deadline);
 /* Any socket of the channel (to learn which interface it uses), or -1. */
 int braid_bs_any_fd(const braid_bootstrap_t *bs);
+
+/* ident.c.  Others: tell the root who we are (right after READY).  Root:
+ * read every rank's identity (before any operation's message). */
+braid_status_t braid_bs_ident_send(int fd, double deadline, const char *root);
+braid_status_t braid_bs_ident_gather(braid_bootstrap_t *bs, double deadline);
+/* "rank 3 (host h, pid 42)" into buf; what the root knows of rank r. */
+const char *braid_bs_rank_desc(const braid_bootstrap_t *bs, int r, char *buf,
+                               size_t len);
+
+/* abort.c: how a channel fails.
+ * braid_bs_fail records st and the current braid_last_error() as the
+ * channel's failure (the first one wins), and closes every socket.  The root
+ * first sends every live rank an ABORT frame carrying the message, so they
+ * fail with the reason rather than with a bare end of stream; another rank
+ * first looks for such a frame from the root and reports it if there is
+ * one.  Returns the channel's failure status, with its message recorded. */
+braid_status_t braid_bs_fail(braid_bootstrap_t *bs, braid_status_t st);
+/* Root: ranks lost[0..n) are gone (their connection closed or broke).
+ * BRAID_ERR_PEER "rank 3 (host h, pid p) was lost: why" (why may be NULL),
+ * and the channel fails with it. */
+braid_status_t braid_bs_lost(braid_bootstrap_t *bs, const int *lost, int n,
+                             const char *why);
+/* Others: the connection to the root ended: an ABORT frame from the root if
+ * one is waiting, else BRAID_ERR_PEER "rank 0 was lost: why".  The channel
+ * fails with it. */
+braid_status_t braid_bs_root_lost(braid_bootstrap_t *bs, const char *why);
+/* Others: the error an ABORT frame's payload describes (BRAID_ERR_PEER),
+ * and the channel fails with it. */
+braid_status_t braid_bs_aborted(braid_bootstrap_t *bs,
+                                const uint8_t payload[BRAID_BS_ABORT_LEN]);
+/* Root: rank r sent an ABORT frame (it failed on its own and is leaving):
+ * BRAID_ERR_PEER "rank r (host h, pid p) failed: its text", and the channel
+ * fails with it. */
+braid_status_t braid_bs_rank_failed(braid_bootstrap_t *bs, int r,
+                                    const uint8_t payload[BRAID_BS_ABORT_LEN]);
+/* Others: looks, without blocking, for a complete ABORT frame among the
+ * frames waiting on the root socket (up to 64 KiB of them).  Returns 1 and
+ * copies its payload when there is one, 0 otherwise.  Consumes nothing. */
+int braid_bs_abort_find(const braid_bootstrap_t *bs,
+                        uint8_t payload[BRAID_BS_ABORT_LEN]);
+/* Whether fd's peer has closed or broken the connection (poll, no wait);
+ * data it sent before may still be unread. */
+int braid_bs_hung_up(int fd);
 
 #endif

@@ -1,8 +1,118 @@
-/* Failure detector of the bootstrap channel (placeholder: reports nothing). */
-#include "bootstrap/bootstrap.h"
+/* Failure detector of the bootstrap channel.
+ *
+ * Every rank of a channel holds a TCP connection in the star, and the kernel
+ * closes the connections of a process that dies however it dies (SIGKILL
+ * included).  So the star itself is a failure detector that costs nothing
+ * while all is well: the root looks whether any rank's connection has ended,
+ * and tells the others with an ABORT frame (abort.c); the others look
+ * whether the root has sent an ABORT or its connection has ended.
+ *
+ * The core calls this every few milliseconds from its wait loops, in the
+ * middle of collectives whose out-of-band messages may already be in flight
+ * (a rank that finished the collective may have entered the next out-of-band
+ * operation), so it never blocks and never consumes a byte that belongs to
+ * an operation: the root asks poll() only for POLLRDHUP, which a pending
+ * message does not raise, and the others only peek. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "bootstrap/channel.h"
+#include "util/env.h"
+#include "util/log.h"
+
+#define HUNG_UP (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)
+
+static braid_status_t root_health(braid_bootstrap_t *bs)
+{
+    int n = 0, nlost = 0, rc;
+    for (int r = 1; r < bs->size; r++)
+        bs->pfd[n++] = (struct pollfd){.fd = bs->fds[r], .events = POLLRDHUP};
+    do
+        rc = poll(bs->pfd, (nfds_t)n, 0);
+    while (rc < 0 && errno == EINTR);
+    if (rc <= 0)
+        return BRAID_OK; /* nothing happened (or poll failed: look again) */
+    for (int i = 0; i < n; i++) {
+        if (bs->pfd[i].revents & HUNG_UP)
+            bs->lost[nlost++] = i + 1;
+    }
+    if (nlost == 0)
+        return BRAID_OK;
+    return braid_bs_lost(bs, bs->lost, nlost, NULL);
+}
+
+static braid_status_t rank_health(braid_bootstrap_t *bs)
+{
+    struct pollfd p = {.fd = bs->root_fd, .events = POLLIN | POLLRDHUP};
+    uint8_t       frame[BRAID_BS_HDR_LEN + BRAID_BS_ABORT_LEN];
+    int           rc;
+    ssize_t       n;
+    do
+        rc = poll(&p, 1, 0);
+    while (rc < 0 && errno == EINTR);
+    if (rc <= 0)
+        return BRAID_OK;
+
+    /* An ABORT at the head of the stream: take it, it is the last word. */
+    do
+        n = recv(bs->root_fd, frame, sizeof(frame), MSG_PEEK | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof(frame)) {
+        braid_bs_hdr_t h;
+        braid_bs_hdr_unpack(frame, &h);
+        if (h.magic == BRAID_BS_MAGIC && h.type == BRAID_BS_ABORT &&
+            h.length == BRAID_BS_ABORT_LEN) {
+            do
+                n = recv(bs->root_fd, frame, sizeof(frame), MSG_DONTWAIT);
+            while (n < 0 && errno == EINTR);
+            return braid_bs_aborted(bs, frame + BRAID_BS_HDR_LEN);
+        }
+    }
+    /* Anything else that waits is a message of a later operation. */
+    if ((p.revents & HUNG_UP) == 0)
+        return BRAID_OK;
+    char why[sizeof(bs->root_name) + 40];
+    snprintf(why, sizeof(why), "%s closed the connection", bs->root_name);
+    return braid_bs_root_lost(bs, why);
+}
 
 braid_status_t braid_bootstrap_health(braid_bootstrap_t *bs)
 {
-    (void)bs;
-    return BRAID_OK;
+    if (bs == NULL)
+        return braid_error(BRAID_ERR_INVALID_ARG, "bootstrap health: NULL "
+                           "channel");
+    /* Once failed, always failed, with the same words. */
+    if (bs->failed != BRAID_OK)
+        return braid_error(bs->failed, "%s", bs->failed_msg);
+    if (bs->size == 1)
+        return BRAID_OK;
+    return bs->rank == 0 ? root_health(bs) : rank_health(bs);
+}
+
+braid_status_t braid_bootstrap_verdict(braid_bootstrap_t *bs, double wait_s)
+{
+    double end = braid_now_s() + wait_s;
+    for (;;) {
+        braid_status_t st = braid_bootstrap_health(bs);
+        if (st != BRAID_OK || braid_now_s() >= end)
+            return st;
+        struct timespec ms = {.tv_nsec = 1000 * 1000};
+        nanosleep(&ms, NULL);
+    }
+}
+
+void braid_bootstrap_abort(braid_bootstrap_t *bs, braid_status_t status,
+                           const char *msg)
+{
+    char saved[512];
+    if (bs == NULL || bs->failed != BRAID_OK || bs->size == 1)
+        return;
+    /* The caller's error stays the thread's last error. */
+    snprintf(saved, sizeof(saved), "%s", braid_last_error());
+    braid_error(status, "%s", msg != NULL ? msg : braid_status_str(status));
+    (void)braid_bs_fail(bs, status);
+    braid_error(status, "%s", saved);
 }

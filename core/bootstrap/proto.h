@@ -16,6 +16,16 @@
  *                                nonce || rank || size || root nonce)
  *                  or REFUSE    {reason u32}, then close
  *   root   -> client  READY     {} once every rank has joined.
+ *   client -> root    IDENT     {pid u32, host[BRAID_BS_HOST_LEN]}: who this
+ *                                rank is, so that the root can name a rank
+ *                                it loses by host and pid.
+ *
+ * After the handshake, any root -> client message may be replaced by
+ *   root   -> client  ABORT     {status i32, lost rank i32 (-1: none),
+ *                                text[BRAID_BS_ABORT_TEXT_LEN]}
+ * which the root sends to every live rank when the channel fails on its
+ * side (a rank was lost, or the root gave up), just before it closes the
+ * connections.  It tells the others why, instead of a bare end of stream.
  * The direction byte keeps a proof made for one side from being replayed as
  * the other's; fresh nonces on both sides keep old proofs from being
  * replayed at all. */
@@ -28,7 +38,9 @@
 #include <braid/braid.h>
 
 #define BRAID_BS_MAGIC    0x62726431u /* "brd1" */
-#define BRAID_BS_VERSION  1u
+/* 2: IDENT after READY, and ABORT.  Ranks of different versions are
+ * refused at the handshake with a clear reason. */
+#define BRAID_BS_VERSION  2u
 #define BRAID_BS_HDR_LEN  16
 #define BRAID_BS_NONCE_LEN 16
 
@@ -44,6 +56,8 @@ enum {
     BRAID_BS_BCAST,        /* bcast data, rank 0 -> rank */
     BRAID_BS_BARRIER,      /* rank -> root: arrived */
     BRAID_BS_BARRIER_DONE, /* root -> rank: everyone arrived */
+    BRAID_BS_IDENT,        /* rank -> root after READY: pid and host */
+    BRAID_BS_ABORT,        /* root -> rank: the channel failed, and why */
     BRAID_BS_TYPE_END
 };
 
@@ -51,6 +65,10 @@ enum {
 #define BRAID_BS_HELLO_LEN     (4 + 4 + 4 + BRAID_BS_NONCE_LEN + 8)
 #define BRAID_BS_WELCOME_LEN   8
 #define BRAID_BS_REFUSE_LEN    4
+#define BRAID_BS_HOST_LEN      60
+#define BRAID_BS_IDENT_LEN     (4 + BRAID_BS_HOST_LEN)
+#define BRAID_BS_ABORT_TEXT_LEN 248
+#define BRAID_BS_ABORT_LEN     (4 + 4 + BRAID_BS_ABORT_TEXT_LEN)
 
 /* Why the root refused a connection (REFUSE payload). */
 typedef enum {

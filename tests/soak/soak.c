@@ -187,7 +187,44 @@ int main(int argc, char **argv)
     size_t cap  = (size_t)max_count * 8 * (size_t)n;
     char  *send = malloc(cap), *recv = malloc(cap);
     long    wrong = 0, checked = 0;
-    usage_t warm  = {0, 0, 0, 0};
+    /* Bring every communicator's buffers and receive areas to their
+     * high-water mark first: each collective, in place and not, at every
+     * power-of-two size (so every candidate the dispatcher picks by size
+     * has allocated what it keeps).  What grows after this is what a leak
+     * would grow. */
+    memset(send, 0, cap);
+    memset(recv, 0, cap);
+    for (int c = 0; c < ncomms; c++) {
+        for (size_t count = (size_t)max_count; count > 0; count /= 2) {
+            size_t         blk = count * 8 * (size_t)rank;
+            braid_status_t st =
+                braid_allreduce(send, recv, count, BRAID_F64, BRAID_SUM,
+                                comms[c]);
+            if (st == BRAID_OK)
+                st = braid_allreduce(recv, recv, count, BRAID_F64, BRAID_SUM,
+                                     comms[c]);
+            if (st == BRAID_OK)
+                st = braid_reduce_scatter(send, recv, count, BRAID_F64,
+                                          BRAID_SUM, comms[c]);
+            if (st == BRAID_OK)
+                st = braid_reduce_scatter(send, send + blk, count, BRAID_F64,
+                                          BRAID_SUM, comms[c]);
+            if (st == BRAID_OK)
+                st = braid_allgather(send, recv, count, BRAID_F64, comms[c]);
+            if (st == BRAID_OK)
+                st = braid_allgather(recv + blk, recv, count, BRAID_F64,
+                                     comms[c]);
+            if (st == BRAID_OK)
+                st = braid_broadcast(recv, count, BRAID_F64, 0, comms[c]);
+            if (st != BRAID_OK) {
+                fprintf(stderr, "soak rank %d: warm-up on communicator %d: "
+                        "%s\n", rank, c, braid_last_error());
+                return 1;
+            }
+        }
+    }
+    usage_t warm = usage_now();
+
     rng_state = seed;
     for (long it = 0; it < iters; it++) {
         braid_comm_t *comm = comms[rnd() % (uint64_t)ncomms];
@@ -256,14 +293,16 @@ int main(int argc, char **argv)
             return 1;
         }
         checked += (long)nout;
-        if (it == iters / 3)
-            warm = usage_now();
+        if (getenv("SOAK_TRACE") && (it + 1) % (iters / 8) == 0 && rank == 0) {
+            usage_t u = usage_now();
+            printf("soak: after %ld calls heap %ld KiB segments %ld\n", it + 1,
+                   u.heap_kib, u.maps);
+        }
     }
     usage_t end = usage_now();
-    /* Scratch buffers and receive areas reach their high-water mark in the
-     * first third (every size class comes up early); after that a flat
-     * process allocates nothing it keeps: the heap may move by a little
-     * (allocator caches), segments and descriptors not at all. */
+    /* After the warm-up a flat process allocates nothing it keeps: the heap
+     * may move by a little (allocator caches), segments and descriptors not
+     * at all. */
     int leak = end.heap_kib - warm.heap_kib > 1024 || end.maps > warm.maps ||
                end.fds > warm.fds;
 #if defined(__SANITIZE_ADDRESS__)
@@ -272,7 +311,7 @@ int main(int argc, char **argv)
     leak = end.maps > warm.maps || end.fds > warm.fds;
 #endif
     printf("soak rank %d: %ld calls on %d communicators, %ld elements checked, "
-           "%ld wrong; from 1/3 to end: heap %ld -> %ld KiB, segments %ld -> "
+           "%ld wrong; from warm-up to end: heap %ld -> %ld KiB, segments %ld -> "
            "%ld, fds %ld -> %ld, rss %ld -> %ld KiB%s\n", rank, iters, ncomms,
            checked, wrong, warm.heap_kib, end.heap_kib, warm.maps, end.maps,
            warm.fds, end.fds, warm.rss_kib, end.rss_kib,
