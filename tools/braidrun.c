@@ -1,6 +1,7 @@
 /* braidrun: start N ranks of a braid program on this host.
  *
- *   braidrun -n N [-t|--timeout SECONDS] [-g|--grace SECONDS] [--] prog
+ *   braidrun -n N [-t|--timeout SECONDS] [-g|--grace SECONDS] [-b core|none]
+ *            [--] prog
  *            args...
  *
  * braidrun binds rank 0's listening socket itself (127.0.0.1, ephemeral
@@ -28,6 +29,7 @@
 #include <getopt.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +70,7 @@ static int     sig_pipe[2] = {-1, -1}; /* signal handler -> main loop */
 static int     out_dead[3]; /* our stdout/stderr went away */
 static rank_t *ranks;
 static int     nranks;
+static int     bind_cores = -1; /* --bind: 1 core, 0 none, -1 auto */
 
 static void usage(FILE *f)
 {
@@ -79,6 +82,10 @@ static void usage(FILE *f)
                "to exit on\n"
                "                  their own (reporting the failure) before "
                "SIGTERM (default 0)\n"
+               "  -b, --bind B    'core': pin rank r to the r-th allowed CPU; "
+               "'none'; default\n"
+               "                  core when there are no more ranks than "
+               "CPUs (as mpirun)\n"
                "  -h, --help      this text\n", MAX_RANKS);
 }
 
@@ -198,6 +205,28 @@ static const char *sig_name(int sig)
     return d ? d : "unknown signal";
 }
 
+/* Pins the calling rank to the rank-th CPU braidrun may use.  A waiting
+ * rank spins; two unpinned ranks that the scheduler stacks on one CPU then
+ * take turns a time slice at a time. */
+static void bind_to_core(int rank)
+{
+    cpu_set_t allowed, one;
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+        return;
+    int ncpu = CPU_COUNT(&allowed);
+    if (ncpu <= 0 || bind_cores == 0 || (bind_cores < 0 && nranks > ncpu))
+        return;
+    int k = rank % ncpu;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &allowed) || k-- > 0)
+            continue;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        sched_setaffinity(0, sizeof(one), &one);
+        return;
+    }
+}
+
 static void child_exec(int rank, int lfd, int out_w, int err_w, char **argv,
                        const char *addr, const char *key, const char *timeout,
                        pid_t parent, const sigset_t *oldmask)
@@ -240,6 +269,7 @@ static void child_exec(int rank, int lfd, int out_w, int err_w, char **argv,
     setenv("BRAID_JOB_KEY", key, 1);
     if (timeout != NULL)
         setenv("BRAID_TIMEOUT", timeout, 1);
+    bind_to_core(rank);
     execvp(argv[0], argv);
     fprintf(stderr, "braidrun: cannot execute '%s': %s\n", argv[0],
             strerror(errno));
@@ -338,6 +368,7 @@ int main(int argc, char **argv)
     static const struct option longopts[] = {
         {"timeout", required_argument, NULL, 't'},
         {"grace", required_argument, NULL, 'g'},
+        {"bind", required_argument, NULL, 'b'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     long long   n       = -1;
@@ -347,7 +378,7 @@ int main(int argc, char **argv)
 
     opterr = 0;
     /* '+': options end at the program name, whose own options are its. */
-    while ((opt = getopt_long(argc, argv, "+n:t:g:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+n:t:g:b:h", longopts, NULL)) != -1) {
         switch (opt) {
         case 'n':
             if (braid_parse_int("-n", optarg, 1, MAX_RANKS, &n) != BRAID_OK) {
@@ -381,11 +412,23 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'b':
+            if (strcmp(optarg, "core") == 0)
+                bind_cores = 1;
+            else if (strcmp(optarg, "none") == 0)
+                bind_cores = 0;
+            else {
+                fprintf(stderr, "braidrun: --bind='%s': expected 'core' or "
+                        "'none'\n", optarg);
+                usage(stderr);
+                return 2;
+            }
+            break;
         case 'h':
             usage(stdout);
             return 0;
         default:
-            if (optopt == 'n' || optopt == 't' || optopt == 'g')
+            if (optopt == 'n' || optopt == 't' || optopt == 'g' || optopt == 'b')
                 fprintf(stderr, "braidrun: option -%c needs a value\n",
                         optopt);
             else if (optopt != 0)
