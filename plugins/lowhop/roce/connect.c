@@ -201,6 +201,9 @@ static braid_status_t setup_local(braid_roce_comm_t *comm, char *why,
     int                    cqe;
 
     st = braid_roce_env_link(comm->svc, &comm->link, why, why_len);
+    if (st == BRAID_OK)
+        st = braid_roce_env_max_write(comm->svc, &comm->max_write, why,
+                                      why_len);
     if (st != BRAID_OK)
         return st;
     st = braid_roce_dev_open(comm->svc, &comm->dev, why, why_len);
@@ -221,9 +224,10 @@ static braid_status_t setup_local(braid_roce_comm_t *comm, char *why,
                                 "ranks need %u and %d", comm->rank,
                                 comm->dev.name, da.max_qp_wr, da.max_cqe,
                                 comm->size, BRAID_ROCE_SQ_DEPTH, cqe);
-    comm->max_write = comm->dev.max_msg_sz > 0 &&
-                      comm->dev.max_msg_sz < BRAID_ROCE_MAX_WRITE
-                          ? comm->dev.max_msg_sz : BRAID_ROCE_MAX_WRITE;
+    if (comm->max_write == 0 || comm->max_write > BRAID_ROCE_MAX_WRITE)
+        comm->max_write = BRAID_ROCE_MAX_WRITE;
+    if (comm->dev.max_msg_sz > 0 && comm->max_write > comm->dev.max_msg_sz)
+        comm->max_write = comm->dev.max_msg_sz;
     comm->pd = ibv_alloc_pd(comm->dev.ctx);
     if (comm->pd == NULL)
         return comm->svc->error(BRAID_ERR_UNAVAILABLE, "roce: rank %d: "

@@ -117,6 +117,38 @@ braid_status_t braid_roce_env_link(const braid_services_v1_t *svc,
     return st;
 }
 
+/* BRAID_ROCE_MAX_WRITE=N[k|m|g]: bytes per RDMA WRITE (0 when unset).
+ * Smaller writes interleave the puts of one QP more finely; the tests use
+ * it to cover puts that take more writes than one batch holds. */
+braid_status_t braid_roce_env_max_write(const braid_services_v1_t *svc,
+                                        size_t *bytes, char *why,
+                                        size_t why_len)
+{
+    env_var_t      e = env_var(svc, "BRAID_ROCE_MAX_WRITE", why, why_len);
+    size_t         i = 0;
+    unsigned long  v = 0, shift = 0;
+    braid_status_t st;
+
+    *bytes = 0;
+    if (e.value == NULL)
+        return BRAID_OK;
+    if ((st = parse_uint(&e, &i, 1ul << 30, &v)) != BRAID_OK)
+        return st;
+    switch (e.value[i]) {
+    case 'k': case 'K': shift = 10; i++; break;
+    case 'm': case 'M': shift = 20; i++; break;
+    case 'g': case 'G': shift = 30; i++; break;
+    default: break;
+    }
+    if (e.value[i] != '\0')
+        return bad_char(&e, i, "a size such as 4096, 64k or 1m");
+    if (v == 0 || v > (1ul << 30) >> shift)
+        return parse_error(&e, "size at position 0 is out of range "
+                           "[1, 1g]");
+    *bytes = (size_t)v << shift;
+    return BRAID_OK;
+}
+
 static int is_name_char(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||

@@ -36,9 +36,11 @@
  * sources but is only correct with hooks that see memory being unmapped; on
  * devices with on-demand paging one implicit ODP region would remove it.
  *
- * Completion: only the SEND is signaled.  RC completes a send queue in
- * order, so its completion means the WRITE before it is done too and src may
- * be reused; it also returns the put's send-queue slots. */
+ * Completion: only the SEND is signaled (and, for a put too large for one
+ * batch of writes, the last write of each earlier batch).  RC completes a
+ * send queue in order, so the SEND's completion means the writes before it
+ * are done too and src may be reused; it also returns the put's send-queue
+ * slots. */
 #include <errno.h>
 #include <string.h>
 
@@ -146,8 +148,8 @@ static braid_status_t source_sge(braid_roce_comm_t *comm, int peer,
             return st;
         p->bounce_next++;
         memcpy(braid_roce_bounce(comm, peer, slot), src, len);
-        sge->addr    = (uint64_t)(uintptr_t)braid_roce_bounce(comm, peer, slot);
-        sge->lkey    = comm->bufs_mr->lkey;
+        sge->addr = (uint64_t)(uintptr_t)braid_roce_bounce(comm, peer, slot);
+        sge->lkey = comm->bufs_mr->lkey;
         *bounce_slot = (int)slot;
         return BRAID_OK;
     }
@@ -165,110 +167,164 @@ static braid_status_t source_sge(braid_roce_comm_t *comm, int peer,
     return BRAID_OK;
 }
 
-braid_status_t braid_roce_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
-                                     size_t dst_off, const void *src,
-                                     size_t len, size_t flag_off,
-                                     uint64_t flag_val, braid_treq_t *req)
-{
-    braid_roce_comm_t  *comm = tcomm;
-    braid_roce_area_t  *area;
-    braid_roce_peer_t  *p;
-    braid_roce_sig_t   *sig;
-    struct ibv_mr      *tmp_mr = NULL;
-    struct ibv_sge      src_sge = {0}, data_sge[BRAID_ROCE_MAX_CHUNKS], sig_sge;
-    struct ibv_send_wr  data_wr[BRAID_ROCE_MAX_CHUNKS], sig_wr, *bad = NULL;
-    size_t              nchunks = (len + comm->max_write - 1) / comm->max_write;
-    uint32_t            need;
-    uint64_t            seq;
-    int                 bounce_slot = -1, rc;
-    braid_status_t      st;
+/* Where a put's data comes from and goes to, for post_batch. */
+typedef struct put_plan {
+    braid_roce_area_t *area;
+    size_t             dst_off;
+    struct ibv_sge     src;     /* whole source: address and key */
+    size_t             len;
+    size_t             nchunks; /* RDMA WRITEs of at most max_write */
+    uint64_t           flag_off;
+    uint64_t           flag_val;
+} put_plan_t;
 
-    req->handle = NULL;
-    req->active = 0;
-    st = check_args(comm, mem, peer, dst_off, src, len, flag_off);
-    if (st != BRAID_OK)
-        return st;
-    area = mem->impl;
-    if (peer == comm->rank)
-        return put_self(area, dst_off, src, len, flag_off, flag_val, req);
-    if (comm->failed != BRAID_OK)
-        return comm->svc->error(comm->failed, "%s", comm->why);
-    if (nchunks > BRAID_ROCE_MAX_CHUNKS)
-        return comm->svc->error(BRAID_ERR_INVALID_ARG, "roce: put_signal to "
-                                "rank %d: %zu bytes is more than %d writes of "
-                                "%zu bytes (the most %s takes in one)", peer,
-                                len, BRAID_ROCE_MAX_CHUNKS, comm->max_write,
-                                comm->dev.name);
-    need = (uint32_t)nchunks + 1;
-    p = &comm->peers[peer];
-    /* Room for our WRs in the send queue: wait for the oldest puts. */
+/* Posts chunks [first, first + n) of the data and, when last, the signal;
+ * the final WR is signaled, so each batch completes on its own and a put
+ * larger than the send queue still drains it.  tmp_mr (or NULL) is released
+ * when this batch completes. */
+static braid_status_t post_batch(braid_roce_comm_t *comm, int peer,
+                                 const put_plan_t *pl, size_t first, size_t n,
+                                 int last, struct ibv_mr *tmp_mr,
+                                 uint64_t *seq_out)
+{
+    braid_roce_peer_t *p    = &comm->peers[peer];
+    uint32_t           need = (uint32_t)n + (last ? 1u : 0u);
+    struct ibv_sge     sge[BRAID_ROCE_MAX_CHUNKS + 1];
+    struct ibv_send_wr wr[BRAID_ROCE_MAX_CHUNKS + 1], *bad = NULL;
+    braid_roce_sig_t  *sig;
+    braid_status_t     st;
+    uint64_t           seq;
+    int                rc;
+
+    /* Room in the send queue: wait for the oldest puts. */
     while (BRAID_ROCE_SQ_DEPTH - p->sq_used < need) {
         uint64_t oldest = (p->done + 1) & BRAID_ROCE_SEQ_MASK;
         if ((st = wait_put(comm, peer, oldest, "send queue room")) != BRAID_OK)
             return st;
     }
     seq = (p->posted + 1) & BRAID_ROCE_SEQ_MASK;
-
-    memset(data_wr, 0, sizeof(data_wr));
-    memset(&sig_wr, 0, sizeof(sig_wr));
-    if (len > 0) {
-        st = source_sge(comm, peer, src, len, &src_sge, &tmp_mr,
-                        &bounce_slot);
-        if (st != BRAID_OK)
-            return st;
+    memset(wr, 0, sizeof(wr));
+    for (size_t i = 0; i < n; i++) {
+        size_t off = (first + i) * comm->max_write;
+        size_t len = pl->len - off < comm->max_write ? pl->len - off
+                                                     : comm->max_write;
+        sge[i].addr   = pl->src.addr + off;
+        sge[i].length = (uint32_t)len;
+        sge[i].lkey   = pl->src.lkey;
+        wr[i].wr_id   = braid_roce_wr_id(BRAID_ROCE_WR_DATA, peer, seq);
+        wr[i].sg_list = &sge[i];
+        wr[i].num_sge = 1;
+        wr[i].opcode  = IBV_WR_RDMA_WRITE;
+        wr[i].wr.rdma.remote_addr = pl->area->raddr[peer] + pl->dst_off + off;
+        wr[i].wr.rdma.rkey        = pl->area->rkey[peer];
+        wr[i].next    = &wr[i + 1];
     }
-    /* The data, in writes of at most max_write bytes, chained before the
-     * signal and posted with it in one call. */
-    for (size_t c = 0; c < nchunks; c++) {
-        size_t off = c * comm->max_write;
-        size_t n   = len - off < comm->max_write ? len - off : comm->max_write;
-        data_sge[c].addr   = src_sge.addr + off;
-        data_sge[c].length = (uint32_t)n;
-        data_sge[c].lkey   = src_sge.lkey;
-        data_wr[c].wr_id   = braid_roce_wr_id(BRAID_ROCE_WR_DATA, peer, seq);
-        data_wr[c].sg_list = &data_sge[c];
-        data_wr[c].num_sge = 1;
-        data_wr[c].opcode  = IBV_WR_RDMA_WRITE;
-        data_wr[c].wr.rdma.remote_addr = area->raddr[peer] + dst_off + off;
-        data_wr[c].wr.rdma.rkey        = area->rkey[peer];
-        data_wr[c].next    = c + 1 < nchunks ? &data_wr[c + 1] : &sig_wr;
+    if (last) {
+        /* The outbox slot of this seq is free: at most SQ_DEPTH puts are
+         * in flight, and the one that used it before has completed. */
+        sig = braid_roce_outbox(comm, peer,
+                                (uint32_t)(seq % BRAID_ROCE_SQ_DEPTH));
+        sig->magic    = BRAID_ROCE_SIG_MAGIC;
+        sig->area     = pl->area->id;
+        sig->flag_off = pl->flag_off;
+        sig->flag_val = pl->flag_val;
+        sge[n].addr   = (uint64_t)(uintptr_t)sig;
+        sge[n].length = sizeof(*sig);
+        sge[n].lkey   = comm->bufs_mr->lkey;
+        wr[n].sg_list = &sge[n];
+        wr[n].num_sge = 1;
+        wr[n].opcode  = IBV_WR_SEND;
+        if (comm->max_inline >= sizeof(*sig))
+            wr[n].send_flags = IBV_SEND_INLINE;
     }
+    wr[need - 1].next        = NULL;
+    wr[need - 1].wr_id       = braid_roce_wr_id(BRAID_ROCE_WR_PUT, peer, seq);
+    wr[need - 1].send_flags |= IBV_SEND_SIGNALED;
 
-    /* The outbox slot of this seq is free: at most SQ_DEPTH puts are in
-     * flight, and the one that used it last has completed. */
-    sig = braid_roce_outbox(comm, peer, (uint32_t)(seq % BRAID_ROCE_SQ_DEPTH));
-    sig->magic    = BRAID_ROCE_SIG_MAGIC;
-    sig->area     = area->id;
-    sig->flag_off = flag_off;
-    sig->flag_val = flag_val;
-    sig_sge.addr   = (uint64_t)(uintptr_t)sig;
-    sig_sge.length = sizeof(*sig);
-    sig_sge.lkey   = comm->bufs_mr->lkey;
-    sig_wr.wr_id      = braid_roce_wr_id(BRAID_ROCE_WR_PUT, peer, seq);
-    sig_wr.sg_list    = &sig_sge;
-    sig_wr.num_sge    = 1;
-    sig_wr.opcode     = IBV_WR_SEND;
-    sig_wr.send_flags = IBV_SEND_SIGNALED;
-    if (comm->max_inline >= sizeof(*sig))
-        sig_wr.send_flags |= IBV_SEND_INLINE;
-
-    rc = ibv_post_send(p->qp, nchunks > 0 ? &data_wr[0] : &sig_wr, &bad);
-    if (rc != 0) {
-        if (tmp_mr != NULL)
-            ibv_dereg_mr(tmp_mr);
+    rc = ibv_post_send(p->qp, &wr[0], &bad);
+    if (rc != 0)
         return comm->svc->error(BRAID_ERR_TRANSPORT, "roce: rank %d: "
                                 "put_signal to rank %d: ibv_post_send on %s "
                                 "failed: %s", comm->rank, peer,
                                 comm->dev.name, strerror(rc));
-    }
     if (p->sq_used == 0)
         p->active_since = comm->svc->now();
     p->sq_used += need;
     p->posted = seq;
     p->ops[seq % BRAID_ROCE_SQ_DEPTH].nwr    = need;
     p->ops[seq % BRAID_ROCE_SQ_DEPTH].tmp_mr = tmp_mr;
+    *seq_out = seq;
+    return BRAID_OK;
+}
+
+braid_status_t braid_roce_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
+                                     size_t dst_off, const void *src,
+                                     size_t len, size_t flag_off,
+                                     uint64_t flag_val, braid_treq_t *req)
+{
+    braid_roce_comm_t *comm = tcomm;
+    struct ibv_mr     *tmp_mr = NULL;
+    put_plan_t         pl;
+    uint64_t           seq = 0;
+    size_t             first = 0;
+    int                bounce_slot = -1;
+    braid_status_t     st;
+
+    req->handle = NULL;
+    req->active = 0;
+    st = check_args(comm, mem, peer, dst_off, src, len, flag_off);
+    if (st != BRAID_OK)
+        return st;
+    if (peer == comm->rank)
+        return put_self(mem->impl, dst_off, src, len, flag_off, flag_val,
+                        req);
+    if (comm->failed != BRAID_OK)
+        return comm->svc->error(comm->failed, "%s", comm->why);
+
+    memset(&pl, 0, sizeof(pl));
+    pl.area     = mem->impl;
+    pl.dst_off  = dst_off;
+    pl.len      = len;
+    pl.nchunks  = (len + comm->max_write - 1) / comm->max_write;
+    pl.flag_off = flag_off;
+    pl.flag_val = flag_val;
+    if (len > 0) {
+        st = source_sge(comm, peer, src, len, &pl.src, &tmp_mr, &bounce_slot);
+        if (st != BRAID_OK)
+            return st;
+    }
+    /* Batches of at most MAX_CHUNKS writes; the last one carries the
+     * signal and releases the source registration when it completes. */
+    do {
+        size_t n    = pl.nchunks - first;
+        int    last = n <= BRAID_ROCE_MAX_CHUNKS;
+        if (!last)
+            n = BRAID_ROCE_MAX_CHUNKS;
+        st = post_batch(comm, peer, &pl, first, n, last,
+                        last ? tmp_mr : NULL, &seq);
+        if (st != BRAID_OK)
+            break;
+        first += n;
+    } while (first < pl.nchunks);
+    if (st != BRAID_OK && first == 0) {
+        if (tmp_mr != NULL)
+            ibv_dereg_mr(tmp_mr);
+        return st;
+    }
+    if (st != BRAID_OK) {
+        /* Part of the data is on its way and no signal will follow: this
+         * communicator's puts to that peer are out of step for good.  The
+         * batches posted still read the source; the registration goes
+         * with the last of them, or at comm_destroy. */
+        if (tmp_mr != NULL)
+            comm->peers[peer].ops[seq % BRAID_ROCE_SQ_DEPTH].tmp_mr = tmp_mr;
+        return braid_roce_fail(comm, st, "roce: rank %d: put_signal of %zu "
+                               "bytes to rank %d abandoned after %zu of %zu "
+                               "writes (status %d)", comm->rank, len, peer,
+                               first, pl.nchunks, (int)st);
+    }
     if (bounce_slot >= 0)
-        p->bounce_seq[bounce_slot] = seq;
+        comm->peers[peer].bounce_seq[bounce_slot] = seq;
     req->handle = handle_encode(peer, seq);
     req->active = 1;
     return BRAID_OK;

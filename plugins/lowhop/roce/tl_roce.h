@@ -16,7 +16,8 @@
 
 #define BRAID_ROCE_LOG "roce"
 
-/* Send work requests in flight per QP.  A put takes one or two. */
+/* Send work requests in flight per QP.  A put takes one per RDMA WRITE of
+ * its data (usually one) and one for its signal. */
 #define BRAID_ROCE_SQ_DEPTH 256u
 /* Receives posted per QP: signals that may arrive before progress() runs.
  * More than that is not an error: the sender's HCA retries (RNR NAK). */
@@ -26,8 +27,9 @@
  * duration of the put. */
 #define BRAID_ROCE_BOUNCE_SIZE  8192u
 #define BRAID_ROCE_BOUNCE_SLOTS 8u
-/* One put's data goes out in RDMA WRITEs of at most max_write bytes
- * (the port's max_msg_sz, at most 1 GiB): at most this many. */
+/* A put's data goes out in RDMA WRITEs of at most max_write bytes (the
+ * port's max_msg_sz, 8 MiB on rxe, at most 1 GiB), posted in batches of at
+ * most this many. */
 #define BRAID_ROCE_MAX_CHUNKS   16
 #define BRAID_ROCE_MAX_WRITE    ((size_t)1 << 30)
 
@@ -36,9 +38,9 @@
 #define BRAID_ROCE_DEFAULT_GBPS     20.0
 
 /* Work request ids: kind in the top bits, then the peer, then a number. */
-#define BRAID_ROCE_WR_PUT  1ull /* signaled last WR of a put: number = seq */
-#define BRAID_ROCE_WR_DATA 2ull /* unsignaled data WRITE (seen on error only) */
-#define BRAID_ROCE_WR_RECV 3ull /* receive of a signal: number = slot */
+#define BRAID_ROCE_WR_PUT  1ull /* signaled last WR of a batch: n = seq */
+#define BRAID_ROCE_WR_DATA 2ull /* unsignaled WRITE: completes on error only */
+#define BRAID_ROCE_WR_RECV 3ull /* receive of a signal: n = slot */
 #define BRAID_ROCE_PEER_BITS 20
 #define BRAID_ROCE_SEQ_BITS  42
 #define BRAID_ROCE_SEQ_MASK  ((1ull << BRAID_ROCE_SEQ_BITS) - 1)
@@ -137,6 +139,9 @@ braid_status_t braid_roce_env_link(const braid_services_v1_t *svc,
 braid_status_t braid_roce_env_dev(const braid_services_v1_t *svc,
                                   char *name, size_t name_len, int *port,
                                   char *why, size_t why_len);
+braid_status_t braid_roce_env_max_write(const braid_services_v1_t *svc,
+                                        size_t *bytes, char *why,
+                                        size_t why_len);
 braid_status_t braid_roce_env_gid_index(const braid_services_v1_t *svc,
                                         int *index, char *why, size_t why_len);
 

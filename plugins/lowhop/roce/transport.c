@@ -22,6 +22,7 @@ static braid_status_t roce_probe(const braid_services_v1_t *svc, char *why,
 {
     braid_roce_dev_t dev;
     braid_link_t     link;
+    size_t           max_write;
     braid_status_t   st = braid_roce_dev_open(svc, &dev, why, why_len);
 
     if (st != BRAID_OK)
@@ -31,7 +32,10 @@ static braid_status_t roce_probe(const braid_services_v1_t *svc, char *why,
     braid_roce_dev_close(&dev);
     /* A malformed override is reported here too, so that braid-info shows
      * it, rather than only when a communicator opens. */
-    return braid_roce_env_link(svc, &link, why, why_len);
+    st = braid_roce_env_link(svc, &link, why, why_len);
+    if (st == BRAID_OK)
+        st = braid_roce_env_max_write(svc, &max_write, why, why_len);
+    return st;
 }
 
 /* Declared, not measured: a 200 Gb/s RoCE NIC (ConnectX-6/7 class) behind
