@@ -46,9 +46,12 @@ test-asan: deps
 	ninja -C $(ASAN_BUILD)
 	@.ci/meson-test.sh $(ASAN_BUILD) --suite unit --suite mp-quick
 
+# Plugins and reasons, then the benchmark with every plugin (the algo column
+# is the dispatcher's choice per size), then with the UCX fallback alone.
 run: build
 	$(BUILD)/tools/braid-info
 	$(BUILD)/tools/braidrun -n $(RUN_RANKS) $(BUILD)/bench/braid-bench -b 8 -e 64M -f 4
+	BRAID_PLUGINS=ucx $(BUILD)/tools/braidrun -n $(RUN_RANKS) $(BUILD)/bench/braid-bench -b 8 -e 64M -f 4
 
 install: build
 	meson install -C $(BUILD)
