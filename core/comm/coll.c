@@ -1,4 +1,5 @@
 /* Public blocking collectives: validate, choose a candidate, run in order. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -125,7 +126,8 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
         return st;
     size_t dtsize = braid_dtype_size(dtype);
 
-    memset(call, 0, sizeof(*call));
+    memset(call, 0, offsetof(braid_call_t, error));
+    call->error[0] = '\0';
     braid_task_t *t = &call->task;
     t->coll    = coll;
     t->sendbuf = sendbuf;

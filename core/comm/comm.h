@@ -18,8 +18,11 @@ typedef struct braid_call {
     int                done;
     braid_status_t     status;
     double             t_start;
-    char               error[512]; /* message when status != OK */
     struct braid_call *next;
+    /* Last: only written on failure, so a call clears the fields above it
+     * and not these 512 bytes (the decode path issues ~10 KiB calls in a
+     * tight loop). */
+    char               error[512]; /* message when status != OK */
 } braid_call_t;
 
 struct braid_request {
