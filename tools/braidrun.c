@@ -70,7 +70,7 @@ static int     sig_pipe[2] = {-1, -1}; /* signal handler -> main loop */
 static int     out_dead[3]; /* our stdout/stderr went away */
 static rank_t *ranks;
 static int     nranks;
-static int     bind_cores = -1; /* --bind: 1 core, 0 none, -1 auto */
+static int     bind_cores = 1; /* --bind: 1 core (round robin), 0 none */
 
 static void usage(FILE *f)
 {
@@ -82,10 +82,9 @@ static void usage(FILE *f)
                "to exit on\n"
                "                  their own (reporting the failure) before "
                "SIGTERM (default 0)\n"
-               "  -b, --bind B    'core': pin rank r to the r-th allowed CPU; "
-               "'none'; default\n"
-               "                  core when there are no more ranks than "
-               "CPUs (as mpirun)\n"
+               "  -b, --bind B    'core' (default): pin rank r to allowed CPU "
+               "r mod ncpu;\n"
+               "                  'none': leave placement to the scheduler\n"
                "  -h, --help      this text\n", MAX_RANKS);
 }
 
@@ -205,16 +204,19 @@ static const char *sig_name(int sig)
     return d ? d : "unknown signal";
 }
 
-/* Pins the calling rank to the rank-th CPU braidrun may use.  A waiting
- * rank spins; two unpinned ranks that the scheduler stacks on one CPU then
- * take turns a time slice at a time. */
+/* Pins the calling rank to CPU (rank mod ncpu) of those braidrun may use.
+ * A waiting rank spins; two unpinned ranks that the scheduler stacks on one
+ * CPU then take turns a time slice at a time.  With more ranks than CPUs,
+ * fixed run queues keep the hand-offs between the ranks sharing a CPU cheap
+ * (no migrations): 8 ranks on 2 CPUs do an 8-byte all-reduce in about 14 us
+ * pinned against 15-25 us unpinned here. */
 static void bind_to_core(int rank)
 {
     cpu_set_t allowed, one;
     if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
         return;
     int ncpu = CPU_COUNT(&allowed);
-    if (ncpu <= 0 || bind_cores == 0 || (bind_cores < 0 && nranks > ncpu))
+    if (ncpu <= 0 || bind_cores == 0)
         return;
     int k = rank % ncpu;
     for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
