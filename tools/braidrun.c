@@ -88,11 +88,6 @@ static void usage(FILE *f)
                "  -h, --help      this text\n", MAX_RANKS);
 }
 
-static double now_s(void)
-{
-    return braid_now_s();
-}
-
 static void on_signal(int sig)
 {
     int           saved = errno;
@@ -355,7 +350,7 @@ static void reap(int *first_fail, int *shutdown, double *term_at,
             *first_fail = r;
         if (!*shutdown) {
             *shutdown = 1;
-            *term_at  = now_s() + grace;
+            *term_at  = braid_now_s() + grace;
             if (grace > 0.0 && any_running()) {
                 k = snprintf(msg, sizeof(msg), "braidrun: giving the other "
                              "ranks %g s to exit on their own\n", grace);
@@ -539,7 +534,7 @@ int main(int argc, char **argv)
     double term_at = 0.0, kill_at = 0.0;
     if (!spawned_ok) {
         shutdown = terminating = 1;
-        kill_at     = now_s() + KILL_GRACE_S;
+        kill_at     = braid_now_s() + KILL_GRACE_S;
         signal_ranks(SIGTERM);
     }
 
@@ -563,7 +558,7 @@ int main(int argc, char **argv)
         }
         int wait_ms = -1;
         if ((shutdown && !terminating) || (terminating && !killed)) {
-            double left = (terminating ? kill_at : term_at) - now_s();
+            double left = (terminating ? kill_at : term_at) - braid_now_s();
             wait_ms     = left > 0 ? (int)(left * 1000.0) + 1 : 0;
         }
         int rc = poll(pfd, (nfds_t)np, wait_ms);
@@ -592,13 +587,13 @@ int main(int argc, char **argv)
                     signal_ranks(got_sig);
                     if (!terminating) {
                         shutdown = terminating = 1;
-                        kill_at  = now_s() + KILL_GRACE_S;
+                        kill_at  = braid_now_s() + KILL_GRACE_S;
                     }
                 }
             }
         }
         reap(&first_fail, &shutdown, &term_at, grace);
-        if (shutdown && !terminating && now_s() >= term_at && any_running()) {
+        if (shutdown && !terminating && braid_now_s() >= term_at && any_running()) {
             if (grace > 0.0) {
                 char msg[96];
                 int  m = snprintf(msg, sizeof(msg), "braidrun: grace of %g s "
@@ -606,10 +601,10 @@ int main(int argc, char **argv)
                 emit(2, msg, (size_t)m);
             }
             terminating = 1;
-            kill_at     = now_s() + KILL_GRACE_S;
+            kill_at     = braid_now_s() + KILL_GRACE_S;
             signal_ranks(SIGTERM);
         }
-        if (terminating && !killed && now_s() >= kill_at && any_running()) {
+        if (terminating && !killed && braid_now_s() >= kill_at && any_running()) {
             signal_ranks(SIGKILL);
             killed = 1;
         }

@@ -109,7 +109,7 @@ static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
         return BRAID_OK;
     }
     if (!call->started) {
-        call->t_start = braid_core_services()->now();
+        call->t_start = braid_now_s();
         st = call->cand->algo->start(&call->task);
         if (st != BRAID_OK) {
             st = first_cause(call, comm, st);
@@ -120,7 +120,7 @@ static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
     }
     st = call->cand->algo->progress(&call->task);
     if (st == BRAID_INPROGRESS) {
-        double now    = braid_core_services()->now();
+        double now    = braid_now_s();
         double waited = now - call->t_start;
         /* A dead peer shows up on the bootstrap channel long before the
          * timeout; look every few milliseconds, not on every poll. */
@@ -179,7 +179,7 @@ braid_status_t braid_call_wait(braid_comm_t *comm, braid_call_t *call)
         if (yielding) {
             sched_yield();
         } else if ((++polls & 63) == 0) {
-            double now = braid_core_services()->now();
+            double now = braid_now_s();
             if (t0 == 0)
                 t0 = now;
             else if (now - t0 > BRAID_SPIN_BUDGET_S)

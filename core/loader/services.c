@@ -1,17 +1,8 @@
 /* The services the core hands to plugins: logging, errors, kernels, clock. */
-#include <time.h>
-
 #include "kernels/reduce.h"
 #include "loader/loader.h"
 #include "util/env.h"
 #include "util/log.h"
-
-static double services_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static braid_status_t services_error(braid_status_t status, const char *fmt, ...)
 {
@@ -38,7 +29,7 @@ static const braid_services_v1_t services = {
     .reduce2    = braid_kernel_reduce2,
     .finish_avg = braid_kernel_finish_avg,
     .timeout_s  = braid_timeout_s,
-    .now        = services_now,
+    .now        = braid_now_s,
 };
 
 const braid_services_v1_t *braid_core_services(void) { return &services; }

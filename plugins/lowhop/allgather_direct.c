@@ -98,12 +98,6 @@ static braid_status_t ag_progress(braid_task_t *task)
     return s->left == 0 ? BRAID_OK : BRAID_INPROGRESS;
 }
 
-static void ag_finish(braid_task_t *task)
-{
-    free(task->priv);
-    task->priv = NULL;
-}
-
 const braid_algo_v1_t braid_lowhop_allgather_direct_algo = {
     .name            = "direct",
     .coll            = BRAID_COLL_ALLGATHER,
@@ -112,6 +106,6 @@ const braid_algo_v1_t braid_lowhop_allgather_direct_algo = {
     .estimate        = braid_lowhop_cost_allgather_direct,
     .start           = ag_start,
     .progress        = ag_progress,
-    .finish          = ag_finish,
+    .finish          = braid_lowhop_priv_free,
     .comm_state_free = braid_lowhop_area_free,
 };

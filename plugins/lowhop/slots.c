@@ -169,3 +169,61 @@ braid_status_t braid_lowhop_priv_alloc(braid_task_t *task, size_t size)
                                 task->size);
     return BRAID_OK;
 }
+
+braid_status_t braid_lowhop_local_result(braid_task_t *task)
+{
+    size_t len = task->count * task->dtsize;
+    if (len > 0 && task->recvbuf != task->sendbuf)
+        memcpy(task->recvbuf, task->sendbuf, len);
+    return BRAID_OK;
+}
+
+void braid_lowhop_priv_free(braid_task_t *task)
+{
+    free(task->priv);
+    task->priv = NULL;
+}
+
+braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
+                                       size_t cap, const char *what)
+{
+    int            n = task->size;
+    braid_status_t st;
+
+    if (len > cap)
+        return task->svc->error(BRAID_ERR_NOT_SUPPORTED, "lowhop: %s takes at "
+                                "most %zu bytes per rank, this call has %zu "
+                                "(its receive area holds a whole message per "
+                                "peer)", what, cap, len);
+    size_t size = sizeof(braid_lowhop_xchg_t) +
+                  (size_t)n * sizeof(braid_treq_t) +
+                  (size_t)n * sizeof(void *) + (size_t)n;
+    if ((st = braid_lowhop_priv_alloc(task, size)) != BRAID_OK)
+        return st;
+    braid_lowhop_xchg_t *x = task->priv;
+    x->reqs = (braid_treq_t *)(x + 1);
+    x->src  = (const void **)(x->reqs + n);
+    x->seen = (unsigned char *)(x->src + n);
+    if (len == 0 || n == 1)
+        return BRAID_OK; /* nothing to exchange (progress copies) */
+
+    st = braid_lowhop_area_get(&x->area, task, len, cap);
+    if (st != BRAID_OK) {
+        braid_lowhop_priv_free(task);
+        return st;
+    }
+    x->bank = (int)(x->area->calls++ & 1);
+    x->flag = braid_lowhop_flag(task->seq);
+    return BRAID_OK;
+}
+
+int braid_lowhop_xchg_arrived(braid_lowhop_xchg_t *x, int n)
+{
+    for (int k = 0; k < n - 1 && x->nseen < n - 1; k++) {
+        if (!x->seen[k] && braid_lowhop_arrived(x->area, x->bank, k, x->flag)) {
+            x->seen[k] = 1;
+            x->nseen++;
+        }
+    }
+    return x->nseen == n - 1;
+}

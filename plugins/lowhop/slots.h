@@ -142,5 +142,34 @@ braid_status_t braid_lowhop_tl_progress(braid_task_t *task);
 
 /* Zeroed task->priv of size bytes. */
 braid_status_t braid_lowhop_priv_alloc(braid_task_t *task, size_t size);
+/* The result of a reduction with nothing to exchange (one rank): its own
+ * buffer, copied unless in place; avg over one rank divides by 1. */
+braid_status_t braid_lowhop_local_result(braid_task_t *task);
+/* Frees task->priv: the finish() of every lowhop algorithm. */
+void braid_lowhop_priv_free(braid_task_t *task);
+
+/* One stage of direct writes followed by a fold in rank order: the state
+ * shared by oneshot (whole buffer to every peer) and reduce_scatter direct
+ * (block j to rank j). */
+typedef struct braid_lowhop_xchg {
+    braid_lowhop_area_t *area;   /* NULL: nothing to exchange (n 1, len 0) */
+    uint64_t             flag;
+    int                  bank;
+    int                  posted; /* the puts are out */
+    int                  nseen;  /* peers whose data arrived */
+    int                  reduced;
+    braid_treq_t        *reqs;   /* [n-1]: reqs[i-1] to rank+i */
+    unsigned char       *seen;   /* [n-1], by slot */
+    const void         **src;    /* [n]: contributions in rank order */
+} braid_lowhop_xchg_t;
+
+/* Refuses len above cap (what names the algorithm), allocates task->priv as
+ * a braid_lowhop_xchg_t and, when there is something to exchange, gets the
+ * area (growing it collectively) and picks this call's bank and flag.  On
+ * error task->priv is freed: finish() is not called when start fails. */
+braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
+                                       size_t cap, const char *what);
+/* Looks at the flags not seen yet; 1 once all n-1 peers' data arrived. */
+int braid_lowhop_xchg_arrived(braid_lowhop_xchg_t *x, int n);
 
 #endif

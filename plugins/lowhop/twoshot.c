@@ -207,12 +207,8 @@ static braid_status_t twoshot_progress(braid_task_t *task)
     int        n = task->size;
     braid_status_t st, rs, ag;
 
-    if (s->area == NULL) {
-        size_t len = task->count * task->dtsize;
-        if (len > 0 && task->recvbuf != task->sendbuf)
-            memcpy(task->recvbuf, task->sendbuf, len);
-        return BRAID_OK;
-    }
+    if (s->area == NULL)
+        return braid_lowhop_local_result(task);
     if (!s->posted && (st = post_stage1(task, s)) != BRAID_OK)
         return st;
     if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
@@ -231,12 +227,6 @@ static braid_status_t twoshot_progress(braid_task_t *task)
                : BRAID_INPROGRESS;
 }
 
-static void twoshot_finish(braid_task_t *task)
-{
-    free(task->priv);
-    task->priv = NULL;
-}
-
 const braid_algo_v1_t braid_lowhop_twoshot_algo = {
     .name            = "twoshot",
     .coll            = BRAID_COLL_ALLREDUCE,
@@ -245,6 +235,6 @@ const braid_algo_v1_t braid_lowhop_twoshot_algo = {
     .estimate        = braid_lowhop_cost_twoshot,
     .start           = twoshot_start,
     .progress        = twoshot_progress,
-    .finish          = twoshot_finish,
+    .finish          = braid_lowhop_priv_free,
     .comm_state_free = braid_lowhop_area_free,
 };
