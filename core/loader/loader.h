@@ -24,7 +24,7 @@ typedef struct braid_plugin_entry {
     braid_plugin_state_t      state;
     char                      why[256]; /* reason when not available */
     void                     *dl;
-    const braid_plugin_v1_t  *desc;     /* non-NULL only when available */
+    const braid_plugin_v2_t  *desc;     /* non-NULL only when available */
     /* Per transport of desc: 1 when its probe passed, else the reason. */
     int                       tl_ok[BRAID_LOADER_MAX_TLS];
     char                      tl_why[BRAID_LOADER_MAX_TLS][128];
@@ -56,6 +56,6 @@ int braid_plugin_filter_keeps(const braid_plugin_filter_t *filter,
                               const char *name);
 
 /* The services handed to plugins. */
-const braid_services_v1_t *braid_core_services(void);
+const braid_services_v2_t *braid_core_services(void);
 
 #endif

@@ -98,7 +98,7 @@ static braid_status_t ag_progress(braid_task_t *task)
     return s->left == 0 ? BRAID_OK : BRAID_INPROGRESS;
 }
 
-const braid_algo_v1_t braid_lowhop_allgather_direct_algo = {
+const braid_algo_v2_t braid_lowhop_allgather_direct_algo = {
     .name            = "direct",
     .coll            = BRAID_COLL_ALLGATHER,
     .needs_caps      = BRAID_CAP_PUT_SIGNAL,

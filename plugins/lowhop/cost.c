@@ -1,8 +1,9 @@
 /* Alpha-beta-gamma cost model of the lowhop algorithms (microseconds).
  *
  * Notation (as plugins/ucx/cost.c): n ranks, m = in->bytes (the per-rank
- * size of braid_cost_in_t), alpha = in->link.alpha_us per stage, and
- *     B(x) = x / (beta·1e3)    us to send x bytes at beta GB/s
+ * size of braid_cost_in_t), alpha = in->link.put_alpha_us per stage (every
+ * algorithm here moves its data with put_signal, so the put path is its link), and
+ *     B(x) = x / (beta·1e3)    us to send x bytes at beta = put_beta_gbps
  *     G(x) = x / (gamma·1e3)   us to reduce (or copy) x bytes locally
  * since 1 GB/s = 1e9 B/s = 1e3 B/us.
  *
@@ -70,14 +71,14 @@ typedef struct terms {
  * the message is above cap. */
 static int terms(terms_t *t, const braid_cost_in_t *in, size_t cap)
 {
-    if (in->nranks < 1 || in->bytes > cap || !isfinite(in->link.alpha_us) ||
-        !(in->link.alpha_us >= 0.0) || !isfinite(in->link.beta_gbps) ||
-        !(in->link.beta_gbps > 0.0))
+    if (in->nranks < 1 || in->bytes > cap ||
+        !isfinite(in->link.put_alpha_us) || !(in->link.put_alpha_us >= 0.0) ||
+        !isfinite(in->link.put_beta_gbps) || !(in->link.put_beta_gbps > 0.0))
         return -1;
     t->n     = in->nranks;
     t->m     = (double)in->bytes;
-    t->alpha = in->link.alpha_us;
-    t->bus   = 1.0 / (in->link.beta_gbps * 1e3);
+    t->alpha = in->link.put_alpha_us;
+    t->bus   = 1.0 / (in->link.put_beta_gbps * 1e3);
     t->gus   = in->reduce_gbps > 0.0 && isfinite(in->reduce_gbps)
                    ? 1.0 / (in->reduce_gbps * 1e3)
                    : 0.0;

@@ -13,17 +13,17 @@
 #include "lowhop.h"
 #include "roce/roce.h"
 
-static braid_status_t lowhop_probe(const braid_services_v1_t *svc, char *why,
+static braid_status_t lowhop_probe(const braid_services_v2_t *svc, char *why,
                                    size_t why_len)
 {
     (void)svc, (void)why, (void)why_len;
     return BRAID_OK; /* the algorithms run on any put-with-signal transport */
 }
 
-static const braid_transport_v1_t *const transports[] = {
+static const braid_transport_v2_t *const transports[] = {
     &braid_lowhop_roce_transport};
 
-static const braid_algo_v1_t *const algos[] = {
+static const braid_algo_v2_t *const algos[] = {
     &braid_lowhop_oneshot_algo,
     &braid_lowhop_twoshot_algo,
     &braid_lowhop_allgather_direct_algo,
@@ -31,9 +31,9 @@ static const braid_algo_v1_t *const algos[] = {
 };
 
 __attribute__((visibility("default")))
-const braid_plugin_v1_t braid_plugin_v1 = {
+const braid_plugin_v2_t braid_plugin_v2 = {
     .abi_version  = BRAID_PLUGIN_ABI_VERSION,
-    .struct_size  = sizeof(braid_plugin_v1_t),
+    .struct_size  = sizeof(braid_plugin_v2_t),
     .name         = "lowhop",
     .version      = "0.1",
     .probe        = lowhop_probe,

@@ -227,7 +227,7 @@ static braid_status_t twoshot_progress(braid_task_t *task)
                : BRAID_INPROGRESS;
 }
 
-const braid_algo_v1_t braid_lowhop_twoshot_algo = {
+const braid_algo_v2_t braid_lowhop_twoshot_algo = {
     .name            = "twoshot",
     .coll            = BRAID_COLL_ALLREDUCE,
     .needs_caps      = BRAID_CAP_PUT_SIGNAL,

@@ -11,16 +11,19 @@
 
 /* Declared, not measured: the cost model only needs to rank candidates, and
  * every rank must feed it the same numbers without talking.
- *  - alpha: a message is one cache line changing cores (store on one, miss
- *    on the other): ~0.1 us here, where a cross-core line round trip is
- *    ~0.13 us.
- *  - beta: put_signal is a single memcpy into the peer's mapping, bounded by
- *    one core's copy bandwidth, ~10 GB/s.  Send/receive copy twice through
- *    the ring and reach about half of that; the model has one number per
- *    transport and the latency-bound algorithms it steers are the one-sided
- *    ones. */
-#define ALPHA_US 0.1
-#define BETA_GBPS 10.0
+ *  - put_signal: a message is one cache line changing cores (store on one,
+ *    miss on the other), ~0.1 us here where a cross-core line round trip is
+ *    ~0.13 us; the data is one memcpy into the peer's mapping, ~10 GB/s.
+ *  - send/receive: the sender copies into a 16 KiB cell, the receiver copies
+ *    out, and every cell is a hand-off between the two, so a message costs a
+ *    few line transfers and the stream pays two copies plus a hand-off per
+ *    cell: 4 ranks, ring@shm reached 2-3 GB/s bus bandwidth at 256 KiB and
+ *    under 1.5 GB/s from 2 MiB, against twoshot@shm (puts) 1.6-2.7x faster
+ *    at the same sizes. */
+#define PUT_ALPHA_US  0.1
+#define PUT_BETA_GBPS 10.0
+#define SR_ALPHA_US   0.4
+#define SR_BETA_GBPS  2.0
 
 /* Idle tests before a send/receive waiter sleeps on an oversubscribed host
  * (wake.c), from BRAID_SHM_SPIN.  Off by default: on this 2-core VM the
@@ -30,7 +33,7 @@
  * README.md has the numbers. */
 #define SPIN_TESTS_DEFAULT 0u
 
-braid_status_t braid_shm_probe(const braid_services_v1_t *svc, char *why,
+braid_status_t braid_shm_probe(const braid_services_v2_t *svc, char *why,
                                size_t why_len)
 {
     char  name[BRAID_SHM_NAME_LEN], ebuf[128];
@@ -71,7 +74,7 @@ braid_status_t braid_shm_probe(const braid_services_v1_t *svc, char *why,
 }
 
 /* Parses BRAID_SHM_SPIN: a whole non-negative number. */
-static braid_status_t spin_setting(const braid_services_v1_t *svc,
+static braid_status_t spin_setting(const braid_services_v2_t *svc,
                                    unsigned *spin)
 {
     const char   *env = getenv("BRAID_SHM_SPIN");
@@ -136,7 +139,7 @@ static void comm_free(braid_shm_comm_t *comm)
     free(comm);
 }
 
-static braid_status_t shm_comm_create(const braid_services_v1_t *svc,
+static braid_status_t shm_comm_create(const braid_services_v2_t *svc,
                                       const braid_oob_t *oob,
                                       const braid_topo_t *topo, void **tcomm)
 {
@@ -179,8 +182,10 @@ static braid_status_t shm_comm_create(const braid_services_v1_t *svc,
     comm->size       = oob->size;
     comm->lost_peer  = -1;
     comm->rmems.prev = comm->rmems.next = &comm->rmems;
-    comm->link.alpha_us  = ALPHA_US;
-    comm->link.beta_gbps = BETA_GBPS;
+    comm->link.alpha_us      = SR_ALPHA_US;
+    comm->link.beta_gbps     = SR_BETA_GBPS;
+    comm->link.put_alpha_us  = PUT_ALPHA_US;
+    comm->link.put_beta_gbps = PUT_BETA_GBPS;
     comm->in  = calloc((size_t)comm->size, sizeof(*comm->in));
     comm->out = calloc((size_t)comm->size, sizeof(*comm->out));
     if (comm->in == NULL || comm->out == NULL) {
@@ -232,7 +237,7 @@ static void shm_link(void *tcomm, braid_link_t *link)
     *link = ((braid_shm_comm_t *)tcomm)->link;
 }
 
-const braid_transport_v1_t braid_shm_transport = {
+const braid_transport_v2_t braid_shm_transport = {
     .name         = "shm",
     .caps         = BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV,
     .probe        = braid_shm_probe,

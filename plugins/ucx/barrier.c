@@ -115,7 +115,7 @@ static braid_status_t recdbl_progress(braid_task_t *task)
     }
 }
 
-const braid_algo_v1_t braid_ucx_barrier_ring = {
+const braid_algo_v2_t braid_ucx_barrier_ring = {
     .name            = "ring",
     .coll            = BRAID_COLL_BARRIER,
     .needs_caps      = BRAID_CAP_SENDRECV,
@@ -127,7 +127,7 @@ const braid_algo_v1_t braid_ucx_barrier_ring = {
     .comm_state_free = NULL,
 };
 
-const braid_algo_v1_t braid_ucx_barrier_recdbl = {
+const braid_algo_v2_t braid_ucx_barrier_recdbl = {
     .name            = "recdbl",
     .coll            = BRAID_COLL_BARRIER,
     .needs_caps      = BRAID_CAP_SENDRECV,

@@ -96,7 +96,7 @@ static braid_status_t progress(braid_task_t *task)
     }
 }
 
-const braid_algo_v1_t braid_ucx_bcast_recdbl = {
+const braid_algo_v2_t braid_ucx_bcast_recdbl = {
     .name            = "recdbl",
     .coll            = BRAID_COLL_BROADCAST,
     .needs_caps      = BRAID_CAP_SENDRECV,

@@ -245,6 +245,7 @@ static void agree_link(braid_ucx_comm_t *comm, const braid_link_t *mine,
 {
     memcpy(&comm->link.alpha_us, &x->extra[0], sizeof(double));
     memcpy(&comm->link.beta_gbps, &x->extra[1], sizeof(double));
+    braid_ucx_link_put(&comm->link);
     if (comm->link.alpha_us != mine->alpha_us ||
         comm->link.beta_gbps != mine->beta_gbps) {
         comm->svc.log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT,
@@ -254,7 +255,7 @@ static void agree_link(braid_ucx_comm_t *comm, const braid_link_t *mine,
     }
 }
 
-braid_status_t braid_ucx_comm_create(const braid_services_v1_t *svc,
+braid_status_t braid_ucx_comm_create(const braid_services_v2_t *svc,
                                      const braid_oob_t *oob,
                                      const braid_topo_t *topo, void **tcomm)
 {

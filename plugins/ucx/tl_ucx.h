@@ -62,7 +62,7 @@ typedef struct braid_ucx_peer {
 } braid_ucx_peer_t;
 
 struct braid_ucx_comm {
-    braid_services_v1_t svc; /* copies: the caller's structs may be temporary */
+    braid_services_v2_t svc; /* copies: the caller's structs may be temporary */
     braid_oob_t         oob;
     int                 rank;
     int                 size;
@@ -74,7 +74,7 @@ struct braid_ucx_comm {
     braid_ucx_op_t      pending; /* list head of operations not yet retired */
 };
 
-extern const braid_transport_v1_t braid_ucx_transport;
+extern const braid_transport_v2_t braid_ucx_transport;
 
 /* context.c: the process-wide ucp context. */
 braid_status_t braid_ucx_context_acquire(ucp_context_h *context,
@@ -82,8 +82,10 @@ braid_status_t braid_ucx_context_acquire(ucp_context_h *context,
 void           braid_ucx_context_release(void);
 
 /* link.c: declared link parameters and their environment overrides. */
+/* Derives the put_signal pair from the two-sided one (link.c). */
+void braid_ucx_link_put(braid_link_t *link);
 braid_status_t braid_ucx_link_declared(braid_link_t *link,
-                                       const braid_services_v1_t *svc,
+                                       const braid_services_v2_t *svc,
                                        int nnodes);
 
 /* oob.c: agreement plus exchange of one variable-length blob per rank.
@@ -97,19 +99,19 @@ typedef struct braid_ucx_xchg {
 } braid_ucx_xchg_t;
 
 braid_status_t braid_ucx_oob_exchange(braid_ucx_xchg_t *out,
-                                      const braid_services_v1_t *svc,
+                                      const braid_services_v2_t *svc,
                                       const braid_oob_t *oob,
                                       const char *what, braid_status_t local,
                                       const void *blob, size_t len,
                                       const uint64_t extra[2]);
 void braid_ucx_xchg_free(braid_ucx_xchg_t *x);
 /* Agreement only: BRAID_OK when every rank passed BRAID_OK. */
-braid_status_t braid_ucx_oob_agree(const braid_services_v1_t *svc,
+braid_status_t braid_ucx_oob_agree(const braid_services_v2_t *svc,
                                    const braid_oob_t *oob, const char *what,
                                    braid_status_t local);
 
 /* comm.c */
-braid_status_t braid_ucx_comm_create(const braid_services_v1_t *svc,
+braid_status_t braid_ucx_comm_create(const braid_services_v2_t *svc,
                                      const braid_oob_t *oob,
                                      const braid_topo_t *topo, void **tcomm);
 void           braid_ucx_comm_destroy(void *tcomm);

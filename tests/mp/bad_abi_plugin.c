@@ -5,9 +5,9 @@
 #include <braid/plugin.h>
 
 __attribute__((visibility("default")))
-const braid_plugin_v1_t braid_plugin_v1 = {
+const braid_plugin_v2_t braid_plugin_v2 = {
     .abi_version = 999,
-    .struct_size = sizeof(braid_plugin_v1_t),
+    .struct_size = sizeof(braid_plugin_v2_t),
     .name        = "badabi",
     .version     = "0",
 };

@@ -4,7 +4,7 @@
 
 #include "roce.h"
 
-static braid_status_t roce_stub_probe(const braid_services_v1_t *svc,
+static braid_status_t roce_stub_probe(const braid_services_v2_t *svc,
                                       char *why, size_t why_len)
 {
     (void)svc;
@@ -13,7 +13,7 @@ static braid_status_t roce_stub_probe(const braid_services_v1_t *svc,
     return BRAID_ERR_UNAVAILABLE;
 }
 
-const braid_transport_v1_t braid_lowhop_roce_transport = {
+const braid_transport_v2_t braid_lowhop_roce_transport = {
     .name  = "roce",
     .caps  = BRAID_CAP_PUT_SIGNAL,
     .probe = roce_stub_probe,

@@ -154,7 +154,7 @@ void mock_tl_free(mock_tl_t *t)
 long mock_tl_allocs(const mock_tl_t *t) { return t->allocs; }
 long mock_tl_live_areas(const mock_tl_t *t) { return t->live; }
 
-static braid_status_t mock_comm_create(const braid_services_v1_t *svc,
+static braid_status_t mock_comm_create(const braid_services_v2_t *svc,
                                        const braid_oob_t *oob,
                                        const braid_topo_t *topo, void **tcomm)
 {
@@ -169,6 +169,8 @@ static void mock_link(void *tcomm, braid_link_t *link)
     (void)tcomm;
     link->alpha_us  = 1.0;
     link->beta_gbps = 10.0;
+    link->put_alpha_us  = 1.0;
+    link->put_beta_gbps = 10.0;
 }
 
 /* Collective, like every mem_alloc: each rank publishes its area, all read
@@ -279,7 +281,7 @@ static braid_status_t mock_test(void *tcomm, braid_treq_t *req)
     return BRAID_OK;
 }
 
-const braid_transport_v1_t mock_transport = {
+const braid_transport_v2_t mock_transport = {
     .name         = "mock",
     .caps         = BRAID_CAP_PUT_SIGNAL,
     .comm_create  = mock_comm_create,

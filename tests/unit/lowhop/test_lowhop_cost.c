@@ -76,8 +76,10 @@ static braid_cost_in_t setup(int n, int nnodes, int ppn,
     in.nnodes         = nnodes;
     in.ppn            = ppn;
     in.topo           = topo;
-    in.link.alpha_us  = alpha;
+    in.link.alpha_us  = alpha; /* the ring's two-sided path */
     in.link.beta_gbps = beta;
+    in.link.put_alpha_us  = alpha; /* the same link for put_signal here */
+    in.link.put_beta_gbps = beta;
     in.reduce_gbps    = GAMMA_GBPS;
     return in;
 }
@@ -260,11 +262,11 @@ static void test_caps(void)
         double t = algs[i].f(&in);
         check(t > 0 && t == algs[i].f(&in), "%s: not positive or not pure",
               algs[i].name);
-        in.link.beta_gbps = 0;
+        in.link.put_beta_gbps = 0;
         check(algs[i].f(&in) < 0, "%s: estimate with a zero bandwidth",
               algs[i].name);
-        in.link.beta_gbps = 6;
-        in.link.alpha_us  = NAN;
+        in.link.put_beta_gbps = 6;
+        in.link.put_alpha_us  = NAN;
         check(algs[i].f(&in) < 0, "%s: estimate with a NaN latency",
               algs[i].name);
         in = setup(1, 1, 1, BRAID_TOPO_SINGLE_HOST, 0.6, 6);
@@ -293,11 +295,11 @@ static braid_status_t no_error(braid_status_t st, const char *fmt, ...)
 /* start() refuses above the cap before it touches the transport (tl NULL). */
 static void test_start_cap(void)
 {
-    braid_services_v1_t svc;
+    braid_services_v2_t svc;
     memset(&svc, 0, sizeof(svc));
     svc.error = no_error;
     static const struct {
-        const braid_algo_v1_t *a;
+        const braid_algo_v2_t *a;
         size_t cap;
     } algs[] = {
         {&braid_lowhop_oneshot_algo, BRAID_LOWHOP_ONESHOT_MAX_BYTES},
