@@ -765,8 +765,10 @@ static int check_links(const th_plugin_t *p)
     unsetenv("BRAID_UCX_GBPS");
     run_world(&w, p, 2, 1, NULL, link_main);
     for (int r = 0; r < 2; r++) {
-        if (seen_status[r] != BRAID_OK || seen_link[r].alpha_us != 0.6 ||
-            seen_link[r].beta_gbps != 6.0) {
+        if (seen_status[r] != BRAID_OK || seen_link[r].alpha_us != 5.0 ||
+            seen_link[r].beta_gbps != 1.0 ||
+            seen_link[r].put_alpha_us != 15.0 ||
+            seen_link[r].put_beta_gbps != 0.5) {
             fprintf(stderr, "FAIL link one host: rank %d st %d %g us %g GB/s "
                     "(%s)\n", r, seen_status[r], seen_link[r].alpha_us,
                     seen_link[r].beta_gbps, seen_error[r]);
@@ -786,7 +788,8 @@ static int check_links(const th_plugin_t *p)
     run_world(&w, p, 2, 1, NULL, link_main);
     for (int r = 0; r < 2; r++) {
         if (seen_status[r] != BRAID_OK || seen_link[r].beta_gbps != 12.5 ||
-            seen_link[r].alpha_us != 0.6) {
+            seen_link[r].alpha_us != 5.0 ||
+            seen_link[r].put_beta_gbps != 6.25) {
             fprintf(stderr, "FAIL BRAID_UCX_GBPS=12.5: rank %d: %g GB/s\n",
                     r, seen_link[r].beta_gbps);
             bad++;
