@@ -3,6 +3,7 @@
 # build, and then test or run.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 MESON_OPTS ?=
 DEBS       := gcc clang pkg-config meson ninja-build libucx-dev openmpi-bin \
               libopenmpi-dev libibverbs-dev ibverbs-providers
@@ -11,7 +12,7 @@ VM_DEBS    := qemu-system-x86 kmod cpio iproute2
 ROCE_VM_CACHE ?= /var/cache/braid-roce-vm
 RUN_RANKS  ?= 4
 
-.PHONY: all deps build test run test-asan fuzz soak test-roce-vm install clean
+.PHONY: all deps build test run test-asan test-tsan fuzz soak test-roce-vm install clean
 
 all: build
 
@@ -46,6 +47,18 @@ test-asan: deps
 	ninja -C $(ASAN_BUILD)
 	@.ci/meson-test.sh $(ASAN_BUILD) --suite unit --suite mp-quick
 
+# The same suites under ThreadSanitizer.  meson.build's 'tsan' test setup
+# (the default in this build) passes TSAN_OPTIONS with tests/tsan.supp to
+# every test and every process it starts.  TSan makes the threaded unit
+# tests 5-10x slower (lowhop_algos: ~150 s of its 180 s limit on 2 busy
+# cores), hence the longer limits.
+test-tsan: deps
+	@[ -f $(TSAN_BUILD)/build.ninja ] || \
+	  meson setup $(TSAN_BUILD) -Db_sanitize=thread -Db_lundef=false
+	ninja -C $(TSAN_BUILD)
+	@.ci/meson-test.sh $(TSAN_BUILD) --suite unit --suite mp-quick \
+	  --timeout-multiplier 3
+
 # Plugins and reasons, then the benchmark with every plugin (the algo column
 # is the dispatcher's choice per size), then with the UCX fallback alone.
 run: build
@@ -57,7 +70,7 @@ install: build
 	meson install -C $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
 
 # libFuzzer smoke runs of every parser of user input (clang).
 FUZZ_BUILD ?= build-fuzz

@@ -16,6 +16,8 @@ static braid_status_t comm_create(braid_comm_t **out, braid_bootstrap_t *bs)
         return braid_error(BRAID_ERR_NO_MEMORY, "communicator: out of memory");
     }
     comm->bs = bs;
+    /* Read once: the wait loop compares against it on every poll. */
+    comm->timeout_s = braid_timeout_s();
     braid_status_t st = braid_comm_setup(comm);
     if (st != BRAID_OK) {
         char msg[512];

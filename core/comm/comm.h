@@ -50,6 +50,7 @@ struct braid_comm {
     int                         check; /* BRAID_CHECK: compare every call */
     int                         oversubscribed; /* more ranks than cores */
     double                      last_health; /* last failure-detector look */
+    double                      timeout_s;   /* BRAID_TIMEOUT at creation */
     braid_call_t               *head, *tail;
     int                         pending_requests;
 

@@ -45,14 +45,17 @@ void braid_call_enqueue(braid_comm_t *comm, braid_call_t *call)
 static void call_complete(braid_comm_t *comm, braid_call_t *call,
                           braid_status_t st)
 {
+    /* The message first: a finish() that cancels requests may go through a
+     * transport that records errors of its own, which must not replace the
+     * one that ended the call. */
+    if (st != BRAID_OK)
+        snprintf(call->error, sizeof(call->error), "%s", braid_last_error());
     if (call->started && call->cand != NULL)
         call->cand->algo->finish(&call->task);
     call->done   = 1;
     call->status = st;
-    if (st != BRAID_OK) {
-        snprintf(call->error, sizeof(call->error), "%s", braid_last_error());
+    if (st != BRAID_OK)
         braid_comm_fail(comm, st, call->error);
-    }
     comm->head = call->next;
     if (comm->head == NULL)
         comm->tail = NULL;
@@ -137,13 +140,13 @@ static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
                 return st;
             }
         }
-        if (waited <= braid_timeout_s())
+        if (waited <= comm->timeout_s)
             return BRAID_INPROGRESS;
         st = braid_error(BRAID_ERR_TIMEOUT, "%s of %zu elements (%s) did not "
                          "complete within BRAID_TIMEOUT=%.1f s: a peer is "
                          "stuck, dead, or called a different collective",
                          braid_coll_name(call->task.coll), call->task.count,
-                         call->cand->name, braid_timeout_s());
+                         call->cand->name, comm->timeout_s);
     }
     if (st != BRAID_OK)
         st = first_cause(call, comm, st);

@@ -257,6 +257,11 @@ braid_status_t braid_comm_open_transports(braid_comm_t *comm)
 
 void braid_comm_close_transports(braid_comm_t *comm)
 {
+    /* Algorithm state first, transports after: comm_state_free may give
+     * registered areas back to its transport (mem_free needs the tcomm).
+     * That is safe after a failure too, because every call was finished
+     * before (finalize refuses pending requests) and finish cancels the
+     * requests that still used those buffers. */
     for (int i = 0; i < comm->sel.ncands; i++) {
         braid_candidate_t *c = &comm->sel.cands[i];
         if (c->comm_state != NULL && c->algo->comm_state_free != NULL)

@@ -194,6 +194,19 @@ static void check_descriptor(braid_plugin_entry_t *e)
                "transport or algorithm arrays missing)");
         return;
     }
+    /* Algorithms withdraw their requests through cancel before they free
+     * the buffers after an error; a transport without it would let late
+     * data land in freed memory. */
+    for (int t = 0; t < d->n_transports; t++) {
+        const braid_transport_v2_t *tl = d->transports[t];
+        if (tl == NULL || tl->cancel == NULL) {
+            reject(e, BRAID_PLUGIN_REJECTED, "transport '%s' has no cancel "
+                   "operation, which plugin ABI %u requires",
+                   tl && tl->name ? tl->name : "(null)",
+                   BRAID_PLUGIN_ABI_VERSION);
+            return;
+        }
+    }
     e->desc = d;
 }
 
@@ -209,9 +222,24 @@ static void probe_transports(braid_plugin_entry_t *e)
             break;
         }
         char why[sizeof(e->tl_why[0])] = "";
-        braid_status_t st = tl->probe ? tl->probe(braid_core_services(), why,
-                                                  sizeof(why))
-                                      : BRAID_OK;
+        braid_status_t st = BRAID_OK;
+        int crash = tl->probe ? braid_loader_probe_guarded(
+                                    tl->probe, braid_core_services(), why,
+                                    sizeof(why), &st)
+                              : 0;
+        if (crash != 0) {
+            /* Only this transport goes: the plugin's algorithms may still
+             * run on others (a verbs library that crashes while listing
+             * devices should not take shm's low-hop algorithms with it). */
+            e->tl_ok[t] = 0;
+            e->crashed  = 1;
+            snprintf(e->tl_why[t], sizeof(e->tl_why[t]), "crashed in probe "
+                     "(%s)", braid_loader_signal_name(crash));
+            BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "transport '%s' of plugin "
+                      "'%s' crashed in probe (%s): skipped", tl->name,
+                      e->name, braid_loader_signal_name(crash));
+            continue;
+        }
         e->tl_ok[t] = st == BRAID_OK;
         snprintf(e->tl_why[t], sizeof(e->tl_why[t]), "%s",
                  st == BRAID_OK ? "" : why[0] ? why : braid_status_str(st));
@@ -219,6 +247,19 @@ static void probe_transports(braid_plugin_entry_t *e)
             BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "transport '%s' of plugin '%s' "
                       "unavailable: %s", tl->name, e->name, e->tl_why[t]);
     }
+}
+
+/* Unlike reject(), keeps the library open: dlclose would run the crashed
+ * plugin's destructors, which could crash in turn. */
+static void probe_crashed(braid_plugin_entry_t *e, int sig)
+{
+    snprintf(e->why, sizeof(e->why), "crashed in probe (%s)",
+             braid_loader_signal_name(sig));
+    e->state   = BRAID_PLUGIN_REJECTED;
+    e->desc    = NULL;
+    e->crashed = 1;
+    BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin '%s' crashed in probe (%s): "
+              "skipped (%s)", e->name, braid_loader_signal_name(sig), e->path);
 }
 
 static void load_one(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
@@ -251,7 +292,14 @@ static void load_one(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
         return;
 
     char why[sizeof(e->why)] = "";
-    braid_status_t st = e->desc->probe(braid_core_services(), why, sizeof(why));
+    braid_status_t st = BRAID_OK;
+    int crash = braid_loader_probe_guarded(e->desc->probe,
+                                           braid_core_services(), why,
+                                           sizeof(why), &st);
+    if (crash != 0) {
+        probe_crashed(e, crash);
+        return;
+    }
     if (st != BRAID_OK) {
         e->state = BRAID_PLUGIN_UNAVAILABLE;
         snprintf(e->why, sizeof(e->why), "%s", why[0] ? why
@@ -334,6 +382,8 @@ static void unload_all(braid_plugin_table_t *t)
 {
     for (int i = 0; i < t->n; i++) {
         braid_plugin_entry_t *e = &t->entries[i];
+        if (e->crashed)
+            continue; /* stays mapped until exit: see probe_crashed() */
         if (e->desc != NULL && e->desc->unload != NULL)
             e->desc->unload();
         if (e->dl != NULL)

@@ -28,6 +28,9 @@ typedef struct braid_plugin_entry {
     /* Per transport of desc: 1 when its probe passed, else the reason. */
     int                       tl_ok[BRAID_LOADER_MAX_TLS];
     char                      tl_why[BRAID_LOADER_MAX_TLS][128];
+    /* A probe (the plugin's or a transport's) crashed in it: its unload
+     * hook and dlclose are never called (see guard.c). */
+    int                       crashed;
 } braid_plugin_entry_t;
 
 typedef struct braid_plugin_table {
@@ -54,6 +57,18 @@ braid_status_t braid_plugin_filter_parse(braid_plugin_filter_t *filter,
                                          const char *spec);
 int braid_plugin_filter_keeps(const braid_plugin_filter_t *filter,
                               const char *name);
+
+/* guard.c: calls probe(svc, why, why_len), storing its status in *st, and
+ * returns 0; or, when the probe crashed (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * SIGABRT), returns that signal's number and leaves *st alone.  The plugin
+ * that crashed must not be called again (see guard.c). */
+typedef braid_status_t (*braid_probe_fn_t)(const braid_services_v2_t *svc,
+                                           char *why, size_t why_len);
+int braid_loader_probe_guarded(braid_probe_fn_t probe,
+                               const braid_services_v2_t *svc, char *why,
+                               size_t why_len, braid_status_t *st);
+/* "SIGSEGV" for SIGSEGV, ... */
+const char *braid_loader_signal_name(int sig);
 
 /* The services handed to plugins. */
 const braid_services_v2_t *braid_core_services(void);

@@ -38,6 +38,7 @@ double braid_candidate_estimate(const braid_selector_t *sel,
         .topo        = sel->topo,
         .link        = cand->tl->link,
         .reduce_gbps = REDUCE_GBPS,
+        .stage_us    = sel->stage_us,
     };
     return cand->algo->estimate(&in);
 }

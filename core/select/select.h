@@ -26,6 +26,7 @@ typedef struct braid_selector {
     const braid_algo_spec_t *override;
     const braid_tune_t      *tune;
     int                      nranks, nnodes, ppn;
+    double                   stage_us; /* braid_cost_in_t.stage_us */
     braid_topo_kind_t        topo;
     int                      rank;  /* rank 0 explains at BRAID_DEBUG=info */
     /* One-entry cache per collective: decode repeats one size. */

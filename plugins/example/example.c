@@ -23,7 +23,7 @@ typedef struct linear_state {
 static double linear_estimate(const braid_cost_in_t *in)
 {
     double n = in->nranks;
-    return (n - 1) * (in->link.alpha_us +
+    return (n - 1) * (in->link.alpha_us + in->stage_us +
                       (double)in->bytes / (in->link.beta_gbps * 1e3));
 }
 

@@ -98,6 +98,17 @@ static braid_status_t ag_progress(braid_task_t *task)
     return s->left == 0 ? BRAID_OK : BRAID_INPROGRESS;
 }
 
+/* After an error the puts may still read sendbuf: withdrawn before the
+ * caller gets it back. */
+static void ag_finish(braid_task_t *task)
+{
+    ag_direct_t *s = task->priv;
+
+    if (s != NULL)
+        braid_lowhop_reqs_cancel(task, s->reqs, task->size - 1);
+    braid_lowhop_priv_free(task);
+}
+
 const braid_algo_v2_t braid_lowhop_allgather_direct_algo = {
     .name            = "direct",
     .coll            = BRAID_COLL_ALLGATHER,
@@ -106,6 +117,6 @@ const braid_algo_v2_t braid_lowhop_allgather_direct_algo = {
     .estimate        = braid_lowhop_cost_allgather_direct,
     .start           = ag_start,
     .progress        = ag_progress,
-    .finish          = braid_lowhop_priv_free,
+    .finish          = ag_finish,
     .comm_state_free = braid_lowhop_area_free,
 };

@@ -77,7 +77,7 @@ static int terms(terms_t *t, const braid_cost_in_t *in, size_t cap)
         return -1;
     t->n     = in->nranks;
     t->m     = (double)in->bytes;
-    t->alpha = in->link.put_alpha_us;
+    t->alpha = in->link.put_alpha_us + in->stage_us;
     t->bus   = 1.0 / (in->link.put_beta_gbps * 1e3);
     t->gus   = in->reduce_gbps > 0.0 && isfinite(in->reduce_gbps)
                    ? 1.0 / (in->reduce_gbps * 1e3)
@@ -142,4 +142,14 @@ double braid_lowhop_cost_allgather_direct(const braid_cost_in_t *in)
 double braid_lowhop_cost_reduce_scatter_direct(const braid_cost_in_t *in)
 {
     return one_stage(in, BRAID_LOWHOP_REDUCE_SCATTER_MAX_BYTES);
+}
+
+/* One stage of flags: alpha alone (the flag shares no bandwidth worth
+ * counting). */
+double braid_lowhop_cost_barrier_direct(const braid_cost_in_t *in)
+{
+    terms_t t;
+    if (terms(&t, in, 0) < 0)
+        return -1.0;
+    return t.n == 1 ? 0.0 : t.alpha;
 }

@@ -32,12 +32,31 @@ static void fold_block(const braid_task_t *task, void *acc,
                     task->op);
 }
 
+/* The in-place case of a later rank: each block is built aside and copied
+ * over.  Out of line so that the common path carries no 16 KiB frame (a
+ * decode step's fold is a few elements; touching stack pages it does not
+ * need costs it more than the arithmetic). */
+static __attribute__((noinline)) void fold_aside(const braid_task_t *task,
+                                                 void *dst,
+                                                 const void *const *src,
+                                                 int n, size_t count)
+{
+    size_t dts = task->dtsize;
+    size_t blk = FOLD_BLOCK_BYTES / dts;
+
+    _Alignas(64) unsigned char tmp[FOLD_BLOCK_BYTES];
+    for (size_t first = 0; first < count; first += blk) {
+        size_t cnt = count - first < blk ? count - first : blk;
+        fold_block(task, tmp, src, n, first, cnt);
+        memcpy((char *)dst + first * dts, tmp, cnt * dts);
+    }
+}
+
 void braid_lowhop_fold(const braid_task_t *task, void *dst,
                        const void *const *src, int n, size_t count)
 {
     size_t dts = task->dtsize;
     size_t blk = FOLD_BLOCK_BYTES / dts;
-    int    alias = 0;
 
     if (count == 0)
         return;
@@ -51,16 +70,12 @@ void braid_lowhop_fold(const braid_task_t *task, void *dst,
      * later rank the accumulator would overwrite the contribution before it
      * is folded in, so the block is built aside and copied. */
     for (int i = 2; i < n; i++)
-        if (src[i] == dst)
-            alias = 1;
-
-    _Alignas(64) unsigned char tmp[FOLD_BLOCK_BYTES];
+        if (src[i] == dst) {
+            fold_aside(task, dst, src, n, count);
+            return;
+        }
     for (size_t first = 0; first < count; first += blk) {
         size_t cnt = count - first < blk ? count - first : blk;
-        char  *out = (char *)dst + first * dts;
-        fold_block(task, alias ? (void *)tmp : (void *)out, src, n, first,
-                   cnt);
-        if (alias)
-            memcpy(out, tmp, cnt * dts);
+        fold_block(task, (char *)dst + first * dts, src, n, first, cnt);
     }
 }

@@ -26,6 +26,7 @@ extern const braid_algo_v2_t braid_lowhop_oneshot_algo;
 extern const braid_algo_v2_t braid_lowhop_twoshot_algo;
 extern const braid_algo_v2_t braid_lowhop_allgather_direct_algo;
 extern const braid_algo_v2_t braid_lowhop_reduce_scatter_direct_algo;
+extern const braid_algo_v2_t braid_lowhop_barrier_direct_algo;
 
 /* cost.c: estimates in microseconds, -1 when the algorithm cannot run the
  * inputs (above its cap, or no usable link description). */
@@ -33,6 +34,7 @@ double braid_lowhop_cost_oneshot(const braid_cost_in_t *in);
 double braid_lowhop_cost_twoshot(const braid_cost_in_t *in);
 double braid_lowhop_cost_allgather_direct(const braid_cost_in_t *in);
 double braid_lowhop_cost_reduce_scatter_direct(const braid_cost_in_t *in);
+double braid_lowhop_cost_barrier_direct(const braid_cost_in_t *in);
 /* Bytes crossing the busiest link when every rank sends one byte to every
  * other rank at once (n-1 on one host or a switch with one rank per host). */
 double braid_lowhop_alltoall_load(const braid_cost_in_t *in);

@@ -75,6 +75,6 @@ const braid_algo_v2_t braid_lowhop_oneshot_algo = {
     .estimate        = braid_lowhop_cost_oneshot,
     .start           = oneshot_start,
     .progress        = oneshot_progress,
-    .finish          = braid_lowhop_priv_free,
+    .finish          = braid_lowhop_xchg_finish,
     .comm_state_free = braid_lowhop_area_free,
 };

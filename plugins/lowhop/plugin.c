@@ -5,6 +5,7 @@
  *   allreduce       twoshot  two stages: direct reduce-scatter + allgather
  *   allgather       direct   one stage
  *   reduce_scatter  direct   one stage
+ *   barrier         direct   one stage of flags
  *
  * Their estimates (cost.c) make the dispatcher pick them for small and
  * middle sizes and leave large messages to the ring. */
@@ -28,6 +29,7 @@ static const braid_algo_v2_t *const algos[] = {
     &braid_lowhop_twoshot_algo,
     &braid_lowhop_allgather_direct_algo,
     &braid_lowhop_reduce_scatter_direct_algo,
+    &braid_lowhop_barrier_direct_algo,
 };
 
 __attribute__((visibility("default")))

@@ -69,6 +69,6 @@ const braid_algo_v2_t braid_lowhop_reduce_scatter_direct_algo = {
     .estimate        = braid_lowhop_cost_reduce_scatter_direct,
     .start           = rs_start,
     .progress        = rs_progress,
-    .finish          = braid_lowhop_priv_free,
+    .finish          = braid_lowhop_xchg_finish,
     .comm_state_free = braid_lowhop_area_free,
 };

@@ -26,6 +26,24 @@ static size_t slot_size_for(size_t need, size_t limit)
     return s < need ? need : s;
 }
 
+/* The state of this (communicator, candidate), created on first use. */
+static braid_status_t area_state(braid_lowhop_area_t **area,
+                                 braid_task_t *task)
+{
+    braid_lowhop_area_t *a = *task->comm_state;
+
+    if (a == NULL) {
+        a = calloc(1, sizeof(*a));
+        if (a == NULL)
+            return task->svc->error(BRAID_ERR_NO_MEMORY, "lowhop: out of "
+                                    "memory for the receive-area state");
+        a->nslots = task->size - 1;
+        *task->comm_state = a;
+    }
+    *area = a;
+    return BRAID_OK;
+}
+
 /* Replaces the area by one whose slots hold slot_bytes.  Collective: every
  * rank calls it at the same call (slots.h). */
 static braid_status_t area_resize(braid_lowhop_area_t *a, braid_task_t *task,
@@ -41,9 +59,10 @@ static braid_status_t area_resize(braid_lowhop_area_t *a, braid_task_t *task,
                                 "of 2 x %d slots of %zu bytes overflows the "
                                 "address space", a->nslots, slot_bytes);
     /* The new area first, the old one freed after: a transport's mem_free
-     * may wait for peers (ucx flushes, which needs the peers' progress), and
-     * a peer that grew first sits in the collective mem_alloc, not
-     * progressing -- freeing first would stall both until the timeout.
+     * may wait for peers (roce waits for its puts' signals, which need the
+     * peers' receives), and a peer that grew first sits in the collective
+     * mem_alloc, not progressing -- freeing first would stall both until the
+     * timeout.
      * Once mem_alloc has returned, every rank is past it and progresses. */
     braid_rmem_t fresh;
     memset(&fresh, 0, sizeof(fresh));
@@ -77,16 +96,11 @@ braid_status_t braid_lowhop_area_get(braid_lowhop_area_t **area,
                                      braid_task_t *task, size_t need,
                                      size_t limit)
 {
-    braid_lowhop_area_t *a = *task->comm_state;
+    braid_lowhop_area_t *a = NULL;
+    braid_status_t       st = area_state(&a, task);
 
-    if (a == NULL) {
-        a = calloc(1, sizeof(*a));
-        if (a == NULL)
-            return task->svc->error(BRAID_ERR_NO_MEMORY, "lowhop: out of "
-                                    "memory for the receive-area state");
-        a->nslots = task->size - 1;
-        *task->comm_state = a;
-    }
+    if (st != BRAID_OK)
+        return st;
     if (a->nslots != task->size - 1)
         return task->svc->error(BRAID_ERR_INTERNAL, "lowhop: receive area "
                                 "made for %d ranks used by a %d-rank call",
@@ -107,6 +121,7 @@ void braid_lowhop_area_free(void *state, braid_tl_t *tl)
         return;
     if (a->mem.local != NULL && tl != NULL)
         tl->ops->mem_free(tl->tcomm, &a->mem);
+    free(a->spare);
     free(a);
 }
 
@@ -150,6 +165,15 @@ braid_status_t braid_lowhop_reqs_test(braid_task_t *task, braid_treq_t *reqs,
     return done;
 }
 
+void braid_lowhop_reqs_cancel(braid_task_t *task, braid_treq_t *reqs, int n)
+{
+    const braid_tl_t *tl = task->tl;
+
+    for (int i = 0; i < n; i++)
+        if (reqs[i].active)
+            tl->ops->cancel(tl->tcomm, &reqs[i]);
+}
+
 braid_status_t braid_lowhop_tl_progress(braid_task_t *task)
 {
     const braid_tl_t *tl = task->tl;
@@ -162,6 +186,19 @@ braid_status_t braid_lowhop_tl_progress(braid_task_t *task)
 
 braid_status_t braid_lowhop_priv_alloc(braid_task_t *task, size_t size)
 {
+    braid_lowhop_area_t *a = NULL;
+    braid_status_t       st = area_state(&a, task);
+
+    if (st != BRAID_OK)
+        return st;
+    if (a->spare != NULL && a->spare_size >= size) {
+        task->priv = a->spare;
+        a->spare   = NULL;
+        memset(task->priv, 0, size);
+        a->priv_size = a->spare_size;
+        return BRAID_OK;
+    }
+    a->priv_size = size;
     task->priv = calloc(1, size);
     if (task->priv == NULL)
         return task->svc->error(BRAID_ERR_NO_MEMORY, "lowhop: out of memory "
@@ -180,7 +217,14 @@ braid_status_t braid_lowhop_local_result(braid_task_t *task)
 
 void braid_lowhop_priv_free(braid_task_t *task)
 {
-    free(task->priv);
+    braid_lowhop_area_t *a = *task->comm_state;
+
+    if (a != NULL && a->spare == NULL) {
+        a->spare      = task->priv;
+        a->spare_size = a->priv_size;
+    } else {
+        free(task->priv);
+    }
     task->priv = NULL;
 }
 
@@ -204,7 +248,7 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
     x->reqs = (braid_treq_t *)(x + 1);
     x->src  = (const void **)(x->reqs + n);
     x->seen = (unsigned char *)(x->src + n);
-    if (len == 0 || n == 1)
+    if ((len == 0 && task->coll != BRAID_COLL_BARRIER) || n == 1)
         return BRAID_OK; /* nothing to exchange (progress copies) */
 
     st = braid_lowhop_area_get(&x->area, task, len, cap);
@@ -226,4 +270,15 @@ int braid_lowhop_xchg_arrived(braid_lowhop_xchg_t *x, int n)
         }
     }
     return x->nseen == n - 1;
+}
+
+void braid_lowhop_xchg_finish(braid_task_t *task)
+{
+    braid_lowhop_xchg_t *x = task->priv;
+
+    /* The puts read the caller's send buffer, which is the caller's again
+     * once the call returns, error or not. */
+    if (x != NULL)
+        braid_lowhop_reqs_cancel(task, x->reqs, task->size - 1);
+    braid_lowhop_priv_free(task);
 }

@@ -47,10 +47,10 @@
  * is in flight into its old area, and no peer writes to the old area again
  * (a peer writes this call into the new one, which exists only once the
  * collective mem_alloc has returned).  The old area is freed only after the
- * new one exists: mem_free may wait on the peers (ucx flushes its puts,
- * which needs the targets' progress), and a peer that grew first is blocked
- * in the collective mem_alloc without progressing, so freeing first could
- * stall both until the timeout.  Peak memory is old + new area. */
+ * new one exists: mem_free may wait on the peers (roce waits for its puts'
+ * signals, which need the targets' receives), and a peer that grew first is
+ * blocked in the collective mem_alloc without progressing, so freeing first
+ * could stall both until the timeout.  Peak memory is old + new area. */
 #ifndef BRAID_LOWHOP_SLOTS_H
 #define BRAID_LOWHOP_SLOTS_H
 
@@ -70,6 +70,12 @@ typedef struct braid_lowhop_area {
     size_t       slot_bytes; /* data a slot holds */
     size_t       stride;     /* slot to slot: flag + data, whole lines */
     uint64_t     calls;      /* calls run on this area (bank selection) */
+    /* The per-call state of the last call, kept for the next: a decode
+     * step's all-reduce is a few hundred instructions, and malloc + free
+     * were a fifth of them.  One call at a time runs on a (communicator,
+     * candidate), so one spare is all it takes. */
+    void        *spare;
+    size_t       spare_size, priv_size;
 } braid_lowhop_area_t;
 
 /* The area of this (communicator, candidate), created on first use and
@@ -136,6 +142,11 @@ braid_status_t braid_lowhop_put(braid_task_t *task, braid_lowhop_area_t *a,
 braid_status_t braid_lowhop_reqs_test(braid_task_t *task, braid_treq_t *reqs,
                                       int n, int *ndone);
 
+/* Withdraws every request still active (finish after an error): once it
+ * returns the transport no longer reads the requests' sources, so the
+ * caller's buffers may go back to it. */
+void braid_lowhop_reqs_cancel(braid_task_t *task, braid_treq_t *reqs, int n);
+
 /* One round of transport progress, so that puts aimed at this rank land
  * (UCX over TCP needs the target to progress). */
 braid_status_t braid_lowhop_tl_progress(braid_task_t *task);
@@ -171,5 +182,8 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
                                        size_t cap, const char *what);
 /* Looks at the flags not seen yet; 1 once all n-1 peers' data arrived. */
 int braid_lowhop_xchg_arrived(braid_lowhop_xchg_t *x, int n);
+/* finish() of the algorithms built on braid_lowhop_xchg_t: cancels the puts
+ * an error left active, then frees task->priv. */
+void braid_lowhop_xchg_finish(braid_task_t *task);
 
 #endif

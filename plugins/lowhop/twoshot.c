@@ -227,6 +227,19 @@ static braid_status_t twoshot_progress(braid_task_t *task)
                : BRAID_INPROGRESS;
 }
 
+/* After an error, stage-1 puts may still read sendbuf and stage-2 puts
+ * recvbuf: withdrawn before the caller gets them back. */
+static void twoshot_finish(braid_task_t *task)
+{
+    twoshot_t *s = task->priv;
+
+    if (s != NULL) {
+        braid_lowhop_reqs_cancel(task, s->rs_reqs, task->size - 1);
+        braid_lowhop_reqs_cancel(task, s->ag_reqs, task->size - 1);
+    }
+    braid_lowhop_priv_free(task);
+}
+
 const braid_algo_v2_t braid_lowhop_twoshot_algo = {
     .name            = "twoshot",
     .coll            = BRAID_COLL_ALLREDUCE,
@@ -235,6 +248,6 @@ const braid_algo_v2_t braid_lowhop_twoshot_algo = {
     .estimate        = braid_lowhop_cost_twoshot,
     .start           = twoshot_start,
     .progress        = twoshot_progress,
-    .finish          = braid_lowhop_priv_free,
+    .finish          = twoshot_finish,
     .comm_state_free = braid_lowhop_area_free,
 };

@@ -248,6 +248,7 @@ const braid_transport_v2_t braid_shm_transport = {
     .irecv        = braid_shm_irecv,
     .test         = braid_shm_test,
     .progress     = braid_shm_progress,
+    .cancel       = braid_shm_cancel,
     .mem_alloc    = braid_shm_mem_alloc,
     .mem_free     = braid_shm_mem_free,
     .put_signal   = braid_shm_put_signal,

@@ -34,6 +34,10 @@ braid_shm_op_t *braid_shm_op_get(braid_shm_comm_t *comm)
 
 void braid_shm_op_put(braid_shm_comm_t *comm, braid_shm_op_t *op)
 {
+    if (op->own != NULL) { /* a cancelled send's copy (cancel.c) */
+        free(op->own);
+        op->own = NULL;
+    }
     op->kind       = 0;
     op->next       = comm->free_ops;
     comm->free_ops = op;
@@ -43,6 +47,12 @@ void braid_shm_ops_release(braid_shm_comm_t *comm)
 {
     while (comm->slabs != NULL) {
         braid_shm_slab_t *slab = comm->slabs;
+        size_t            n    = sizeof(slab->ops) / sizeof(slab->ops[0]);
+
+        /* Cancelled sends still queued to a peer that stopped reading. */
+        for (size_t i = 0; i < n; i++) {
+            free(slab->ops[i].own);
+        }
         comm->slabs = slab->next;
         free(slab);
     }

@@ -130,6 +130,10 @@ typedef struct braid_shm_op {
     unsigned char       *rbuf;
     unsigned             polls;   /* tests since the last slow check */
     double               posted;
+    /* A send cancelled halfway: the rest of its bytes (at their offsets),
+     * so that the message still ends whole without the caller's buffer.
+     * The op then belongs to the transport, freed once pushed. */
+    unsigned char       *own;
 } braid_shm_op_t;
 
 /* A message that arrived before its receive was posted. */
@@ -196,6 +200,7 @@ struct braid_shm_comm {
     unsigned            idle_tests; /* tests in a row that saw nothing new */
     uint64_t            n_sleeps, n_sleep_timeouts, n_wakes; /* debug log */
     unsigned            progress_calls;
+    unsigned            poll_calls; /* braid_shm_poll */
     double              last_live_check;
     int                 lost_peer; /* first peer found dead, -1 */
 };
@@ -233,6 +238,8 @@ braid_status_t braid_shm_irecv(void *tcomm, int peer, uint64_t tag, void *buf,
                                size_t len, braid_treq_t *req);
 braid_status_t braid_shm_test(void *tcomm, braid_treq_t *req);
 braid_status_t braid_shm_progress(void *tcomm);
+/* cancel.c */
+void braid_shm_cancel(void *tcomm, braid_treq_t *req);
 /* Pushes queued sends and drains inbound rings; returns cells moved. */
 size_t braid_shm_poll(braid_shm_comm_t *comm);
 

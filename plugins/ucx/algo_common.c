@@ -139,6 +139,15 @@ braid_status_t braid_ucx_reqs_test(braid_task_t *task, braid_treq_t *reqs,
     return all;
 }
 
+void braid_ucx_reqs_cancel(braid_task_t *task, braid_treq_t *reqs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (reqs[i].active) {
+            task->tl->ops->cancel(task->tl->tcomm, &reqs[i]);
+        }
+    }
+}
+
 void braid_ucx_combine(braid_task_t *task, void *dst, const void *lower,
                        const void *higher, size_t count)
 {

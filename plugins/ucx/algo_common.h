@@ -51,6 +51,9 @@ braid_status_t braid_ucx_req_test(braid_task_t *task, braid_treq_t *req);
 /* BRAID_OK when all n are done; tests every one so all make progress. */
 braid_status_t braid_ucx_reqs_test(braid_task_t *task, braid_treq_t *reqs,
                                    int n);
+/* Withdraws the ones still active (finish after an error): afterwards the
+ * transport no longer touches their buffers, which may then be freed. */
+void braid_ucx_reqs_cancel(braid_task_t *task, braid_treq_t *reqs, int n);
 
 /* dst = lower op higher, where lower/higher come from the lower/higher rank:
  * both partners of an exchange compute the same bits. */

@@ -122,6 +122,18 @@ static braid_status_t progress(braid_task_t *task)
     }
 }
 
+/* After an error, receives may still be posted into recvbuf and sends
+ * reading it: withdrawn before the caller gets its buffer back. */
+static void finish(braid_task_t *task)
+{
+    bruck_t *g = task->priv;
+
+    if (g != NULL) {
+        braid_ucx_reqs_cancel(task, g->reqs, 4);
+    }
+    braid_ucx_priv_free(task);
+}
+
 const braid_algo_v2_t braid_ucx_allgather_recdbl = {
     .name            = "recdbl",
     .coll            = BRAID_COLL_ALLGATHER,
@@ -130,6 +142,6 @@ const braid_algo_v2_t braid_ucx_allgather_recdbl = {
     .estimate        = braid_ucx_cost_allgather_recdbl,
     .start           = start,
     .progress        = progress,
-    .finish          = braid_ucx_priv_free,
+    .finish          = finish,
     .comm_state_free = NULL,
 };

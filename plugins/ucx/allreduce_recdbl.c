@@ -181,6 +181,9 @@ static void finish(braid_task_t *task)
     recdbl_t *g = task->priv;
 
     if (g != NULL) {
+        /* Requests an error left active may still use tmp: first withdraw
+         * them. */
+        braid_ucx_reqs_cancel(task, g->reqs, 2);
         braid_ucx_scratch_put(&g->scratch, task);
         braid_ucx_priv_free(task);
     }

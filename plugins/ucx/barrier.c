@@ -115,6 +115,18 @@ static braid_status_t recdbl_progress(braid_task_t *task)
     }
 }
 
+/* The tokens live in task->priv: a request an error left active is
+ * withdrawn before it goes. */
+static void finish(braid_task_t *task)
+{
+    barrier_t *g = task->priv;
+
+    if (g != NULL) {
+        braid_ucx_reqs_cancel(task, g->reqs, 2);
+    }
+    braid_ucx_priv_free(task);
+}
+
 const braid_algo_v2_t braid_ucx_barrier_ring = {
     .name            = "ring",
     .coll            = BRAID_COLL_BARRIER,
@@ -123,7 +135,7 @@ const braid_algo_v2_t braid_ucx_barrier_ring = {
     .estimate        = braid_ucx_cost_barrier_ring,
     .start           = ring_start,
     .progress        = ring_progress,
-    .finish          = braid_ucx_priv_free,
+    .finish          = finish,
     .comm_state_free = NULL,
 };
 
@@ -135,6 +147,6 @@ const braid_algo_v2_t braid_ucx_barrier_recdbl = {
     .estimate        = braid_ucx_cost_barrier_recdbl,
     .start           = recdbl_start,
     .progress        = recdbl_progress,
-    .finish          = braid_ucx_priv_free,
+    .finish          = finish,
     .comm_state_free = NULL,
 };

@@ -96,6 +96,18 @@ static braid_status_t progress(braid_task_t *task)
     }
 }
 
+/* After an error the receive into recvbuf, or sends from it, may still be
+ * active: withdrawn before the caller gets its buffer back. */
+static void finish(braid_task_t *task)
+{
+    binomial_t *g = task->priv;
+
+    if (g != NULL) {
+        braid_ucx_reqs_cancel(task, g->reqs, MAX_CHILDREN);
+    }
+    braid_ucx_priv_free(task);
+}
+
 const braid_algo_v2_t braid_ucx_bcast_recdbl = {
     .name            = "recdbl",
     .coll            = BRAID_COLL_BROADCAST,
@@ -104,6 +116,6 @@ const braid_algo_v2_t braid_ucx_bcast_recdbl = {
     .estimate        = braid_ucx_cost_bcast_recdbl,
     .start           = start,
     .progress        = progress,
-    .finish          = braid_ucx_priv_free,
+    .finish          = finish,
     .comm_state_free = NULL,
 };

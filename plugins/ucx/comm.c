@@ -94,49 +94,37 @@ static braid_status_t connect_peers(braid_ucx_comm_t *comm,
 
 /* -------------------------------------------------------------- teardown */
 
-/* Cancels what algorithms left posted after an error.  Puts cannot be
- * cancelled; their flag words stay allocated (on *puts) until the worker is
- * gone, since a pending put may still read them. */
-static void abandon_pending(braid_ucx_comm_t *comm, double deadline,
-                            braid_ucx_op_t *puts)
+/* Withdraws what algorithms left pending (they cancel in finish, so this is
+ * only a safety net): each op is cancelled or its endpoint forced closed. */
+static void retire_pending(braid_ucx_comm_t *comm)
 {
-    braid_ucx_op_t *op, *next;
-
-    for (op = comm->pending.next; op != &comm->pending; op = op->next) {
-        if (op->kind != BRAID_UCX_OP_PUT) {
-            ucp_request_cancel(comm->worker, op);
-        }
-    }
-    for (op = comm->pending.next; op != &comm->pending; op = next) {
-        next = op->next;
-        braid_ucx_op_unlink(op);
-        if (op->kind == BRAID_UCX_OP_PUT) {
-            braid_ucx_put_abandon((braid_ucx_put_t *)op);
-            op->next   = puts->next;
-            puts->next = op;
-        } else {
-            (void)braid_ucx_wait_ucp(comm, op, deadline);
-        }
+    while (comm->pending.next != &comm->pending) {
+        braid_ucx_op_retire(comm, comm->pending.next);
     }
 }
 
-static void close_eps(braid_ucx_comm_t *comm, double deadline)
+/* Closes every endpoint, bounded.  A healthy communicator flushes them so
+ * that our last messages reach the peers; a failed one closes them by
+ * force at once, since a flush towards a dead or departing peer could only
+ * wait.  Either way the wait is short: the peers need not progress for a
+ * close to finish. */
+static void close_eps(braid_ucx_comm_t *comm)
 {
-    ucp_request_param_t param;
-    ucs_status_ptr_t   *reqs;
+    double            deadline = braid_ucx_deadline(comm,
+                                     comm->broken ? BRAID_UCX_FAILED_CLOSE_S
+                                                  : BRAID_UCX_CLOSE_S);
+    ucs_status_ptr_t *reqs = calloc((size_t)comm->size, sizeof(*reqs));
 
-    reqs = calloc((size_t)comm->size, sizeof(*reqs));
     for (int p = 0; p < comm->size; p++) {
-        braid_ucx_peer_t *peer = &comm->peers[p];
-        ucs_status_ptr_t  req;
+        braid_ucx_peer_t   *peer = &comm->peers[p];
+        ucp_request_param_t param;
+        ucs_status_ptr_t    req;
 
         if (peer->ep == NULL) {
             continue;
         }
         memset(&param, 0, sizeof(param));
-        /* A failed endpoint can only be closed by force; a healthy one is
-         * flushed so that our last messages reach the peer. */
-        if (peer->err_peer && peer->status != UCS_OK) {
+        if (peer->err_peer && (comm->broken || peer->status != UCS_OK)) {
             param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
             param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
         }
@@ -154,16 +142,14 @@ static void close_eps(braid_ucx_comm_t *comm, double deadline)
     if (reqs == NULL) {
         return;
     }
-    /* Close all, then wait for all: peers close towards us concurrently. */
+    /* Close all, then wait for all: peers close towards us concurrently.
+     * One still closing at the deadline is released by worker destroy. */
     for (int p = 0; p < comm->size; p++) {
-        if (reqs[p] != NULL) {
-            ucs_status_t st = braid_ucx_wait_ucp(comm, reqs[p], deadline);
-            if (st == UCS_ERR_TIMED_OUT) {
-                comm->svc.log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT,
-                              "rank %d: closing the endpoint to rank %d did "
-                              "not finish within %.0f s", comm->rank, p,
-                              comm->svc.timeout_s());
-            }
+        if (reqs[p] != NULL &&
+            braid_ucx_wait_ucp(comm, reqs[p], deadline) == UCS_ERR_TIMED_OUT) {
+            comm->svc.log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT,
+                          "rank %d: closing the endpoint to rank %d did not "
+                          "finish in time; destroying it", comm->rank, p);
         }
     }
     free(reqs);
@@ -171,29 +157,26 @@ static void close_eps(braid_ucx_comm_t *comm, double deadline)
 
 static void comm_teardown(braid_ucx_comm_t *comm)
 {
-    braid_ucx_op_t puts = {0};
-    double         deadline;
-
     if (comm == NULL) {
         return;
     }
-    deadline = comm->svc.now() + comm->svc.timeout_s();
     if (comm->worker != NULL) {
-        abandon_pending(comm, deadline, &puts);
-        /* With a dead peer a flush would only wait for the timeout. */
-        if (comm->failed_peer < 0) {
-            (void)braid_ucx_flush(comm, deadline);
-        }
         if (comm->peers != NULL) {
-            close_eps(comm, deadline);
+            retire_pending(comm);
+            if (comm->failed_peer >= 0) {
+                comm->broken = 1;
+            }
+            /* Only a healthy communicator has anything worth flushing. */
+            if (!comm->broken &&
+                braid_ucx_flush(comm, braid_ucx_deadline(
+                                          comm, BRAID_UCX_CLOSE_S)) != UCS_OK) {
+                comm->broken = 1;
+            }
+            close_eps(comm);
         }
         ucp_worker_destroy(comm->worker);
     }
-    while (puts.next != NULL) {
-        braid_ucx_op_t *op = puts.next;
-        puts.next = op->next;
-        free(op);
-    }
+    braid_ucx_areas_release(comm);
     if (comm->context != NULL) {
         braid_ucx_context_release();
     }
@@ -226,6 +209,14 @@ static braid_status_t setup_worker(ucp_address_t **addr, size_t *addr_len,
         return comm->svc.error(BRAID_ERR_UNAVAILABLE,
                                "ucx: rank %d: ucp_worker_create failed: %s",
                                comm->rank, ucs_status_string(st));
+    }
+    /* Before the address leaves this rank: no put may find no handler. */
+    st = braid_ucx_am_register(comm);
+    if (st != UCS_OK) {
+        return comm->svc.error(BRAID_ERR_UNAVAILABLE,
+                               "ucx: rank %d: cannot register the put_signal "
+                               "handler: %s", comm->rank,
+                               ucs_status_string(st));
     }
     st = ucp_worker_get_address(comm->worker, addr, addr_len);
     if (st != UCS_OK) {
@@ -297,6 +288,7 @@ braid_status_t braid_ucx_comm_create(const braid_services_v2_t *svc,
         comm->size         = oob->size;
         comm->failed_peer  = -1;
         comm->pending.prev = comm->pending.next = &comm->pending;
+        comm->areas.prev   = comm->areas.next   = &comm->areas;
         local = setup_worker(&addr, &addr_len, comm);
     }
 

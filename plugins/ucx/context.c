@@ -42,7 +42,9 @@ braid_status_t braid_ucx_context_acquire(ucp_context_h *context,
                         UCP_PARAM_FIELD_REQUEST_SIZE |
                         UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                         UCP_PARAM_FIELD_NAME;
-    params.features          = UCP_FEATURE_TAG | UCP_FEATURE_RMA;
+    /* Tagged messages, and active messages for put_signal (rma.c says
+     * why not RMA). */
+    params.features          = UCP_FEATURE_TAG | UCP_FEATURE_AM;
     params.request_size      = sizeof(braid_ucx_op_t);
     params.mt_workers_shared = 1;
     params.name              = "braid";

@@ -34,7 +34,7 @@ static int terms(terms_t *t, const braid_cost_in_t *in)
     }
     t->n     = in->nranks;
     t->m     = (double)in->bytes;
-    t->alpha = in->link.alpha_us;
+    t->alpha = in->link.alpha_us + in->stage_us;
     t->bus   = 1.0 / (in->link.beta_gbps * 1e3);
     /* No reduction throughput known: compare on communication alone. */
     t->gus   = in->reduce_gbps > 0.0 && isfinite(in->reduce_gbps)

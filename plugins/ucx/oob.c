@@ -1,4 +1,4 @@
-/* Out-of-band exchanges of the ucx transport (worker addresses, rkeys).
+/* Out-of-band exchanges of the ucx transport (worker addresses).
  *
  * Two rounds: fixed-size headers (status, blob length, two extra words), then
  * the blobs padded to the longest one, since oob->allgather needs one length

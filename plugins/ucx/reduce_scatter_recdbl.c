@@ -266,6 +266,9 @@ static void finish(braid_task_t *task)
     halving_t *g = task->priv;
 
     if (g != NULL) {
+        /* Requests an error left active may still use tmp: first withdraw
+         * them. */
+        braid_ucx_reqs_cancel(task, g->reqs, 2);
         braid_ucx_scratch_put(&g->scratch, task);
         braid_ucx_priv_free(task);
     }

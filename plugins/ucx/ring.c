@@ -421,6 +421,10 @@ void braid_ucx_ring_finish(braid_task_t *task)
     ring_t *g = task->priv;
 
     if (g != NULL) {
+        /* After an error receives may still be posted into the scratch
+         * slots or recvbuf, sends still reading: withdraw them first. */
+        braid_ucx_reqs_cancel(task, g->rreq, WINDOW);
+        braid_ucx_reqs_cancel(task, g->sreq, WINDOW);
         braid_ucx_scratch_put(&g->scratch, task);
         braid_ucx_priv_free(task);
     }

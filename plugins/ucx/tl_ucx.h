@@ -1,6 +1,7 @@
 /* Internals of the "ucx" transport, shared by context.c, oob.c, link.c,
- * comm.c, transport.c and rma.c.  Algorithms never include this: they reach the
- * transport only through braid_tl_t, so that they run over any transport. */
+ * comm.c, transport.c, cancel.c and rma.c.  Algorithms never include this:
+ * they reach the transport only through braid_tl_t, so that they run over
+ * any transport. */
 #ifndef BRAID_UCX_TL_UCX_H
 #define BRAID_UCX_TL_UCX_H
 
@@ -29,9 +30,8 @@ typedef enum {
 /* Book-keeping of one posted operation.  Tag operations keep it in the ucp
  * request's user area (ucp_params_t.request_size), so posting allocates
  * nothing; put_signal keeps it in a braid_ucx_put_t.  Pending operations are
- * linked on their communicator: after an error the algorithm drops its
- * requests (the ABI has no cancel), and comm_destroy must cancel them before
- * the buffers they point to disappear. */
+ * linked on their communicator so that comm_destroy can still withdraw what
+ * an algorithm failed to cancel. */
 typedef struct braid_ucx_op {
     braid_ucx_op_kind_t  kind;
     int                  peer;
@@ -42,14 +42,31 @@ typedef struct braid_ucx_op {
     struct braid_ucx_op *next;
 } braid_ucx_op_t;
 
-/* put_signal: the data put, the fenced flag put, and the flag's source word,
- * which must outlive the flag put. */
+/* What travels in front of a put's data (an active message header): where
+ * the target stores the data and which flag it raises afterwards. */
+typedef struct braid_ucx_put_hdr {
+    uint64_t area;     /* id: mem_alloc order, the same on every rank */
+    uint64_t dst_off;
+    uint64_t flag_off;
+    uint64_t flag_val;
+} braid_ucx_put_hdr_t;
+
+/* put_signal in flight: the active-message send and its header, which UCX
+ * 1.13 reads until the send completes (it has no flag to copy it). */
 typedef struct braid_ucx_put {
-    braid_ucx_op_t op;
-    void          *reqs[2]; /* ucp requests; NULL once completed */
-    ucs_status_t   err;     /* first error of the two */
-    uint64_t       flag;
+    braid_ucx_op_t      op;
+    void               *req; /* the ucp request */
+    braid_ucx_put_hdr_t hdr;
 } braid_ucx_put_t;
+
+/* A collectively allocated area that peers put into (rma.c). */
+typedef struct braid_ucx_area {
+    struct braid_ucx_area *prev;
+    struct braid_ucx_area *next;
+    uint64_t               id;
+    void                  *base; /* zero-filled, whole pages */
+    size_t                 len;  /* what the caller asked for */
+} braid_ucx_area_t;
 
 typedef struct braid_ucx_comm braid_ucx_comm_t;
 
@@ -70,9 +87,23 @@ struct braid_ucx_comm {
     ucp_worker_h        worker;
     braid_ucx_peer_t   *peers;   /* [size], including this rank */
     int                 failed_peer; /* first rank whose endpoint failed, -1 */
+    /* Set once an operation failed or was cancelled: the communicator is
+     * going down, so teardown closes endpoints by force, briefly. */
+    int                 broken;
     braid_link_t        link;
     braid_ucx_op_t      pending; /* list head of operations not yet retired */
+    braid_ucx_area_t    areas;   /* list head of live put areas */
+    uint64_t            next_area; /* id of the next mem_alloc */
 };
+
+/* Active message id of put_signal (one handler per worker). */
+#define BRAID_UCX_AM_PUT 7u
+/* How long cancel waits for a request to finish on its own before it
+ * closes the peer's endpoint by force, and how long teardown gives
+ * endpoints to close; both capped by the timeout. */
+#define BRAID_UCX_CANCEL_GRACE_S 0.2
+#define BRAID_UCX_CLOSE_S        2.0
+#define BRAID_UCX_FAILED_CLOSE_S 0.5
 
 extern const braid_transport_v2_t braid_ucx_transport;
 
@@ -129,6 +160,17 @@ ucs_status_t braid_ucx_wait_ucp(braid_ucx_comm_t *comm, void *req,
                                 double deadline);
 /* Flushes every outstanding operation of the worker, bounded. */
 ucs_status_t braid_ucx_flush(braid_ucx_comm_t *comm, double deadline);
+/* The smaller of the timeout and s, from now. */
+double braid_ucx_deadline(const braid_ucx_comm_t *comm, double s);
+
+/* cancel.c: withdrawing operations. */
+void braid_ucx_cancel(void *tcomm, braid_treq_t *req);
+/* Withdraws a pending op (any kind), unlinks and frees it; bounded. */
+void braid_ucx_op_retire(braid_ucx_comm_t *comm, braid_ucx_op_t *op);
+/* Closes the endpoint to peer by force (UCX then fails whatever is
+ * outstanding on it); a no-op for one without peer-failure handling. */
+void braid_ucx_peer_force_close(braid_ucx_comm_t *comm, int peer,
+                                const char *why);
 
 /* rma.c */
 braid_status_t braid_ucx_mem_alloc(void *tcomm, size_t len, braid_rmem_t *mem);
@@ -137,10 +179,9 @@ braid_status_t braid_ucx_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
                                     size_t dst_off, const void *src,
                                     size_t len, size_t flag_off,
                                     uint64_t flag_val, braid_treq_t *req);
-/* UCS_INPROGRESS, UCS_OK, or the first error of the two puts.  Frees the
- * ucp requests that completed. */
-ucs_status_t braid_ucx_put_status(braid_ucx_put_t *put);
-/* Releases the ucp requests of an abandoned put (teardown). */
-void braid_ucx_put_abandon(braid_ucx_put_t *put);
+/* Registers the handler that lands peers' puts on this worker. */
+ucs_status_t braid_ucx_am_register(braid_ucx_comm_t *comm);
+/* Areas the algorithms did not free (teardown). */
+void braid_ucx_areas_release(braid_ucx_comm_t *comm);
 
 #endif

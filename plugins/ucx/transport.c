@@ -95,6 +95,13 @@ ucs_status_t braid_ucx_flush(braid_ucx_comm_t *comm, double deadline)
     return braid_ucx_wait_ucp(comm, req, deadline);
 }
 
+double braid_ucx_deadline(const braid_ucx_comm_t *comm, double s)
+{
+    double t = comm->svc.timeout_s();
+
+    return comm->svc.now() + (s < t ? s : t);
+}
+
 static const char *op_verb(const braid_ucx_op_t *op)
 {
     switch (op->kind) {
@@ -252,26 +259,28 @@ static braid_status_t ucx_test(void *tcomm, braid_treq_t *req)
         return BRAID_OK;
     }
     switch (op->kind) {
-    case BRAID_UCX_OP_SEND:
-        st = ucp_request_check_status(op);
-        break;
     case BRAID_UCX_OP_RECV:
         st = ucp_tag_recv_request_test(op, &info);
         break;
+    case BRAID_UCX_OP_PUT:
+        st = ucp_request_check_status(((braid_ucx_put_t *)op)->req);
+        break;
     default:
-        st = braid_ucx_put_status((braid_ucx_put_t *)op);
+        st = ucp_request_check_status(op);
         break;
     }
 
     if (st == UCS_INPROGRESS) {
         /* A receive is not tied to an endpoint, so a dead sender never
          * completes it: look at the sender's endpoint instead.  The request
-         * stays posted; comm_destroy cancels it. */
+         * stays active for the caller's cancel. */
         if (comm->peers[op->peer].status != UCS_OK) {
+            comm->broken = 1;
             return op_error(comm, op, comm->peers[op->peer].status);
         }
         waited = comm->svc.now() - op->posted;
         if (waited > comm->svc.timeout_s()) {
+            comm->broken = 1;
             return comm->svc.error(BRAID_ERR_TIMEOUT,
                                    "ucx: rank %d: %s rank %d (%zu bytes, tag "
                                    "%#llx) not complete after %.1f s",
@@ -284,13 +293,18 @@ static braid_status_t ucx_test(void *tcomm, braid_treq_t *req)
     braid_ucx_op_unlink(op);
     req->handle = NULL;
     req->active = 0;
+    if (st != UCS_OK) {
+        comm->broken = 1;
+    }
     if (op->kind == BRAID_UCX_OP_PUT) {
-        braid_ucx_op_t copy = *op;
-        free(op);
+        braid_ucx_put_t *put  = (braid_ucx_put_t *)op;
+        braid_ucx_op_t   copy = *op;
+        ucp_request_free(put->req);
+        free(put);
         return st == UCS_OK ? BRAID_OK : op_error(comm, &copy, st);
     }
     {
-        braid_ucx_op_t copy = *op;
+        braid_ucx_op_t copy = *op; /* op lives in the request */
         ucp_request_free(op);
         if (st != UCS_OK) {
             return op_error(comm, &copy, st);
@@ -313,6 +327,7 @@ static braid_status_t ucx_progress(void *tcomm)
     /* Whoever polls flags instead of requests learns of a dead peer here. */
     p = comm->failed_peer;
     if (p >= 0) {
+        comm->broken = 1;
         return comm->svc.error(BRAID_ERR_PEER,
                                "ucx: rank %d: endpoint to rank %d failed: %s",
                                comm->rank, p,
@@ -331,6 +346,7 @@ const braid_transport_v2_t braid_ucx_transport = {
     .irecv        = ucx_irecv,
     .test         = ucx_test,
     .progress     = ucx_progress,
+    .cancel       = braid_ucx_cancel,
     .mem_alloc    = braid_ucx_mem_alloc,
     .mem_free     = braid_ucx_mem_free,
     .put_signal   = braid_ucx_put_signal,

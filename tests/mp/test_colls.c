@@ -1220,7 +1220,7 @@ static const struct {
     {"recdbl", "allreduce,reduce_scatter,allgather,broadcast,barrier"},
     {"oneshot", "allreduce"},
     {"twoshot", "allreduce"},
-    {"direct", "allgather,reduce_scatter"},
+    {"direct", "allgather,reduce_scatter,barrier"},
     {"linear", "broadcast"},
 };
 

@@ -216,6 +216,8 @@ int main(int argc, char **argv)
                                      comms[c]);
             if (st == BRAID_OK)
                 st = braid_broadcast(recv, count, BRAID_F64, 0, comms[c]);
+            if (st == BRAID_OK) /* its candidate may keep an area too */
+                st = braid_barrier(comms[c]);
             if (st != BRAID_OK) {
                 fprintf(stderr, "soak rank %d: warm-up on communicator %d: "
                         "%s\n", rank, c, braid_last_error());

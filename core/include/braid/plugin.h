@@ -199,6 +199,12 @@ typedef struct braid_cost_in {
     braid_topo_kind_t topo;
     braid_link_t      link;    /* of the transport being considered */
     double            reduce_gbps; /* local reduction throughput */
+    /* Added to every stage's latency (every message of a two-sided
+     * algorithm, every put round of a one-sided one): 0 while every rank has
+     * a core; on a host with more ranks than cores, a stage completes only
+     * once each rank of a core has been scheduled, so it costs about
+     * ranks-per-core scheduler hand-offs.  The same on every rank. */
+    double            stage_us;
 } braid_cost_in_t;
 
 /* One collective call as the algorithm sees it. */

@@ -20,6 +20,8 @@ braid_status_t braid_roce_fail(braid_roce_comm_t *comm, braid_status_t status,
         va_end(ap);
         comm->failed = status;
     }
+    if (comm->quiet)
+        return comm->failed;
     return comm->svc->error(comm->failed, "%s", comm->why);
 }
 
@@ -195,6 +197,7 @@ braid_status_t braid_roce_poll(braid_roce_comm_t *comm)
         }
     } while (n == CQ_BATCH);
     if (first == BRAID_OK && comm->failed != BRAID_OK)
-        return comm->svc->error(comm->failed, "%s", comm->why);
+        return comm->quiet ? comm->failed
+                           : comm->svc->error(comm->failed, "%s", comm->why);
     return first;
 }

@@ -314,14 +314,19 @@ braid_status_t braid_roce_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
     if (st != BRAID_OK) {
         /* Part of the data is on its way and no signal will follow: this
          * communicator's puts to that peer are out of step for good.  The
-         * batches posted still read the source; the registration goes
-         * with the last of them, or at comm_destroy. */
+         * batches posted still read the source, and the caller gets no
+         * request to cancel: withdraw them here, as cancel would.  The
+         * registration goes with the last of them, or at comm_destroy. */
+        braid_treq_t posted = {handle_encode(peer, seq), 1};
+
         if (tmp_mr != NULL)
             comm->peers[peer].ops[seq % BRAID_ROCE_SQ_DEPTH].tmp_mr = tmp_mr;
-        return braid_roce_fail(comm, st, "roce: rank %d: put_signal of %zu "
-                               "bytes to rank %d abandoned after %zu of %zu "
-                               "writes (status %d)", comm->rank, len, peer,
-                               first, pl.nchunks, (int)st);
+        st = braid_roce_fail(comm, st, "roce: rank %d: put_signal of %zu "
+                             "bytes to rank %d abandoned after %zu of %zu "
+                             "writes (status %d)", comm->rank, len, peer,
+                             first, pl.nchunks, (int)st);
+        braid_roce_cancel(comm, &posted); /* quiet: st's message stands */
+        return st;
     }
     if (bounce_slot >= 0)
         comm->peers[peer].bounce_seq[bounce_slot] = seq;
@@ -349,16 +354,15 @@ braid_status_t braid_roce_test(void *tcomm, braid_treq_t *req)
     handle_decode(req->handle, &peer, &seq);
     p  = &comm->peers[peer];
     st = braid_roce_poll(comm);
-    if (st == BRAID_OK && braid_roce_seq_done(p, seq)) {
-        req->handle = NULL;
-        req->active = 0;
-        return BRAID_OK;
-    }
-    if (st != BRAID_OK) {
+    if (braid_roce_seq_done(p, seq)) {
         req->handle = NULL;
         req->active = 0;
         return st;
     }
+    /* Still in flight, the HCA still reads src: the request stays active
+     * for the caller's cancel even when the communicator failed. */
+    if (st != BRAID_OK)
+        return st;
     /* Timed from the last sign of life of that QP, not from the post: a
      * long queue of puts to a live peer is not a timeout. */
     idle = svc->now() - p->active_since;
@@ -369,4 +373,78 @@ braid_status_t braid_roce_test(void *tcomm, braid_treq_t *req)
                           "%d alive?)", comm->rank, peer, idle, p->sq_used,
                           peer);
     return BRAID_INPROGRESS;
+}
+
+/* Cancel.  A posted RDMA WRITE reads its source until the HCA reports its
+ * completion, and the only completion that says it stopped is the CQE of
+ * that put (or of a later WR on the QP: RC completes in order).  Two ways
+ * to get it:
+ *   - wait for it.  Not bounded: the signal SEND behind the data is
+ *     retried forever (rnr_retry 7, connect.c) while the target is alive but
+ *     posts no receive -- precisely a survivor tearing down after the same
+ *     failure -- and a dead target only shows after the ~4 s of ACK
+ *     retries, longer than a cancel may take with a short BRAID_TIMEOUT.
+ *   - move the QP to the error state and drain the CQ.  The HCA then stops
+ *     the QP's work and completes every outstanding WR with a flush error;
+ *     that CQE, like a successful one, means the HCA is done with the
+ *     buffer.  (Moving to the error state alone is not enough: until the
+ *     flush CQE is polled a DMA read of src may still be under way.)
+ * So cancel takes the second: error state, then poll until the put's own
+ * CQE, bounded by the timeout.  It costs the QP, which is fine: cancel
+ * runs only on a communicator that is failing.  A put already complete is
+ * simply released, leaving the QP alone. */
+static void qp_to_error(braid_roce_comm_t *comm, int peer)
+{
+    braid_roce_peer_t *p = &comm->peers[peer];
+    struct ibv_qp_attr a;
+    int                rc;
+
+    if (p->qp_error || p->qp == NULL)
+        return;
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_ERR;
+    rc = ibv_modify_qp(p->qp, &a, IBV_QP_STATE);
+    if (rc != 0)
+        comm->svc->log(BRAID_LOG_ERROR, BRAID_ROCE_LOG, "rank %d: moving the "
+                       "QP to rank %d to the error state failed: %s; "
+                       "waiting for its puts instead", comm->rank, peer,
+                       strerror(rc));
+    p->qp_error = 1;
+}
+
+void braid_roce_cancel(void *tcomm, braid_treq_t *req)
+{
+    braid_roce_comm_t         *comm = tcomm;
+    const braid_services_v2_t *svc  = comm->svc;
+    braid_roce_peer_t         *p;
+    uint64_t                   seq;
+    int                        peer;
+    double                     t0;
+
+    if (!req->active)
+        return;
+    req->active = 0;
+    if (req->handle == NULL) /* completed when posted (to self) */
+        return;
+    handle_decode(req->handle, &peer, &seq);
+    req->handle = NULL;
+    p  = &comm->peers[peer];
+    t0 = svc->now();
+    comm->quiet++; /* the call's error message must stay the caller's */
+    (void)braid_roce_poll(comm);
+    if (!braid_roce_seq_done(p, seq)) {
+        (void)braid_roce_fail(comm, BRAID_ERR_STATE, "roce: rank %d: a "
+                              "put_signal to rank %d was cancelled; the "
+                              "communicator is unusable", comm->rank, peer);
+        qp_to_error(comm, peer);
+        while (!braid_roce_seq_done(p, seq) &&
+               svc->now() - t0 <= svc->timeout_s())
+            (void)braid_roce_poll(comm);
+    }
+    comm->quiet--;
+    if (!braid_roce_seq_done(p, seq))
+        svc->log(BRAID_LOG_ERROR, BRAID_ROCE_LOG, "rank %d: a cancelled "
+                 "put_signal to rank %d has no completion after %.1f s; the "
+                 "HCA may still read its source", comm->rank, peer,
+                 svc->now() - t0);
 }

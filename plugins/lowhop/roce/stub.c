@@ -13,8 +13,17 @@ static braid_status_t roce_stub_probe(const braid_services_v2_t *svc,
     return BRAID_ERR_UNAVAILABLE;
 }
 
+/* Never reached (no communicator opens), but every transport has one. */
+static void roce_stub_cancel(void *tcomm, braid_treq_t *req)
+{
+    (void)tcomm;
+    req->active = 0;
+    req->handle = NULL;
+}
+
 const braid_transport_v2_t braid_lowhop_roce_transport = {
-    .name  = "roce",
-    .caps  = BRAID_CAP_PUT_SIGNAL,
-    .probe = roce_stub_probe,
+    .name   = "roce",
+    .caps   = BRAID_CAP_PUT_SIGNAL,
+    .probe  = roce_stub_probe,
+    .cancel = roce_stub_cancel,
 };

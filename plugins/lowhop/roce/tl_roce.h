@@ -74,6 +74,7 @@ typedef struct braid_roce_peer {
     uint32_t        bounce_next;
     braid_status_t  failed;   /* BRAID_OK until a completion error */
     char            why[160];
+    int             qp_error; /* moved to the error state by cancel */
 } braid_roce_peer_t;
 
 struct braid_roce_comm;
@@ -130,6 +131,10 @@ typedef struct braid_roce_comm {
     braid_link_t               link;
     braid_status_t             failed;  /* sticky: first fatal error */
     char                       why[256];
+    /* While set (cancel), failures are recorded but not reported through
+     * svc->error: the core reads the call's error message after finish,
+     * which cancels, so reporting there would replace the real cause. */
+    int                        quiet;
 } braid_roce_comm_t;
 
 /* env.c: BRAID_ROCE_* parsing.  Errors are BRAID_ERR_PARSE with position. */
@@ -206,6 +211,7 @@ braid_status_t braid_roce_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
                                      size_t len, size_t flag_off,
                                      uint64_t flag_val, braid_treq_t *req);
 braid_status_t braid_roce_test(void *tcomm, braid_treq_t *req);
+void braid_roce_cancel(void *tcomm, braid_treq_t *req);
 
 /* Records the first fatal error of the communicator (and returns status). */
 braid_status_t braid_roce_fail(braid_roce_comm_t *comm, braid_status_t status,

@@ -68,6 +68,7 @@ const braid_transport_v2_t braid_lowhop_roce_transport = {
     .link         = roce_link,
     .test         = braid_roce_test,
     .progress     = roce_progress,
+    .cancel       = braid_roce_cancel,
     .mem_alloc    = braid_roce_mem_alloc,
     .mem_free     = braid_roce_mem_free,
     .put_signal   = braid_roce_put_signal,

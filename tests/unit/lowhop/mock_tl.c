@@ -281,6 +281,28 @@ static braid_status_t mock_test(void *tcomm, braid_treq_t *req)
     return BRAID_OK;
 }
 
+/* A put not delivered yet leaves the pending list unread; one delivered
+ * already only waits for its test. */
+static void mock_cancel(void *tcomm, braid_treq_t *req)
+{
+    mock_tl_t *t  = tcomm;
+    mock_op_t *op = req->handle;
+
+    if (!req->active)
+        return;
+    req->active = 0;
+    req->handle = NULL;
+    if (op == NULL)
+        return;
+    for (mock_op_t **pp = &t->pending; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == op) {
+            *pp = op->next;
+            break;
+        }
+    }
+    free(op);
+}
+
 const braid_transport_v2_t mock_transport = {
     .name         = "mock",
     .caps         = BRAID_CAP_PUT_SIGNAL,
@@ -289,6 +311,7 @@ const braid_transport_v2_t mock_transport = {
     .link         = mock_link,
     .test         = mock_test,
     .progress     = mock_progress,
+    .cancel       = mock_cancel,
     .mem_alloc    = mock_mem_alloc,
     .mem_free     = mock_mem_free,
     .put_signal   = mock_put_signal,

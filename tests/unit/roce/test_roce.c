@@ -22,6 +22,8 @@
  *   - with --large, a 136 MiB put each way (on rxe, more RDMA WRITEs than
  *     one batch holds; BRAID_ROCE_MAX_WRITE=4096 gets there with the
  *     all-pairs puts at far less cost);
+ *   - puts stuck behind a peer that stopped progressing are cancelled
+ *     within the timeout;
  *   - a peer that dies: the survivor's put fails naming it. */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -457,6 +459,53 @@ static int dead_peer_main(shm_oob_t *shm, int rank)
     return 0;
 }
 
+/* Cancel: rank 1 stops progressing (it waits in the oob), so once its
+ * posted receives are used up rank 0's signal SENDs are retried forever
+ * (RNR).  Cancelling every put must still return within the timeout with
+ * every request inactive, the QP in the error state and its work flushed;
+ * the communicator then refuses more puts, and its area can go. */
+#define CANCEL_PUTS 200 /* more than the receives posted, less than the SQ */
+
+static int cancel_main(shm_oob_t *shm, int rank)
+{
+    oob_ctx_t     ctx;
+    braid_rmem_t  m;
+    braid_treq_t *reqs = calloc(CANCEL_PUTS, sizeof(*reqs));
+    void         *tc;
+    double        t0;
+
+    g_rank = rank;
+    CHECK(reqs != NULL, "out of memory");
+    tc = open_comm(shm, rank, &ctx);
+    CHECK_OK(tl->mem_alloc(tc, 8192, &m), "mem_alloc");
+    CHECK_OK(oob_barrier(&ctx), "barrier");
+    if (rank == 0) {
+        /* The source lies in the area: zero-copy, no bounce slot to wait
+         * for. */
+        for (int i = 0; i < CANCEL_PUTS; i++)
+            CHECK_OK(tl->put_signal(tc, &m, 1, 1024, (char *)m.local + 4096,
+                                    512, 0, (uint64_t)i + 1, &reqs[i]),
+                     "put_signal");
+        usleep(100 * 1000); /* the receives run out, RNR retries begin */
+        t0 = svc_now();
+        for (int i = 0; i < CANCEL_PUTS; i++)
+            tl->cancel(tc, &reqs[i]);
+        for (int i = 0; i < CANCEL_PUTS; i++)
+            CHECK(!reqs[i].active, "request %d still active after cancel", i);
+        CHECK(svc_now() - t0 < timeout_s, "cancel took %.1f s",
+              svc_now() - t0);
+        printf("test_roce: %d puts cancelled in %.3f s\n", CANCEL_PUTS,
+               svc_now() - t0);
+        CHECK(tl->put_signal(tc, &m, 1, 1024, m.local, 8, 0, 1, &reqs[0]) !=
+                  BRAID_OK, "put_signal after a cancel succeeded");
+    }
+    CHECK_OK(oob_barrier(&ctx), "barrier");
+    tl->mem_free(tc, &m);
+    tl->comm_destroy(tc);
+    free(reqs);
+    return 0;
+}
+
 /* Two ranks exchange one put larger than a batch of RDMA WRITEs (rxe
  * writes at most 8 MiB at a time, and 16 go in a batch), from a heap
  * source, which is registered for the put. */
@@ -550,7 +599,9 @@ static int refuse_main(shm_oob_t *shm, int rank)
 
 /* ----------------------------------------------------------- processes */
 
-enum { PHASE_PUTS, PHASE_DEAD_PEER, PHASE_REFUSE, PHASE_LARGE };
+enum {
+    PHASE_PUTS, PHASE_DEAD_PEER, PHASE_REFUSE, PHASE_LARGE, PHASE_CANCEL
+};
 
 static int run_ranks(int n, int iters, int phase)
 {
@@ -572,6 +623,7 @@ static int run_ranks(int n, int iters, int phase)
             exit(phase == PHASE_DEAD_PEER ? dead_peer_main(shm, r)
                  : phase == PHASE_REFUSE  ? refuse_main(shm, r)
                  : phase == PHASE_LARGE   ? large_main(shm, r)
+                 : phase == PHASE_CANCEL  ? cancel_main(shm, r)
                                           : rank_main(shm, r, iters));
     }
     for (int left = n; left > 0;) {
@@ -739,7 +791,8 @@ int main(int argc, char **argv)
     tl = find_roce(plugin);
     CHECK(tl->caps & BRAID_CAP_PUT_SIGNAL, "roce lacks PUT_SIGNAL");
     CHECK(tl->put_signal && tl->mem_alloc && tl->mem_free && tl->test &&
-          tl->progress && tl->link && tl->comm_create && tl->comm_destroy,
+          tl->progress && tl->cancel && tl->link && tl->comm_create &&
+          tl->comm_destroy,
           "roce transport has NULL entry points");
 
     device = have_rdma_device();
@@ -756,6 +809,7 @@ int main(int argc, char **argv)
     if (run_ranks(1, iters, PHASE_PUTS) || run_ranks(n, iters, PHASE_PUTS) ||
         (!puts_only && run_ranks(3, 0, PHASE_REFUSE)) ||
         (large && run_ranks(2, 0, PHASE_LARGE)) ||
+        (!puts_only && run_ranks(2, 0, PHASE_CANCEL)) ||
         (!puts_only && run_ranks(2, 0, PHASE_DEAD_PEER)))
         return 1;
     printf("test_roce: PASS\n");

@@ -6,8 +6,9 @@
  * from every rank into every peer's slot with sequence-numbered flags (data
  * visible once the flag is); send/receive matched by (peer, tag) with
  * receives posted in reverse order, before and after the messages arrive,
- * zero-length, ring-sized and 8 MiB messages, self-sends, a length mismatch;
- * then that comm_destroy leaves no fd, mapping or /dev/shm name behind.
+ * zero-length, ring-sized and 8 MiB messages, self-sends, a length mismatch,
+ * cancelled sends and receives; then that comm_destroy leaves no fd,
+ * mapping or /dev/shm name behind.
  * Failure paths: one rank unable to open a file fails comm_create and
  * mem_alloc on every rank, cleanly. */
 #include <sched.h>
@@ -386,6 +387,78 @@ static void test_mismatch(th_rank_t *r, void *tc)
     th_barrier(r);
 }
 
+/* cancel.  A receive withdrawn before anything matched it is never written;
+ * a send withdrawn halfway through the ring still arrives whole although
+ * its buffer is scribbled over and freed at once; a receive withdrawn with
+ * a message halfway in takes no more of it, and the ring carries on with
+ * the next message.  (Freed buffers: AddressSanitizer sees late writes.) */
+#define CANCEL_LEN ((size_t)700000) /* more than a ring holds */
+static void test_cancel(th_rank_t *r, void *tc)
+{
+    const braid_transport_v2_t *tl = r->tl;
+    const int      n = r->size, right = (r->rank + 1) % n,
+                   left = (r->rank - 1 + n) % n;
+    unsigned char *sbuf = malloc(CANCEL_LEN), *rbuf = malloc(CANCEL_LEN);
+    unsigned char *gone = malloc(64), small[64], got[64];
+    braid_treq_t   sreq, rreq, req[2], idle = {0};
+
+    /* A receive nothing matched yet. */
+    TH_CHECK(tl->irecv(tc, left, 51, gone, 64, &rreq) == BRAID_OK, "irecv");
+    tl->cancel(tc, &rreq);
+    tl->cancel(tc, &idle); /* not active: nothing happens */
+    TH_CHECK(!rreq.active && !idle.active, "cancelled receive inactive");
+    free(gone);
+    th_barrier(r);
+
+    /* A send cut off after the cells that fit the ring. */
+    fill(sbuf, CANCEL_LEN, r->rank, right, 50);
+    TH_CHECK(tl->isend(tc, right, 50, sbuf, CANCEL_LEN, &sreq) == BRAID_OK,
+             "isend");
+    tl->cancel(tc, &sreq);
+    TH_CHECK(!sreq.active, "cancelled send inactive");
+    memset(sbuf, 0x55, CANCEL_LEN);
+    free(sbuf);
+    fill(small, sizeof(small), r->rank, right, 51);
+    TH_CHECK(tl->isend(tc, right, 51, small, sizeof(small), &req[0]) ==
+                 BRAID_OK, "isend small");
+    TH_CHECK(tl->irecv(tc, left, 50, rbuf, CANCEL_LEN, &req[1]) == BRAID_OK,
+             "irecv");
+    TH_CHECK(th_wait(r, tc, req, 2) == BRAID_OK, "cancelled send arrives: %s",
+             th_last_error());
+    TH_CHECK(verify(rbuf, CANCEL_LEN, left, r->rank, 50) < 0,
+             "cancelled send arrived whole");
+    TH_CHECK(tl->irecv(tc, left, 51, got, sizeof(got), &req[0]) == BRAID_OK &&
+                 th_wait(r, tc, req, 1) == BRAID_OK &&
+                 verify(got, sizeof(got), left, r->rank, 51) < 0,
+             "the message of the cancelled receive's tag went to the next");
+    th_progress_barrier(r, tc);
+
+    /* A receive cancelled with the first ring-full of its message in. */
+    sbuf = malloc(CANCEL_LEN);
+    fill(sbuf, CANCEL_LEN, r->rank, right, 52);
+    TH_CHECK(tl->isend(tc, right, 52, sbuf, CANCEL_LEN, &sreq) == BRAID_OK,
+             "isend");
+    th_barrier(r); /* the first cells are in every ring */
+    TH_CHECK(tl->irecv(tc, left, 52, rbuf, CANCEL_LEN, &rreq) == BRAID_OK,
+             "irecv");
+    tl->cancel(tc, &rreq);
+    TH_CHECK(!rreq.active, "cancelled receive inactive");
+    free(rbuf);
+    TH_CHECK(th_wait(r, tc, &sreq, 1) == BRAID_OK, "send whose receive was "
+             "cancelled completes: %s", th_last_error());
+    free(sbuf);
+    fill(small, sizeof(small), r->rank, right, 53);
+    TH_CHECK(tl->isend(tc, right, 53, small, sizeof(small), &req[0]) ==
+                 BRAID_OK &&
+                 tl->irecv(tc, left, 53, got, sizeof(got), &req[1]) ==
+                     BRAID_OK &&
+                 th_wait(r, tc, req, 2) == BRAID_OK &&
+                 verify(got, sizeof(got), left, r->rank, 53) < 0,
+             "the ring carries on after a cancelled receive: %s",
+             th_last_error());
+    th_progress_barrier(r, tc);
+}
+
 /* Left behind at comm_destroy: a send stuck behind a full ring, a message
  * nobody receives (buffered as unexpected), a receive nothing matches.
  * comm_destroy must free all of it (LeakSanitizer checks at exit). */
@@ -461,6 +534,7 @@ static int scenario(th_rank_t *r, void *arg)
     test_same_tag_fifo(r, tc);
     test_big(r, tc);
     test_mismatch(r, tc);
+    test_cancel(r, tc);
     unsigned char *abandoned = test_abandon(r, tc);
 
     tl->comm_destroy(tc);

@@ -565,6 +565,83 @@ static void run_put_signal(world_t *w, int r, braid_tl_t *tl)
     free(src);
 }
 
+/* cancel: a put, a receive that never matches and a send large enough for
+ * rendezvous that nobody receives are withdrawn, and their buffers freed at
+ * once (AddressSanitizer would flag UCX touching them later).  The send can
+ * only go by closing its endpoint, so this runs last, and the teardown
+ * that follows must still be prompt. */
+static void run_cancel(world_t *w, int r, braid_tl_t *tl)
+{
+    const int      n = w->n, right = (r + 1) % n, left = (r + n - 1) % n;
+    const size_t   big = (size_t)8 << 20;
+    const uint64_t seq = 0xffffff; /* no case uses it */
+    braid_treq_t   rreq, sreq, preq, idle = {0};
+    braid_rmem_t   mem;
+    char          *rbuf = xmalloc(64), *sbuf = xmalloc(big);
+    char          *pbuf = xmalloc(4096);
+    double         t0;
+
+    memset(sbuf, 1, big);
+    memset(pbuf, 2, 4096);
+    if (tl->ops->mem_alloc(tl->tcomm, 8192, &mem) != BRAID_OK) {
+        fail(w, r, NULL, "cancel: mem_alloc: %s", th_last_error());
+        memset(&mem, 0, sizeof(mem));
+    }
+    pthread_barrier_wait(&w->bar);
+    if (tl->ops->irecv(tl->tcomm, left, BRAID_TAG(seq, 1), rbuf, 64,
+                       &rreq) != BRAID_OK ||
+        tl->ops->isend(tl->tcomm, right, BRAID_TAG(seq, 2), sbuf, big,
+                       &sreq) != BRAID_OK ||
+        (mem.impl != NULL &&
+         tl->ops->put_signal(tl->tcomm, &mem, right, 0, pbuf, 4096, 4096, 1,
+                             &preq) != BRAID_OK)) {
+        fail(w, r, NULL, "cancel: posting failed: %s", th_last_error());
+    }
+    if (mem.impl == NULL) {
+        preq = idle;
+    }
+    (void)tl->ops->test(tl->tcomm, &sreq);
+    t0 = th_now();
+    tl->ops->cancel(tl->tcomm, &rreq);
+    tl->ops->cancel(tl->tcomm, &sreq);
+    tl->ops->cancel(tl->tcomm, &preq);
+    tl->ops->cancel(tl->tcomm, &idle); /* not active: nothing happens */
+    if (rreq.active || sreq.active || preq.active || idle.active) {
+        fail(w, r, NULL, "cancel left a request active (%d %d %d %d)",
+             rreq.active, sreq.active, preq.active, idle.active);
+    }
+    if (th_now() - t0 > 5.0) {
+        fail(w, r, NULL, "cancel took %.1f s", th_now() - t0);
+    }
+    free(rbuf);
+    free(sbuf);
+    free(pbuf);
+    /* Every sender has given up: the receive that matches its rendezvous
+     * request now can never complete, and is withdrawn all the same. */
+    pthread_barrier_wait(&w->bar);
+    rbuf = xmalloc(big);
+    if (tl->ops->irecv(tl->tcomm, left, BRAID_TAG(seq, 2), rbuf, big,
+                       &rreq) == BRAID_OK) {
+        for (int i = 0; i < 100; i++) {
+            (void)tl->ops->progress(tl->tcomm);
+        }
+        t0 = th_now();
+        tl->ops->cancel(tl->tcomm, &rreq);
+        if (rreq.active || th_now() - t0 > 5.0) {
+            fail(w, r, NULL, "cancel of a matched receive: active %d after "
+                 "%.1f s", rreq.active, th_now() - t0);
+        }
+    }
+    free(rbuf);
+    /* Late events of the withdrawn requests would come now. */
+    for (int i = 0; i < 1000; i++) {
+        (void)tl->ops->progress(tl->tcomm);
+    }
+    pthread_barrier_wait(&w->bar);
+    tl->ops->mem_free(tl->tcomm, &mem);
+    atomic_fetch_add(&w->checks, 1);
+}
+
 static void *rank_main(void *arg)
 {
     rank_arg_t  *ra   = arg;
@@ -594,6 +671,7 @@ static void *rank_main(void *arg)
                     BRAID_COLL_ALLREDUCE, "recdbl"));
     }
     run_put_signal(w, r, &tl);
+    run_cancel(w, r, &tl);
 
     for (int i = 0; i < w->plug->desc->n_algos; i++) {
         const braid_algo_v2_t *a = w->plug->desc->algos[i];
@@ -601,7 +679,14 @@ static void *rank_main(void *arg)
             a->comm_state_free(state[i], &tl);
         }
     }
-    tl.ops->comm_destroy(tl.tcomm);
+    {
+        double t0 = th_now();
+        tl.ops->comm_destroy(tl.tcomm);
+        if (th_now() - t0 > 5.0) {
+            fail(w, r, NULL, "comm_destroy after a cancel took %.1f s",
+                 th_now() - t0);
+        }
+    }
     return NULL;
 }
 
@@ -884,7 +969,7 @@ static double est(const th_plugin_t *p, braid_coll_t coll, const char *name,
 {
     const braid_algo_v2_t *a  = th_find_algo(p, coll, name);
     braid_cost_in_t        in = {coll, bytes, n, 1, n, BRAID_TOPO_SINGLE_HOST,
-                                 {0.6, 6.0, 1.8, 3.0}, 10.0};
+                                 {0.6, 6.0, 1.8, 3.0}, 10.0, 0.0};
     double                 t  = a->estimate(&in);
 
     if (a->estimate(&in) != t) {
@@ -926,7 +1011,8 @@ static int check_costs(const th_plugin_t *p)
     }
     for (int i = 0; i < p->desc->n_algos; i++) {
         braid_cost_in_t in = {p->desc->algos[i]->coll, 1024, 4, 1, 4,
-                              BRAID_TOPO_SINGLE_HOST, {0.6, 0.0, 1.8, 0.0}, 10.0};
+                              BRAID_TOPO_SINGLE_HOST, {0.6, 0.0, 1.8, 0.0},
+                              10.0, 0.0};
         EXPECT(p->desc->algos[i]->estimate(&in) < 0); /* no bandwidth */
         EXPECT(est(p, p->desc->algos[i]->coll, p->desc->algos[i]->name, 5,
                    4096) > 0);

@@ -1,0 +1,58 @@
+/* barrier "direct": one stage of flags.
+ *
+ * Every rank put_signals an empty message -- the flag alone -- into its slot
+ * of every peer's receive area, then waits for the n-1 flags of this call.
+ * One stage where dissemination needs ceil(log2 n) rounds of messages, each
+ * of which on an oversubscribed host costs a scheduling round.
+ *
+ * The banks make it safe without more: a rank leaves barrier k only once
+ * every peer has entered it, so no rank can reach barrier k+2 (which reuses
+ * bank k's slots) while a peer still looks for barrier k's flags (slots.h). */
+#include "lowhop.h"
+#include "slots.h"
+
+static braid_status_t barrier_start(braid_task_t *task)
+{
+    /* No data: the exchange carries flags only (slot of the minimum size). */
+    return braid_lowhop_xchg_start(task, 0, 0, "direct barrier");
+}
+
+static braid_status_t barrier_progress(braid_task_t *task)
+{
+    braid_lowhop_xchg_t *s = task->priv;
+    int                  n = task->size;
+    braid_status_t       st;
+
+    if (s->area == NULL)
+        return BRAID_OK; /* one rank */
+    if (!s->posted) {
+        for (int i = 1; i < n; i++) {
+            /* A valid source address for transports that look at it. */
+            st = braid_lowhop_put(task, s->area, (task->rank + i) % n,
+                                  s->bank, &s->flag, 0, s->flag,
+                                  &s->reqs[i - 1]);
+            if (st != BRAID_OK)
+                return st;
+        }
+        s->posted = 1;
+    }
+    if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
+        return st;
+    int all = braid_lowhop_xchg_arrived(s, n);
+    st = braid_lowhop_reqs_test(task, s->reqs, n - 1, NULL);
+    if (st != BRAID_OK && st != BRAID_INPROGRESS)
+        return st;
+    return all && st == BRAID_OK ? BRAID_OK : BRAID_INPROGRESS;
+}
+
+const braid_algo_v2_t braid_lowhop_barrier_direct_algo = {
+    .name            = "direct",
+    .coll            = BRAID_COLL_BARRIER,
+    .needs_caps      = BRAID_CAP_PUT_SIGNAL,
+    .transport       = NULL,
+    .estimate        = braid_lowhop_cost_barrier_direct,
+    .start           = barrier_start,
+    .progress        = barrier_progress,
+    .finish          = braid_lowhop_xchg_finish,
+    .comm_state_free = braid_lowhop_area_free,
+};
