@@ -28,6 +28,7 @@
 #include "numeric.h"
 
 #define PERIOD 7 /* inputs repeat every PERIOD elements: cheap reference */
+#define BATCHES 5 /* --timing batch: batches per row, the median is shown */
 
 typedef struct {
     size_t        minbytes, maxbytes, step;
@@ -39,6 +40,7 @@ typedef struct {
     int           root;
     const char   *algo;
     int           csv;
+    int           batch;  /* time back-to-back batches, not single calls */
 } opts_t;
 
 typedef struct {
@@ -87,10 +89,15 @@ static void usage(FILE *f)
         "default both\n"
         "  -r, --root N         broadcast root, default 0\n"
         "      --algo CAND      force a candidate (sets BRAID_ALGO=coll:CAND)\n"
+        "  -t, --timing MODE    percall (default): each call timed alone,\n"
+        "                       ranks aligned by a barrier first; batch:\n"
+        "                       %d batches of -n calls back to back, time\n"
+        "                       per call of each batch\n"
         "      --csv            machine-readable rows only\n"
         "  -h, --help           this text\n"
-        "size is the larger buffer; time is the median over iterations of\n"
-        "the slowest rank.\n");
+        "size is the larger buffer; time is the median over iterations (or\n"
+        "batches) of the slowest rank.  A size that a forced --algo cannot\n"
+        "run shows '-'.\n", BATCHES);
 }
 
 static void bad_usage(const char *fmt, const char *arg)
@@ -151,6 +158,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         {"root", required_argument, NULL, 'r'},
         {"algo", required_argument, NULL, 'A'},
         {"csv", no_argument, NULL, 'S'},
+        {"timing", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -160,7 +168,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
                   .op = BRAID_SUM, .coll = BRAID_COLL_ALLREDUCE,
                   .place = -1};
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:C:i:r:h", longs,
+    while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:C:i:r:t:h", longs,
                             NULL)) != -1) {
         switch (c) {
         case 'b':
@@ -221,6 +229,14 @@ static void parse_opts(int argc, char **argv, opts_t *o)
             break;
         case 'S':
             o->csv = 1;
+            break;
+        case 't':
+            if (strcmp(optarg, "percall") == 0)
+                o->batch = 0;
+            else if (strcmp(optarg, "batch") == 0)
+                o->batch = 1;
+            else
+                bad_usage("bad --timing '%s' (percall or batch)", optarg);
             break;
         case 'h':
             usage(stdout);
@@ -416,15 +432,30 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median over iterations of the slowest rank's time, in microseconds. */
+/* Median of the slowest rank's times, in microseconds: of single calls, or
+ * of the per-call time of back-to-back batches.  A batch is what a decode
+ * loop does (one all-reduce after another, the next issued as soon as the
+ * last returns), where a rank that finishes early starts the next call
+ * while slower ones finish this one; single calls measure one all-reduce
+ * from an aligned start. */
 static double time_call(const opts_t *o, bench_t *b, const shape_t *sh,
                         bufs_t bf)
 {
     braid_status_t st;
+    int            nt = o->batch ? BATCHES : o->iters;
     for (int i = 0; i < o->warmup; i++)
         if ((st = call(o, b, sh, bf)) != BRAID_OK)
             die(b, st, "warmup call");
-    for (int i = 0; i < o->iters; i++) {
+    for (int i = 0; o->batch && i < BATCHES; i++) {
+        if ((st = braid_barrier(b->comm)) != BRAID_OK)
+            die(b, st, "barrier");
+        double t0 = now_s();
+        for (int k = 0; k < o->iters; k++)
+            if ((st = call(o, b, sh, bf)) != BRAID_OK)
+                die(b, st, "timed call");
+        b->times[i] = (now_s() - t0) / o->iters;
+    }
+    for (int i = 0; !o->batch && i < o->iters; i++) {
         /* Aligned starts: a rank's time is then the call's, not the time
          * it waited for a peer still busy with the previous iteration. */
         if ((st = braid_barrier(b->comm)) != BRAID_OK)
@@ -434,12 +465,12 @@ static double time_call(const opts_t *o, bench_t *b, const shape_t *sh,
             die(b, st, "timed call");
         b->times[i] = now_s() - t0;
     }
-    st = braid_allreduce(b->times, b->tmax, (size_t)o->iters, BRAID_F64,
-                         BRAID_MAX, b->comm);
+    st = braid_allreduce(b->times, b->tmax, (size_t)nt, BRAID_F64, BRAID_MAX,
+                         b->comm);
     if (st != BRAID_OK)
         die(b, st, "allreduce of the times");
-    qsort(b->tmax, (size_t)o->iters, sizeof(double), cmp_double);
-    size_t n = (size_t)o->iters;
+    qsort(b->tmax, (size_t)nt, sizeof(double), cmp_double);
+    size_t n = (size_t)nt;
     double med = n % 2 ? b->tmax[n / 2]
                        : 0.5 * (b->tmax[n / 2 - 1] + b->tmax[n / 2]);
     return med * 1e6;
@@ -498,7 +529,12 @@ static void print_header(const opts_t *o, const bench_t *b)
                o->root);
     printf("#  BRAID_ALGO=%s BRAID_PLUGINS=%s\n", env ? env : "(auto)",
            pl ? pl : "(all found)");
-    printf("#  time = median over iterations of the slowest rank\n");
+    if (o->batch)
+        printf("#  time = per call in batches of %d back-to-back calls, "
+               "median over %d batches of the slowest rank\n", o->iters,
+               BATCHES);
+    else
+        printf("#  time = median over iterations of the slowest rank\n");
 }
 
 static void print_columns(const opts_t *o)
@@ -609,6 +645,13 @@ static void run_size(const opts_t *o, bench_t *b, size_t bytes)
                                           sh.per_rank * nm_size(o->dtype),
                                           algo, sizeof(algo), why,
                                           sizeof(why));
+    if (st == BRAID_ERR_NOT_SUPPORTED && o->algo != NULL) {
+        /* The forced candidate cannot run this size (a lowhop algorithm
+         * above its cap): every rank sees the same, so every rank skips. */
+        if (b->rank == 0)
+            print_row(o, b, &sh, "-", res);
+        return;
+    }
     if (st != BRAID_OK)
         die(b, st, "braid_comm_choice");
     for (int k = 0; k < 2; k++) {
@@ -658,8 +701,9 @@ int main(int argc, char **argv)
     size_t cap = shape_of(&o, &b, o.maxbytes).bytes + 64;
     b.sbuf  = malloc(cap);
     b.rbuf  = malloc(cap);
-    b.times = calloc((size_t)o.iters, sizeof(double));
-    b.tmax  = calloc((size_t)o.iters, sizeof(double));
+    size_t ntimes = o.iters > BATCHES ? (size_t)o.iters : BATCHES;
+    b.times = calloc(ntimes, sizeof(double));
+    b.tmax  = calloc(ntimes, sizeof(double));
     if (!b.sbuf || !b.rbuf || !b.times || !b.tmax) {
         fprintf(stderr, "braid-bench: cannot allocate %zu bytes\n", cap);
         return 1;

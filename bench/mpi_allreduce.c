@@ -1,12 +1,17 @@
 /* mpi-allreduce-bench: Open MPI's MPI_Allreduce measured exactly as
- * braid-bench measures braid (f32 sum, out of place, per-iteration time = max
- * over ranks, median over iterations), so the two can be compared as ratios
- * in one session.  Baseline only: not part of braid.
- *   mpirun -np 2 mpi-allreduce-bench [-b 8] [-e 64M] [-f 2] [-n 20] [-w 5] */
+ * braid-bench measures braid (f32 sum, out of place; per call: a barrier,
+ * then the call timed alone; batch: 5 batches of -n back-to-back calls, time
+ * per call; max over ranks, median over iterations or batches), so the two
+ * can be compared as ratios in one session.  Baseline only: not part of
+ * braid.
+ *   mpirun -np 2 mpi-allreduce-bench [-b 8] [-e 64M] [-f 2] [-n 20] [-w 5]
+ *                                    [-t percall|batch] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define BATCHES 5 /* as braid-bench */
 
 static size_t parse_size(const char *s)
 {
@@ -30,16 +35,20 @@ static int cmp_double(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     size_t minb = 8, maxb = 64u << 20;
-    int    factor = 2, iters = 20, warmup = 5;
+    int    factor = 2, iters = 20, warmup = 5, batch = 0, bad = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-b")) minb = parse_size(argv[i + 1]);
         else if (!strcmp(argv[i], "-e")) maxb = parse_size(argv[i + 1]);
         else if (!strcmp(argv[i], "-f")) factor = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-n")) iters = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-w")) warmup = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-t")) {
+            batch = !strcmp(argv[i + 1], "batch");
+            bad |= !batch && strcmp(argv[i + 1], "percall");
+        } else bad = 1;
     }
-    if (factor < 2 || iters < 1 || minb < 4 || maxb < minb) {
-        fprintf(stderr, "usage: mpi-allreduce-bench [-b min] [-e max] [-f factor>=2] [-n iters] [-w warmup]\n");
+    if (bad || factor < 2 || iters < 1 || minb < 4 || maxb < minb) {
+        fprintf(stderr, "usage: mpi-allreduce-bench [-b min] [-e max] [-f factor>=2] [-n iters] [-w warmup] [-t percall|batch]\n");
         return 2;
     }
     MPI_Init(&argc, &argv);
@@ -47,25 +56,33 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     float  *send  = malloc(maxb), *recv = malloc(maxb);
-    double *times = malloc(sizeof(double) * (size_t)iters);
+    int     nt    = batch ? BATCHES : iters;
+    double *times = malloc(sizeof(double) * (size_t)nt);
+    double *tmax  = malloc(sizeof(double) * (size_t)nt);
     memset(send, 0, maxb);
     if (rank == 0)
-        printf("# MPI_Allreduce f32 sum, %d ranks, out of place, median of %d\n"
-               "%12s %12s %12s %10s %10s\n", size, iters, "size", "count",
-               "time(us)", "algbw", "busbw");
+        printf("# MPI_Allreduce f32 sum, %d ranks, out of place, median of "
+               "%d %s\n%12s %12s %12s %10s %10s\n", size, nt,
+               batch ? "batches of back-to-back calls" : "single calls",
+               "size", "count", "time(us)", "algbw", "busbw");
     for (size_t bytes = minb; bytes <= maxb; bytes *= (size_t)factor) {
         int count = (int)(bytes / sizeof(float));
         for (int i = 0; i < warmup; i++)
             MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        for (int i = 0; i < iters; i++) {
+        for (int i = 0; i < nt; i++) {
+            int calls = batch ? iters : 1;
+            MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
-            MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-            double dt = MPI_Wtime() - t0, mx;
-            MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            times[i] = mx * 1e6;
+            for (int k = 0; k < calls; k++)
+                MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM,
+                              MPI_COMM_WORLD);
+            times[i] = (MPI_Wtime() - t0) / calls * 1e6;
         }
-        qsort(times, (size_t)iters, sizeof(double), cmp_double);
-        double us = times[iters / 2], algbw = (double)bytes / us / 1e3;
+        MPI_Allreduce(times, tmax, nt, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        qsort(tmax, (size_t)nt, sizeof(double), cmp_double);
+        double us = nt % 2 ? tmax[nt / 2]
+                           : 0.5 * (tmax[nt / 2 - 1] + tmax[nt / 2]);
+        double algbw = (double)bytes / us / 1e3;
         if (rank == 0)
             printf("%12zu %12d %12.2f %10.3f %10.3f\n", bytes, count, us, algbw,
                    algbw * 2.0 * (size - 1) / size);
@@ -73,6 +90,7 @@ int main(int argc, char **argv)
     free(send);
     free(recv);
     free(times);
+    free(tmax);
     MPI_Finalize();
     return 0;
 }

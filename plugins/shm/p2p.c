@@ -12,6 +12,7 @@
 
 /* Polls between the slow checks of a waiting op (clock, dead peer). */
 #define SLOW_CHECK_POLLS 1024u
+#define UNEXPECTED_POLLS 16u /* a power of two */
 
 static braid_status_t check_args(braid_shm_comm_t *comm, int peer,
                                  uint64_t tag, const void *buf, size_t len,
@@ -147,8 +148,19 @@ braid_status_t braid_shm_irecv(void *tcomm, int peer, uint64_t tag, void *buf,
 size_t braid_shm_poll(braid_shm_comm_t *comm)
 {
     size_t moved = 0;
+    /* A peer with a receive waiting for it (or a message half taken) has
+     * its ring read on every poll.  The others only every UNEXPECTED_POLLS
+     * polls: their messages are unexpected, and taking them early only lets
+     * a sender's isend complete before its receive is posted (which it must,
+     * eventually: a sender may wait for that before posting its own
+     * receive).  Reading each peer's ring head is a line shared with that
+     * peer, and on a host with more ranks than cores those misses were a
+     * good part of a flag-polling wait's cost. */
+    int all = (++comm->poll_calls & (UNEXPECTED_POLLS - 1)) == 0;
 
     for (int p = 0; p < comm->size; p++) {
+        if (!all && comm->in[p].posted_head == NULL && !comm->in[p].busy)
+            continue;
         size_t n = braid_shm_drain(comm, p);
         if (n != 0) {
             braid_shm_wake(comm, p);
@@ -170,6 +182,9 @@ size_t braid_shm_poll(braid_shm_comm_t *comm)
             if (out->head == NULL) {
                 out->tail = NULL;
                 comm->nsending--;
+            }
+            if (op->own != NULL) {
+                braid_shm_op_put(comm, op); /* cancelled: nobody tests it */
             }
         }
         if (n != 0) {
@@ -197,8 +212,8 @@ static braid_status_t op_done(braid_shm_comm_t *comm, braid_treq_t *req,
     return st;
 }
 
-/* Dead peer or timeout: the op stays posted (the ABI has no cancel);
- * comm_destroy frees it. */
+/* Dead peer or timeout: the op stays posted until the caller's cancel (or
+ * comm_destroy) takes it back. */
 static braid_status_t slow_check(braid_shm_comm_t *comm, braid_shm_op_t *op)
 {
     const char    *verb = op->kind == BRAID_SHM_OP_SEND ? "send to"
