@@ -25,17 +25,10 @@ static braid_status_t barrier_progress(braid_task_t *task)
 
     if (s->area == NULL)
         return BRAID_OK; /* one rank */
-    if (!s->posted) {
-        for (int i = 1; i < n; i++) {
-            /* A valid source address for transports that look at it. */
-            st = braid_lowhop_put(task, s->area, (task->rank + i) % n,
-                                  s->bank, &s->flag, 0, s->flag,
-                                  &s->reqs[i - 1]);
-            if (st != BRAID_OK)
-                return st;
-        }
-        s->posted = 1;
-    }
+    /* &s->flag: a valid source address for transports that look at it. */
+    if (!s->posted &&
+        (st = braid_lowhop_xchg_post(task, s, &s->flag, 0, 0)) != BRAID_OK)
+        return st;
     if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
         return st;
     int all = braid_lowhop_xchg_arrived(s, n);

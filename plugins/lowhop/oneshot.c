@@ -33,16 +33,10 @@ static braid_status_t oneshot_progress(braid_task_t *task)
 
     if (s->area == NULL)
         return braid_lowhop_local_result(task);
-    if (!s->posted) {
-        /* rank+1 first: spreads the writes so no rank is everyone's first */
-        for (int i = 1; i < n; i++) {
-            st = braid_lowhop_put(task, s->area, (task->rank + i) % n, s->bank,
-                                  task->sendbuf, len, s->flag, &s->reqs[i - 1]);
-            if (st != BRAID_OK)
-                return st;
-        }
-        s->posted = 1;
-    }
+    if (!s->posted &&
+        (st = braid_lowhop_xchg_post(task, s, task->sendbuf, len, 0)) !=
+            BRAID_OK)
+        return st;
     if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
         return st;
     int all = braid_lowhop_xchg_arrived(s, n);

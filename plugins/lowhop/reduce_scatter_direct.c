@@ -31,17 +31,9 @@ static braid_status_t rs_progress(braid_task_t *task)
 
     if (s->area == NULL)
         return braid_lowhop_local_result(task);
-    if (!s->posted) {
-        for (int i = 1; i < n; i++) {
-            int j = (me + i) % n;
-            st = braid_lowhop_put(task, s->area, j, s->bank,
-                                  in + (size_t)j * len, len, s->flag,
-                                  &s->reqs[i - 1]);
-            if (st != BRAID_OK)
-                return st;
-        }
-        s->posted = 1;
-    }
+    if (!s->posted &&
+        (st = braid_lowhop_xchg_post(task, s, in, len, len)) != BRAID_OK)
+        return st;
     if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
         return st;
     if (braid_lowhop_xchg_arrived(s, n) && !s->reduced) {

@@ -261,6 +261,26 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
     return BRAID_OK;
 }
 
+braid_status_t braid_lowhop_xchg_post(braid_task_t *task,
+                                      braid_lowhop_xchg_t *x, const void *src,
+                                      size_t len, size_t stride)
+{
+    int n = task->size;
+
+    /* rank+1 first: spreads the writes so no rank is everyone's first */
+    for (int i = 1; i < n; i++) {
+        int            j = (task->rank + i) % n;
+        braid_status_t st = braid_lowhop_put(
+            task, x->area, j, x->bank,
+            (const char *)src + (size_t)j * stride, len, x->flag,
+            &x->reqs[i - 1]);
+        if (st != BRAID_OK)
+            return st;
+    }
+    x->posted = 1;
+    return BRAID_OK;
+}
+
 int braid_lowhop_xchg_arrived(braid_lowhop_xchg_t *x, int n)
 {
     for (int k = 0; k < n - 1 && x->nseen < n - 1; k++) {

@@ -180,6 +180,12 @@ typedef struct braid_lowhop_xchg {
  * error task->priv is freed: finish() is not called when start fails. */
 braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
                                        size_t cap, const char *what);
+/* Puts len bytes to every peer j (src + j·stride; stride 0: the same bytes
+ * to all) into this rank's slot of the call's bank, with the call's flag;
+ * marks x posted. */
+braid_status_t braid_lowhop_xchg_post(braid_task_t *task,
+                                      braid_lowhop_xchg_t *x, const void *src,
+                                      size_t len, size_t stride);
 /* Looks at the flags not seen yet; 1 once all n-1 peers' data arrived. */
 int braid_lowhop_xchg_arrived(braid_lowhop_xchg_t *x, int n);
 /* finish() of the algorithms built on braid_lowhop_xchg_t: cancels the puts

@@ -277,6 +277,19 @@ static int survivor_report(const opts_t *o, braid_comm_t *comm, int rank,
         }
     }
 
+    /* Out of place, the send buffer is the caller's input: whatever went
+     * wrong, it still holds what this rank put there (broadcast has one
+     * buffer, which a failed call may have half written: documented). */
+    int intact = 1;
+    if (o->coll != BRAID_COLL_BROADCAST && o->coll != BRAID_COLL_BARRIER) {
+        size_t n = o->coll == BRAID_COLL_REDUCE_SCATTER
+                       ? count * (size_t)braid_comm_size(comm)
+                       : count;
+        for (size_t i = 0; i < n; i++)
+            if (a[i] != (float)(rank + 1))
+                intact = 0;
+    }
+
     /* The communicator refuses further work, with the first message. */
     braid_status_t again = one_call(o, comm, a, b, count, 0, HOW_BETWEEN, 0,
                                     0.0);
@@ -293,9 +306,10 @@ static int survivor_report(const opts_t *o, braid_comm_t *comm, int rank,
 
     /* The message last: it is free text. */
     printf("FAULT rank=%d victim=%d iter=%d how=%s status=%s latency_ms=%.1f "
-           "names_victim=%d state_ok=%d finalize_ms=%.1f finalize=%s "
-           "error=%s\n", rank, o->victim, iter, how_names[how],
-           status_id(st), lat_ms, names, state_ok, fin, status_id(fst), err);
+           "names_victim=%d state_ok=%d send_intact=%d finalize_ms=%.1f "
+           "finalize=%s error=%s\n", rank, o->victim, iter, how_names[how],
+           status_id(st), lat_ms, names, state_ok, intact, fin,
+           status_id(fst), err);
     fflush(stdout);
     return FAULT_EXIT_DETECTED;
 }

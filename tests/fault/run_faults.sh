@@ -4,9 +4,10 @@
 #   - the victim died (SIGKILL; its death time is in the death file),
 #   - every survivor printed a FAULT line: an error within BRAID_TIMEOUT +
 #     margin of the death, of status BRAID_ERR_PEER or BRAID_ERR_TIMEOUT,
-#     whose message names the victim ("rank V"); then the communicator
-#     refused further work with BRAID_ERR_STATE and the same message, and
-#     braid_finalize returned promptly,
+#     whose message names the victim ("rank V"); its send buffer (out of
+#     place) still held its input; then the communicator refused further
+#     work with BRAID_ERR_STATE and the same message, and braid_finalize
+#     returned promptly,
 #   - nobody hung (fault_coll's watchdog prints HANG) or finished without an
 #     error (NOERROR),
 #   - braidrun exited non-zero and named the victim as the rank that failed
@@ -163,6 +164,8 @@ for cand in $CANDS; do
             [ "$(field state_ok "$line")" = 1 ] ||
                 fail "$run" "rank $r: the next call did not refuse with" \
                     "BRAID_ERR_STATE and the first message"
+            [ "$(field send_intact "$line")" = 1 ] ||
+                fail "$run" "rank $r: the failed call wrote its send buffer"
             ms_gt "$fin" "$max_fin" && { max_fin=$fin; max_fin_at="$run rank=$r"; }
             ms_gt "$fin" "$FINALIZE_MS" &&
                 fail "$run" "rank $r: braid_finalize took $fin ms"
