@@ -55,6 +55,7 @@
  * 10 us, beta = 1.5 GB/s (ucx across hosts): n = 2: 160 KB; n = 4: 8.4 KB and
  * 427 KB; n = 8: 2.4 KB and 1.1 MB.  A ring of hosts raises L and so lowers
  * m1 (n = 8: by 16/7). */
+#include <stdint.h>
 #include <math.h>
 
 #include "lowhop.h"
@@ -145,11 +146,11 @@ double braid_lowhop_cost_reduce_scatter_direct(const braid_cost_in_t *in)
 }
 
 /* One stage of flags: alpha alone (the flag shares no bandwidth worth
- * counting). */
+ * counting).  A barrier moves no data, whatever bytes says. */
 double braid_lowhop_cost_barrier_direct(const braid_cost_in_t *in)
 {
     terms_t t;
-    if (terms(&t, in, 0) < 0)
+    if (terms(&t, in, SIZE_MAX) < 0)
         return -1.0;
     return t.n == 1 ? 0.0 : t.alpha;
 }
