@@ -49,12 +49,12 @@
  *     (the ring saves the copy-out and pays 2(n-2) more latencies;
  *     n = 2: never, the ring wins outright);
  *   oneshot = ring (n = 2) at m = 2·alpha/g.
- * With alpha = 0.6 us, beta = 6 GB/s, gamma = 8 GB/s (ucx on one host):
- * n = 2: oneshot < 9.6 KB < ring; n = 4: oneshot < 1.4 KB < twoshot < 25.6 KB
- * < ring; n = 8: oneshot < 0.39 KB < twoshot < 65.8 KB < ring.  With alpha =
- * 10 us, beta = 1.5 GB/s (ucx across hosts): n = 2: 160 KB; n = 4: 8.4 KB and
- * 427 KB; n = 8: 2.4 KB and 1.1 MB.  A ring of hosts raises L and so lowers
- * m1 (n = 8: by 16/7). */
+ * (alpha, b for the lowhop terms are the put link plus the stage term;
+ * the ring's are the two-sided link: the formulas hold with one alpha and
+ * b per side.)  A ring of hosts raises L and so lowers m1 (n = 8: by 16/7).
+ * `braid-info -n N` prints where the declared links put the crossovers: on
+ * this 2-core host, oneshot to 4 KiB on 4 ranks and 512 B on 8, twoshot up
+ * to its cap, the ring above it. */
 #include <stdint.h>
 #include <math.h>
 
