@@ -446,24 +446,18 @@ static double time_call(const opts_t *o, bench_t *b, const shape_t *sh,
     for (int i = 0; i < o->warmup; i++)
         if ((st = call(o, b, sh, bf)) != BRAID_OK)
             die(b, st, "warmup call");
-    for (int i = 0; o->batch && i < BATCHES; i++) {
+    /* nt timings of `calls` back-to-back calls each (one call per call
+     * timing), every one from an aligned start: a rank's time is then the
+     * calls', not the time it waited for a peer still busy before. */
+    int calls = o->batch ? o->iters : 1;
+    for (int i = 0; i < nt; i++) {
         if ((st = braid_barrier(b->comm)) != BRAID_OK)
             die(b, st, "barrier");
         double t0 = now_s();
-        for (int k = 0; k < o->iters; k++)
+        for (int k = 0; k < calls; k++)
             if ((st = call(o, b, sh, bf)) != BRAID_OK)
                 die(b, st, "timed call");
-        b->times[i] = (now_s() - t0) / o->iters;
-    }
-    for (int i = 0; !o->batch && i < o->iters; i++) {
-        /* Aligned starts: a rank's time is then the call's, not the time
-         * it waited for a peer still busy with the previous iteration. */
-        if ((st = braid_barrier(b->comm)) != BRAID_OK)
-            die(b, st, "barrier");
-        double t0 = now_s();
-        if ((st = call(o, b, sh, bf)) != BRAID_OK)
-            die(b, st, "timed call");
-        b->times[i] = now_s() - t0;
+        b->times[i] = (now_s() - t0) / calls;
     }
     st = braid_allreduce(b->times, b->tmax, (size_t)nt, BRAID_F64, BRAID_MAX,
                          b->comm);

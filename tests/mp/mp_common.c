@@ -95,3 +95,14 @@ int mp_algo_string(const char *cand, const char *colls, char *out,
     }
     return used ? 0 : -1;
 }
+
+void mp_slurp(int fd, char *buf, size_t len)
+{
+    size_t  used = 0;
+    ssize_t got;
+    lseek(fd, 0, SEEK_SET);
+    while (used < len - 1 &&
+           (got = read(fd, buf + used, len - 1 - used)) > 0)
+        used += (size_t)got;
+    buf[used] = '\0';
+}

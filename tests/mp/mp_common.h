@@ -32,4 +32,8 @@ int mp_algo_string(const char *cand, const char *colls, char *out,
 /* Collective by name ("allreduce", ...); -1 if unknown. */
 int mp_parse_coll(const char *name);
 
+/* Reads what was written to fd since offset 0 into buf (at most len-1
+ * bytes, NUL-terminated): a log captured in a file. */
+void mp_slurp(int fd, char *buf, size_t len);
+
 #endif

@@ -44,18 +44,6 @@ static void fail(int rank, const char *fmt, ...)
     failures++;
 }
 
-/* Reads what was written to fd since offset 0 (at most len-1 bytes). */
-static void slurp(int fd, char *buf, size_t len)
-{
-    size_t  used = 0;
-    ssize_t got;
-    lseek(fd, 0, SEEK_SET);
-    while (used < len - 1 &&
-           (got = read(fd, buf + used, len - 1 - used)) > 0)
-        used += (size_t)got;
-    buf[used] = '\0';
-}
-
 /* braid_init with stderr in a file (a pipe could fill up and block the
  * process writing into it); the log lands in log. */
 static braid_status_t init_logged(braid_comm_t **comm, char *log, size_t len)
@@ -73,7 +61,7 @@ static braid_status_t init_logged(braid_comm_t **comm, char *log, size_t len)
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    slurp(logfd, log, len);
+    mp_slurp(logfd, log, len);
     close(logfd);
     return st;
 }

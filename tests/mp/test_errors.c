@@ -682,18 +682,6 @@ static int expect_missing_main(const char *cand)
     return bad ? 1 : 0;
 }
 
-/* Reads what was written to fd since offset 0 (at most len-1 bytes). */
-static void slurp(int fd, char *buf, size_t len)
-{
-    size_t used = 0;
-    ssize_t got;
-    lseek(fd, 0, SEEK_SET);
-    while (used < len - 1 &&
-           (got = read(fd, buf + used, len - 1 - used)) > 0)
-        used += (size_t)got;
-    buf[used] = '\0';
-}
-
 static int expect_badabi_main(const char *dir, const char *plugin_dir)
 {
     static char log[1 << 18];
@@ -720,7 +708,7 @@ static int expect_badabi_main(const char *dir, const char *plugin_dir)
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    slurp(logfd, log, sizeof(log));
+    mp_slurp(logfd, log, sizeof(log));
     close(logfd);
     if (st != BRAID_OK) {
         fprintf(stderr, PROG " FAIL: braid_init with a bad-ABI plugin in "

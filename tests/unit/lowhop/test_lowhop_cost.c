@@ -331,12 +331,36 @@ static void test_start_cap(void)
     }
 }
 
+/* Oversubscribed hosts: every stage pays stage_us, so one stage gains on
+ * two and oneshot stays cheapest to larger sizes; the barrier costs one
+ * stage whatever the byte count. */
+static void test_stage(void)
+{
+    braid_cost_in_t in = setup(4, 1, 4, BRAID_TOPO_SINGLE_HOST, 0.1, 10);
+    in.bytes = 4096;
+    double one0 = braid_lowhop_cost_oneshot(&in);
+    double two0 = braid_lowhop_cost_twoshot(&in);
+    double m1_0 = bisect(in, twoshot_cheaper, 0, 64.0 * 1024 * 1024);
+    in.stage_us = 2.0;
+    check(fabs(braid_lowhop_cost_oneshot(&in) - one0 - 2.0) < 1e-9,
+          "oneshot: one stage must add stage_us once");
+    check(fabs(braid_lowhop_cost_twoshot(&in) - two0 - 4.0) < 1e-9,
+          "twoshot: two stages must add stage_us twice");
+    double m1_2 = bisect(in, twoshot_cheaper, 0, 64.0 * 1024 * 1024);
+    check(m1_2 > 4.0 * m1_0, "oneshot/twoshot crossover %.0f B with stages "
+          "of 2 us, %.0f B without: should move up", m1_2, m1_0);
+    in.bytes = 1u << 30;
+    check(braid_lowhop_cost_barrier_direct(&in) == in.link.put_alpha_us + 2.0,
+          "barrier: one stage, no data term, at any byte count");
+}
+
 int main(void)
 {
     test_load();
     test_caps();
     test_start_cap();
     test_crossovers();
+    test_stage();
     printf("%ld checks, %ld failed\n", n_checks, n_failed);
     return n_failed == 0 ? 0 : 1;
 }
