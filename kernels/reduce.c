@@ -56,6 +56,13 @@
 #define BRAID_HOT
 #endif
 
+/* Up to this many elements a loop runs right in its dispatcher, without
+ * the call through the ifunc to a clone whose vector set-up costs more than
+ * a decode step's few elements: the same OP element by element, so the
+ * same bits.  Element i is read before it is written, so in place is fine
+ * (d equal to a, b or both). */
+#define BRAID_FEW 8
+
 /* f16/bf16 elements per block: 2 KiB of f32, comfortably in L1. */
 #define BRAID_BLOCK 512
 
@@ -281,6 +288,13 @@ static inline uint16_t bf16_store(float f)
     }                                                                         \
     static void name(void *d, const void *a, const void *b, size_t n)         \
     {                                                                         \
+        if (n <= BRAID_FEW) {                                                 \
+            T *pd = d;                                                        \
+            const T *pa = a, *pb = b;                                         \
+            for (size_t i = 0; i < n; i++)                                    \
+                pd[i] = OP(pa[i], pb[i]);                                     \
+            return;                                                           \
+        }                                                                     \
         if (d == a && d == b)                                                 \
             name##_1(d, n);                                                   \
         else if (d == a)                                                      \

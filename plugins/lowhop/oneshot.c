@@ -27,8 +27,8 @@ static braid_status_t oneshot_progress(braid_task_t *task)
 {
     braid_lowhop_xchg_t *s   = task->priv;
     int                  n   = task->size;
+    int                  me  = task->rank;
     size_t               len = task->count * task->dtsize;
-    int                  nputs;
     braid_status_t       st;
 
     if (s->area == NULL)
@@ -39,26 +39,31 @@ static braid_status_t oneshot_progress(braid_task_t *task)
         return st;
     if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
         return st;
-    int all = braid_lowhop_xchg_arrived(s, n);
-    st = braid_lowhop_reqs_test(task, s->reqs, n - 1, &nputs);
-    if (st != BRAID_OK && st != BRAID_INPROGRESS)
-        return st;
+    if (!s->sent) {
+        st = braid_lowhop_reqs_test(task, s->reqs, n - 1, NULL);
+        if (st != BRAID_OK && st != BRAID_INPROGRESS)
+            return st;
+        s->sent = st == BRAID_OK;
+    }
     /* In place, recvbuf is the source of our puts: a transport may read it
      * until the put completes, so the result waits for that. */
-    int src_free = task->sendbuf != task->recvbuf || nputs == n - 1;
-    if (!s->reduced && all && src_free) {
-        for (int r = 0; r < n; r++)
-            s->src[r] = r == task->rank
-                            ? task->sendbuf
-                            : braid_lowhop_slot_data(
-                                  s->area, s->bank,
-                                  braid_lowhop_slot_index(r, task->rank, n));
+    int src_free = task->sendbuf != task->recvbuf || s->sent;
+    if (!s->reduced && src_free && braid_lowhop_xchg_arrived(s, n)) {
+        /* Rank r wrote slot r - me - 1 mod n: ranks below me from n-1-me
+         * on, ranks above me from 0 (braid_lowhop_slot_index). */
+        for (int r = 0, slot = n - 1 - me; r < n; r++, slot++) {
+            if (slot == n)
+                slot = 0;
+            s->src[r] = r == me ? task->sendbuf
+                                : braid_lowhop_slot_data(s->area, s->bank,
+                                                         slot);
+        }
         braid_lowhop_fold(task, task->recvbuf, s->src, n, task->count);
         task->svc->finish_avg(task->recvbuf, task->count, task->dtype,
                               task->op, n);
         s->reduced = 1;
     }
-    return s->reduced && st == BRAID_OK ? BRAID_OK : BRAID_INPROGRESS;
+    return s->reduced && s->sent ? BRAID_OK : BRAID_INPROGRESS;
 }
 
 const braid_algo_v2_t braid_lowhop_oneshot_algo = {

@@ -268,8 +268,9 @@ braid_status_t braid_lowhop_xchg_post(braid_task_t *task,
     int n = task->size;
 
     /* rank+1 first: spreads the writes so no rank is everyone's first */
-    for (int i = 1; i < n; i++) {
-        int            j = (task->rank + i) % n;
+    for (int i = 1, j = task->rank + 1; i < n; i++, j++) {
+        if (j == n)
+            j = 0;
         braid_status_t st = braid_lowhop_put(
             task, x->area, j, x->bank,
             (const char *)src + (size_t)j * stride, len, x->flag,

@@ -92,13 +92,15 @@ void braid_lowhop_area_free(void *state, braid_tl_t *tl);
  * itself). */
 static inline int braid_lowhop_slot_index(int src, int dst, int n)
 {
-    return (src - dst - 1 + n) % n;
+    int s = src - dst - 1; /* in [-n, n - 2]: no division on the hot path */
+    return s < 0 ? s + n : s;
 }
 
 /* The rank that writes slot `slot` of rank dst's area. */
 static inline int braid_lowhop_slot_source(int slot, int dst, int n)
 {
-    return (dst + 1 + slot) % n;
+    int r = dst + 1 + slot; /* in [1, 2n - 2] */
+    return r >= n ? r - n : r;
 }
 
 static inline size_t braid_lowhop_slot_off(const braid_lowhop_area_t *a,
@@ -169,6 +171,7 @@ typedef struct braid_lowhop_xchg {
     int                  posted; /* the puts are out */
     int                  nseen;  /* peers whose data arrived */
     int                  reduced;
+    int                  sent;   /* every put completed */
     braid_treq_t        *reqs;   /* [n-1]: reqs[i-1] to rank+i */
     unsigned char       *seen;   /* [n-1], by slot */
     const void         **src;    /* [n]: contributions in rank order */

@@ -28,6 +28,7 @@ braid_shm_op_t *braid_shm_op_get(braid_shm_comm_t *comm)
     }
     op             = comm->free_ops;
     comm->free_ops = op->next;
+    comm->live_ops++;
     memset(op, 0, sizeof(*op));
     return op;
 }
@@ -41,6 +42,7 @@ void braid_shm_op_put(braid_shm_comm_t *comm, braid_shm_op_t *op)
     op->kind       = 0;
     op->next       = comm->free_ops;
     comm->free_ops = op;
+    comm->live_ops--;
 }
 
 void braid_shm_ops_release(braid_shm_comm_t *comm)

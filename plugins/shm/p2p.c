@@ -155,8 +155,15 @@ size_t braid_shm_poll(braid_shm_comm_t *comm)
      * eventually: a sender may wait for that before posting its own
      * receive).  Reading each peer's ring head is a line shared with that
      * peer, and on a host with more ranks than cores those misses were a
-     * good part of a flag-polling wait's cost. */
+     * good part of a flag-polling wait's cost.
+     * With no send or receive in flight at all (a one-sided algorithm
+     * polling its flags), no peer needs a look before the next full one; a
+     * message half taken as unexpected then continues at that one. */
     int all = (++comm->poll_calls & (UNEXPECTED_POLLS - 1)) == 0;
+
+    if (!all && comm->live_ops == 0) {
+        return 0;
+    }
 
     for (int p = 0; p < comm->size; p++) {
         if (!all && comm->in[p].posted_head == NULL && !comm->in[p].busy)

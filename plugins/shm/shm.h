@@ -192,6 +192,7 @@ struct braid_shm_comm {
     braid_shm_out_t    *out;   /* [size] */
     int                 nsending; /* peers whose send queue is not empty */
     braid_shm_op_t     *free_ops;
+    int                 live_ops; /* taken from the slab, not yet put back */
     braid_shm_slab_t   *slabs;
     braid_shm_rmem_t    rmems; /* list head */
     int                 wake_ok;  /* more ranks than cores: peers may sleep */
