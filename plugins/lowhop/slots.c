@@ -228,6 +228,33 @@ void braid_lowhop_priv_free(braid_task_t *task)
     task->priv = NULL;
 }
 
+/* The previous call's exchange state, when it can serve this one: all its
+ * requests ended (completed, or cancelled by finish) and its sources are
+ * rewritten before they are read, so only the counters and the arrival
+ * marks start again from zero -- not the whole block, as priv_alloc would.
+ * Also the area must be in place and big enough. */
+static braid_lowhop_xchg_t *xchg_reuse(braid_task_t *task, size_t size,
+                                       size_t len)
+{
+    braid_lowhop_area_t *a = *task->comm_state;
+    int                  n = task->size;
+
+    if (a == NULL || a->spare == NULL || a->spare_size < size ||
+        a->mem.local == NULL || a->slot_bytes < len || a->nslots != n - 1)
+        return NULL;
+    braid_lowhop_xchg_t *x = a->spare;
+    a->spare     = NULL;
+    a->priv_size = a->spare_size;
+    x->area   = a; /* NULL in a spare from a call with nothing to send */
+    x->reqs   = (braid_treq_t *)(x + 1);
+    x->src    = (const void **)(x->reqs + n);
+    x->seen   = (unsigned char *)(x->src + n);
+    x->posted = x->nseen = x->reduced = x->sent = 0;
+    memset(x->seen, 0, (size_t)n);
+    task->priv = x;
+    return x;
+}
+
 braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
                                        size_t cap, const char *what)
 {
@@ -239,22 +266,25 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
                                 "most %zu bytes per rank, this call has %zu "
                                 "(its receive area holds a whole message per "
                                 "peer)", what, cap, len);
+    int exchange = (len != 0 || task->coll == BRAID_COLL_BARRIER) && n > 1;
     size_t size = sizeof(braid_lowhop_xchg_t) +
                   (size_t)n * sizeof(braid_treq_t) +
                   (size_t)n * sizeof(void *) + (size_t)n;
-    if ((st = braid_lowhop_priv_alloc(task, size)) != BRAID_OK)
-        return st;
-    braid_lowhop_xchg_t *x = task->priv;
-    x->reqs = (braid_treq_t *)(x + 1);
-    x->src  = (const void **)(x->reqs + n);
-    x->seen = (unsigned char *)(x->src + n);
-    if ((len == 0 && task->coll != BRAID_COLL_BARRIER) || n == 1)
-        return BRAID_OK; /* nothing to exchange (progress copies) */
-
-    st = braid_lowhop_area_get(&x->area, task, len, cap);
-    if (st != BRAID_OK) {
-        braid_lowhop_priv_free(task);
-        return st;
+    braid_lowhop_xchg_t *x = exchange ? xchg_reuse(task, size, len) : NULL;
+    if (x == NULL) {
+        if ((st = braid_lowhop_priv_alloc(task, size)) != BRAID_OK)
+            return st;
+        x       = task->priv;
+        x->reqs = (braid_treq_t *)(x + 1);
+        x->src  = (const void **)(x->reqs + n);
+        x->seen = (unsigned char *)(x->src + n);
+        if (!exchange)
+            return BRAID_OK; /* nothing to exchange (progress copies) */
+        st = braid_lowhop_area_get(&x->area, task, len, cap);
+        if (st != BRAID_OK) {
+            braid_lowhop_priv_free(task);
+            return st;
+        }
     }
     x->bank = (int)(x->area->calls++ & 1);
     x->flag = braid_lowhop_flag(task->seq);
