@@ -40,7 +40,7 @@ static void print_plugins(void)
     printf("%-10s %-8s %-12s %s\n", "plugin", "version", "state", "details");
     for (int i = 0; i < t->n; i++) {
         const braid_plugin_entry_t *e = &t->entries[i];
-        const braid_plugin_v2_t    *d = e->desc;
+        const braid_plugin_v3_t    *d = e->desc;
         printf("%-10s %-8s %-12s %s\n", e->name,
                d && d->version ? d->version : "-", state_names[e->state],
                e->state == BRAID_PLUGIN_AVAILABLE ? e->path : e->why);

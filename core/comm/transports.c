@@ -68,7 +68,7 @@ static int transport_name_taken(const braid_comm_t *comm, const char *name)
 
 /* Opens one transport everywhere or nowhere. */
 static braid_status_t open_one(braid_comm_t *comm,
-                               const braid_transport_v2_t *ops)
+                               const braid_transport_v3_t *ops)
 {
     void          *tcomm = NULL;
     braid_status_t st    = ops->comm_create(braid_core_services(), &comm->oob,
@@ -140,7 +140,7 @@ static braid_status_t open_agreed_transports(braid_comm_t *comm)
             continue;
         for (int t = 0; t < e->desc->n_transports &&
                         t < BRAID_LOADER_MAX_TLS && i < local->n; t++) {
-            const braid_transport_v2_t *ops = e->desc->transports[t];
+            const braid_transport_v3_t *ops = e->desc->transports[t];
             if (!e->tl_ok[t] || !keep[i++])
                 continue;
             if (transport_name_taken(comm, ops->name)) {
@@ -176,7 +176,7 @@ static int cand_exists(const braid_comm_t *comm, const char *name,
     return 0;
 }
 
-static void add_candidates(braid_comm_t *comm, const braid_algo_v2_t *algo,
+static void add_candidates(braid_comm_t *comm, const braid_algo_v3_t *algo,
                            const char *plugin)
 {
     for (int t = 0; t < comm->ntls; t++) {

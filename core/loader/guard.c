@@ -115,7 +115,7 @@ static void take_back_alt_stack(void *lent)
  * the jump.  savemask = 1: the jump also restores the signal mask of this
  * point, which the kernel changed on entry to the handler. */
 static __attribute__((noinline)) int
-run_probe(braid_probe_fn_t probe, const braid_services_v2_t *svc, char *why,
+run_probe(braid_probe_fn_t probe, const braid_services_v3_t *svc, char *why,
           size_t why_len, braid_status_t *st)
 {
     int crashed = sigsetjmp(guard_env, 1);
@@ -125,7 +125,7 @@ run_probe(braid_probe_fn_t probe, const braid_services_v2_t *svc, char *why,
 }
 
 int braid_loader_probe_guarded(braid_probe_fn_t probe,
-                               const braid_services_v2_t *svc, char *why,
+                               const braid_services_v3_t *svc, char *why,
                                size_t why_len, braid_status_t *st)
 {
     struct sigaction act;

@@ -162,7 +162,7 @@ static void reject(braid_plugin_entry_t *e, braid_plugin_state_t state,
 /* Checks the descriptor's ABI before reading any other field. */
 static void check_descriptor(braid_plugin_entry_t *e)
 {
-    const braid_plugin_v2_t *d = dlsym(e->dl, BRAID_PLUGIN_SYMBOL);
+    const braid_plugin_v3_t *d = dlsym(e->dl, BRAID_PLUGIN_SYMBOL);
     if (d == NULL) {
         reject(e, BRAID_PLUGIN_REJECTED, "no symbol '%s': not a braid plugin "
                "or built for another ABI (this core speaks ABI %u)",
@@ -175,10 +175,10 @@ static void check_descriptor(braid_plugin_entry_t *e)
                BRAID_PLUGIN_ABI_VERSION);
         return;
     }
-    if (d->struct_size < sizeof(braid_plugin_v2_t)) {
+    if (d->struct_size < sizeof(braid_plugin_v3_t)) {
         reject(e, BRAID_PLUGIN_REJECTED, "ABI %u descriptor of %u bytes, "
                "expected %zu: corrupt or mismatched header", d->abi_version,
-               d->struct_size, sizeof(braid_plugin_v2_t));
+               d->struct_size, sizeof(braid_plugin_v3_t));
         return;
     }
     if (d->name == NULL || strcmp(d->name, e->name) != 0) {
@@ -198,7 +198,7 @@ static void check_descriptor(braid_plugin_entry_t *e)
      * the buffers after an error; a transport without it would let late
      * data land in freed memory. */
     for (int t = 0; t < d->n_transports; t++) {
-        const braid_transport_v2_t *tl = d->transports[t];
+        const braid_transport_v3_t *tl = d->transports[t];
         if (tl == NULL || tl->cancel == NULL) {
             reject(e, BRAID_PLUGIN_REJECTED, "transport '%s' has no cancel "
                    "operation, which plugin ABI %u requires",
@@ -215,7 +215,7 @@ static void check_descriptor(braid_plugin_entry_t *e)
 static void probe_transports(braid_plugin_entry_t *e)
 {
     for (int t = 0; t < e->desc->n_transports; t++) {
-        const braid_transport_v2_t *tl = e->desc->transports[t];
+        const braid_transport_v3_t *tl = e->desc->transports[t];
         if (t >= BRAID_LOADER_MAX_TLS) {
             BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin '%s': transports past "
                       "the %d-th are ignored", e->name, BRAID_LOADER_MAX_TLS);

@@ -24,7 +24,7 @@ typedef struct braid_plugin_entry {
     braid_plugin_state_t      state;
     char                      why[256]; /* reason when not available */
     void                     *dl;
-    const braid_plugin_v2_t  *desc;     /* non-NULL only when available */
+    const braid_plugin_v3_t  *desc;     /* non-NULL only when available */
     /* Per transport of desc: 1 when its probe passed, else the reason. */
     int                       tl_ok[BRAID_LOADER_MAX_TLS];
     char                      tl_why[BRAID_LOADER_MAX_TLS][128];
@@ -62,15 +62,15 @@ int braid_plugin_filter_keeps(const braid_plugin_filter_t *filter,
  * returns 0; or, when the probe crashed (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
  * SIGABRT), returns that signal's number and leaves *st alone.  The plugin
  * that crashed must not be called again (see guard.c). */
-typedef braid_status_t (*braid_probe_fn_t)(const braid_services_v2_t *svc,
+typedef braid_status_t (*braid_probe_fn_t)(const braid_services_v3_t *svc,
                                            char *why, size_t why_len);
 int braid_loader_probe_guarded(braid_probe_fn_t probe,
-                               const braid_services_v2_t *svc, char *why,
+                               const braid_services_v3_t *svc, char *why,
                                size_t why_len, braid_status_t *st);
 /* "SIGSEGV" for SIGSEGV, ... */
 const char *braid_loader_signal_name(int sig);
 
 /* The services handed to plugins. */
-const braid_services_v2_t *braid_core_services(void);
+const braid_services_v3_t *braid_core_services(void);
 
 #endif

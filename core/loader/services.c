@@ -22,7 +22,7 @@ static void services_log(braid_log_level_t level, const char *component,
     va_end(ap);
 }
 
-static const braid_services_v2_t services = {
+static const braid_services_v3_t services = {
     .log        = services_log,
     .error      = services_error,
     .reduce     = braid_kernel_reduce,
@@ -32,4 +32,4 @@ static const braid_services_v2_t services = {
     .now        = braid_now_s,
 };
 
-const braid_services_v2_t *braid_core_services(void) { return &services; }
+const braid_services_v3_t *braid_core_services(void) { return &services; }

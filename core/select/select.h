@@ -15,7 +15,7 @@
 
 typedef struct braid_candidate {
     char                   name[BRAID_CAND_LEN]; /* "ring@ucx", or "nccl" */
-    const braid_algo_v2_t *algo;
+    const braid_algo_v3_t *algo;
     braid_tl_t            *tl;
     void                  *comm_state; /* the algorithm's, per communicator */
 } braid_candidate_t;

@@ -40,7 +40,7 @@ static braid_status_t linear_start(braid_task_t *task)
     if (s->reqs == NULL)
         return task->svc->error(BRAID_ERR_NO_MEMORY, "linear: out of memory");
 
-    const braid_transport_v2_t *tl = task->tl->ops;
+    const braid_transport_v3_t *tl = task->tl->ops;
     if (!is_root) {
         s->nreqs = 1;
         return tl->irecv(task->tl->tcomm, task->root, tag, task->recvbuf, len,
@@ -82,7 +82,7 @@ static void linear_finish(braid_task_t *task)
     task->priv = NULL;
 }
 
-static braid_status_t example_probe(const braid_services_v2_t *svc, char *why,
+static braid_status_t example_probe(const braid_services_v3_t *svc, char *why,
                                     size_t why_len)
 {
     (void)svc;
@@ -91,7 +91,7 @@ static braid_status_t example_probe(const braid_services_v2_t *svc, char *why,
     return BRAID_OK; /* pure algorithm: nothing to probe */
 }
 
-static const braid_algo_v2_t linear_bcast = {
+static const braid_algo_v3_t linear_bcast = {
     .name       = "linear",
     .coll       = BRAID_COLL_BROADCAST,
     .needs_caps = BRAID_CAP_SENDRECV,
@@ -101,11 +101,11 @@ static const braid_algo_v2_t linear_bcast = {
     .finish     = linear_finish,
 };
 
-static const braid_algo_v2_t *const algos[] = {&linear_bcast};
+static const braid_algo_v3_t *const algos[] = {&linear_bcast};
 
-EXPORT const braid_plugin_v2_t braid_plugin_v2 = {
+EXPORT const braid_plugin_v3_t braid_plugin_v3 = {
     .abi_version = BRAID_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(braid_plugin_v2_t),
+    .struct_size = sizeof(braid_plugin_v3_t),
     .name        = "example",
     .version     = "1.0",
     .probe       = example_probe,

@@ -109,7 +109,7 @@ static void ag_finish(braid_task_t *task)
     braid_lowhop_priv_free(task);
 }
 
-const braid_algo_v2_t braid_lowhop_allgather_direct_algo = {
+const braid_algo_v3_t braid_lowhop_allgather_direct_algo = {
     .name            = "direct",
     .coll            = BRAID_COLL_ALLGATHER,
     .needs_caps      = BRAID_CAP_PUT_SIGNAL,

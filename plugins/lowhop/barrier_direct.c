@@ -38,7 +38,7 @@ static braid_status_t barrier_progress(braid_task_t *task)
     return all && st == BRAID_OK ? BRAID_OK : BRAID_INPROGRESS;
 }
 
-const braid_algo_v2_t braid_lowhop_barrier_direct_algo = {
+const braid_algo_v3_t braid_lowhop_barrier_direct_algo = {
     .name            = "direct",
     .coll            = BRAID_COLL_BARRIER,
     .needs_caps      = BRAID_CAP_PUT_SIGNAL,

@@ -66,7 +66,7 @@ static braid_status_t oneshot_progress(braid_task_t *task)
     return s->reduced && s->sent ? BRAID_OK : BRAID_INPROGRESS;
 }
 
-const braid_algo_v2_t braid_lowhop_oneshot_algo = {
+const braid_algo_v3_t braid_lowhop_oneshot_algo = {
     .name            = "oneshot",
     .coll            = BRAID_COLL_ALLREDUCE,
     .needs_caps      = BRAID_CAP_PUT_SIGNAL,

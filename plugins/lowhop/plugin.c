@@ -14,17 +14,17 @@
 #include "lowhop.h"
 #include "roce/roce.h"
 
-static braid_status_t lowhop_probe(const braid_services_v2_t *svc, char *why,
+static braid_status_t lowhop_probe(const braid_services_v3_t *svc, char *why,
                                    size_t why_len)
 {
     (void)svc, (void)why, (void)why_len;
     return BRAID_OK; /* the algorithms run on any put-with-signal transport */
 }
 
-static const braid_transport_v2_t *const transports[] = {
+static const braid_transport_v3_t *const transports[] = {
     &braid_lowhop_roce_transport};
 
-static const braid_algo_v2_t *const algos[] = {
+static const braid_algo_v3_t *const algos[] = {
     &braid_lowhop_oneshot_algo,
     &braid_lowhop_twoshot_algo,
     &braid_lowhop_allgather_direct_algo,
@@ -33,9 +33,9 @@ static const braid_algo_v2_t *const algos[] = {
 };
 
 __attribute__((visibility("default")))
-const braid_plugin_v2_t braid_plugin_v2 = {
+const braid_plugin_v3_t braid_plugin_v3 = {
     .abi_version  = BRAID_PLUGIN_ABI_VERSION,
-    .struct_size  = sizeof(braid_plugin_v2_t),
+    .struct_size  = sizeof(braid_plugin_v3_t),
     .name         = "lowhop",
     .version      = "0.1",
     .probe        = lowhop_probe,

@@ -53,7 +53,7 @@ static braid_status_t rs_progress(braid_task_t *task)
     return s->reduced ? BRAID_OK : BRAID_INPROGRESS;
 }
 
-const braid_algo_v2_t braid_lowhop_reduce_scatter_direct_algo = {
+const braid_algo_v3_t braid_lowhop_reduce_scatter_direct_algo = {
     .name            = "direct",
     .coll            = BRAID_COLL_REDUCE_SCATTER,
     .needs_caps      = BRAID_CAP_PUT_SIGNAL,

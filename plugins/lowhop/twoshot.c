@@ -240,7 +240,7 @@ static void twoshot_finish(braid_task_t *task)
     braid_lowhop_priv_free(task);
 }
 
-const braid_algo_v2_t braid_lowhop_twoshot_algo = {
+const braid_algo_v3_t braid_lowhop_twoshot_algo = {
     .name            = "twoshot",
     .coll            = BRAID_COLL_ALLREDUCE,
     .needs_caps      = BRAID_CAP_PUT_SIGNAL,

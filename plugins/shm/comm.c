@@ -33,7 +33,7 @@
  * README.md has the numbers. */
 #define SPIN_TESTS_DEFAULT 0u
 
-braid_status_t braid_shm_probe(const braid_services_v2_t *svc, char *why,
+braid_status_t braid_shm_probe(const braid_services_v3_t *svc, char *why,
                                size_t why_len)
 {
     char  name[BRAID_SHM_NAME_LEN], ebuf[128];
@@ -74,7 +74,7 @@ braid_status_t braid_shm_probe(const braid_services_v2_t *svc, char *why,
 }
 
 /* Parses BRAID_SHM_SPIN: a whole non-negative number. */
-static braid_status_t spin_setting(const braid_services_v2_t *svc,
+static braid_status_t spin_setting(const braid_services_v3_t *svc,
                                    unsigned *spin)
 {
     const char   *env = getenv("BRAID_SHM_SPIN");
@@ -139,7 +139,7 @@ static void comm_free(braid_shm_comm_t *comm)
     free(comm);
 }
 
-static braid_status_t shm_comm_create(const braid_services_v2_t *svc,
+static braid_status_t shm_comm_create(const braid_services_v3_t *svc,
                                       const braid_oob_t *oob,
                                       const braid_topo_t *topo, void **tcomm)
 {
@@ -237,7 +237,7 @@ static void shm_link(void *tcomm, braid_link_t *link)
     *link = ((braid_shm_comm_t *)tcomm)->link;
 }
 
-const braid_transport_v2_t braid_shm_transport = {
+const braid_transport_v3_t braid_shm_transport = {
     .name         = "shm",
     .caps         = BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV,
     .probe        = braid_shm_probe,

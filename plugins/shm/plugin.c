@@ -2,19 +2,19 @@
  * its own (the ucx and lowhop algorithms run on it through braid_tl_t). */
 #include "shm.h"
 
-static braid_status_t shm_plugin_probe(const braid_services_v2_t *svc,
+static braid_status_t shm_plugin_probe(const braid_services_v3_t *svc,
                                        char *why, size_t why_len)
 {
     (void)svc, (void)why, (void)why_len;
     return BRAID_OK; /* the transport's own probe looks at /dev/shm */
 }
 
-static const braid_transport_v2_t *const transports[] = {&braid_shm_transport};
+static const braid_transport_v3_t *const transports[] = {&braid_shm_transport};
 
 __attribute__((visibility("default")))
-const braid_plugin_v2_t braid_plugin_v2 = {
+const braid_plugin_v3_t braid_plugin_v3 = {
     .abi_version  = BRAID_PLUGIN_ABI_VERSION,
-    .struct_size  = sizeof(braid_plugin_v2_t),
+    .struct_size  = sizeof(braid_plugin_v3_t),
     .name         = "shm",
     .version      = "0.1",
     .probe        = shm_plugin_probe,

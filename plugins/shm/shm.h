@@ -43,7 +43,7 @@ typedef struct braid_shm_comm braid_shm_comm_t;
  * the oob, maps every peer's, then unlinks every name once all ranks mapped.
  * A failure on any rank (`local`: one this rank had before the call) fails
  * every rank, and leaves no mapping, fd or name behind. */
-braid_status_t braid_shm_segset_create(const braid_services_v2_t *svc,
+braid_status_t braid_shm_segset_create(const braid_services_v3_t *svc,
                                        const braid_oob_t *oob,
                                        braid_status_t local, size_t bytes,
                                        const char *what,
@@ -52,7 +52,7 @@ braid_status_t braid_shm_segset_create(const braid_services_v2_t *svc,
 void braid_shm_segset_destroy(braid_shm_segset_t *set);
 
 /* Fills name (BRAID_SHM_NAME_LEN) with a fresh unique segment name. */
-braid_status_t braid_shm_seg_name(const braid_services_v2_t *svc, char *name);
+braid_status_t braid_shm_seg_name(const braid_services_v3_t *svc, char *name);
 /* Length of a mapping able to hold `bytes` (page multiple, at least a page). */
 size_t braid_shm_seg_round(size_t bytes);
 
@@ -181,7 +181,7 @@ typedef struct braid_shm_rmem {
 } braid_shm_rmem_t;
 
 struct braid_shm_comm {
-    braid_services_v2_t svc; /* copies: the caller's structs may be temporary */
+    braid_services_v3_t svc; /* copies: the caller's structs may be temporary */
     braid_oob_t         oob;
     int                 rank;
     int                 size;
@@ -206,10 +206,10 @@ struct braid_shm_comm {
     int                 lost_peer; /* first peer found dead, -1 */
 };
 
-extern const braid_transport_v2_t braid_shm_transport;
+extern const braid_transport_v3_t braid_shm_transport;
 
 /* comm.c: whether /dev/shm works (creates, maps and removes a segment). */
-braid_status_t braid_shm_probe(const braid_services_v2_t *svc, char *why,
+braid_status_t braid_shm_probe(const braid_services_v3_t *svc, char *why,
                                size_t why_len);
 
 /* ring.c: one ring's cells.  push copies as much of op as fits and returns

@@ -99,15 +99,15 @@ double braid_ucx_cost_barrier_ring(const braid_cost_in_t *in);
 double braid_ucx_cost_barrier_recdbl(const braid_cost_in_t *in);
 
 /* The algorithms. */
-extern const braid_algo_v2_t braid_ucx_allreduce_ring;
-extern const braid_algo_v2_t braid_ucx_allreduce_recdbl;
-extern const braid_algo_v2_t braid_ucx_reduce_scatter_ring;
-extern const braid_algo_v2_t braid_ucx_reduce_scatter_recdbl;
-extern const braid_algo_v2_t braid_ucx_allgather_ring;
-extern const braid_algo_v2_t braid_ucx_allgather_recdbl;
-extern const braid_algo_v2_t braid_ucx_bcast_ring;
-extern const braid_algo_v2_t braid_ucx_bcast_recdbl;
-extern const braid_algo_v2_t braid_ucx_barrier_ring;
-extern const braid_algo_v2_t braid_ucx_barrier_recdbl;
+extern const braid_algo_v3_t braid_ucx_allreduce_ring;
+extern const braid_algo_v3_t braid_ucx_allreduce_recdbl;
+extern const braid_algo_v3_t braid_ucx_reduce_scatter_ring;
+extern const braid_algo_v3_t braid_ucx_reduce_scatter_recdbl;
+extern const braid_algo_v3_t braid_ucx_allgather_ring;
+extern const braid_algo_v3_t braid_ucx_allgather_recdbl;
+extern const braid_algo_v3_t braid_ucx_bcast_ring;
+extern const braid_algo_v3_t braid_ucx_bcast_recdbl;
+extern const braid_algo_v3_t braid_ucx_barrier_ring;
+extern const braid_algo_v3_t braid_ucx_barrier_recdbl;
 
 #endif

@@ -134,7 +134,7 @@ static void finish(braid_task_t *task)
     braid_ucx_priv_free(task);
 }
 
-const braid_algo_v2_t braid_ucx_allgather_recdbl = {
+const braid_algo_v3_t braid_ucx_allgather_recdbl = {
     .name            = "recdbl",
     .coll            = BRAID_COLL_ALLGATHER,
     .needs_caps      = BRAID_CAP_SENDRECV,

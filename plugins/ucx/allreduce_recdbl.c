@@ -189,7 +189,7 @@ static void finish(braid_task_t *task)
     }
 }
 
-const braid_algo_v2_t braid_ucx_allreduce_recdbl = {
+const braid_algo_v3_t braid_ucx_allreduce_recdbl = {
     .name            = "recdbl",
     .coll            = BRAID_COLL_ALLREDUCE,
     .needs_caps      = BRAID_CAP_SENDRECV,

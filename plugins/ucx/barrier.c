@@ -127,7 +127,7 @@ static void finish(braid_task_t *task)
     braid_ucx_priv_free(task);
 }
 
-const braid_algo_v2_t braid_ucx_barrier_ring = {
+const braid_algo_v3_t braid_ucx_barrier_ring = {
     .name            = "ring",
     .coll            = BRAID_COLL_BARRIER,
     .needs_caps      = BRAID_CAP_SENDRECV,
@@ -139,7 +139,7 @@ const braid_algo_v2_t braid_ucx_barrier_ring = {
     .comm_state_free = NULL,
 };
 
-const braid_algo_v2_t braid_ucx_barrier_recdbl = {
+const braid_algo_v3_t braid_ucx_barrier_recdbl = {
     .name            = "recdbl",
     .coll            = BRAID_COLL_BARRIER,
     .needs_caps      = BRAID_CAP_SENDRECV,

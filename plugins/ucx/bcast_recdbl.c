@@ -108,7 +108,7 @@ static void finish(braid_task_t *task)
     braid_ucx_priv_free(task);
 }
 
-const braid_algo_v2_t braid_ucx_bcast_recdbl = {
+const braid_algo_v3_t braid_ucx_bcast_recdbl = {
     .name            = "recdbl",
     .coll            = BRAID_COLL_BROADCAST,
     .needs_caps      = BRAID_CAP_SENDRECV,

@@ -8,7 +8,7 @@ static braid_status_t start(braid_task_t *task)
     return braid_ucx_ring_start(task, BRAID_UCX_RING_BCAST);
 }
 
-const braid_algo_v2_t braid_ucx_bcast_ring = {
+const braid_algo_v3_t braid_ucx_bcast_ring = {
     .name            = "ring",
     .coll            = BRAID_COLL_BROADCAST,
     .needs_caps      = BRAID_CAP_SENDRECV,

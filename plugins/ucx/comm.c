@@ -246,7 +246,7 @@ static void agree_link(braid_ucx_comm_t *comm, const braid_link_t *mine,
     }
 }
 
-braid_status_t braid_ucx_comm_create(const braid_services_v2_t *svc,
+braid_status_t braid_ucx_comm_create(const braid_services_v3_t *svc,
                                      const braid_oob_t *oob,
                                      const braid_topo_t *topo, void **tcomm)
 {

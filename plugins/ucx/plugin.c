@@ -14,7 +14,7 @@ static int             probe_held;
 /* A successful probe keeps its context reference until unload, so the
  * communicators that follow reuse the context instead of initialising UCX a
  * second time. */
-static braid_status_t ucx_probe(const braid_services_v2_t *svc, char *why,
+static braid_status_t ucx_probe(const braid_services_v3_t *svc, char *why,
                                 size_t why_len)
 {
     ucp_context_h  ctx;
@@ -53,11 +53,11 @@ static void ucx_unload(void)
     pthread_mutex_unlock(&probe_lock);
 }
 
-static const braid_transport_v2_t *const transports[] = {
+static const braid_transport_v3_t *const transports[] = {
     &braid_ucx_transport,
 };
 
-static const braid_algo_v2_t *const algos[] = {
+static const braid_algo_v3_t *const algos[] = {
     &braid_ucx_allreduce_ring,      &braid_ucx_allreduce_recdbl,
     &braid_ucx_reduce_scatter_ring, &braid_ucx_reduce_scatter_recdbl,
     &braid_ucx_allgather_ring,      &braid_ucx_allgather_recdbl,
@@ -66,9 +66,9 @@ static const braid_algo_v2_t *const algos[] = {
 };
 
 __attribute__((visibility("default")))
-const braid_plugin_v2_t braid_plugin_v2 = {
+const braid_plugin_v3_t braid_plugin_v3 = {
     .abi_version  = BRAID_PLUGIN_ABI_VERSION,
-    .struct_size  = sizeof(braid_plugin_v2_t),
+    .struct_size  = sizeof(braid_plugin_v3_t),
     .name         = "ucx",
     .version      = "0.1.0",
     .probe        = ucx_probe,

@@ -274,7 +274,7 @@ static void finish(braid_task_t *task)
     }
 }
 
-const braid_algo_v2_t braid_ucx_reduce_scatter_recdbl = {
+const braid_algo_v3_t braid_ucx_reduce_scatter_recdbl = {
     .name            = "recdbl",
     .coll            = BRAID_COLL_REDUCE_SCATTER,
     .needs_caps      = BRAID_CAP_SENDRECV,

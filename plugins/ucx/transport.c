@@ -336,7 +336,7 @@ static braid_status_t ucx_progress(void *tcomm)
     return BRAID_OK;
 }
 
-const braid_transport_v2_t braid_ucx_transport = {
+const braid_transport_v3_t braid_ucx_transport = {
     .name         = "ucx",
     .caps         = BRAID_CAP_SENDRECV | BRAID_CAP_PUT_SIGNAL,
     .comm_create  = braid_ucx_comm_create,

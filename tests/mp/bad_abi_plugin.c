@@ -5,9 +5,9 @@
 #include <braid/plugin.h>
 
 __attribute__((visibility("default")))
-const braid_plugin_v2_t braid_plugin_v2 = {
+const braid_plugin_v3_t braid_plugin_v3 = {
     .abi_version = 999,
-    .struct_size = sizeof(braid_plugin_v2_t),
+    .struct_size = sizeof(braid_plugin_v3_t),
     .name        = "badabi",
     .version     = "0",
 };

@@ -96,14 +96,14 @@ static braid_status_t maybe_crash(const char *where, char *why,
     return BRAID_ERR_UNAVAILABLE;
 }
 
-static braid_status_t plugin_probe(const braid_services_v2_t *svc, char *why,
+static braid_status_t plugin_probe(const braid_services_v3_t *svc, char *why,
                                    size_t why_len)
 {
     (void)svc;
     return maybe_crash("plugin", why, why_len);
 }
 
-static braid_status_t tl_probe(const braid_services_v2_t *svc, char *why,
+static braid_status_t tl_probe(const braid_services_v3_t *svc, char *why,
                                size_t why_len)
 {
     (void)svc;
@@ -112,7 +112,7 @@ static braid_status_t tl_probe(const braid_services_v2_t *svc, char *why,
 
 /* Never reached after a crash; with BRAID_TEST_CRASH=none, every
  * communicator declines it. */
-static braid_status_t tl_comm_create(const braid_services_v2_t *svc,
+static braid_status_t tl_comm_create(const braid_services_v3_t *svc,
                                      const braid_oob_t *oob,
                                      const braid_topo_t *topo, void **tcomm)
 {
@@ -162,7 +162,7 @@ static void tl_cancel(void *tcomm, braid_treq_t *req)
     req->active = 0;
 }
 
-static const braid_transport_v2_t crash_tl = {
+static const braid_transport_v3_t crash_tl = {
     .name         = "crashtl",
     .caps         = BRAID_CAP_SENDRECV,
     .probe        = tl_probe,
@@ -176,11 +176,11 @@ static const braid_transport_v2_t crash_tl = {
     .cancel       = tl_cancel,
 };
 
-static const braid_transport_v2_t *const transports[] = {&crash_tl};
+static const braid_transport_v3_t *const transports[] = {&crash_tl};
 
-EXPORT const braid_plugin_v2_t braid_plugin_v2 = {
+EXPORT const braid_plugin_v3_t braid_plugin_v3 = {
     .abi_version  = BRAID_PLUGIN_ABI_VERSION,
-    .struct_size  = sizeof(braid_plugin_v2_t),
+    .struct_size  = sizeof(braid_plugin_v3_t),
     .name         = "crashprobe",
     .version      = "0",
     .probe        = plugin_probe,

@@ -1,12 +1,12 @@
-/* braid plugin ABI, version 2.
+/* braid plugin ABI, version 3.
  *
  * A plugin is a shared object named libbraid-<name>.so exporting one symbol,
- * `braid_plugin_v2` (a const braid_plugin_v2_t).  The core reads abi_version
+ * `braid_plugin_v3` (a const braid_plugin_v3_t).  The core reads abi_version
  * and struct_size before anything else and refuses a mismatch.  Any change to
  * the layout of a struct in this file bumps BRAID_PLUGIN_ABI_VERSION.
  *
  * A plugin sees only this header, braid.h, and the services the core hands it
- * (braid_services_v2_t); it never links against core internals. */
+ * (braid_services_v3_t); it never links against core internals. */
 #ifndef BRAID_PLUGIN_H
 #define BRAID_PLUGIN_H
 
@@ -20,8 +20,8 @@
 extern "C" {
 #endif
 
-#define BRAID_PLUGIN_ABI_VERSION 2u
-#define BRAID_PLUGIN_SYMBOL      "braid_plugin_v2"
+#define BRAID_PLUGIN_ABI_VERSION 3u
+#define BRAID_PLUGIN_SYMBOL      "braid_plugin_v3"
 
 /* ---------------------------------------------------------------- services */
 
@@ -34,7 +34,7 @@ typedef enum {
 } braid_log_level_t;
 
 /* Handed by the core to every plugin entry point. */
-typedef struct braid_services_v2 {
+typedef struct braid_services_v3 {
     /* Logging, filtered by BRAID_DEBUG.  component: "ucx", "example", ... */
     void (*log)(braid_log_level_t level, const char *component,
                 const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -55,7 +55,7 @@ typedef struct braid_services_v2 {
     double (*timeout_s)(void);
     /* Monotonic clock in seconds. */
     double (*now)(void);
-} braid_services_v2_t;
+} braid_services_v3_t;
 
 /* --------------------------------------------------------------- bootstrap */
 
@@ -123,7 +123,7 @@ typedef struct braid_rmem {
     void  *impl;  /* transport's keys */
 } braid_rmem_t;
 
-typedef struct braid_transport_v2 {
+typedef struct braid_transport_v3 {
     const char *name; /* "ucx", "shm", "roce": the part after '@' */
     uint32_t    caps; /* BRAID_CAP_* */
 
@@ -131,13 +131,13 @@ typedef struct braid_transport_v2 {
      * loader after the plugin's probe).  NULL means always.  Like the plugin
      * probe: BRAID_ERR_UNAVAILABLE with a reason ("no RDMA device") is normal
      * and only removes this transport, not the plugin's algorithms. */
-    braid_status_t (*probe)(const braid_services_v2_t *svc, char *why,
+    braid_status_t (*probe)(const braid_services_v3_t *svc, char *why,
                             size_t why_len);
 
     /* Per-communicator endpoint set: connects to every peer through oob.
      * Collective.  Returns BRAID_ERR_UNAVAILABLE (with a reason) when this
      * transport cannot serve this communicator. */
-    braid_status_t (*comm_create)(const braid_services_v2_t *svc,
+    braid_status_t (*comm_create)(const braid_services_v3_t *svc,
                                   const braid_oob_t *oob,
                                   const braid_topo_t *topo, void **tcomm);
     void (*comm_destroy)(void *tcomm);
@@ -176,11 +176,11 @@ typedef struct braid_transport_v2 {
                                  size_t dst_off, const void *src, size_t len,
                                  size_t flag_off, uint64_t flag_val,
                                  braid_treq_t *req);
-} braid_transport_v2_t;
+} braid_transport_v3_t;
 
 /* Handle of one transport on one communicator, handed to algorithms. */
 typedef struct braid_tl {
-    const braid_transport_v2_t *ops;
+    const braid_transport_v3_t *ops;
     void                       *tcomm;
     braid_link_t                link;
 } braid_tl_t;
@@ -223,14 +223,14 @@ typedef struct braid_task {
                                     tags unique per call with it */
     const braid_topo_t *topo;
     braid_tl_t         *tl;
-    const braid_services_v2_t *svc;
+    const braid_services_v3_t *svc;
     void              **comm_state; /* persists across calls on this
                                        (communicator, candidate); freed by
                                        algo->comm_state_free */
     void               *priv;       /* the algorithm's per-call state */
 } braid_task_t;
 
-typedef struct braid_algo_v2 {
+typedef struct braid_algo_v3 {
     const char  *name;  /* "ring", "recdbl", "oneshot": the part before '@' */
     braid_coll_t coll;
     uint32_t     needs_caps; /* transport must have these BRAID_CAP_* bits */
@@ -248,26 +248,26 @@ typedef struct braid_algo_v2 {
     /* Frees *task->comm_state when the communicator is destroyed (may be
      * NULL when the algorithm keeps none). */
     void (*comm_state_free)(void *state, braid_tl_t *tl);
-} braid_algo_v2_t;
+} braid_algo_v3_t;
 
 /* ------------------------------------------------------------------ plugin */
 
-typedef struct braid_plugin_v2 {
+typedef struct braid_plugin_v3 {
     uint32_t    abi_version; /* BRAID_PLUGIN_ABI_VERSION: must stay first */
-    uint32_t    struct_size; /* sizeof(braid_plugin_v2_t) */
+    uint32_t    struct_size; /* sizeof(braid_plugin_v3_t) */
     const char *name;        /* "ucx": matches BRAID_PLUGINS entries */
     const char *version;
     /* BRAID_OK when usable here; BRAID_ERR_UNAVAILABLE with a reason in why
      * ("no RDMA device", ...) otherwise.  Unavailable is normal. */
-    braid_status_t (*probe)(const braid_services_v2_t *svc, char *why,
+    braid_status_t (*probe)(const braid_services_v3_t *svc, char *why,
                             size_t why_len);
     int                                n_transports;
-    const braid_transport_v2_t *const *transports;
+    const braid_transport_v3_t *const *transports;
     int                                n_algos;
-    const braid_algo_v2_t *const      *algos;
+    const braid_algo_v3_t *const      *algos;
     /* Called once before dlclose; may be NULL. */
     void (*unload)(void);
-} braid_plugin_v2_t;
+} braid_plugin_v3_t;
 
 #ifdef __cplusplus
 }

@@ -70,7 +70,7 @@ static void handle_decode(const void *h, int *peer, uint64_t *seq)
 static braid_status_t wait_put(braid_roce_comm_t *comm, int peer,
                                uint64_t seq, const char *why_waiting)
 {
-    const braid_services_v2_t *svc = comm->svc;
+    const braid_services_v3_t *svc = comm->svc;
     braid_roce_peer_t         *p   = &comm->peers[peer];
     double                     t0  = svc->now();
     braid_status_t             st;
@@ -338,7 +338,7 @@ braid_status_t braid_roce_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
 braid_status_t braid_roce_test(void *tcomm, braid_treq_t *req)
 {
     braid_roce_comm_t         *comm = tcomm;
-    const braid_services_v2_t *svc  = comm->svc;
+    const braid_services_v3_t *svc  = comm->svc;
     braid_roce_peer_t         *p;
     braid_status_t             st;
     uint64_t                   seq;
@@ -415,7 +415,7 @@ static void qp_to_error(braid_roce_comm_t *comm, int peer)
 void braid_roce_cancel(void *tcomm, braid_treq_t *req)
 {
     braid_roce_comm_t         *comm = tcomm;
-    const braid_services_v2_t *svc  = comm->svc;
+    const braid_services_v3_t *svc  = comm->svc;
     braid_roce_peer_t         *p;
     uint64_t                   seq;
     int                        peer;

@@ -4,7 +4,7 @@
 
 #include "roce.h"
 
-static braid_status_t roce_stub_probe(const braid_services_v2_t *svc,
+static braid_status_t roce_stub_probe(const braid_services_v3_t *svc,
                                       char *why, size_t why_len)
 {
     (void)svc;
@@ -21,7 +21,7 @@ static void roce_stub_cancel(void *tcomm, braid_treq_t *req)
     req->handle = NULL;
 }
 
-const braid_transport_v2_t braid_lowhop_roce_transport = {
+const braid_transport_v3_t braid_lowhop_roce_transport = {
     .name   = "roce",
     .caps   = BRAID_CAP_PUT_SIGNAL,
     .probe  = roce_stub_probe,

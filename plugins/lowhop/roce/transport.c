@@ -17,7 +17,7 @@
  * puts.  `test` is still provided: it completes put requests. */
 #include "tl_roce.h"
 
-static braid_status_t roce_probe(const braid_services_v2_t *svc, char *why,
+static braid_status_t roce_probe(const braid_services_v3_t *svc, char *why,
                                  size_t why_len)
 {
     braid_roce_dev_t dev;
@@ -59,7 +59,7 @@ static braid_status_t roce_progress(void *tcomm)
     return braid_roce_poll(tcomm);
 }
 
-const braid_transport_v2_t braid_lowhop_roce_transport = {
+const braid_transport_v3_t braid_lowhop_roce_transport = {
     .name         = "roce",
     .caps         = BRAID_CAP_PUT_SIGNAL,
     .probe        = roce_probe,

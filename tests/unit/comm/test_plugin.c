@@ -4,14 +4,14 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-__attribute__((unused)) static braid_status_t probe_ok(const braid_services_v2_t *svc, char *why,
+__attribute__((unused)) static braid_status_t probe_ok(const braid_services_v3_t *svc, char *why,
                                size_t len)
 {
     (void)svc, (void)why, (void)len;
     return BRAID_OK;
 }
 
-__attribute__((unused)) static braid_status_t probe_unavailable(const braid_services_v2_t *svc,
+__attribute__((unused)) static braid_status_t probe_unavailable(const braid_services_v3_t *svc,
                                         char *why, size_t len)
 {
     (void)svc;
@@ -20,25 +20,25 @@ __attribute__((unused)) static braid_status_t probe_unavailable(const braid_serv
 }
 
 #if TEST_KIND == 0 /* good */
-EXPORT const braid_plugin_v2_t braid_plugin_v2 = {
-    BRAID_PLUGIN_ABI_VERSION, sizeof(braid_plugin_v2_t), "tgood", "1.2",
+EXPORT const braid_plugin_v3_t braid_plugin_v3 = {
+    BRAID_PLUGIN_ABI_VERSION, sizeof(braid_plugin_v3_t), "tgood", "1.2",
     probe_ok, 0, NULL, 0, NULL, NULL};
 #elif TEST_KIND == 1 /* unavailable */
-EXPORT const braid_plugin_v2_t braid_plugin_v2 = {
-    BRAID_PLUGIN_ABI_VERSION, sizeof(braid_plugin_v2_t), "tunavail", "1.0",
+EXPORT const braid_plugin_v3_t braid_plugin_v3 = {
+    BRAID_PLUGIN_ABI_VERSION, sizeof(braid_plugin_v3_t), "tunavail", "1.0",
     probe_unavailable, 0, NULL, 0, NULL, NULL};
 #elif TEST_KIND == 2 /* wrong ABI version */
-EXPORT const braid_plugin_v2_t braid_plugin_v2 = {
-    999, sizeof(braid_plugin_v2_t), "tbadabi", "1.0", probe_ok, 0, NULL, 0,
+EXPORT const braid_plugin_v3_t braid_plugin_v3 = {
+    999, sizeof(braid_plugin_v3_t), "tbadabi", "1.0", probe_ok, 0, NULL, 0,
     NULL, NULL};
 #elif TEST_KIND == 3 /* no descriptor symbol at all */
 EXPORT int braid_plugin_v0 = 1;
 #elif TEST_KIND == 4 /* descriptor names another plugin */
-EXPORT const braid_plugin_v2_t braid_plugin_v2 = {
-    BRAID_PLUGIN_ABI_VERSION, sizeof(braid_plugin_v2_t), "someoneelse", "1.0",
+EXPORT const braid_plugin_v3_t braid_plugin_v3 = {
+    BRAID_PLUGIN_ABI_VERSION, sizeof(braid_plugin_v3_t), "someoneelse", "1.0",
     probe_ok, 0, NULL, 0, NULL, NULL};
 #elif TEST_KIND == 5 /* truncated descriptor */
-EXPORT const braid_plugin_v2_t braid_plugin_v2 = {
+EXPORT const braid_plugin_v3_t braid_plugin_v3 = {
     BRAID_PLUGIN_ABI_VERSION, 8, "tshort", "1.0", probe_ok, 0, NULL, 0, NULL,
     NULL};
 #endif

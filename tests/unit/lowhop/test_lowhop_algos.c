@@ -37,7 +37,7 @@
 #define CALL_LIMIT_S 30.0
 #define MAX_REPORTS 20
 
-static const braid_algo_v2_t *const algos[NALGOS] = {
+static const braid_algo_v3_t *const algos[NALGOS] = {
     &braid_lowhop_oneshot_algo,
     &braid_lowhop_twoshot_algo,
     &braid_lowhop_allgather_direct_algo,
@@ -104,7 +104,7 @@ static double svc_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static const braid_services_v2_t svc = {
+static const braid_services_v3_t svc = {
     .log        = svc_log,
     .error      = svc_error,
     .reduce     = braid_kernel_reduce,
@@ -278,7 +278,7 @@ static void failf(rank_t *r, const call_case_t *c, const char *fmt, ...)
 static braid_status_t run_call(rank_t *r, const call_case_t *c,
                                const void *sendbuf, void *recvbuf)
 {
-    const braid_algo_v2_t *a = algos[c->algo];
+    const braid_algo_v3_t *a = algos[c->algo];
     braid_task_t t;
     memset(&t, 0, sizeof(t));
     t.coll       = a->coll;

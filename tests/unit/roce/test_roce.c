@@ -3,7 +3,7 @@
  *   test_roce PLUGIN.so [-n RANKS] [--iters N] [--require] [--large]
  *             [--puts-only]
  *
- * Loads the plugin as the core would (dlopen, braid_plugin_v2, the transport
+ * Loads the plugin as the core would (dlopen, braid_plugin_v3, the transport
  * named "roce") and drives it with its own services and an out-of-band
  * channel over shared memory, one forked process per rank:
  *   - parsing of BRAID_ROCE_* (works without a device);
@@ -88,7 +88,7 @@ static double svc_now(void)
 
 static double svc_timeout(void) { return timeout_s; }
 
-static const braid_services_v2_t svc = {
+static const braid_services_v3_t svc = {
     .log       = svc_log,
     .error     = svc_error,
     .timeout_s = svc_timeout,
@@ -150,7 +150,7 @@ static braid_status_t oob_allgather(void *ctx, const void *sendbuf,
 
 /* ----------------------------------------------------------- checking */
 
-static const braid_transport_v2_t *tl;
+static const braid_transport_v3_t *tl;
 static int                         g_rank = -1;
 
 #define CHECK(cond, ...)                                                   \
@@ -737,15 +737,15 @@ static void env_checks(int device)
 
 /* ---------------------------------------------------------------- main */
 
-static const braid_transport_v2_t *find_roce(const char *path)
+static const braid_transport_v3_t *find_roce(const char *path)
 {
     void                    *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    const braid_plugin_v2_t *p;
+    const braid_plugin_v3_t *p;
 
     CHECK(dl != NULL, "dlopen %s: %s", path, dlerror());
     p = dlsym(dl, BRAID_PLUGIN_SYMBOL);
     CHECK(p != NULL && p->abi_version == BRAID_PLUGIN_ABI_VERSION,
-          "%s: no braid_plugin_v2 of ABI %u", path, BRAID_PLUGIN_ABI_VERSION);
+          "%s: no braid_plugin_v3 of ABI %u", path, BRAID_PLUGIN_ABI_VERSION);
     for (int i = 0; i < p->n_transports; i++)
         if (strcmp(p->transports[i]->name, "roce") == 0)
             return p->transports[i];

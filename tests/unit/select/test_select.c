@@ -171,13 +171,13 @@ static double est_never(const braid_cost_in_t *in) { (void)in; return -1.0; }
 
 static void test_dispatch(void)
 {
-    braid_transport_v2_t ucx = {.name = "ucx"}, shm = {.name = "shm"};
+    braid_transport_v3_t ucx = {.name = "ucx"}, shm = {.name = "shm"};
     braid_tl_t tl_ucx = {.ops = &ucx}, tl_shm = {.ops = &shm};
-    braid_algo_v2_t ring = {.name = "ring", .coll = BRAID_COLL_ALLREDUCE,
+    braid_algo_v3_t ring = {.name = "ring", .coll = BRAID_COLL_ALLREDUCE,
                             .estimate = est_flat};
-    braid_algo_v2_t oneshot = {.name = "oneshot", .coll = BRAID_COLL_ALLREDUCE,
+    braid_algo_v3_t oneshot = {.name = "oneshot", .coll = BRAID_COLL_ALLREDUCE,
                                .estimate = est_steep};
-    braid_algo_v2_t broken = {.name = "broken", .coll = BRAID_COLL_ALLREDUCE,
+    braid_algo_v3_t broken = {.name = "broken", .coll = BRAID_COLL_ALLREDUCE,
                               .estimate = est_never};
     braid_candidate_t cands[] = {
         {"broken@ucx", &broken, &tl_ucx, NULL},

@@ -240,7 +240,7 @@ int main(int argc, char **argv)
                                 "sr-bw"};
     const char *tests[8];
     int         ntests = 0, n = 2, iters = 1000, batches = 201, pin = 0;
-    const braid_transport_v2_t *tl;
+    const braid_transport_v3_t *tl;
 
     if (argc < 2) {
         fprintf(stderr, "usage: %s PLUGIN.so [-n RANKS] [-i ITERS] "

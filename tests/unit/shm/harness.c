@@ -114,7 +114,7 @@ static void svc_finish_avg(void *buf, size_t count, braid_dtype_t dtype,
 
 static double svc_timeout(void) { return 20.0; }
 
-static const braid_services_v2_t services = {
+static const braid_services_v3_t services = {
     .log        = svc_log,
     .error      = svc_error,
     .reduce     = svc_reduce,
@@ -124,13 +124,13 @@ static const braid_services_v2_t services = {
     .now        = th_now,
 };
 
-const braid_services_v2_t *th_services(void) { return &services; }
+const braid_services_v3_t *th_services(void) { return &services; }
 const char *th_last_error(void) { return last_error; }
 
-const braid_transport_v2_t *th_load(const char *path)
+const braid_transport_v3_t *th_load(const char *path)
 {
     void                    *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    const braid_plugin_v2_t *p;
+    const braid_plugin_v3_t *p;
 
     if (h == NULL) {
         fprintf(stderr, "cannot dlopen %s: %s\n", path, dlerror());
@@ -209,7 +209,7 @@ static braid_status_t oob_barrier(void *ctx)
 
 /* ------------------------------------------------------------------ ranks */
 
-int th_run(const braid_transport_v2_t *tl, int n, th_body_fn body, void *arg,
+int th_run(const braid_transport_v3_t *tl, int n, th_body_fn body, void *arg,
            int timeout_s, const char *label)
 {
     size_t               bytes = sizeof(th_board_t) + (size_t)n * TH_SLOT;

@@ -395,7 +395,7 @@ static void test_mismatch(th_rank_t *r, void *tc)
 #define CANCEL_LEN ((size_t)700000) /* more than a ring holds */
 static void test_cancel(th_rank_t *r, void *tc)
 {
-    const braid_transport_v2_t *tl = r->tl;
+    const braid_transport_v3_t *tl = r->tl;
     const int      n = r->size, right = (r->rank + 1) % n,
                    left = (r->rank - 1 + n) % n;
     unsigned char *sbuf = malloc(CANCEL_LEN), *rbuf = malloc(CANCEL_LEN);
@@ -492,7 +492,7 @@ static unsigned char *test_abandon(th_rank_t *r, void *tc)
  * the default: all must adopt rank 0's). */
 static int scenario(th_rank_t *r, void *arg)
 {
-    const braid_transport_v2_t *tl = r->tl;
+    const braid_transport_v3_t *tl = r->tl;
     int          nodes[16], two_hosts[16];
     char         why[256] = "";
     void        *tc = NULL;
@@ -550,7 +550,7 @@ static int scenario(th_rank_t *r, void *arg)
  * every rank, leaving nothing behind, and the ranks can try again. */
 static int failure_paths(th_rank_t *r, void *arg)
 {
-    const braid_transport_v2_t *tl = r->tl;
+    const braid_transport_v3_t *tl = r->tl;
     int           nodes[16];
     braid_topo_t  topo = one_host(r, nodes);
     int           fds0 = th_count_fds(), victim = r->rank == r->size - 1;
@@ -603,7 +603,7 @@ static int failure_paths(th_rank_t *r, void *arg)
  * it never writes end in BRAID_ERR_PEER naming it, not in the timeout. */
 static int dead_peer(th_rank_t *r, void *arg)
 {
-    const braid_transport_v2_t *tl = r->tl;
+    const braid_transport_v3_t *tl = r->tl;
     int            nodes[16];
     braid_topo_t   topo = one_host(r, nodes);
     void          *tc   = NULL;
@@ -647,7 +647,7 @@ static int dead_peer(th_rank_t *r, void *arg)
 int main(int argc, char **argv)
 {
     int    counts[16] = {1, 2, 3, 4, 8}, ncounts = 5;
-    const braid_transport_v2_t *tl;
+    const braid_transport_v3_t *tl;
     int    failed = 0;
     double t0     = th_now();
 

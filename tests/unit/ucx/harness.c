@@ -59,7 +59,7 @@ static double svc_timeout(void)
     return TH_TIMEOUT_S;
 }
 
-const braid_services_v2_t th_svc = {
+const braid_services_v3_t th_svc = {
     .log        = svc_log,
     .error      = svc_error,
     .reduce     = ts_reduce,
@@ -192,10 +192,10 @@ int th_plugin_load(th_plugin_t *p, const char *path)
         return -1;
     }
     if (p->desc->abi_version != BRAID_PLUGIN_ABI_VERSION ||
-        p->desc->struct_size != sizeof(braid_plugin_v2_t)) {
+        p->desc->struct_size != sizeof(braid_plugin_v3_t)) {
         fprintf(stderr, "%s: ABI %u/%u, expected %u/%zu\n", path,
                 p->desc->abi_version, p->desc->struct_size,
-                BRAID_PLUGIN_ABI_VERSION, sizeof(braid_plugin_v2_t));
+                BRAID_PLUGIN_ABI_VERSION, sizeof(braid_plugin_v3_t));
         return -1;
     }
     for (int i = 0; i < p->desc->n_transports; i++) {
@@ -221,11 +221,11 @@ void th_plugin_unload(th_plugin_t *p)
     memset(p, 0, sizeof(*p));
 }
 
-const braid_algo_v2_t *th_find_algo(const th_plugin_t *p, braid_coll_t coll,
+const braid_algo_v3_t *th_find_algo(const th_plugin_t *p, braid_coll_t coll,
                                     const char *name)
 {
     for (int i = 0; i < p->desc->n_algos; i++) {
-        const braid_algo_v2_t *a = p->desc->algos[i];
+        const braid_algo_v3_t *a = p->desc->algos[i];
         if (a->coll == coll && strcmp(a->name, name) == 0) {
             return a;
         }
@@ -233,7 +233,7 @@ const braid_algo_v2_t *th_find_algo(const th_plugin_t *p, braid_coll_t coll,
     return NULL;
 }
 
-braid_status_t th_drive(const braid_algo_v2_t *algo, braid_task_t *task)
+braid_status_t th_drive(const braid_algo_v3_t *algo, braid_task_t *task)
 {
     double         deadline = th_now() + 2 * TH_TIMEOUT_S;
     braid_status_t st;

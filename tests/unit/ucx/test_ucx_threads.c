@@ -33,7 +33,7 @@
 #define MAX_PRINTED 40
 
 typedef struct tcase {
-    const braid_algo_v2_t *algo;
+    const braid_algo_v3_t *algo;
     braid_dtype_t          dt;
     braid_op_t             op;
     size_t                 count;
@@ -402,7 +402,7 @@ static void cross_check(world_t *w, int r, const job_t *j)
 
 /* ------------------------------------------------------------- ranks */
 
-static int algo_index(const th_plugin_t *p, const braid_algo_v2_t *a)
+static int algo_index(const th_plugin_t *p, const braid_algo_v3_t *a)
 {
     for (int i = 0; i < p->desc->n_algos; i++) {
         if (p->desc->algos[i] == a) {
@@ -439,7 +439,7 @@ static void run_cases(world_t *w, int r, braid_tl_t *tl, void **state,
  * share the algorithm's comm_state (the second must not take the first's
  * scratch) and must not mix up their messages. */
 static void run_overlap(world_t *w, int r, braid_tl_t *tl, void **state,
-                        uint64_t *seq, const braid_algo_v2_t *algo)
+                        uint64_t *seq, const braid_algo_v3_t *algo)
 {
     tcase_t        ca = {algo, BRAID_I32, BRAID_SUM, 1007, 0, 0};
     tcase_t        cb = {algo, BRAID_F32, BRAID_SUM, 300001, 1, 0};
@@ -674,7 +674,7 @@ static void *rank_main(void *arg)
     run_cancel(w, r, &tl);
 
     for (int i = 0; i < w->plug->desc->n_algos; i++) {
-        const braid_algo_v2_t *a = w->plug->desc->algos[i];
+        const braid_algo_v3_t *a = w->plug->desc->algos[i];
         if (state[i] != NULL && a->comm_state_free != NULL) {
             a->comm_state_free(state[i], &tl);
         }
@@ -692,7 +692,7 @@ static void *rank_main(void *arg)
 
 /* ------------------------------------------------------------- cases */
 
-static void add(caselist_t *l, const braid_algo_v2_t *a, braid_dtype_t dt,
+static void add(caselist_t *l, const braid_algo_v3_t *a, braid_dtype_t dt,
                 braid_op_t op, size_t count, int inplace, int root)
 {
     if (l->n == l->cap) {
@@ -713,7 +713,7 @@ static void build_cases(caselist_t *l, const th_plugin_t *p, int n)
     static const size_t        counts[] = {0, 1, 7};
 
     for (int ai = 0; ai < p->desc->n_algos; ai++) {
-        const braid_algo_v2_t *a   = p->desc->algos[ai];
+        const braid_algo_v3_t *a   = p->desc->algos[ai];
         int                    red = a->coll == BRAID_COLL_ALLREDUCE ||
                                      a->coll == BRAID_COLL_REDUCE_SCATTER;
 
@@ -967,7 +967,7 @@ static int check_peer_loss(const th_plugin_t *p)
 static double est(const th_plugin_t *p, braid_coll_t coll, const char *name,
                   int n, size_t bytes)
 {
-    const braid_algo_v2_t *a  = th_find_algo(p, coll, name);
+    const braid_algo_v3_t *a  = th_find_algo(p, coll, name);
     braid_cost_in_t        in = {coll, bytes, n, 1, n, BRAID_TOPO_SINGLE_HOST,
                                  {0.6, 6.0, 1.8, 3.0}, 10.0, 0.0};
     double                 t  = a->estimate(&in);
