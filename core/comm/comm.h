@@ -19,6 +19,8 @@ typedef struct braid_call {
     braid_status_t     status;
     double             t_start;   /* 0 until the first look at the clock */
     unsigned           polls;     /* progress calls that found it running */
+    int                stream;    /* same collective, size and candidate as
+                                     the call before it */
     struct braid_call *next;
     /* Last: only written on failure, so a call clears the fields above it
      * and not these 512 bytes (the decode path issues ~10 KiB calls in a
@@ -39,6 +41,7 @@ struct braid_comm {
 
     braid_topo_t                topo;
     int                        *node_of_rank;
+    int                        *cpu_of_rank;
 
     int                         ntls;
     braid_tl_t                 *tls;
@@ -50,6 +53,10 @@ struct braid_comm {
     uint64_t                    seq;
     int                         check; /* BRAID_CHECK: compare every call */
     int                         oversubscribed; /* more ranks than cores */
+    /* The last call issued, to tell a stream of identical calls. */
+    braid_coll_t                last_coll;
+    size_t                      last_bytes;
+    const void                 *last_cand;
     double                      last_health; /* last failure-detector look */
     double                      timeout_s;   /* BRAID_TIMEOUT at creation */
     braid_call_t               *head, *tail;

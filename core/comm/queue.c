@@ -127,6 +127,7 @@ static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
         }
         call->started = 1;
     }
+    call->task.remote_wait = 0;
     st = call->cand->algo->progress(&call->task);
     if (st == BRAID_INPROGRESS) {
         if ((++call->polls & (BRAID_CLOCK_POLLS - 1)) != 0)
@@ -179,10 +180,44 @@ braid_status_t braid_comm_progress(braid_comm_t *comm)
  * for is probably runnable on this very core (oversubscribed host, or other
  * load), and yielding after every poll lets it run. */
 #define BRAID_SPIN_BUDGET_S 20e-6
+/* Polls an oversubscribed rank may spend waiting for ranks on other CPUs
+ * (task->remote_wait) before it yields anyway: a few microseconds, longer
+ * than a hand-off between two ranks of another CPU takes. */
+#define BRAID_REMOTE_SPIN_POLLS 128u
+
+/* Whether an oversubscribed rank should poll again rather than yield: the
+ * running call waits only for ranks pinned to other CPUs (the ranks that
+ * share this CPU have all done their part, so yielding would hand the CPU
+ * to one that can do nothing), and it is one of a stream of identical
+ * calls.  Polling then lets this rank finish the call when the data lands
+ * and go straight on to post the next one, so the CPU changes hands about
+ * once per call instead of twice.  It is unfair, though: a mate that
+ * entered the call first finishes only after this rank moves on, so for a
+ * call that is not part of a stream (a barrier before it, say) the rank
+ * that started first should not wait for that, and the rank yields. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static int spin_for_remote(const braid_comm_t *comm, unsigned *spins)
+{
+    const braid_call_t *head = comm->head;
+    if (head == NULL || !head->stream || !head->task.remote_wait ||
+        *spins >= BRAID_REMOTE_SPIN_POLLS)
+        return 0;
+    ++*spins;
+    return 1;
+}
 
 braid_status_t braid_call_wait(braid_comm_t *comm, braid_call_t *call)
 {
     unsigned polls    = 0;
+    unsigned spins    = 0;
     int      yielding = comm->oversubscribed;
     double   t0       = 0;
     while (!call->done) {
@@ -190,7 +225,10 @@ braid_status_t braid_call_wait(braid_comm_t *comm, braid_call_t *call)
         if (call->done)
             break;
         if (yielding) {
-            sched_yield();
+            if (spin_for_remote(comm, &spins))
+                cpu_relax();
+            else
+                sched_yield();
         } else if ((++polls & 63) == 0) {
             double now = braid_now_s();
             if (t0 == 0)

@@ -168,10 +168,15 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
                      "%s%s:%s", i ? " " : "",
                      braid_coll_name(comm->sel.cands[i].algo->coll),
                      comm->sel.cands[i].name);
+        char cpus[256] = "";
+        for (int r = 0; r < comm->size && strlen(cpus) < sizeof(cpus) - 16;
+             r++)
+            snprintf(cpus + strlen(cpus), sizeof(cpus) - strlen(cpus),
+                     "%s%d", r ? " " : "", comm->cpu_of_rank[r]);
         braid_log(BRAID_LOG_INFO, LOG_COMP, "%d ranks on %d nodes (ppn %d), "
-                  "%d transports, candidates: %s", comm->size,
-                  comm->topo.nnodes, comm->topo.ppn, comm->ntls,
-                  list[0] ? list : "none");
+                  "pinned to CPUs [%s] (-1: not pinned), %d transports, "
+                  "candidates: %s", comm->size, comm->topo.nnodes,
+                  comm->topo.ppn, cpus, comm->ntls, list[0] ? list : "none");
     }
     return BRAID_OK;
 }
@@ -182,6 +187,8 @@ void braid_comm_teardown(braid_comm_t *comm)
     braid_tune_free(&comm->tune);
     free(comm->node_of_rank);
     comm->node_of_rank = NULL;
+    free(comm->cpu_of_rank);
+    comm->cpu_of_rank = NULL;
     if (comm->plugins != NULL) {
         braid_loader_release();
         comm->plugins = NULL;

@@ -3,7 +3,12 @@
  * Hosts are told apart by hostname, or by BRAID_HOSTNAME where ranks on one
  * machine emulate several (network namespaces).  How hosts are connected
  * cannot be discovered from inside a rank, so BRAID_TOPO says it: "switch"
- * (default for several hosts) or "ring" (hosts cabled in rank order). */
+ * (default for several hosts) or "ring" (hosts cabled in rank order).
+ *
+ * Each rank also says which CPU it is pinned to, if just one: ranks pinned
+ * to one CPU take turns on it, which decides how a rank should wait. */
+#include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +18,24 @@
 #include "util/log.h"
 
 #define HOST_LEN 64
+
+/* What each rank contributes: its host, then its CPU. */
+typedef struct {
+    char    host[HOST_LEN];
+    int32_t cpu;
+} topo_rec_t;
+
+/* The one CPU this thread may run on, or -1. */
+static int32_t pinned_cpu(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) != 1)
+        return -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            return c;
+    return -1;
+}
 
 braid_status_t braid_topo_kind_parse(braid_topo_kind_t *kind, const char *s,
                                      int nnodes)
@@ -49,25 +72,29 @@ braid_status_t braid_topo_kind_parse(braid_topo_kind_t *kind, const char *s,
 
 braid_status_t braid_topo_detect(braid_comm_t *comm)
 {
-    char  self[HOST_LEN] = "";
-    char *all = NULL;
-    int  *count = NULL;
+    topo_rec_t  self;
+    topo_rec_t *all = NULL;
+    int        *count = NULL;
     braid_status_t st;
 
+    memset(&self, 0, sizeof(self));
     const char *env = getenv("BRAID_HOSTNAME");
     if (env != NULL && *env != '\0')
-        strncpy(self, env, HOST_LEN - 1);
-    else if (gethostname(self, HOST_LEN - 1) != 0)
-        strcpy(self, "localhost");
+        strncpy(self.host, env, HOST_LEN - 1);
+    else if (gethostname(self.host, HOST_LEN - 1) != 0)
+        strcpy(self.host, "localhost");
+    self.cpu = pinned_cpu();
 
-    all   = calloc((size_t)comm->size, HOST_LEN);
+    all   = calloc((size_t)comm->size, sizeof(*all));
     count = calloc((size_t)comm->size, sizeof(int));
     comm->node_of_rank = calloc((size_t)comm->size, sizeof(int));
-    if (all == NULL || count == NULL || comm->node_of_rank == NULL) {
+    comm->cpu_of_rank  = calloc((size_t)comm->size, sizeof(int));
+    if (all == NULL || count == NULL || comm->node_of_rank == NULL ||
+        comm->cpu_of_rank == NULL) {
         st = braid_error(BRAID_ERR_NO_MEMORY, "topology: out of memory");
         goto out;
     }
-    st = braid_bootstrap_allgather(comm->bs, self, all, HOST_LEN);
+    st = braid_bootstrap_allgather(comm->bs, &self, all, sizeof(self));
     if (st != BRAID_OK)
         goto out;
 
@@ -76,10 +103,10 @@ braid_status_t braid_topo_detect(braid_comm_t *comm)
     for (int r = 0; r < comm->size; r++) {
         int node = -1;
         for (int q = 0; q < r && node < 0; q++)
-            if (strncmp(all + (size_t)q * HOST_LEN, all + (size_t)r * HOST_LEN,
-                        HOST_LEN) == 0)
+            if (strncmp(all[q].host, all[r].host, HOST_LEN) == 0)
                 node = comm->node_of_rank[q];
         comm->node_of_rank[r] = node >= 0 ? node : nnodes++;
+        comm->cpu_of_rank[r]  = all[r].cpu;
         count[comm->node_of_rank[r]]++;
     }
     int ppn = 0;
@@ -89,6 +116,7 @@ braid_status_t braid_topo_detect(braid_comm_t *comm)
     comm->topo.nnodes       = nnodes;
     comm->topo.ppn          = ppn;
     comm->topo.node_of_rank = comm->node_of_rank;
+    comm->topo.cpu_of_rank  = comm->cpu_of_rank;
     st = braid_topo_kind_parse(&comm->topo.kind, getenv("BRAID_TOPO"), nnodes);
 out:
     free(all);

@@ -31,7 +31,7 @@ static braid_status_t barrier_progress(braid_task_t *task)
         return st;
     if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
         return st;
-    int all = braid_lowhop_xchg_arrived(s, n);
+    int all = braid_lowhop_xchg_arrived(task, s);
     st = braid_lowhop_reqs_test(task, s->reqs, n - 1, NULL);
     if (st != BRAID_OK && st != BRAID_INPROGRESS)
         return st;

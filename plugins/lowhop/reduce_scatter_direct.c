@@ -36,7 +36,7 @@ static braid_status_t rs_progress(braid_task_t *task)
         return st;
     if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
         return st;
-    if (braid_lowhop_xchg_arrived(s, n) && !s->reduced) {
+    if (braid_lowhop_xchg_arrived(task, s) && !s->reduced) {
         for (int r = 0; r < n; r++)
             s->src[r] = r == me ? (const void *)(in + (size_t)me * len)
                                 : braid_lowhop_slot_data(

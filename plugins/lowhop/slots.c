@@ -34,10 +34,16 @@ static braid_status_t area_state(braid_lowhop_area_t **area,
 
     if (a == NULL) {
         a = calloc(1, sizeof(*a));
-        if (a == NULL)
+        if (a != NULL)
+            a->mate = calloc((size_t)task->size, 1);
+        if (a == NULL || a->mate == NULL) {
+            free(a);
             return task->svc->error(BRAID_ERR_NO_MEMORY, "lowhop: out of "
                                     "memory for the receive-area state");
+        }
         a->nslots = task->size - 1;
+        a->nmates = braid_lowhop_cpu_mates(a->mate, task->topo, task->rank,
+                                           task->size);
         *task->comm_state = a;
     }
     *area = a;
@@ -122,7 +128,26 @@ void braid_lowhop_area_free(void *state, braid_tl_t *tl)
     if (a->mem.local != NULL && tl != NULL)
         tl->ops->mem_free(tl->tcomm, &a->mem);
     free(a->spare);
+    free(a->mate);
     free(a);
+}
+
+int braid_lowhop_cpu_mates(unsigned char *mate, const braid_topo_t *topo,
+                           int me, int n)
+{
+    int count = 0;
+    int cpu   = topo != NULL && topo->cpu_of_rank != NULL
+                    ? topo->cpu_of_rank[me]
+                    : -1;
+
+    for (int k = 0; k < n - 1; k++) {
+        int r   = braid_lowhop_slot_source(k, me, n);
+        mate[k] = cpu >= 0 && topo->cpu_of_rank[r] == cpu &&
+                  topo->node_of_rank != NULL &&
+                  topo->node_of_rank[r] == topo->node_of_rank[me];
+        count += mate[k];
+    }
+    return count;
 }
 
 braid_status_t braid_lowhop_put(braid_task_t *task, braid_lowhop_area_t *a,
@@ -250,6 +275,7 @@ static braid_lowhop_xchg_t *xchg_reuse(braid_task_t *task, size_t size,
     x->src    = (const void **)(x->reqs + n);
     x->seen   = (unsigned char *)(x->src + n);
     x->posted = x->nseen = x->reduced = x->sent = 0;
+    x->mates_left = a->nmates;
     memset(x->seen, 0, (size_t)n);
     task->priv = x;
     return x;
@@ -285,6 +311,7 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
             braid_lowhop_priv_free(task);
             return st;
         }
+        x->mates_left = x->area->nmates;
     }
     x->bank = (int)(x->area->calls++ & 1);
     x->flag = braid_lowhop_flag(task->seq);
@@ -312,15 +339,22 @@ braid_status_t braid_lowhop_xchg_post(braid_task_t *task,
     return BRAID_OK;
 }
 
-int braid_lowhop_xchg_arrived(braid_lowhop_xchg_t *x, int n)
+int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x)
 {
+    int                        n = task->size;
+    const braid_lowhop_area_t *a = x->area;
+
     for (int k = 0; k < n - 1 && x->nseen < n - 1; k++) {
-        if (!x->seen[k] && braid_lowhop_arrived(x->area, x->bank, k, x->flag)) {
+        if (!x->seen[k] && braid_lowhop_arrived(a, x->bank, k, x->flag)) {
             x->seen[k] = 1;
             x->nseen++;
+            x->mates_left -= a->mate[k];
         }
     }
-    return x->nseen == n - 1;
+    if (x->nseen == n - 1)
+        return 1;
+    task->remote_wait = x->mates_left == 0;
+    return 0;
 }
 
 void braid_lowhop_xchg_finish(braid_task_t *task)

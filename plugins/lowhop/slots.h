@@ -76,6 +76,11 @@ typedef struct braid_lowhop_area {
      * candidate), so one spare is all it takes. */
     void        *spare;
     size_t       spare_size, priv_size;
+    /* [nslots]: 1 where the slot's writer is pinned to this rank's CPU
+     * (topo->cpu_of_rank), so that it runs only when this rank does not;
+     * nmates of them. */
+    unsigned char *mate;
+    int            nmates;
 } braid_lowhop_area_t;
 
 /* The area of this (communicator, candidate), created on first use and
@@ -172,6 +177,7 @@ typedef struct braid_lowhop_xchg {
     int                  nseen;  /* peers whose data arrived */
     int                  reduced;
     int                  sent;   /* every put completed */
+    int                  mates_left; /* writers on this CPU not seen yet */
     braid_treq_t        *reqs;   /* [n-1]: reqs[i-1] to rank+i */
     unsigned char       *seen;   /* [n-1], by slot */
     const void         **src;    /* [n]: contributions in rank order */
@@ -189,8 +195,15 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
 braid_status_t braid_lowhop_xchg_post(braid_task_t *task,
                                       braid_lowhop_xchg_t *x, const void *src,
                                       size_t len, size_t stride);
-/* Looks at the flags not seen yet; 1 once all n-1 peers' data arrived. */
-int braid_lowhop_xchg_arrived(braid_lowhop_xchg_t *x, int n);
+/* Looks at the flags not seen yet; 1 once all n-1 peers' data arrived.
+ * Until then it sets task->remote_wait once every peer pinned to this
+ * rank's CPU has delivered. */
+int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x);
+/* mate[k] = 1 when the writer of slot k of rank me's area is pinned to the
+ * same CPU of the same host as me (k < n - 1); returns how many.  No
+ * topology, or ranks that may run anywhere: none. */
+int braid_lowhop_cpu_mates(unsigned char *mate, const braid_topo_t *topo,
+                           int me, int n);
 /* finish() of the algorithms built on braid_lowhop_xchg_t: cancels the puts
  * an error left active, then frees task->priv. */
 void braid_lowhop_xchg_finish(braid_task_t *task);

@@ -86,6 +86,10 @@ typedef struct braid_topo {
     int               ppn;          /* max ranks per host */
     const int        *node_of_rank; /* [size] host index, hosts numbered in
                                        order of their lowest rank */
+    /* [size] the one CPU a rank is pinned to (braidrun's default, mpirun
+     * --bind-to core), -1 when it may run on several.  Ranks on one node
+     * with the same CPU >= 0 take turns on it: see task->remote_wait. */
+    const int        *cpu_of_rank;
 } braid_topo_t;
 
 /* Link parameters of a transport on one communicator.  The two-sided and
@@ -228,6 +232,15 @@ typedef struct braid_task {
                                        (communicator, candidate); freed by
                                        algo->comm_state_free */
     void               *priv;       /* the algorithm's per-call state */
+    /* Set by progress when it returns BRAID_INPROGRESS (the core clears it
+     * before every progress call): 1 when everything this call still waits for
+     * comes from ranks that do not share this rank's CPU (topo->cpu_of_rank)
+     * -- every rank pinned to this CPU has done its part.  With more ranks
+     * than cores, the core then polls instead of yielding the CPU to ranks
+     * that could not help, if the call is one of a stream of identical
+     * calls (docs/architecture.md, "Waiting").  Leaving it 0 is always
+     * correct. */
+    int                 remote_wait;
 } braid_task_t;
 
 typedef struct braid_algo_v3 {

@@ -61,7 +61,7 @@ static braid_topo_t one_host(th_rank_t *r, int *nodes)
     for (int i = 0; i < r->size; i++) {
         nodes[i] = 0;
     }
-    return (braid_topo_t){BRAID_TOPO_SINGLE_HOST, 1, r->size, nodes};
+    return (braid_topo_t){BRAID_TOPO_SINGLE_HOST, 1, r->size, nodes, NULL};
 }
 
 /* As the core's wait loop: poll, yield on an oversubscribed host. */

@@ -55,7 +55,7 @@ static braid_topo_t one_host(th_rank_t *r, int *nodes)
     for (int i = 0; i < r->size; i++) {
         nodes[i] = 0;
     }
-    return (braid_topo_t){BRAID_TOPO_SINGLE_HOST, 1, r->size, nodes};
+    return (braid_topo_t){BRAID_TOPO_SINGLE_HOST, 1, r->size, nodes, NULL};
 }
 
 /* ------------------------------------------------------------ put_signal */
@@ -509,7 +509,8 @@ static int scenario(th_rank_t *r, void *arg)
     for (int i = 0; i < r->size; i++) {
         two_hosts[i] = i % 2;
     }
-    braid_topo_t multi = {BRAID_TOPO_SWITCH, 2, (r->size + 1) / 2, two_hosts};
+    braid_topo_t multi = {BRAID_TOPO_SWITCH, 2, (r->size + 1) / 2, two_hosts,
+                         NULL};
     tc = (void *)1;
     TH_CHECK(tl->comm_create(r->svc, &r->oob, &multi, &tc) ==
                  BRAID_ERR_UNAVAILABLE && tc == NULL,

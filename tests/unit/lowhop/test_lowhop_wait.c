@@ -1,0 +1,134 @@
+/* The hint lowhop gives the core's wait (task->remote_wait): which peers are
+ * pinned to this rank's CPU (braid_lowhop_cpu_mates), and that an exchange
+ * says "only peers on other CPUs are missing" exactly when every such mate
+ * has delivered and something is still missing (braid_lowhop_xchg_arrived).
+ * The flags are written by hand into a plain buffer: no transport, no
+ * threads, every step deterministic. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowhop.h"
+#include "slots.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);             \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fputc('\n', stderr);                                             \
+            failures++;                                                      \
+        }                                                                    \
+    } while (0)
+
+static void test_mates(void)
+{
+    unsigned char mate[8];
+    int           node1[4] = {0, 0, 0, 0}, node2[4] = {0, 0, 1, 1};
+    int           alt[4] = {0, 1, 0, 1}, free4[4] = {-1, -1, -1, -1};
+    int           one[4] = {3, 3, 3, 3};
+    braid_topo_t  t;
+
+    /* No topology (in-process tests), or no CPU list: nobody is a mate. */
+    CHECK(braid_lowhop_cpu_mates(mate, NULL, 0, 4) == 0, "NULL topo");
+    memset(&t, 0, sizeof(t));
+    t.node_of_rank = node1;
+    CHECK(braid_lowhop_cpu_mates(mate, &t, 0, 4) == 0, "no cpu list");
+
+    /* 4 ranks, one host, CPUs 0 1 0 1: rank 0's slots are written by ranks
+     * 1, 2, 3 (slot k by rank k+1): only slot 1 (rank 2) is a mate. */
+    t.cpu_of_rank = alt;
+    CHECK(braid_lowhop_cpu_mates(mate, &t, 0, 4) == 1, "alt: count");
+    CHECK(mate[0] == 0 && mate[1] == 1 && mate[2] == 0,
+          "alt rank 0: mates %d %d %d, want 0 1 0", mate[0], mate[1],
+          mate[2]);
+    /* Rank 3's slots: ranks 0, 1, 2: rank 1 (slot 1) is its mate. */
+    CHECK(braid_lowhop_cpu_mates(mate, &t, 3, 4) == 1, "alt rank 3: count");
+    CHECK(mate[0] == 0 && mate[1] == 1 && mate[2] == 0,
+          "alt rank 3: mates %d %d %d, want 0 1 0", mate[0], mate[1],
+          mate[2]);
+
+    /* Same CPU number on another host is not the same CPU. */
+    t.node_of_rank = node2;
+    CHECK(braid_lowhop_cpu_mates(mate, &t, 0, 4) == 0, "two hosts");
+    t.cpu_of_rank = one;
+    CHECK(braid_lowhop_cpu_mates(mate, &t, 0, 4) == 1 && mate[0] == 1,
+          "two hosts, one CPU each: rank 1 only");
+
+    /* Unpinned ranks share nothing we know of. */
+    t.node_of_rank = node1;
+    t.cpu_of_rank  = free4;
+    CHECK(braid_lowhop_cpu_mates(mate, &t, 2, 4) == 0, "unpinned");
+}
+
+/* Rank 0 of 4 on CPUs 0 1 0 1 (mate: rank 2, slot 1) waits for a call. */
+static void test_hint(void)
+{
+    int                 nodes[4] = {0, 0, 0, 0}, cpus[4] = {0, 1, 0, 1};
+    braid_topo_t        topo = {.kind = BRAID_TOPO_SINGLE_HOST, .nnodes = 1,
+                                .ppn = 4, .node_of_rank = nodes,
+                                .cpu_of_rank = cpus};
+    braid_lowhop_area_t a;
+    braid_lowhop_xchg_t x;
+    braid_task_t        task;
+    unsigned char       mate[4], seen[4] = {0};
+    const size_t        stride = BRAID_LOWHOP_LINE;
+    uint64_t           *mem = calloc(2 * 3, stride);
+
+    memset(&a, 0, sizeof(a));
+    memset(&x, 0, sizeof(x));
+    memset(&task, 0, sizeof(task));
+    a.mem.local = mem;
+    a.mem.len   = 2 * 3 * stride;
+    a.nslots    = 3;
+    a.stride    = stride;
+    a.mate      = mate;
+    a.nmates    = braid_lowhop_cpu_mates(mate, &topo, 0, 4);
+    x.area       = &a;
+    x.bank       = 1;
+    x.flag       = 7;
+    x.seen       = seen;
+    x.mates_left = a.nmates;
+    task.size    = 4;
+    task.rank    = 0;
+    task.topo    = &topo;
+
+    /* flag of slot k in bank b */
+#define FLAG(b, k) mem[(((size_t)(b) * 3 + (k)) * stride) / sizeof(uint64_t)]
+
+    CHECK(!braid_lowhop_xchg_arrived(&task, &x) && task.remote_wait == 0,
+          "nothing arrived: the mate is missing, so no remote wait");
+    FLAG(1, 0) = 7; /* rank 1, another CPU */
+    FLAG(0, 1) = 7; /* the mate, but in the other bank: not this call */
+    FLAG(1, 1) = 6; /* the mate's previous flag value: not this call */
+    CHECK(!braid_lowhop_xchg_arrived(&task, &x) && task.remote_wait == 0,
+          "rank 1 arrived, mate not (other bank, old flag): no remote wait");
+    FLAG(1, 1) = 7;
+    CHECK(!braid_lowhop_xchg_arrived(&task, &x) && task.remote_wait == 1,
+          "the mate arrived, rank 3 not: remote wait");
+    CHECK(x.mates_left == 0 && x.nseen == 2, "counters: mates_left %d, "
+          "nseen %d", x.mates_left, x.nseen);
+    task.remote_wait = 0; /* the core clears it before every poll */
+    CHECK(!braid_lowhop_xchg_arrived(&task, &x) && task.remote_wait == 1,
+          "still waiting for rank 3 alone: remote wait again");
+    FLAG(1, 2) = 7;
+    task.remote_wait = 0;
+    CHECK(braid_lowhop_xchg_arrived(&task, &x) == 1 && task.remote_wait == 0,
+          "all arrived: done, and no hint");
+#undef FLAG
+    free(mem);
+}
+
+int main(void)
+{
+    test_mates();
+    test_hint();
+    if (failures) {
+        fprintf(stderr, "%d failure(s)\n", failures);
+        return 1;
+    }
+    printf("lowhop wait hint: all checks passed\n");
+    return 0;
+}
