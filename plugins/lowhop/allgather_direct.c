@@ -95,7 +95,10 @@ static braid_status_t ag_progress(braid_task_t *task)
     st = braid_lowhop_reqs_test(task, s->reqs, n - 1, NULL);
     if (st != BRAID_OK)
         return st;
-    return s->left == 0 ? BRAID_OK : BRAID_INPROGRESS;
+    if (s->left == 0)
+        return BRAID_OK;
+    task->remote_wait = braid_lowhop_mates_in(s->area, s->done, n);
+    return BRAID_INPROGRESS;
 }
 
 /* After an error the puts may still read sendbuf: withdrawn before the

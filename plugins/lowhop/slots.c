@@ -132,6 +132,17 @@ void braid_lowhop_area_free(void *state, braid_tl_t *tl)
     free(a);
 }
 
+int braid_lowhop_mates_in(const braid_lowhop_area_t *a,
+                          const unsigned char *got, int n)
+{
+    if (a->nmates == 0)
+        return 1;
+    for (int k = 0; k < n - 1; k++)
+        if (a->mate[k] && !got[k])
+            return 0;
+    return 1;
+}
+
 int braid_lowhop_cpu_mates(unsigned char *mate, const braid_topo_t *topo,
                            int me, int n)
 {

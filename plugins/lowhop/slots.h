@@ -204,6 +204,10 @@ int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x);
  * topology, or ranks that may run anywhere: none. */
 int braid_lowhop_cpu_mates(unsigned char *mate, const braid_topo_t *topo,
                            int me, int n);
+/* 1 when got[k] is set for every slot k written by a CPU mate (a->mate):
+ * what a call that still waits has left to come from other CPUs only. */
+int braid_lowhop_mates_in(const braid_lowhop_area_t *a,
+                          const unsigned char *got, int n);
 /* finish() of the algorithms built on braid_lowhop_xchg_t: cancels the puts
  * an error left active, then frees task->priv. */
 void braid_lowhop_xchg_finish(braid_task_t *task);

@@ -222,9 +222,12 @@ static braid_status_t twoshot_progress(braid_task_t *task)
     if (ag != BRAID_OK && ag != BRAID_INPROGRESS)
         return ag;
     copy_out(task, s);
-    return s->reduced && s->ag_left == 0 && rs == BRAID_OK && ag == BRAID_OK
-               ? BRAID_OK
-               : BRAID_INPROGRESS;
+    if (s->reduced && s->ag_left == 0 && rs == BRAID_OK && ag == BRAID_OK)
+        return BRAID_OK;
+    /* Stage 1 waits for pieces of the own chunk, stage 2 for chunks. */
+    task->remote_wait = braid_lowhop_mates_in(
+        s->area, s->reduced ? s->ag_done : s->rs_seen, n);
+    return BRAID_INPROGRESS;
 }
 
 /* After an error, stage-1 puts may still read sendbuf and stage-2 puts

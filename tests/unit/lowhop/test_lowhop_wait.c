@@ -50,6 +50,22 @@ static void test_mates(void)
           "alt rank 3: mates %d %d %d, want 0 1 0", mate[0], mate[1],
           mate[2]);
 
+    /* What twoshot and allgather direct ask: has every mate's part come? */
+    {
+        braid_lowhop_area_t a;
+        unsigned char       got1[3] = {1, 0, 1}, got2[3] = {0, 1, 0};
+        memset(&a, 0, sizeof(a));
+        a.mate   = mate;
+        a.nmates = braid_lowhop_cpu_mates(mate, &t, 0, 4); /* 0 1 0 */
+        CHECK(braid_lowhop_mates_in(&a, got1, 4) == 0,
+              "mates_in: the mate's slot is missing");
+        CHECK(braid_lowhop_mates_in(&a, got2, 4) == 1,
+              "mates_in: only the mate's slot is in, and that is enough");
+        a.nmates = 0;
+        memset(mate, 0, 3);
+        CHECK(braid_lowhop_mates_in(&a, got1, 4) == 1, "mates_in: no mates");
+    }
+
     /* Same CPU number on another host is not the same CPU. */
     t.node_of_rank = node2;
     CHECK(braid_lowhop_cpu_mates(mate, &t, 0, 4) == 0, "two hosts");
