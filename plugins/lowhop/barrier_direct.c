@@ -31,11 +31,14 @@ static braid_status_t barrier_progress(braid_task_t *task)
         return st;
     if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
         return st;
-    int all = braid_lowhop_xchg_arrived(task, s);
-    st = braid_lowhop_reqs_test(task, s->reqs, n - 1, NULL);
-    if (st != BRAID_OK && st != BRAID_INPROGRESS)
-        return st;
-    return all && st == BRAID_OK ? BRAID_OK : BRAID_INPROGRESS;
+    if (!s->sent) {
+        st = braid_lowhop_reqs_test(task, s->reqs, n - 1, NULL);
+        if (st != BRAID_OK && st != BRAID_INPROGRESS)
+            return st;
+        s->sent = st == BRAID_OK;
+    }
+    return braid_lowhop_xchg_arrived(task, s) && s->sent ? BRAID_OK
+                                                          : BRAID_INPROGRESS;
 }
 
 const braid_algo_v3_t braid_lowhop_barrier_direct_algo = {

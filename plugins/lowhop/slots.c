@@ -373,8 +373,8 @@ void braid_lowhop_xchg_finish(braid_task_t *task)
     braid_lowhop_xchg_t *x = task->priv;
 
     /* The puts read the caller's send buffer, which is the caller's again
-     * once the call returns, error or not. */
-    if (x != NULL)
+     * once the call returns, error or not.  (sent: all are known done.) */
+    if (x != NULL && !x->sent)
         braid_lowhop_reqs_cancel(task, x->reqs, task->size - 1);
     braid_lowhop_priv_free(task);
 }
