@@ -87,8 +87,9 @@ static braid_status_t ag_progress(braid_task_t *task)
         if (s->done[k] || !braid_lowhop_arrived(s->area, s->bank, k, s->flag))
             continue;
         int j = braid_lowhop_slot_source(k, me, n);
-        memcpy((char *)task->recvbuf + (size_t)j * len,
-               braid_lowhop_slot_data(s->area, s->bank, k), len);
+        braid_lowhop_copy_out((char *)task->recvbuf + (size_t)j * len,
+                              braid_lowhop_slot_data(s->area, s->bank, k),
+                              len, braid_lowhop_stream_ok(task, s->area, len));
         s->done[k] = 1;
         s->left--;
     }

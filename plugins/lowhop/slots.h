@@ -204,6 +204,13 @@ int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x);
  * topology, or ranks that may run anywhere: none. */
 int braid_lowhop_cpu_mates(unsigned char *mate, const braid_topo_t *topo,
                            int me, int n);
+/* copy.c: whether a call should copy blocks of `block` bytes out of its
+ * area with streaming stores (a large message on a shared CPU), and the
+ * copy itself (stream 0: memcpy). */
+int  braid_lowhop_stream_ok(const braid_task_t *task,
+                            const braid_lowhop_area_t *a, size_t block);
+void braid_lowhop_copy_out(void *dst, const void *src, size_t n, int stream);
+
 /* 1 when got[k] is set for every slot k written by a CPU mate (a->mate):
  * what a call that still waits has left to come from other CPUs only. */
 int braid_lowhop_mates_in(const braid_lowhop_area_t *a,

@@ -193,9 +193,11 @@ static void copy_out(braid_task_t *task, twoshot_t *s)
          * (maybe still, on a zero-copy transport): wait for it. */
         if (inplace && s->rs_reqs[(j - me + n) % n - 1].active)
             continue;
-        memcpy((char *)task->recvbuf + chunk_first(s, j) * task->dtsize,
-               braid_lowhop_slot_data(s->area, BANK_AG, k),
-               chunk_count(s, j) * task->dtsize);
+        size_t bytes = chunk_count(s, j) * task->dtsize;
+        braid_lowhop_copy_out(
+            (char *)task->recvbuf + chunk_first(s, j) * task->dtsize,
+            braid_lowhop_slot_data(s->area, BANK_AG, k), bytes,
+            braid_lowhop_stream_ok(task, s->area, bytes));
         s->ag_done[k] = 1;
         s->ag_left--;
     }
