@@ -73,11 +73,18 @@ static braid_status_t linear_progress(braid_task_t *task)
     return done;
 }
 
+/* After an error some sends or the receive may still be active: withdraw
+ * them before the request array goes, and before the caller gets back the
+ * buffer they use (the rule every finish() follows). */
 static void linear_finish(braid_task_t *task)
 {
     linear_state_t *s = task->priv;
-    if (s != NULL)
+    if (s != NULL) {
+        for (int i = 0; i < s->nreqs; i++)
+            if (s->reqs[i].active)
+                task->tl->ops->cancel(task->tl->tcomm, &s->reqs[i]);
         free(s->reqs);
+    }
     free(s);
     task->priv = NULL;
 }
