@@ -355,6 +355,22 @@ int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x)
     int                        n = task->size;
     const braid_lowhop_area_t *a = x->area;
 
+    /* While a peer on this CPU has not delivered, the call cannot finish
+     * before this rank yields to it: leave the other CPUs' lines alone.
+     * Reading one now only pulls it over while its writer may still be
+     * about to write it, and it must come over again after the hand-off. */
+    if (x->mates_left > 0) {
+        for (int k = 0; k < n - 1; k++) {
+            if (a->mate[k] && !x->seen[k] &&
+                braid_lowhop_arrived(a, x->bank, k, x->flag)) {
+                x->seen[k] = 1;
+                x->nseen++;
+                x->mates_left--;
+            }
+        }
+        if (x->mates_left > 0)
+            return 0;
+    }
     for (int k = 0; k < n - 1 && x->nseen < n - 1; k++) {
         if (!x->seen[k] && braid_lowhop_arrived(a, x->bank, k, x->flag)) {
             x->seen[k] = 1;
