@@ -20,23 +20,13 @@ static braid_status_t barrier_start(braid_task_t *task)
 static braid_status_t barrier_progress(braid_task_t *task)
 {
     braid_lowhop_xchg_t *s = task->priv;
-    int                  n = task->size;
     braid_status_t       st;
 
     if (s->area == NULL)
         return BRAID_OK; /* one rank */
     /* &s->flag: a valid source address for transports that look at it. */
-    if (!s->posted &&
-        (st = braid_lowhop_xchg_post(task, s, &s->flag, 0, 0)) != BRAID_OK)
+    if ((st = braid_lowhop_xchg_drive(task, s, &s->flag, 0, 0)) != BRAID_OK)
         return st;
-    if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
-        return st;
-    if (!s->sent) {
-        st = braid_lowhop_reqs_test(task, s->reqs, n - 1, NULL);
-        if (st != BRAID_OK && st != BRAID_INPROGRESS)
-            return st;
-        s->sent = st == BRAID_OK;
-    }
     return braid_lowhop_xchg_arrived(task, s) && s->sent ? BRAID_OK
                                                           : BRAID_INPROGRESS;
 }

@@ -33,18 +33,9 @@ static braid_status_t oneshot_progress(braid_task_t *task)
 
     if (s->area == NULL)
         return braid_lowhop_local_result(task);
-    if (!s->posted &&
-        (st = braid_lowhop_xchg_post(task, s, task->sendbuf, len, 0)) !=
-            BRAID_OK)
+    if ((st = braid_lowhop_xchg_drive(task, s, task->sendbuf, len, 0)) !=
+        BRAID_OK)
         return st;
-    if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
-        return st;
-    if (!s->sent) {
-        st = braid_lowhop_reqs_test(task, s->reqs, n - 1, NULL);
-        if (st != BRAID_OK && st != BRAID_INPROGRESS)
-            return st;
-        s->sent = st == BRAID_OK;
-    }
     /* In place, recvbuf is the source of our puts: a transport may read it
      * until the put completes, so the result waits for that. */
     int src_free = task->sendbuf != task->recvbuf || s->sent;

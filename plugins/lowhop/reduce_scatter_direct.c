@@ -31,12 +31,9 @@ static braid_status_t rs_progress(braid_task_t *task)
 
     if (s->area == NULL)
         return braid_lowhop_local_result(task);
-    if (!s->posted &&
-        (st = braid_lowhop_xchg_post(task, s, in, len, len)) != BRAID_OK)
+    if ((st = braid_lowhop_xchg_drive(task, s, in, len, len)) != BRAID_OK)
         return st;
-    if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
-        return st;
-    if (braid_lowhop_xchg_arrived(task, s) && !s->reduced) {
+    if (!s->reduced && braid_lowhop_xchg_arrived(task, s)) {
         for (int r = 0; r < n; r++)
             s->src[r] = r == me ? (const void *)(in + (size_t)me * len)
                                 : braid_lowhop_slot_data(
@@ -47,10 +44,7 @@ static braid_status_t rs_progress(braid_task_t *task)
                               task->op, n);
         s->reduced = 1;
     }
-    st = braid_lowhop_reqs_test(task, s->reqs, n - 1, NULL);
-    if (st != BRAID_OK)
-        return st;
-    return s->reduced ? BRAID_OK : BRAID_INPROGRESS;
+    return s->reduced && s->sent ? BRAID_OK : BRAID_INPROGRESS;
 }
 
 const braid_algo_v3_t braid_lowhop_reduce_scatter_direct_algo = {

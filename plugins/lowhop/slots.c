@@ -350,6 +350,27 @@ braid_status_t braid_lowhop_xchg_post(braid_task_t *task,
     return BRAID_OK;
 }
 
+braid_status_t braid_lowhop_xchg_drive(braid_task_t *task,
+                                       braid_lowhop_xchg_t *x,
+                                       const void *src, size_t len,
+                                       size_t stride)
+{
+    braid_status_t st;
+
+    if (!x->posted &&
+        (st = braid_lowhop_xchg_post(task, x, src, len, stride)) != BRAID_OK)
+        return st;
+    if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
+        return st;
+    if (!x->sent) {
+        st = braid_lowhop_reqs_test(task, x->reqs, task->size - 1, NULL);
+        if (st != BRAID_OK && st != BRAID_INPROGRESS)
+            return st;
+        x->sent = st == BRAID_OK;
+    }
+    return BRAID_OK;
+}
+
 int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x)
 {
     int                        n = task->size;

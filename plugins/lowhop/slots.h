@@ -195,6 +195,13 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
 braid_status_t braid_lowhop_xchg_post(braid_task_t *task,
                                       braid_lowhop_xchg_t *x, const void *src,
                                       size_t len, size_t stride);
+/* The transport side of one poll of an exchange: posts the puts the first
+ * time (as braid_lowhop_xchg_post), drives the transport, and sets x->sent
+ * once every put has completed.  BRAID_OK, or the transport's error. */
+braid_status_t braid_lowhop_xchg_drive(braid_task_t *task,
+                                       braid_lowhop_xchg_t *x,
+                                       const void *src, size_t len,
+                                       size_t stride);
 /* Looks at the flags not seen yet; 1 once all n-1 peers' data arrived.
  * Until then it sets task->remote_wait once every peer pinned to this
  * rank's CPU has delivered. */
