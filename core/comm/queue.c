@@ -185,6 +185,15 @@ braid_status_t braid_comm_progress(braid_comm_t *comm)
  * than a hand-off between two ranks of another CPU takes. */
 #define BRAID_REMOTE_SPIN_POLLS 128u
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 /* Whether an oversubscribed rank should poll again rather than yield: the
  * running call waits only for ranks pinned to other CPUs (the ranks that
  * share this CPU have all done their part, so yielding would hand the CPU
@@ -195,15 +204,6 @@ braid_status_t braid_comm_progress(braid_comm_t *comm)
  * entered the call first finishes only after this rank moves on, so for a
  * call that is not part of a stream (a barrier before it, say) the rank
  * that started first should not wait for that, and the rank yields. */
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 static int spin_for_remote(const braid_comm_t *comm, unsigned *spins)
 {
     const braid_call_t *head = comm->head;
