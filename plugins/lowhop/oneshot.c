@@ -33,9 +33,12 @@ static braid_status_t oneshot_progress(braid_task_t *task)
 
     if (s->area == NULL)
         return braid_lowhop_local_result(task);
+    int first = !s->posted;
     if ((st = braid_lowhop_xchg_drive(task, s, task->sendbuf, len, 0)) !=
         BRAID_OK)
         return st;
+    if (first && braid_lowhop_xchg_yield_first(task, s))
+        return BRAID_INPROGRESS;
     /* In place, recvbuf is the source of our puts: a transport may read it
      * until the put completes, so the result waits for that. */
     int src_free = task->sendbuf != task->recvbuf || s->sent;

@@ -31,8 +31,11 @@ static braid_status_t rs_progress(braid_task_t *task)
 
     if (s->area == NULL)
         return braid_lowhop_local_result(task);
+    int first = !s->posted;
     if ((st = braid_lowhop_xchg_drive(task, s, in, len, len)) != BRAID_OK)
         return st;
+    if (first && braid_lowhop_xchg_yield_first(task, s))
+        return BRAID_INPROGRESS;
     if (!s->reduced && braid_lowhop_xchg_arrived(task, s)) {
         for (int r = 0; r < n; r++)
             s->src[r] = r == me ? (const void *)(in + (size_t)me * len)

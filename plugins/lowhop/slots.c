@@ -371,6 +371,19 @@ braid_status_t braid_lowhop_xchg_drive(braid_task_t *task,
     return BRAID_OK;
 }
 
+int braid_lowhop_xchg_yield_first(const braid_task_t *task,
+                                  const braid_lowhop_xchg_t *x)
+{
+    const braid_lowhop_area_t *a = x->area;
+
+    if (task->stream || a->nmates == 0)
+        return 0;
+    for (int k = 0; k < task->size - 1; k++)
+        if (a->mate[k] && !braid_lowhop_arrived(a, x->bank, k, x->flag))
+            return 0;
+    return 1;
+}
+
 int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x)
 {
     int                        n = task->size;

@@ -202,6 +202,14 @@ braid_status_t braid_lowhop_xchg_drive(braid_task_t *task,
                                        braid_lowhop_xchg_t *x,
                                        const void *src, size_t len,
                                        size_t stride);
+/* Whether this rank should hand its CPU over right after posting, before
+ * looking for its peers' data: a call on its own (not task->stream) that
+ * every peer pinned to this CPU entered before this rank.  They started
+ * first and wait for this rank's data; finishing this call first would make
+ * them wait for whatever this rank does next as well.  Call it once, just
+ * after the post. */
+int braid_lowhop_xchg_yield_first(const braid_task_t *task,
+                                  const braid_lowhop_xchg_t *x);
 /* Looks at the flags not seen yet; 1 once all n-1 peers' data arrived.
  * Until then it sets task->remote_wait once every peer pinned to this
  * rank's CPU has delivered. */

@@ -241,6 +241,12 @@ typedef struct braid_task {
      * calls (docs/architecture.md, "Waiting").  Leaving it 0 is always
      * correct. */
     int                 remote_wait;
+    /* Set by the core: 1 when this call repeats the one before it on this
+     * communicator (same collective, size and candidate), as in a decode
+     * loop; 0 for a call on its own (after a barrier, say).  With ranks
+     * taking turns on a CPU, throughput matters for the first and each
+     * rank's latency for the second (architecture.md, "Waiting"). */
+    int                 stream;
 } braid_task_t;
 
 typedef struct braid_algo_v3 {

@@ -133,6 +133,19 @@ static void test_hint(void)
     task.remote_wait = 0;
     CHECK(braid_lowhop_xchg_arrived(&task, &x) == 1 && task.remote_wait == 0,
           "all arrived: done, and no hint");
+
+    /* Yield first: only for a call on its own, and only when every mate
+     * (rank 2, slot 1) entered the call before this rank. */
+    task.stream = 0;
+    CHECK(braid_lowhop_xchg_yield_first(&task, &x) == 1,
+          "the mate posted first, a call on its own: yield first");
+    task.stream = 1;
+    CHECK(braid_lowhop_xchg_yield_first(&task, &x) == 0,
+          "in a stream: never yield first");
+    task.stream = 0;
+    FLAG(1, 1) = 6; /* the mate's flag of an earlier call */
+    CHECK(braid_lowhop_xchg_yield_first(&task, &x) == 0,
+          "the mate has not posted this call: this rank is first, no yield");
 #undef FLAG
     free(mem);
 }
