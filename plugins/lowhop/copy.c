@@ -36,7 +36,8 @@ int braid_lowhop_stream_ok(const braid_task_t *task,
 
     if (block < BRAID_LOWHOP_STREAM_BLOCK)
         return 0;
-    if (__builtin_mul_overflow(msg, (size_t)a->nmates + 1, &per_cpu))
+    size_t ranks = a->nmates > 0 ? (size_t)a->nmates + 1 : 1;
+    if (__builtin_mul_overflow(msg, ranks, &per_cpu))
         return 1; /* more than any cache */
     return per_cpu >= BRAID_LOWHOP_STREAM_BYTES;
 }

@@ -135,8 +135,8 @@ void braid_lowhop_area_free(void *state, braid_tl_t *tl)
 int braid_lowhop_mates_in(const braid_lowhop_area_t *a,
                           const unsigned char *got, int n)
 {
-    if (a->nmates == 0)
-        return 1;
+    if (a->nmates <= 0)
+        return a->nmates == 0;
     for (int k = 0; k < n - 1; k++)
         if (a->mate[k] && !got[k])
             return 0;
@@ -151,9 +151,12 @@ int braid_lowhop_cpu_mates(unsigned char *mate, const braid_topo_t *topo,
                     ? topo->cpu_of_rank[me]
                     : -1;
 
+    memset(mate, 0, (size_t)(n > 1 ? n - 1 : 0));
+    if (cpu < 0)
+        return -1;
     for (int k = 0; k < n - 1; k++) {
         int r   = braid_lowhop_slot_source(k, me, n);
-        mate[k] = cpu >= 0 && topo->cpu_of_rank[r] == cpu &&
+        mate[k] = topo->cpu_of_rank[r] == cpu &&
                   topo->node_of_rank != NULL &&
                   topo->node_of_rank[r] == topo->node_of_rank[me];
         count += mate[k];
@@ -376,7 +379,7 @@ int braid_lowhop_xchg_yield_first(const braid_task_t *task,
 {
     const braid_lowhop_area_t *a = x->area;
 
-    if (task->stream || a->nmates == 0)
+    if (task->stream || a->nmates <= 0)
         return 0;
     for (int k = 0; k < task->size - 1; k++)
         if (a->mate[k] && !braid_lowhop_arrived(a, x->bank, k, x->flag))

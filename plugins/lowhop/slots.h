@@ -78,7 +78,8 @@ typedef struct braid_lowhop_area {
     size_t       spare_size, priv_size;
     /* [nslots]: 1 where the slot's writer is pinned to this rank's CPU
      * (topo->cpu_of_rank), so that it runs only when this rank does not;
-     * nmates of them. */
+     * nmates of them, or -1 when this rank is not pinned (who shares its
+     * CPU is then unknown, and no hint is given). */
     unsigned char *mate;
     int            nmates;
 } braid_lowhop_area_t;
@@ -177,7 +178,8 @@ typedef struct braid_lowhop_xchg {
     int                  nseen;  /* peers whose data arrived */
     int                  reduced;
     int                  sent;   /* every put completed */
-    int                  mates_left; /* writers on this CPU not seen yet */
+    int                  mates_left; /* writers on this CPU not seen yet
+                                        (-1: not pinned, never 0) */
     braid_treq_t        *reqs;   /* [n-1]: reqs[i-1] to rank+i */
     unsigned char       *seen;   /* [n-1], by slot */
     const void         **src;    /* [n]: contributions in rank order */
@@ -215,8 +217,8 @@ int braid_lowhop_xchg_yield_first(const braid_task_t *task,
  * rank's CPU has delivered. */
 int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x);
 /* mate[k] = 1 when the writer of slot k of rank me's area is pinned to the
- * same CPU of the same host as me (k < n - 1); returns how many.  No
- * topology, or ranks that may run anywhere: none. */
+ * same CPU of the same host as me (k < n - 1); returns how many, or -1
+ * (and no mates) when me is not pinned or there is no topology. */
 int braid_lowhop_cpu_mates(unsigned char *mate, const braid_topo_t *topo,
                            int me, int n);
 /* copy.c: whether a call should copy blocks of `block` bytes out of its
@@ -227,7 +229,8 @@ int  braid_lowhop_stream_ok(const braid_task_t *task,
 void braid_lowhop_copy_out(void *dst, const void *src, size_t n, int stream);
 
 /* 1 when got[k] is set for every slot k written by a CPU mate (a->mate):
- * what a call that still waits has left to come from other CPUs only. */
+ * what a call that still waits has left to come from other CPUs only.
+ * 0 when this rank is not pinned. */
 int braid_lowhop_mates_in(const braid_lowhop_area_t *a,
                           const unsigned char *got, int n);
 /* finish() of the algorithms built on braid_lowhop_xchg_t: cancels the puts

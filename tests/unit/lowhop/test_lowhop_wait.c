@@ -31,11 +31,11 @@ static void test_mates(void)
     int           one[4] = {3, 3, 3, 3};
     braid_topo_t  t;
 
-    /* No topology (in-process tests), or no CPU list: nobody is a mate. */
-    CHECK(braid_lowhop_cpu_mates(mate, NULL, 0, 4) == 0, "NULL topo");
+    /* No topology (in-process tests), or no CPU list: unknown (-1). */
+    CHECK(braid_lowhop_cpu_mates(mate, NULL, 0, 4) == -1, "NULL topo");
     memset(&t, 0, sizeof(t));
     t.node_of_rank = node1;
-    CHECK(braid_lowhop_cpu_mates(mate, &t, 0, 4) == 0, "no cpu list");
+    CHECK(braid_lowhop_cpu_mates(mate, &t, 0, 4) == -1, "no cpu list");
 
     /* 4 ranks, one host, CPUs 0 1 0 1: rank 0's slots are written by ranks
      * 1, 2, 3 (slot k by rank k+1): only slot 1 (rank 2) is a mate. */
@@ -64,6 +64,9 @@ static void test_mates(void)
         a.nmates = 0;
         memset(mate, 0, 3);
         CHECK(braid_lowhop_mates_in(&a, got1, 4) == 1, "mates_in: no mates");
+        a.nmates = -1;
+        CHECK(braid_lowhop_mates_in(&a, got2, 4) == 0,
+              "mates_in: not pinned, so never only-remote");
     }
 
     /* Same CPU number on another host is not the same CPU. */
@@ -73,10 +76,11 @@ static void test_mates(void)
     CHECK(braid_lowhop_cpu_mates(mate, &t, 0, 4) == 1 && mate[0] == 1,
           "two hosts, one CPU each: rank 1 only");
 
-    /* Unpinned ranks share nothing we know of. */
+    /* Unpinned ranks: who shares the CPU is unknown. */
     t.node_of_rank = node1;
     t.cpu_of_rank  = free4;
-    CHECK(braid_lowhop_cpu_mates(mate, &t, 2, 4) == 0, "unpinned");
+    CHECK(braid_lowhop_cpu_mates(mate, &t, 2, 4) == -1, "unpinned");
+    CHECK(mate[0] == 0 && mate[1] == 0 && mate[2] == 0, "unpinned: no mates");
 }
 
 /* Rank 0 of 4 on CPUs 0 1 0 1 (mate: rank 2, slot 1) waits for a call. */
@@ -146,6 +150,22 @@ static void test_hint(void)
     FLAG(1, 1) = 6; /* the mate's flag of an earlier call */
     CHECK(braid_lowhop_xchg_yield_first(&task, &x) == 0,
           "the mate has not posted this call: this rank is first, no yield");
+
+    /* The same rank unpinned: waiting never says "only remote". */
+    int free4[4] = {-1, -1, -1, -1};
+    topo.cpu_of_rank = free4;
+    a.nmates = braid_lowhop_cpu_mates(mate, &topo, 0, 4);
+    memset(seen, 0, sizeof(seen));
+    memset(mem, 0, 2 * 3 * stride);
+    x.nseen = 0;
+    x.mates_left = a.nmates;
+    FLAG(1, 0) = 7;
+    FLAG(1, 1) = 7;
+    task.remote_wait = 0;
+    CHECK(!braid_lowhop_xchg_arrived(&task, &x) && task.remote_wait == 0,
+          "unpinned, one peer missing: no remote-wait hint");
+    CHECK(braid_lowhop_xchg_yield_first(&task, &x) == 0,
+          "unpinned: never yield first");
 #undef FLAG
     free(mem);
 }
