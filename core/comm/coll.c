@@ -154,9 +154,8 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
     call->cand      = cand;
     t->tl           = cand->tl;
     t->comm_state   = &cand->comm_state;
-    call->stream    = comm->last_cand == cand && comm->last_coll == coll &&
+    t->stream       = comm->last_cand == cand && comm->last_coll == coll &&
                       comm->last_bytes == bytes;
-    t->stream       = call->stream;
     comm->last_cand  = cand;
     comm->last_coll  = coll;
     comm->last_bytes = bytes;

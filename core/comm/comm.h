@@ -19,8 +19,6 @@ typedef struct braid_call {
     braid_status_t     status;
     double             t_start;   /* 0 until the first look at the clock */
     unsigned           polls;     /* progress calls that found it running */
-    int                stream;    /* same collective, size and candidate as
-                                     the call before it */
     struct braid_call *next;
     /* Last: only written on failure, so a call clears the fields above it
      * and not these 512 bytes (the decode path issues ~10 KiB calls in a

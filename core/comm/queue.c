@@ -207,7 +207,7 @@ static inline void cpu_relax(void)
 static int spin_for_remote(const braid_comm_t *comm, unsigned *spins)
 {
     const braid_call_t *head = comm->head;
-    if (head == NULL || !head->stream || !head->task.remote_wait ||
+    if (head == NULL || !head->task.stream || !head->task.remote_wait ||
         *spins >= BRAID_REMOTE_SPIN_POLLS)
         return 0;
     ++*spins;

@@ -267,6 +267,21 @@ void braid_lowhop_priv_free(braid_task_t *task)
     task->priv = NULL;
 }
 
+/* The arrays of an exchange's state, right behind it in one block of
+ * xchg_size(n) bytes. */
+static size_t xchg_size(int n)
+{
+    return sizeof(braid_lowhop_xchg_t) + (size_t)n * sizeof(braid_treq_t) +
+           (size_t)n * sizeof(void *) + (size_t)n;
+}
+
+static void xchg_layout(braid_lowhop_xchg_t *x, int n)
+{
+    x->reqs = (braid_treq_t *)(x + 1);
+    x->src  = (const void **)(x->reqs + n);
+    x->seen = (unsigned char *)(x->src + n);
+}
+
 /* The previous call's exchange state, when it can serve this one: all its
  * requests ended (completed, or cancelled by finish) and its sources are
  * rewritten before they are read, so only the counters and the arrival
@@ -285,9 +300,7 @@ static braid_lowhop_xchg_t *xchg_reuse(braid_task_t *task, size_t size,
     a->spare     = NULL;
     a->priv_size = a->spare_size;
     x->area   = a; /* NULL in a spare from a call with nothing to send */
-    x->reqs   = (braid_treq_t *)(x + 1);
-    x->src    = (const void **)(x->reqs + n);
-    x->seen   = (unsigned char *)(x->src + n);
+    xchg_layout(x, n);
     x->posted = x->nseen = x->reduced = x->sent = 0;
     x->mates_left = a->nmates;
     memset(x->seen, 0, (size_t)n);
@@ -307,17 +320,13 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
                                 "(its receive area holds a whole message per "
                                 "peer)", what, cap, len);
     int exchange = (len != 0 || task->coll == BRAID_COLL_BARRIER) && n > 1;
-    size_t size = sizeof(braid_lowhop_xchg_t) +
-                  (size_t)n * sizeof(braid_treq_t) +
-                  (size_t)n * sizeof(void *) + (size_t)n;
+    size_t size = xchg_size(n);
     braid_lowhop_xchg_t *x = exchange ? xchg_reuse(task, size, len) : NULL;
     if (x == NULL) {
         if ((st = braid_lowhop_priv_alloc(task, size)) != BRAID_OK)
             return st;
-        x       = task->priv;
-        x->reqs = (braid_treq_t *)(x + 1);
-        x->src  = (const void **)(x->reqs + n);
-        x->seen = (unsigned char *)(x->src + n);
+        x = task->priv;
+        xchg_layout(x, n);
         if (!exchange)
             return BRAID_OK; /* nothing to exchange (progress copies) */
         st = braid_lowhop_area_get(&x->area, task, len, cap);
