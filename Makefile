@@ -6,7 +6,9 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 MESON_OPTS ?=
 DEBS       := gcc clang pkg-config meson ninja-build libucx-dev openmpi-bin \
-              libopenmpi-dev libibverbs-dev ibverbs-providers
+              libopenmpi-dev libibverbs-dev ibverbs-providers \
+              libopenblas-dev libcjson-dev libpcre2-dev gnuplot-nox \
+              python3-numpy python3-torch libtorch-dev g++ python3-dev
 # The real-verbs lane boots Debian's kernel in qemu (tests/roce-vm).
 VM_DEBS    := qemu-system-x86 kmod cpio iproute2
 ROCE_VM_CACHE ?= /var/cache/braid-roce-vm
