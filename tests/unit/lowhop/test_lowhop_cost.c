@@ -1,6 +1,6 @@
-/* The lowhop cost model (plugins/lowhop/cost.c) against the ring all-reduce
- * it competes with (plugins/ucx/cost.c's formula, restated here with the
- * same link so that only the shapes are compared):
+/* The lowhop cost model (plugins/algorithms/lowhop/cost.c) against the ring
+ * all-reduce it competes with (plugins/algorithms/p2p/cost.c's formula,
+ * restated here with the same link so that only the shapes are compared):
  *
  *  - for n = 2, 4, 8 on one host (ucx's declared 0.6 us, 6 GB/s) and behind
  *    a switch (10 us, 1.5 GB/s), scanning sizes from 1 B to 32 MiB, the

@@ -1,4 +1,4 @@
-/* Unit test of the roce transport of libbraid-lowhop.so.
+/* Unit test of the roce transport (libbraid-roce.so).
  *
  *   test_roce PLUGIN.so [-n RANKS] [--iters N] [--require] [--large]
  *             [--puts-only]

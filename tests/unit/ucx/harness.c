@@ -178,24 +178,35 @@ void th_oob(braid_oob_t *oob, th_oob_ctx_t *ctx, th_board_t *b, int rank)
 
 /* ------------------------------------------------------------- plugin */
 
-int th_plugin_load(th_plugin_t *p, const char *path)
+static const braid_plugin_v3_t *open_desc(void **dl, const char *path)
+{
+    const braid_plugin_v3_t *d;
+
+    *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (*dl == NULL) {
+        fprintf(stderr, "dlopen(%s): %s\n", path, dlerror());
+        return NULL;
+    }
+    d = dlsym(*dl, BRAID_PLUGIN_SYMBOL);
+    if (d == NULL) {
+        fprintf(stderr, "%s: no symbol %s\n", path, BRAID_PLUGIN_SYMBOL);
+        return NULL;
+    }
+    if (d->abi_version != BRAID_PLUGIN_ABI_VERSION ||
+        d->struct_size != sizeof(braid_plugin_v3_t)) {
+        fprintf(stderr, "%s: ABI %u/%u, expected %u/%zu\n", path,
+                d->abi_version, d->struct_size, BRAID_PLUGIN_ABI_VERSION,
+                sizeof(braid_plugin_v3_t));
+        return NULL;
+    }
+    return d;
+}
+
+int th_plugin_load(th_plugin_t *p, const char *path, const char *algo_path)
 {
     memset(p, 0, sizeof(*p));
-    p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (p->dl == NULL) {
-        fprintf(stderr, "dlopen(%s): %s\n", path, dlerror());
-        return -1;
-    }
-    p->desc = dlsym(p->dl, BRAID_PLUGIN_SYMBOL);
-    if (p->desc == NULL) {
-        fprintf(stderr, "%s: no symbol %s\n", path, BRAID_PLUGIN_SYMBOL);
-        return -1;
-    }
-    if (p->desc->abi_version != BRAID_PLUGIN_ABI_VERSION ||
-        p->desc->struct_size != sizeof(braid_plugin_v3_t)) {
-        fprintf(stderr, "%s: ABI %u/%u, expected %u/%zu\n", path,
-                p->desc->abi_version, p->desc->struct_size,
-                BRAID_PLUGIN_ABI_VERSION, sizeof(braid_plugin_v3_t));
+    if ((p->desc = open_desc(&p->dl, path)) == NULL ||
+        (p->adesc = open_desc(&p->adl, algo_path)) == NULL) {
         return -1;
     }
     for (int i = 0; i < p->desc->n_transports; i++) {
@@ -215,6 +226,9 @@ void th_plugin_unload(th_plugin_t *p)
     if (p->desc != NULL && p->desc->unload != NULL) {
         p->desc->unload();
     }
+    if (p->adl != NULL) {
+        dlclose(p->adl);
+    }
     if (p->dl != NULL) {
         dlclose(p->dl);
     }
@@ -224,8 +238,8 @@ void th_plugin_unload(th_plugin_t *p)
 const braid_algo_v3_t *th_find_algo(const th_plugin_t *p, braid_coll_t coll,
                                     const char *name)
 {
-    for (int i = 0; i < p->desc->n_algos; i++) {
-        const braid_algo_v3_t *a = p->desc->algos[i];
+    for (int i = 0; i < p->adesc->n_algos; i++) {
+        const braid_algo_v3_t *a = p->adesc->algos[i];
         if (a->coll == coll && strcmp(a->name, name) == 0) {
             return a;
         }

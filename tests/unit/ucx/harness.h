@@ -36,14 +36,15 @@ extern const braid_services_v3_t th_svc;
 const char *th_last_error(void); /* this thread's last svc->error message */
 double      th_now(void);
 
-/* Loaded plugin. */
+/* The loaded plugins: the ucx transport's and the p2p algorithms'. */
 typedef struct th_plugin {
-    void                       *dl;
-    const braid_plugin_v3_t    *desc;
+    void                       *dl, *adl;
+    const braid_plugin_v3_t    *desc;  /* libbraid-ucx.so */
+    const braid_plugin_v3_t    *adesc; /* libbraid-p2p.so */
     const braid_transport_v3_t *tl;
 } th_plugin_t;
 
-int  th_plugin_load(th_plugin_t *p, const char *path);
+int  th_plugin_load(th_plugin_t *p, const char *path, const char *algo_path);
 void th_plugin_unload(th_plugin_t *p);
 const braid_algo_v3_t *th_find_algo(const th_plugin_t *p, braid_coll_t coll,
                                     const char *name);

@@ -1,6 +1,6 @@
-/* Unit test of the ucx plugin: N threads (1..8) act as ranks of one
- * communicator each, over an in-memory OOB, and run every algorithm of the
- * plugin over every collective, checking results against a reference
+/* Unit test of the ucx transport plugin with the p2p algorithms over it: N
+ * threads (1..8) act as ranks of one communicator each, over an in-memory
+ * OOB, and run every p2p algorithm over every collective, checking results against a reference
  * computed locally from deterministic per-rank inputs (exact for integers
  * and for the float inputs chosen to sum exactly, within a tolerance
  * otherwise), bitwise equality across ranks, untouched send buffers, and
@@ -16,7 +16,7 @@
  * alone; UCX_WARN_UNUSED_ENV_VARS=n only silences UCX's banner about
  * unrelated UCX_* variables.  Nothing else is needed under ASan either.
  *
- * Usage: test_ucx_threads PATH/libbraid-ucx.so */
+ * Usage: test_ucx_threads PATH/libbraid-ucx.so PATH/libbraid-p2p.so */
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -404,8 +404,8 @@ static void cross_check(world_t *w, int r, const job_t *j)
 
 static int algo_index(const th_plugin_t *p, const braid_algo_v3_t *a)
 {
-    for (int i = 0; i < p->desc->n_algos; i++) {
-        if (p->desc->algos[i] == a) {
+    for (int i = 0; i < p->adesc->n_algos; i++) {
+        if (p->adesc->algos[i] == a) {
             return i;
         }
     }
@@ -673,8 +673,8 @@ static void *rank_main(void *arg)
     run_put_signal(w, r, &tl);
     run_cancel(w, r, &tl);
 
-    for (int i = 0; i < w->plug->desc->n_algos; i++) {
-        const braid_algo_v3_t *a = w->plug->desc->algos[i];
+    for (int i = 0; i < w->plug->adesc->n_algos; i++) {
+        const braid_algo_v3_t *a = w->plug->adesc->algos[i];
         if (state[i] != NULL && a->comm_state_free != NULL) {
             a->comm_state_free(state[i], &tl);
         }
@@ -712,8 +712,8 @@ static void build_cases(caselist_t *l, const th_plugin_t *p, int n)
     static const braid_op_t    ops[] = {BRAID_SUM, BRAID_MAX, BRAID_AVG};
     static const size_t        counts[] = {0, 1, 7};
 
-    for (int ai = 0; ai < p->desc->n_algos; ai++) {
-        const braid_algo_v3_t *a   = p->desc->algos[ai];
+    for (int ai = 0; ai < p->adesc->n_algos; ai++) {
+        const braid_algo_v3_t *a   = p->adesc->algos[ai];
         int                    red = a->coll == BRAID_COLL_ALLREDUCE ||
                                      a->coll == BRAID_COLL_REDUCE_SCATTER;
 
@@ -1009,12 +1009,12 @@ static int check_costs(const th_plugin_t *p)
         double want = 6 * 0.6 + 1.5 * 1e6 / 6e3 + 0.75 * 1e6 / 10e3;
         EXPECT(t > want - 1e-9 && t < want + 1e-9);
     }
-    for (int i = 0; i < p->desc->n_algos; i++) {
-        braid_cost_in_t in = {p->desc->algos[i]->coll, 1024, 4, 1, 4,
+    for (int i = 0; i < p->adesc->n_algos; i++) {
+        braid_cost_in_t in = {p->adesc->algos[i]->coll, 1024, 4, 1, 4,
                               BRAID_TOPO_SINGLE_HOST, {0.6, 0.0, 1.8, 0.0},
                               10.0, 0.0};
-        EXPECT(p->desc->algos[i]->estimate(&in) < 0); /* no bandwidth */
-        EXPECT(est(p, p->desc->algos[i]->coll, p->desc->algos[i]->name, 5,
+        EXPECT(p->adesc->algos[i]->estimate(&in) < 0); /* no bandwidth */
+        EXPECT(est(p, p->adesc->algos[i]->coll, p->adesc->algos[i]->name, 5,
                    4096) > 0);
     }
 #undef EXPECT
@@ -1031,12 +1031,13 @@ int main(int argc, char **argv)
     int         failures = 0, total = 0;
     double      t0 = th_now();
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s PATH/libbraid-ucx.so\n", argv[0]);
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s PATH/libbraid-ucx.so PATH/libbraid-p2p.so"
+                "\n", argv[0]);
         return 2;
     }
     setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 0);
-    if (th_plugin_load(&plug, argv[1]) != 0) {
+    if (th_plugin_load(&plug, argv[1], argv[2]) != 0) {
         return 1;
     }
     if (plug.desc->probe(&th_svc, why, sizeof(why)) != BRAID_OK) {

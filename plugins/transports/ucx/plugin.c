@@ -1,11 +1,10 @@
-/* The ucx plugin: the fallback that runs wherever UCX runs.  One transport
- * ("ucx") and ring / recursive-doubling algorithms for every collective,
- * which use only the SENDRECV interface and so also run over other
- * plugins' transports. */
+/* The ucx plugin: the transport that runs wherever UCX runs (TCP, shared
+ * memory or RDMA underneath), with both two-sided send/receive and
+ * put-with-signal.  It brings no algorithms: the p2p and lowhop plugins'
+ * algorithms run over it through braid_tl_t. */
 #include <pthread.h>
 #include <stdio.h>
 
-#include "algo_common.h"
 #include "tl_ucx.h"
 
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -57,14 +56,6 @@ static const braid_transport_v3_t *const transports[] = {
     &braid_ucx_transport,
 };
 
-static const braid_algo_v3_t *const algos[] = {
-    &braid_ucx_allreduce_ring,      &braid_ucx_allreduce_recdbl,
-    &braid_ucx_reduce_scatter_ring, &braid_ucx_reduce_scatter_recdbl,
-    &braid_ucx_allgather_ring,      &braid_ucx_allgather_recdbl,
-    &braid_ucx_bcast_ring,          &braid_ucx_bcast_recdbl,
-    &braid_ucx_barrier_ring,        &braid_ucx_barrier_recdbl,
-};
-
 __attribute__((visibility("default")))
 const braid_plugin_v3_t braid_plugin_v3 = {
     .abi_version  = BRAID_PLUGIN_ABI_VERSION,
@@ -74,7 +65,5 @@ const braid_plugin_v3_t braid_plugin_v3 = {
     .probe        = ucx_probe,
     .n_transports = (int)(sizeof(transports) / sizeof(transports[0])),
     .transports   = transports,
-    .n_algos      = (int)(sizeof(algos) / sizeof(algos[0])),
-    .algos        = algos,
     .unload       = ucx_unload,
 };

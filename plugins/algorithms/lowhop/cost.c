@@ -1,8 +1,9 @@
 /* Alpha-beta-gamma cost model of the lowhop algorithms (microseconds).
  *
- * Notation (as plugins/ucx/cost.c): n ranks, m = in->bytes (the per-rank
- * size of braid_cost_in_t), alpha = in->link.put_alpha_us per stage (every
- * algorithm here moves its data with put_signal, so the put path is its link), and
+ * Notation (as plugins/algorithms/p2p/cost.c): n ranks, m = in->bytes (the
+ * per-rank size of braid_cost_in_t), alpha = in->link.put_alpha_us per stage
+ * (every algorithm here moves its data with put_signal, so the put path is
+ * its link), and
  *     B(x) = x / (beta·1e3)    us to send x bytes at beta = put_beta_gbps
  *     G(x) = x / (gamma·1e3)   us to reduce (or copy) x bytes locally
  * since 1 GB/s = 1e9 B/s = 1e3 B/us.

@@ -1,5 +1,5 @@
 /* The lowhop plugin: low-hop collectives written against put-with-signal
- * (so they run on shm, ucx and roce alike) and the RoCE transport.
+ * (so they run on shm, ucx and roce alike); no transport of its own.
  *
  *   allreduce       oneshot  one stage:  every rank writes all to all
  *   allreduce       twoshot  two stages: direct reduce-scatter + allgather
@@ -12,7 +12,6 @@
 #include <braid/plugin.h>
 
 #include "lowhop.h"
-#include "roce/roce.h"
 
 static braid_status_t lowhop_probe(const braid_services_v3_t *svc, char *why,
                                    size_t why_len)
@@ -20,9 +19,6 @@ static braid_status_t lowhop_probe(const braid_services_v3_t *svc, char *why,
     (void)svc, (void)why, (void)why_len;
     return BRAID_OK; /* the algorithms run on any put-with-signal transport */
 }
-
-static const braid_transport_v3_t *const transports[] = {
-    &braid_lowhop_roce_transport};
 
 static const braid_algo_v3_t *const algos[] = {
     &braid_lowhop_oneshot_algo,
@@ -39,8 +35,6 @@ const braid_plugin_v3_t braid_plugin_v3 = {
     .name         = "lowhop",
     .version      = "0.1",
     .probe        = lowhop_probe,
-    .n_transports = (int)(sizeof(transports) / sizeof(transports[0])),
-    .transports   = transports,
     .n_algos      = (int)(sizeof(algos) / sizeof(algos[0])),
     .algos        = algos,
 };

@@ -1,0 +1,32 @@
+/* The p2p plugin: ring and recursive-doubling algorithms for every
+ * collective, written against tagged send/receive only (BRAID_CAP_SENDRECV),
+ * so they run over any transport that has it: ring@ucx, recdbl@shm, ...
+ * They are the fallback that works everywhere and the bandwidth choice for
+ * large messages. */
+#include "algo_common.h"
+
+static braid_status_t p2p_probe(const braid_services_v3_t *svc, char *why,
+                                size_t why_len)
+{
+    (void)svc, (void)why, (void)why_len;
+    return BRAID_OK; /* needs nothing but a transport */
+}
+
+static const braid_algo_v3_t *const algos[] = {
+    &braid_ucx_allreduce_ring,      &braid_ucx_allreduce_recdbl,
+    &braid_ucx_reduce_scatter_ring, &braid_ucx_reduce_scatter_recdbl,
+    &braid_ucx_allgather_ring,      &braid_ucx_allgather_recdbl,
+    &braid_ucx_bcast_ring,          &braid_ucx_bcast_recdbl,
+    &braid_ucx_barrier_ring,        &braid_ucx_barrier_recdbl,
+};
+
+__attribute__((visibility("default")))
+const braid_plugin_v3_t braid_plugin_v3 = {
+    .abi_version  = BRAID_PLUGIN_ABI_VERSION,
+    .struct_size  = sizeof(braid_plugin_v3_t),
+    .name         = "p2p",
+    .version      = "0.1.0",
+    .probe        = p2p_probe,
+    .n_algos      = (int)(sizeof(algos) / sizeof(algos[0])),
+    .algos        = algos,
+};
