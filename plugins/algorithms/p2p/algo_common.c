@@ -15,10 +15,10 @@ static void *alloc_aligned(size_t bytes)
     return p;
 }
 
-braid_status_t braid_ucx_scratch_get(braid_ucx_buf_t *buf, braid_task_t *task,
+braid_status_t braid_p2p_scratch_get(braid_p2p_buf_t *buf, braid_task_t *task,
                                      size_t bytes)
 {
-    braid_ucx_scratch_t *s = task->comm_state ? *task->comm_state : NULL;
+    braid_p2p_scratch_t *s = task->comm_state ? *task->comm_state : NULL;
 
     buf->ptr = NULL;
     buf->own = 0;
@@ -36,7 +36,7 @@ braid_status_t braid_ucx_scratch_get(braid_ucx_buf_t *buf, braid_task_t *task,
         buf->ptr = alloc_aligned(bytes);
         buf->own = 1;
         return buf->ptr ? BRAID_OK : task->svc->error(
-            BRAID_ERR_NO_MEMORY, "ucx: out of memory for %zu bytes of "
+            BRAID_ERR_NO_MEMORY, "p2p: out of memory for %zu bytes of "
             "scratch", bytes);
     }
     if (s->cap < bytes) {
@@ -54,11 +54,11 @@ braid_status_t braid_ucx_scratch_get(braid_ucx_buf_t *buf, braid_task_t *task,
 
 nomem:
     return task->svc->error(BRAID_ERR_NO_MEMORY,
-                            "ucx: out of memory for %zu bytes of scratch",
+                            "p2p: out of memory for %zu bytes of scratch",
                             bytes);
 }
 
-void braid_ucx_scratch_put(braid_ucx_buf_t *buf, braid_task_t *task)
+void braid_p2p_scratch_put(braid_p2p_buf_t *buf, braid_task_t *task)
 {
     if (buf->ptr == NULL) {
         return;
@@ -66,14 +66,14 @@ void braid_ucx_scratch_put(braid_ucx_buf_t *buf, braid_task_t *task)
     if (buf->own) {
         free(buf->ptr);
     } else {
-        ((braid_ucx_scratch_t *)*task->comm_state)->busy = 0;
+        ((braid_p2p_scratch_t *)*task->comm_state)->busy = 0;
     }
     buf->ptr = NULL;
 }
 
-void braid_ucx_comm_state_free(void *state, braid_tl_t *tl)
+void braid_p2p_comm_state_free(void *state, braid_tl_t *tl)
 {
-    braid_ucx_scratch_t *s = state;
+    braid_p2p_scratch_t *s = state;
 
     (void)tl;
     if (s != NULL) {
@@ -82,39 +82,39 @@ void braid_ucx_comm_state_free(void *state, braid_tl_t *tl)
     }
 }
 
-braid_status_t braid_ucx_priv_alloc(braid_task_t *task, size_t size)
+braid_status_t braid_p2p_priv_alloc(braid_task_t *task, size_t size)
 {
     task->priv = calloc(1, size);
     if (task->priv == NULL) {
         return task->svc->error(BRAID_ERR_NO_MEMORY,
-                                "ucx: out of memory for %s state",
+                                "p2p: out of memory for %s state",
                                 task->coll == BRAID_COLL_BARRIER ? "barrier"
                                                                  : "call");
     }
     return BRAID_OK;
 }
 
-void braid_ucx_priv_free(braid_task_t *task)
+void braid_p2p_priv_free(braid_task_t *task)
 {
     free(task->priv);
     task->priv = NULL;
 }
 
-braid_status_t braid_ucx_send(braid_task_t *task, int peer, long step,
+braid_status_t braid_p2p_send(braid_task_t *task, int peer, long step,
                               const void *buf, size_t len, braid_treq_t *req)
 {
     return task->tl->ops->isend(task->tl->tcomm, peer,
                                 BRAID_TAG(task->seq, step), buf, len, req);
 }
 
-braid_status_t braid_ucx_recv(braid_task_t *task, int peer, long step,
+braid_status_t braid_p2p_recv(braid_task_t *task, int peer, long step,
                               void *buf, size_t len, braid_treq_t *req)
 {
     return task->tl->ops->irecv(task->tl->tcomm, peer,
                                 BRAID_TAG(task->seq, step), buf, len, req);
 }
 
-braid_status_t braid_ucx_req_test(braid_task_t *task, braid_treq_t *req)
+braid_status_t braid_p2p_req_test(braid_task_t *task, braid_treq_t *req)
 {
     if (!req->active) {
         return BRAID_OK;
@@ -122,13 +122,13 @@ braid_status_t braid_ucx_req_test(braid_task_t *task, braid_treq_t *req)
     return task->tl->ops->test(task->tl->tcomm, req);
 }
 
-braid_status_t braid_ucx_reqs_test(braid_task_t *task, braid_treq_t *reqs,
+braid_status_t braid_p2p_reqs_test(braid_task_t *task, braid_treq_t *reqs,
                                    int n)
 {
     braid_status_t all = BRAID_OK;
 
     for (int i = 0; i < n; i++) {
-        braid_status_t st = braid_ucx_req_test(task, &reqs[i]);
+        braid_status_t st = braid_p2p_req_test(task, &reqs[i]);
         if (st < 0) {
             return st;
         }
@@ -139,7 +139,7 @@ braid_status_t braid_ucx_reqs_test(braid_task_t *task, braid_treq_t *reqs,
     return all;
 }
 
-void braid_ucx_reqs_cancel(braid_task_t *task, braid_treq_t *reqs, int n)
+void braid_p2p_reqs_cancel(braid_task_t *task, braid_treq_t *reqs, int n)
 {
     for (int i = 0; i < n; i++) {
         if (reqs[i].active) {
@@ -148,7 +148,7 @@ void braid_ucx_reqs_cancel(braid_task_t *task, braid_treq_t *reqs, int n)
     }
 }
 
-void braid_ucx_combine(braid_task_t *task, void *dst, const void *lower,
+void braid_p2p_combine(braid_task_t *task, void *dst, const void *lower,
                        const void *higher, size_t count)
 {
     if (count > 0) {
@@ -156,7 +156,7 @@ void braid_ucx_combine(braid_task_t *task, void *dst, const void *lower,
     }
 }
 
-void braid_ucx_copy(braid_task_t *task, void *dst, const void *src,
+void braid_p2p_copy(braid_task_t *task, void *dst, const void *src,
                     size_t count)
 {
     if (count > 0 && dst != src) {
@@ -164,7 +164,7 @@ void braid_ucx_copy(braid_task_t *task, void *dst, const void *src,
     }
 }
 
-int braid_ucx_pow2_floor(int n)
+int braid_p2p_pow2_floor(int n)
 {
     int p = 1;
 
@@ -174,7 +174,7 @@ int braid_ucx_pow2_floor(int n)
     return p;
 }
 
-int braid_ucx_log2_ceil(int n)
+int braid_p2p_log2_ceil(int n)
 {
     int k = 0;
 

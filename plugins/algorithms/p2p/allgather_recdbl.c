@@ -32,10 +32,10 @@ static braid_status_t post_doubling(braid_task_t *task, bruck_t *g, int i)
     const size_t   len     = (size_t)width * g->bs;
     braid_status_t st;
 
-    st = braid_ucx_recv(task, partner, i, block(task, g, theirs), len,
+    st = braid_p2p_recv(task, partner, i, block(task, g, theirs), len,
                         &g->reqs[0]);
     if (st == BRAID_OK) {
-        st = braid_ucx_send(task, partner, i, block(task, g, mine), len,
+        st = braid_p2p_send(task, partner, i, block(task, g, mine), len,
                             &g->reqs[1]);
     }
     return st;
@@ -58,8 +58,8 @@ static braid_status_t post_range(braid_task_t *task, bruck_t *g, int i,
         if (pieces[k][1] == 0) {
             continue;
         }
-        st = is_send ? braid_ucx_send(task, peer, 2L * i + k, buf, len, req)
-                     : braid_ucx_recv(task, peer, 2L * i + k, buf, len, req);
+        st = is_send ? braid_p2p_send(task, peer, 2L * i + k, buf, len, req)
+                     : braid_p2p_recv(task, peer, 2L * i + k, buf, len, req);
     }
     return st;
 }
@@ -71,10 +71,10 @@ static braid_status_t post_bruck(braid_task_t *task, bruck_t *g, int i)
     const int      cnt  = dist < n - dist ? dist : n - dist;
     braid_status_t st;
 
-    st = post_range(task, g, i, braid_ucx_mod(r + dist, n),
-                    braid_ucx_mod(r + dist, n), cnt, 0);
+    st = post_range(task, g, i, braid_p2p_mod(r + dist, n),
+                    braid_p2p_mod(r + dist, n), cnt, 0);
     if (st == BRAID_OK) {
-        st = post_range(task, g, i, braid_ucx_mod(r - dist, n), r, cnt, 1);
+        st = post_range(task, g, i, braid_p2p_mod(r - dist, n), r, cnt, 1);
     }
     return st;
 }
@@ -84,13 +84,13 @@ static braid_status_t start(braid_task_t *task)
     bruck_t       *g;
     braid_status_t st;
 
-    st = braid_ucx_priv_alloc(task, sizeof(bruck_t));
+    st = braid_p2p_priv_alloc(task, sizeof(bruck_t));
     if (st != BRAID_OK) {
         return st;
     }
     g         = task->priv;
     g->pow2   = (task->size & (task->size - 1)) == 0;
-    g->nsteps = task->count == 0 ? 0 : braid_ucx_log2_ceil(task->size);
+    g->nsteps = task->count == 0 ? 0 : braid_p2p_log2_ceil(task->size);
     g->bs     = task->count * task->dtsize;
     return BRAID_OK;
 }
@@ -101,12 +101,12 @@ static braid_status_t progress(braid_task_t *task)
     braid_status_t st;
 
     if (!g->started) {
-        braid_ucx_copy(task, block(task, g, task->rank), task->sendbuf,
+        braid_p2p_copy(task, block(task, g, task->rank), task->sendbuf,
                        task->count);
         g->started = 1;
     }
     for (;;) {
-        st = braid_ucx_reqs_test(task, g->reqs, 4);
+        st = braid_p2p_reqs_test(task, g->reqs, 4);
         if (st != BRAID_OK) {
             return st;
         }
@@ -129,17 +129,17 @@ static void finish(braid_task_t *task)
     bruck_t *g = task->priv;
 
     if (g != NULL) {
-        braid_ucx_reqs_cancel(task, g->reqs, 4);
+        braid_p2p_reqs_cancel(task, g->reqs, 4);
     }
-    braid_ucx_priv_free(task);
+    braid_p2p_priv_free(task);
 }
 
-const braid_algo_v3_t braid_ucx_allgather_recdbl = {
+const braid_algo_v3_t braid_p2p_allgather_recdbl = {
     .name            = "recdbl",
     .coll            = BRAID_COLL_ALLGATHER,
     .needs_caps      = BRAID_CAP_SENDRECV,
     .transport       = NULL,
-    .estimate        = braid_ucx_cost_allgather_recdbl,
+    .estimate        = braid_p2p_cost_allgather_recdbl,
     .start           = start,
     .progress        = progress,
     .finish          = finish,

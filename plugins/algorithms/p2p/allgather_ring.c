@@ -4,17 +4,17 @@
 
 static braid_status_t start(braid_task_t *task)
 {
-    return braid_ucx_ring_start(task, BRAID_UCX_RING_ALLGATHER);
+    return braid_p2p_ring_start(task, BRAID_P2P_RING_ALLGATHER);
 }
 
-const braid_algo_v3_t braid_ucx_allgather_ring = {
+const braid_algo_v3_t braid_p2p_allgather_ring = {
     .name            = "ring",
     .coll            = BRAID_COLL_ALLGATHER,
     .needs_caps      = BRAID_CAP_SENDRECV,
     .transport       = NULL,
-    .estimate        = braid_ucx_cost_allgather_ring,
+    .estimate        = braid_p2p_cost_allgather_ring,
     .start           = start,
-    .progress        = braid_ucx_ring_progress,
-    .finish          = braid_ucx_ring_finish,
-    .comm_state_free = braid_ucx_comm_state_free,
+    .progress        = braid_p2p_ring_progress,
+    .finish          = braid_p2p_ring_finish,
+    .comm_state_free = braid_p2p_comm_state_free,
 };

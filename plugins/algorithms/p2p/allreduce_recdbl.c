@@ -28,7 +28,7 @@ typedef struct recdbl {
     size_t          bytes;
     const char     *cur;       /* this rank's partial result */
     char           *tmp;       /* the partner's partial result */
-    braid_ucx_buf_t scratch;
+    braid_p2p_buf_t scratch;
     braid_treq_t    reqs[2];
 } recdbl_t;
 
@@ -50,25 +50,25 @@ static braid_status_t post(braid_task_t *task, recdbl_t *g)
 
     switch (g->stage) {
     case ST_FOLD_IN:
-        return braid_ucx_recv(task, me - 1, 0, g->tmp, g->bytes, &g->reqs[0]);
+        return braid_p2p_recv(task, me - 1, 0, g->tmp, g->bytes, &g->reqs[0]);
     case ST_DOUBLE:
         peer = real_rank(g, partner_vrank(g));
-        st = braid_ucx_recv(task, peer, 1 + g->i, g->tmp, g->bytes,
+        st = braid_p2p_recv(task, peer, 1 + g->i, g->tmp, g->bytes,
                             &g->reqs[0]);
         if (st == BRAID_OK) {
-            st = braid_ucx_send(task, peer, 1 + g->i, g->cur, g->bytes,
+            st = braid_p2p_send(task, peer, 1 + g->i, g->cur, g->bytes,
                                 &g->reqs[1]);
         }
         return st;
     case ST_FOLD_OUT:
-        return braid_ucx_send(task, me - 1, 1 + g->nsteps, task->recvbuf,
+        return braid_p2p_send(task, me - 1, 1 + g->nsteps, task->recvbuf,
                               g->bytes, &g->reqs[0]);
     case ST_IDLE_SEND:
-        return braid_ucx_send(task, me + 1, 0, task->sendbuf, g->bytes,
+        return braid_p2p_send(task, me + 1, 0, task->sendbuf, g->bytes,
                               &g->reqs[0]);
     case ST_IDLE_RECV:
         /* Only now: in place, the buffer was being sent until this point. */
-        return braid_ucx_recv(task, me + 1, 1 + g->nsteps, task->recvbuf,
+        return braid_p2p_recv(task, me + 1, 1 + g->nsteps, task->recvbuf,
                               g->bytes, &g->reqs[0]);
     default:
         return BRAID_OK;
@@ -87,7 +87,7 @@ static void complete(braid_task_t *task, recdbl_t *g)
         if (task->count == 0) {
             g->stage = ST_DONE;
         } else if (task->size == 1) {
-            braid_ucx_copy(task, dst, task->sendbuf, task->count);
+            braid_p2p_copy(task, dst, task->sendbuf, task->count);
             task->svc->finish_avg(dst, task->count, task->dtype, task->op, 1);
             g->stage = ST_DONE;
         } else if (folded && task->rank % 2 == 0) {
@@ -97,15 +97,15 @@ static void complete(braid_task_t *task, recdbl_t *g)
         }
         break;
     case ST_FOLD_IN:
-        braid_ucx_combine(task, dst, g->tmp, g->cur, task->count);
+        braid_p2p_combine(task, dst, g->tmp, g->cur, task->count);
         g->cur   = dst;
         g->stage = ST_DOUBLE;
         break;
     case ST_DOUBLE:
         if (g->vrank < partner_vrank(g)) {
-            braid_ucx_combine(task, dst, g->cur, g->tmp, task->count);
+            braid_p2p_combine(task, dst, g->cur, g->tmp, task->count);
         } else {
-            braid_ucx_combine(task, dst, g->tmp, g->cur, task->count);
+            braid_p2p_combine(task, dst, g->tmp, g->cur, task->count);
         }
         g->cur = dst;
         if (++g->i == g->nsteps) {
@@ -130,14 +130,14 @@ static braid_status_t start(braid_task_t *task)
     braid_status_t st;
     int            p;
 
-    st = braid_ucx_priv_alloc(task, sizeof(recdbl_t));
+    st = braid_p2p_priv_alloc(task, sizeof(recdbl_t));
     if (st != BRAID_OK) {
         return st;
     }
     g         = task->priv;
-    p         = braid_ucx_pow2_floor(n);
+    p         = braid_p2p_pow2_floor(n);
     g->rem    = n - p;
-    g->nsteps = braid_ucx_log2_ceil(p);
+    g->nsteps = braid_p2p_log2_ceil(p);
     g->bytes  = task->count * task->dtsize;
     g->cur    = task->sendbuf;
     if (task->rank < 2 * g->rem) {
@@ -146,11 +146,11 @@ static braid_status_t start(braid_task_t *task)
         g->vrank = task->rank - g->rem;
     }
     if (g->vrank >= 0 && n > 1) {
-        st = braid_ucx_scratch_get(&g->scratch, task, g->bytes);
+        st = braid_p2p_scratch_get(&g->scratch, task, g->bytes);
         g->tmp = g->scratch.ptr;
     }
     if (st != BRAID_OK) {
-        braid_ucx_priv_free(task);
+        braid_p2p_priv_free(task);
     }
     return st;
 }
@@ -161,7 +161,7 @@ static braid_status_t progress(braid_task_t *task)
     braid_status_t st;
 
     for (;;) {
-        st = braid_ucx_reqs_test(task, g->reqs, 2);
+        st = braid_p2p_reqs_test(task, g->reqs, 2);
         if (st != BRAID_OK) {
             return st;
         }
@@ -183,20 +183,20 @@ static void finish(braid_task_t *task)
     if (g != NULL) {
         /* Requests an error left active may still use tmp: first withdraw
          * them. */
-        braid_ucx_reqs_cancel(task, g->reqs, 2);
-        braid_ucx_scratch_put(&g->scratch, task);
-        braid_ucx_priv_free(task);
+        braid_p2p_reqs_cancel(task, g->reqs, 2);
+        braid_p2p_scratch_put(&g->scratch, task);
+        braid_p2p_priv_free(task);
     }
 }
 
-const braid_algo_v3_t braid_ucx_allreduce_recdbl = {
+const braid_algo_v3_t braid_p2p_allreduce_recdbl = {
     .name            = "recdbl",
     .coll            = BRAID_COLL_ALLREDUCE,
     .needs_caps      = BRAID_CAP_SENDRECV,
     .transport       = NULL,
-    .estimate        = braid_ucx_cost_allreduce_recdbl,
+    .estimate        = braid_p2p_cost_allreduce_recdbl,
     .start           = start,
     .progress        = progress,
     .finish          = finish,
-    .comm_state_free = braid_ucx_comm_state_free,
+    .comm_state_free = braid_p2p_comm_state_free,
 };

@@ -29,11 +29,11 @@ typedef struct barrier {
 static braid_status_t ring_start(braid_task_t *task)
 {
     const int      n = task->size, r = task->rank;
-    const int      left = braid_ucx_mod(r - 1, n), right = (r + 1) % n;
+    const int      left = braid_p2p_mod(r - 1, n), right = (r + 1) % n;
     barrier_t     *g;
     braid_status_t st;
 
-    st = braid_ucx_priv_alloc(task, sizeof(barrier_t));
+    st = braid_p2p_priv_alloc(task, sizeof(barrier_t));
     if (st != BRAID_OK || n == 1) {
         return st;
     }
@@ -59,7 +59,7 @@ static braid_status_t ring_progress(braid_task_t *task)
     braid_status_t st;
 
     for (;;) {
-        st = braid_ucx_req_test(task, &g->reqs[0]);
+        st = braid_p2p_req_test(task, &g->reqs[0]);
         if (st != BRAID_OK) {
             return st;
         }
@@ -67,9 +67,9 @@ static braid_status_t ring_progress(braid_task_t *task)
             return BRAID_OK;
         }
         const token_op_t *op = &g->ops[g->next++];
-        st = op->is_send ? braid_ucx_send(task, op->peer, op->step, &g->out,
+        st = op->is_send ? braid_p2p_send(task, op->peer, op->step, &g->out,
                                           1, &g->reqs[0])
-                         : braid_ucx_recv(task, op->peer, op->step, &g->in,
+                         : braid_p2p_recv(task, op->peer, op->step, &g->in,
                                           1, &g->reqs[0]);
         if (st != BRAID_OK) {
             return st;
@@ -79,10 +79,10 @@ static braid_status_t ring_progress(braid_task_t *task)
 
 static braid_status_t recdbl_start(braid_task_t *task)
 {
-    braid_status_t st = braid_ucx_priv_alloc(task, sizeof(barrier_t));
+    braid_status_t st = braid_p2p_priv_alloc(task, sizeof(barrier_t));
 
     if (st == BRAID_OK) {
-        ((barrier_t *)task->priv)->rounds = braid_ucx_log2_ceil(task->size);
+        ((barrier_t *)task->priv)->rounds = braid_p2p_log2_ceil(task->size);
     }
     return st;
 }
@@ -94,7 +94,7 @@ static braid_status_t recdbl_progress(braid_task_t *task)
     braid_status_t st;
 
     for (;;) {
-        st = braid_ucx_reqs_test(task, g->reqs, 2);
+        st = braid_p2p_reqs_test(task, g->reqs, 2);
         if (st != BRAID_OK) {
             return st;
         }
@@ -102,10 +102,10 @@ static braid_status_t recdbl_progress(braid_task_t *task)
             return BRAID_OK;
         }
         const long dist = 1L << g->next;
-        st = braid_ucx_recv(task, braid_ucx_mod(r - dist, n), g->next, &g->in,
+        st = braid_p2p_recv(task, braid_p2p_mod(r - dist, n), g->next, &g->in,
                             1, &g->reqs[0]);
         if (st == BRAID_OK) {
-            st = braid_ucx_send(task, braid_ucx_mod(r + dist, n), g->next,
+            st = braid_p2p_send(task, braid_p2p_mod(r + dist, n), g->next,
                                 &g->out, 1, &g->reqs[1]);
         }
         g->next++;
@@ -122,29 +122,29 @@ static void finish(braid_task_t *task)
     barrier_t *g = task->priv;
 
     if (g != NULL) {
-        braid_ucx_reqs_cancel(task, g->reqs, 2);
+        braid_p2p_reqs_cancel(task, g->reqs, 2);
     }
-    braid_ucx_priv_free(task);
+    braid_p2p_priv_free(task);
 }
 
-const braid_algo_v3_t braid_ucx_barrier_ring = {
+const braid_algo_v3_t braid_p2p_barrier_ring = {
     .name            = "ring",
     .coll            = BRAID_COLL_BARRIER,
     .needs_caps      = BRAID_CAP_SENDRECV,
     .transport       = NULL,
-    .estimate        = braid_ucx_cost_barrier_ring,
+    .estimate        = braid_p2p_cost_barrier_ring,
     .start           = ring_start,
     .progress        = ring_progress,
     .finish          = finish,
     .comm_state_free = NULL,
 };
 
-const braid_algo_v3_t braid_ucx_barrier_recdbl = {
+const braid_algo_v3_t braid_p2p_barrier_recdbl = {
     .name            = "recdbl",
     .coll            = BRAID_COLL_BARRIER,
     .needs_caps      = BRAID_CAP_SENDRECV,
     .transport       = NULL,
-    .estimate        = braid_ucx_cost_barrier_recdbl,
+    .estimate        = braid_p2p_cost_barrier_recdbl,
     .start           = recdbl_start,
     .progress        = recdbl_progress,
     .finish          = finish,

@@ -28,27 +28,27 @@ static braid_status_t start(braid_task_t *task)
 
     if (task->root < 0 || task->root >= n) {
         return task->svc->error(BRAID_ERR_INVALID_ARG,
-                                "ucx recdbl broadcast: root %d out of range "
+                                "p2p recdbl broadcast: root %d out of range "
                                 "[0, %d)", task->root, n);
     }
-    st = braid_ucx_priv_alloc(task, sizeof(binomial_t));
+    st = braid_p2p_priv_alloc(task, sizeof(binomial_t));
     if (st != BRAID_OK) {
         return st;
     }
     g        = task->priv;
     g->bytes = task->count * task->dtsize;
-    v        = braid_ucx_mod(task->rank - task->root, n);
+    v        = braid_p2p_mod(task->rank - task->root, n);
     if (v == 0) {
         g->parent = -1;
-        top       = 1 << braid_ucx_log2_ceil(n);
+        top       = 1 << braid_p2p_log2_ceil(n);
     } else {
         top       = v & -v;
-        g->parent = braid_ucx_mod(v - top + task->root, n);
+        g->parent = braid_p2p_mod(v - top + task->root, n);
     }
     for (int m = top / 2; m >= 1; m /= 2) {
         if (v + m < n) {
             g->children[g->nchildren++] =
-                braid_ucx_mod(v + m + task->root, n);
+                braid_p2p_mod(v + m + task->root, n);
         }
     }
     return BRAID_OK;
@@ -60,30 +60,30 @@ static braid_status_t progress(braid_task_t *task)
     braid_status_t st;
 
     for (;;) {
-        st = braid_ucx_reqs_test(task, g->reqs, MAX_CHILDREN);
+        st = braid_p2p_reqs_test(task, g->reqs, MAX_CHILDREN);
         if (st != BRAID_OK) {
             return st;
         }
         switch (g->stage) {
         case ST_INIT:
             if (g->bytes == 0 || task->size == 1) {
-                braid_ucx_copy(task, task->recvbuf, task->sendbuf,
+                braid_p2p_copy(task, task->recvbuf, task->sendbuf,
                                task->count);
                 return BRAID_OK;
             }
             g->stage = ST_RECV;
             if (g->parent < 0) {
-                braid_ucx_copy(task, task->recvbuf, task->sendbuf,
+                braid_p2p_copy(task, task->recvbuf, task->sendbuf,
                                task->count);
                 break;
             }
-            st = braid_ucx_recv(task, g->parent, 0, task->recvbuf, g->bytes,
+            st = braid_p2p_recv(task, g->parent, 0, task->recvbuf, g->bytes,
                                 &g->reqs[0]);
             break;
         case ST_RECV:
             g->stage = ST_SEND;
             for (int i = 0; i < g->nchildren && st == BRAID_OK; i++) {
-                st = braid_ucx_send(task, g->children[i], 0, task->recvbuf,
+                st = braid_p2p_send(task, g->children[i], 0, task->recvbuf,
                                     g->bytes, &g->reqs[i]);
             }
             break;
@@ -103,17 +103,17 @@ static void finish(braid_task_t *task)
     binomial_t *g = task->priv;
 
     if (g != NULL) {
-        braid_ucx_reqs_cancel(task, g->reqs, MAX_CHILDREN);
+        braid_p2p_reqs_cancel(task, g->reqs, MAX_CHILDREN);
     }
-    braid_ucx_priv_free(task);
+    braid_p2p_priv_free(task);
 }
 
-const braid_algo_v3_t braid_ucx_bcast_recdbl = {
+const braid_algo_v3_t braid_p2p_bcast_recdbl = {
     .name            = "recdbl",
     .coll            = BRAID_COLL_BROADCAST,
     .needs_caps      = BRAID_CAP_SENDRECV,
     .transport       = NULL,
-    .estimate        = braid_ucx_cost_bcast_recdbl,
+    .estimate        = braid_p2p_cost_bcast_recdbl,
     .start           = start,
     .progress        = progress,
     .finish          = finish,

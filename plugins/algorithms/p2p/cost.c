@@ -1,4 +1,4 @@
-/* Alpha-beta-gamma cost model of the ucx plugin's algorithms.
+/* Alpha-beta-gamma cost model of the p2p plugin's algorithms.
  *
  * Notation: n ranks, m = in->bytes (the per-rank size defined by
  * braid_cost_in_t), alpha = in->link.alpha_us (us per message), and
@@ -15,7 +15,7 @@
 
 #include "algo_common.h"
 
-#define RING_SEG_BYTES ((double)BRAID_UCX_SEG_BYTES)
+#define RING_SEG_BYTES ((double)BRAID_P2P_SEG_BYTES)
 
 typedef struct terms {
     int    n;
@@ -45,7 +45,7 @@ static int terms(terms_t *t, const braid_cost_in_t *in)
 
 static double log2_floor_d(int n)
 {
-    return (double)braid_ucx_log2_ceil(braid_ucx_pow2_floor(n));
+    return (double)braid_p2p_log2_ceil(braid_p2p_pow2_floor(n));
 }
 
 /* Allreduce, ring: n-1 reduce-scatter steps and n-1 allgather steps, each
@@ -53,11 +53,11 @@ static double log2_floor_d(int n)
  * reduces.  Segments pipeline behind one another, so their latencies
  * overlap with the transfer and are not counted per segment:
  *   2(n-1) alpha + 2(n-1)/n B(m) + (n-1)/n G(m). */
-double braid_ucx_cost_allreduce_ring(const braid_cost_in_t *in)
+double braid_p2p_cost_allreduce_ring(const braid_cost_in_t *in)
 {
     terms_t t;
 
-    if (terms(&t, in) < 0 || 2.0 * (t.n - 1) > BRAID_UCX_MAX_STEPS) {
+    if (terms(&t, in) < 0 || 2.0 * (t.n - 1) > BRAID_P2P_MAX_STEPS) {
         return -1.0;
     }
     if (t.n == 1) {
@@ -72,7 +72,7 @@ double braid_ucx_cost_allreduce_ring(const braid_cost_in_t *in)
  * followed by a full reduction: L (alpha + B(m) + G(m)).  For n not a power
  * of two add the fold-in (alpha + B(m) + G(m): receive and reduce the
  * neighbour's input) and fold-out (alpha + B(m): return the result). */
-double braid_ucx_cost_allreduce_recdbl(const braid_cost_in_t *in)
+double braid_p2p_cost_allreduce_recdbl(const braid_cost_in_t *in)
 {
     terms_t t;
     double  step, cost;
@@ -85,7 +85,7 @@ double braid_ucx_cost_allreduce_recdbl(const braid_cost_in_t *in)
     }
     step = t.alpha + t.m * t.bus + t.m * t.gus;
     cost = log2_floor_d(t.n) * step;
-    if (braid_ucx_pow2_floor(t.n) != t.n) {
+    if (braid_p2p_pow2_floor(t.n) != t.n) {
         cost += step + t.alpha + t.m * t.bus;
     }
     return cost;
@@ -93,11 +93,11 @@ double braid_ucx_cost_allreduce_recdbl(const braid_cost_in_t *in)
 
 /* Reduce-scatter, ring (m = one block): n-1 steps each moving and reducing
  * one block: (n-1) (alpha + B(m) + G(m)). */
-double braid_ucx_cost_reduce_scatter_ring(const braid_cost_in_t *in)
+double braid_p2p_cost_reduce_scatter_ring(const braid_cost_in_t *in)
 {
     terms_t t;
 
-    if (terms(&t, in) < 0 || (double)(t.n - 1) > BRAID_UCX_MAX_STEPS) {
+    if (terms(&t, in) < 0 || (double)(t.n - 1) > BRAID_P2P_MAX_STEPS) {
         return -1.0;
     }
     return (t.n - 1) * (t.alpha + t.m * t.bus + t.m * t.gus);
@@ -108,7 +108,7 @@ double braid_ucx_cost_reduce_scatter_ring(const braid_cost_in_t *in)
  * summing to (p-1)/p N:  L alpha + (p-1)/p (B(N) + G(N)).  Not a power of
  * two: the fold-in moves and reduces the whole input (alpha + B(N) + G(N)),
  * the fold-out returns one block (alpha + B(m)). */
-double braid_ucx_cost_reduce_scatter_recdbl(const braid_cost_in_t *in)
+double braid_p2p_cost_reduce_scatter_recdbl(const braid_cost_in_t *in)
 {
     terms_t t;
     double  big, cost;
@@ -120,7 +120,7 @@ double braid_ucx_cost_reduce_scatter_recdbl(const braid_cost_in_t *in)
     if (t.n == 1) {
         return 0.0;
     }
-    p    = braid_ucx_pow2_floor(t.n);
+    p    = braid_p2p_pow2_floor(t.n);
     big  = t.n * t.m;
     cost = log2_floor_d(t.n) * t.alpha +
            (double)(p - 1) / p * big * (t.bus + t.gus);
@@ -132,11 +132,11 @@ double braid_ucx_cost_reduce_scatter_recdbl(const braid_cost_in_t *in)
 
 /* Allgather, ring (m = one block): n-1 steps of one block:
  * (n-1) (alpha + B(m)). */
-double braid_ucx_cost_allgather_ring(const braid_cost_in_t *in)
+double braid_p2p_cost_allgather_ring(const braid_cost_in_t *in)
 {
     terms_t t;
 
-    if (terms(&t, in) < 0 || (double)(t.n - 1) > BRAID_UCX_MAX_STEPS) {
+    if (terms(&t, in) < 0 || (double)(t.n - 1) > BRAID_P2P_MAX_STEPS) {
         return -1.0;
     }
     return (t.n - 1) * (t.alpha + t.m * t.bus);
@@ -145,21 +145,21 @@ double braid_ucx_cost_allgather_ring(const braid_cost_in_t *in)
 /* Allgather, recursive doubling / Bruck: C steps, and every block but our
  * own arrives exactly once: C alpha + (n-1) B(m).  (Bruck's wrapped ranges
  * cost a second message in some steps; their latency overlaps the first.) */
-double braid_ucx_cost_allgather_recdbl(const braid_cost_in_t *in)
+double braid_p2p_cost_allgather_recdbl(const braid_cost_in_t *in)
 {
     terms_t t;
 
     if (terms(&t, in) < 0) {
         return -1.0;
     }
-    return braid_ucx_log2_ceil(t.n) * t.alpha + (t.n - 1) * t.m * t.bus;
+    return braid_p2p_log2_ceil(t.n) * t.alpha + (t.n - 1) * t.m * t.bus;
 }
 
 /* Broadcast, pipelined chain: k = ceil(m / S) segments of S = 256 KiB
  * (at least one).  The last rank gets the last segment after the first
  * has crossed n-1 links and the other k-1 have followed it:
  *   (n - 2 + k) (alpha + B(m / k)). */
-double braid_ucx_cost_bcast_ring(const braid_cost_in_t *in)
+double braid_p2p_cost_bcast_ring(const braid_cost_in_t *in)
 {
     terms_t t;
     double  k;
@@ -180,18 +180,18 @@ double braid_ucx_cost_bcast_ring(const braid_cost_in_t *in)
 /* Broadcast, binomial tree: C rounds of the whole message, C (alpha + B(m)).
  * (A rank forwards to its children one after another; their sends share
  * the link, which this model, like the usual one, leaves out.) */
-double braid_ucx_cost_bcast_recdbl(const braid_cost_in_t *in)
+double braid_p2p_cost_bcast_recdbl(const braid_cost_in_t *in)
 {
     terms_t t;
 
     if (terms(&t, in) < 0) {
         return -1.0;
     }
-    return braid_ucx_log2_ceil(t.n) * (t.alpha + t.m * t.bus);
+    return braid_p2p_log2_ceil(t.n) * (t.alpha + t.m * t.bus);
 }
 
 /* Barrier, token twice around: (2n - 1) alpha in sequence. */
-double braid_ucx_cost_barrier_ring(const braid_cost_in_t *in)
+double braid_p2p_cost_barrier_ring(const braid_cost_in_t *in)
 {
     terms_t t;
 
@@ -202,12 +202,12 @@ double braid_ucx_cost_barrier_ring(const braid_cost_in_t *in)
 }
 
 /* Barrier, dissemination: C rounds, C alpha. */
-double braid_ucx_cost_barrier_recdbl(const braid_cost_in_t *in)
+double braid_p2p_cost_barrier_recdbl(const braid_cost_in_t *in)
 {
     terms_t t;
 
     if (terms(&t, in) < 0) {
         return -1.0;
     }
-    return braid_ucx_log2_ceil(t.n) * t.alpha;
+    return braid_p2p_log2_ceil(t.n) * t.alpha;
 }

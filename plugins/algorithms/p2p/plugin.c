@@ -13,11 +13,11 @@ static braid_status_t p2p_probe(const braid_services_v3_t *svc, char *why,
 }
 
 static const braid_algo_v3_t *const algos[] = {
-    &braid_ucx_allreduce_ring,      &braid_ucx_allreduce_recdbl,
-    &braid_ucx_reduce_scatter_ring, &braid_ucx_reduce_scatter_recdbl,
-    &braid_ucx_allgather_ring,      &braid_ucx_allgather_recdbl,
-    &braid_ucx_bcast_ring,          &braid_ucx_bcast_recdbl,
-    &braid_ucx_barrier_ring,        &braid_ucx_barrier_recdbl,
+    &braid_p2p_allreduce_ring,      &braid_p2p_allreduce_recdbl,
+    &braid_p2p_reduce_scatter_ring, &braid_p2p_reduce_scatter_recdbl,
+    &braid_p2p_allgather_ring,      &braid_p2p_allgather_recdbl,
+    &braid_p2p_bcast_ring,          &braid_p2p_bcast_recdbl,
+    &braid_p2p_barrier_ring,        &braid_p2p_barrier_recdbl,
 };
 
 __attribute__((visibility("default")))

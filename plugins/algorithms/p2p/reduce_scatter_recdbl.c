@@ -35,7 +35,7 @@ typedef struct halving {
     int             have_acc;         /* partials are in acc/recvbuf now */
     size_t          bs;               /* block bytes */
     char           *acc, *tmp;        /* n blocks each */
-    braid_ucx_buf_t scratch;
+    braid_p2p_buf_t scratch;
     braid_treq_t    reqs[2];
 } halving_t;
 
@@ -83,9 +83,9 @@ static void combine_blocks(braid_task_t *task, const halving_t *g, int b0,
         m   = mine(task, g, x);
         o   = g->tmp + (size_t)x * g->bs;
         if (mine_is_lower) {
-            braid_ucx_combine(task, accp(task, g, x), m, o, cnt);
+            braid_p2p_combine(task, accp(task, g, x), m, o, cnt);
         } else {
-            braid_ucx_combine(task, accp(task, g, x), o, m, cnt);
+            braid_p2p_combine(task, accp(task, g, x), o, m, cnt);
         }
     }
 }
@@ -117,29 +117,29 @@ static braid_status_t post(braid_task_t *task, halving_t *g)
 
     switch (g->stage) {
     case ST_FOLD_IN:
-        return braid_ucx_recv(task, me - 1, 0, g->tmp, all, &g->reqs[0]);
+        return braid_p2p_recv(task, me - 1, 0, g->tmp, all, &g->reqs[0]);
     case ST_HALVE:
         peer = real_rank(g, g->vrank ^ g->mask);
-        st   = braid_ucx_recv(task, peer, 1 + g->step,
+        st   = braid_p2p_recv(task, peer, 1 + g->step,
                               g->tmp + (size_t)g->keep_lo * g->bs,
                               (size_t)(g->keep_hi - g->keep_lo) * g->bs,
                               &g->reqs[0]);
         if (st == BRAID_OK) {
-            st = braid_ucx_send(task, peer, 1 + g->step,
+            st = braid_p2p_send(task, peer, 1 + g->step,
                                 mine(task, g, g->send_lo),
                                 (size_t)(g->send_hi - g->send_lo) * g->bs,
                                 &g->reqs[1]);
         }
         return st;
     case ST_FOLD_OUT:
-        return braid_ucx_send(task, me - 1, 1 + g->step,
+        return braid_p2p_send(task, me - 1, 1 + g->step,
                               accp(task, g, me - 1), g->bs, &g->reqs[0]);
     case ST_IDLE_SEND:
-        return braid_ucx_send(task, me + 1, 0, task->sendbuf, all,
+        return braid_p2p_send(task, me + 1, 0, task->sendbuf, all,
                               &g->reqs[0]);
     case ST_IDLE_RECV:
         /* Only now: in place, the buffer was being sent until this point. */
-        return braid_ucx_recv(task, me + 1, 1 + braid_ucx_log2_ceil(g->p),
+        return braid_p2p_recv(task, me + 1, 1 + braid_p2p_log2_ceil(g->p),
                               task->recvbuf, g->bs, &g->reqs[0]);
     default:
         return BRAID_OK;
@@ -161,7 +161,7 @@ static void complete(braid_task_t *task, halving_t *g)
         if (task->count == 0) {
             g->stage = ST_DONE;
         } else if (task->size == 1) {
-            braid_ucx_copy(task, task->recvbuf, task->sendbuf, task->count);
+            braid_p2p_copy(task, task->recvbuf, task->sendbuf, task->count);
             task->svc->finish_avg(task->recvbuf, task->count, task->dtype,
                                   task->op, 1);
             g->stage = ST_DONE;
@@ -213,12 +213,12 @@ static braid_status_t start(braid_task_t *task)
     halving_t     *g;
     braid_status_t st;
 
-    st = braid_ucx_priv_alloc(task, sizeof(halving_t));
+    st = braid_p2p_priv_alloc(task, sizeof(halving_t));
     if (st != BRAID_OK) {
         return st;
     }
     g       = task->priv;
-    g->p    = braid_ucx_pow2_floor(n);
+    g->p    = braid_p2p_pow2_floor(n);
     g->rem  = n - g->p;
     g->mask = g->p / 2;
     g->vlo  = 0;
@@ -230,12 +230,12 @@ static braid_status_t start(braid_task_t *task)
         g->vrank = task->rank - g->rem;
     }
     if (g->vrank >= 0 && n > 1) {
-        st = braid_ucx_scratch_get(&g->scratch, task, 2 * (size_t)n * g->bs);
+        st = braid_p2p_scratch_get(&g->scratch, task, 2 * (size_t)n * g->bs);
         g->acc = g->scratch.ptr;
         g->tmp = g->scratch.ptr ? g->scratch.ptr + (size_t)n * g->bs : NULL;
     }
     if (st != BRAID_OK) {
-        braid_ucx_priv_free(task);
+        braid_p2p_priv_free(task);
     }
     return st;
 }
@@ -246,7 +246,7 @@ static braid_status_t progress(braid_task_t *task)
     braid_status_t st;
 
     for (;;) {
-        st = braid_ucx_reqs_test(task, g->reqs, 2);
+        st = braid_p2p_reqs_test(task, g->reqs, 2);
         if (st != BRAID_OK) {
             return st;
         }
@@ -268,20 +268,20 @@ static void finish(braid_task_t *task)
     if (g != NULL) {
         /* Requests an error left active may still use tmp: first withdraw
          * them. */
-        braid_ucx_reqs_cancel(task, g->reqs, 2);
-        braid_ucx_scratch_put(&g->scratch, task);
-        braid_ucx_priv_free(task);
+        braid_p2p_reqs_cancel(task, g->reqs, 2);
+        braid_p2p_scratch_put(&g->scratch, task);
+        braid_p2p_priv_free(task);
     }
 }
 
-const braid_algo_v3_t braid_ucx_reduce_scatter_recdbl = {
+const braid_algo_v3_t braid_p2p_reduce_scatter_recdbl = {
     .name            = "recdbl",
     .coll            = BRAID_COLL_REDUCE_SCATTER,
     .needs_caps      = BRAID_CAP_SENDRECV,
     .transport       = NULL,
-    .estimate        = braid_ucx_cost_reduce_scatter_recdbl,
+    .estimate        = braid_p2p_cost_reduce_scatter_recdbl,
     .start           = start,
     .progress        = progress,
     .finish          = finish,
-    .comm_state_free = braid_ucx_comm_state_free,
+    .comm_state_free = braid_p2p_comm_state_free,
 };

@@ -33,7 +33,7 @@
 #define WINDOW 4
 
 typedef struct ring {
-    braid_ucx_ring_mode_t mode;
+    braid_p2p_ring_mode_t mode;
     int             n, rank, left, right;
     int             vpos;      /* broadcast: position in the chain */
     size_t          dts;
@@ -47,7 +47,7 @@ typedef struct ring {
     char           *dst;
     char           *slots;     /* WINDOW * seg elements */
     char           *acc;       /* reduce_scatter: 2 * count elements */
-    braid_ucx_buf_t scratch;
+    braid_p2p_buf_t scratch;
     braid_treq_t    rreq[WINDOW];
     braid_treq_t    sreq[WINDOW];
 } ring_t;
@@ -56,16 +56,16 @@ typedef struct ring {
 
 static int is_reducing(const ring_t *g)
 {
-    return g->mode == BRAID_UCX_RING_ALLREDUCE ||
-           g->mode == BRAID_UCX_RING_REDUCE_SCATTER;
+    return g->mode == BRAID_P2P_RING_ALLREDUCE ||
+           g->mode == BRAID_P2P_RING_REDUCE_SCATTER;
 }
 
 static size_t chunk_off(const ring_t *g, int c)
 {
     switch (g->mode) {
-    case BRAID_UCX_RING_ALLREDUCE:
-        return braid_ucx_chunk_off(g->count, g->n, c);
-    case BRAID_UCX_RING_BCAST:
+    case BRAID_P2P_RING_ALLREDUCE:
+        return braid_p2p_chunk_off(g->count, g->n, c);
+    case BRAID_P2P_RING_BCAST:
         return 0;
     default:
         return (size_t)c * g->count;
@@ -74,26 +74,26 @@ static size_t chunk_off(const ring_t *g, int c)
 
 static size_t chunk_len(const ring_t *g, int c)
 {
-    if (g->mode == BRAID_UCX_RING_ALLREDUCE) {
-        return braid_ucx_chunk_len(g->count, g->n, c);
+    if (g->mode == BRAID_P2P_RING_ALLREDUCE) {
+        return braid_p2p_chunk_len(g->count, g->n, c);
     }
     return g->count;
 }
 
 static int c_send(const ring_t *g, long s)
 {
-    if (g->mode == BRAID_UCX_RING_BCAST) {
+    if (g->mode == BRAID_P2P_RING_BCAST) {
         return 0;
     }
-    return braid_ucx_mod(g->rank - s - (is_reducing(g) ? 1 : 0), g->n);
+    return braid_p2p_mod(g->rank - s - (is_reducing(g) ? 1 : 0), g->n);
 }
 
 static int c_recv(const ring_t *g, long s)
 {
-    if (g->mode == BRAID_UCX_RING_BCAST) {
+    if (g->mode == BRAID_P2P_RING_BCAST) {
         return 0;
     }
-    return braid_ucx_mod(g->rank - s - (is_reducing(g) ? 2 : 1), g->n);
+    return braid_p2p_mod(g->rank - s - (is_reducing(g) ? 2 : 1), g->n);
 }
 
 /* Segment k of chunk c: first element (absolute) and length. */
@@ -116,7 +116,7 @@ static long last_rs_step(const ring_t *g)
 
 static int send_ready(const ring_t *g, long u)
 {
-    if (g->mode == BRAID_UCX_RING_BCAST) {
+    if (g->mode == BRAID_P2P_RING_BCAST) {
         return g->vpos == 0 || g->processed > u;
     }
     /* Step s+1 forwards what step s received (and reduced). */
@@ -128,7 +128,7 @@ static int recv_ready(const ring_t *g, long u)
     /* Allreduce's allgather phase receives into the receive buffer, which
      * the reduce-scatter send of the same segment, n-1 steps earlier, may
      * still be reading. */
-    if (g->mode == BRAID_UCX_RING_ALLREDUCE && u / g->nseg > last_rs_step(g)) {
+    if (g->mode == BRAID_P2P_RING_ALLREDUCE && u / g->nseg > last_rs_step(g)) {
         return g->sends_done > u - (g->n - 1) * g->nseg;
     }
     return 1;
@@ -138,7 +138,7 @@ static int process_ready(const ring_t *g, long u)
 {
     /* reduce_scatter's accumulator of step s was last read by the send of
      * step s-1, same segment. */
-    if (g->mode == BRAID_UCX_RING_REDUCE_SCATTER && u / g->nseg >= 2) {
+    if (g->mode == BRAID_P2P_RING_REDUCE_SCATTER && u / g->nseg >= 2) {
         return g->sends_done > u - g->nseg;
     }
     return 1;
@@ -164,7 +164,7 @@ static braid_status_t post_send(braid_task_t *task, ring_t *g, long u)
     size_t        off, len;
 
     memset(req, 0, sizeof(*req));
-    if (g->mode == BRAID_UCX_RING_BCAST && g->vpos == g->n - 1) {
+    if (g->mode == BRAID_P2P_RING_BCAST && g->vpos == g->n - 1) {
         return BRAID_OK; /* end of the chain */
     }
     segment(&off, &len, g, c_send(g, s), k);
@@ -172,13 +172,13 @@ static braid_status_t post_send(braid_task_t *task, ring_t *g, long u)
         return BRAID_OK; /* both sides know the segment is empty */
     }
     switch (g->mode) {
-    case BRAID_UCX_RING_ALLREDUCE:
+    case BRAID_P2P_RING_ALLREDUCE:
         buf = (s == 0 ? g->src : g->dst) + off * g->dts;
         break;
-    case BRAID_UCX_RING_REDUCE_SCATTER:
+    case BRAID_P2P_RING_REDUCE_SCATTER:
         buf = s == 0 ? g->src + off * g->dts : acc_seg(g, s - 1, k);
         break;
-    case BRAID_UCX_RING_ALLGATHER:
+    case BRAID_P2P_RING_ALLGATHER:
         buf = s == 0 ? g->src + (size_t)k * g->seg * g->dts
                      : g->dst + off * g->dts;
         break;
@@ -186,7 +186,7 @@ static braid_status_t post_send(braid_task_t *task, ring_t *g, long u)
         buf = (g->vpos == 0 ? g->src : g->dst) + off * g->dts;
         break;
     }
-    return braid_ucx_send(task, g->right, u, buf, len * g->dts, req);
+    return braid_p2p_send(task, g->right, u, buf, len * g->dts, req);
 }
 
 static braid_status_t post_recv(braid_task_t *task, ring_t *g, long u)
@@ -197,20 +197,20 @@ static braid_status_t post_recv(braid_task_t *task, ring_t *g, long u)
     size_t        off, len;
 
     memset(req, 0, sizeof(*req));
-    if (g->mode == BRAID_UCX_RING_BCAST && g->vpos == 0) {
+    if (g->mode == BRAID_P2P_RING_BCAST && g->vpos == 0) {
         return BRAID_OK; /* the root has the data */
     }
     segment(&off, &len, g, c_recv(g, s), k);
     if (len == 0) {
         return BRAID_OK;
     }
-    if (g->mode == BRAID_UCX_RING_REDUCE_SCATTER ||
-        (g->mode == BRAID_UCX_RING_ALLREDUCE && s <= last_rs_step(g))) {
+    if (g->mode == BRAID_P2P_RING_REDUCE_SCATTER ||
+        (g->mode == BRAID_P2P_RING_ALLREDUCE && s <= last_rs_step(g))) {
         buf = slot(g, u);
     } else {
         buf = g->dst + off * g->dts;
     }
-    return braid_ucx_recv(task, g->left, u, buf, len * g->dts, req);
+    return braid_p2p_recv(task, g->left, u, buf, len * g->dts, req);
 }
 
 /* Reduces a received reduce-scatter segment into its accumulator; the last
@@ -229,14 +229,14 @@ static void process(braid_task_t *task, ring_t *g, long u)
     if (len == 0) {
         return;
     }
-    if (g->mode == BRAID_UCX_RING_ALLREDUCE) {
+    if (g->mode == BRAID_P2P_RING_ALLREDUCE) {
         d = g->dst + off * g->dts;
     } else if (s == last_rs_step(g)) {
         d = g->dst + (size_t)k * g->seg * g->dts; /* output is chunk r only */
     } else {
         d = acc_seg(g, s, k);
     }
-    braid_ucx_combine(task, d, slot(g, u), g->src + off * g->dts, len);
+    braid_p2p_combine(task, d, slot(g, u), g->src + off * g->dts, len);
     if (s == last_rs_step(g)) {
         task->svc->finish_avg(d, len, task->dtype, task->op, g->n);
     }
@@ -246,23 +246,23 @@ static void process(braid_task_t *task, ring_t *g, long u)
 static void local_part(braid_task_t *task, ring_t *g)
 {
     switch (g->mode) {
-    case BRAID_UCX_RING_ALLREDUCE:
-    case BRAID_UCX_RING_REDUCE_SCATTER:
+    case BRAID_P2P_RING_ALLREDUCE:
+    case BRAID_P2P_RING_REDUCE_SCATTER:
         if (g->n == 1) {
-            braid_ucx_copy(task, g->dst, g->src, g->count);
+            braid_p2p_copy(task, g->dst, g->src, g->count);
             if (g->count > 0) {
                 task->svc->finish_avg(g->dst, g->count, task->dtype,
                                       task->op, 1);
             }
         }
         break;
-    case BRAID_UCX_RING_ALLGATHER:
-        braid_ucx_copy(task, g->dst + (size_t)g->rank * g->count * g->dts,
+    case BRAID_P2P_RING_ALLGATHER:
+        braid_p2p_copy(task, g->dst + (size_t)g->rank * g->count * g->dts,
                        g->src, g->count);
         break;
     default:
         if (g->vpos == 0) {
-            braid_ucx_copy(task, g->dst, g->src, g->count);
+            braid_p2p_copy(task, g->dst, g->src, g->count);
         }
         break;
     }
@@ -270,8 +270,8 @@ static void local_part(braid_task_t *task, ring_t *g)
 
 /* ------------------------------------------------------------- interface */
 
-braid_status_t braid_ucx_ring_start(braid_task_t *task,
-                                    braid_ucx_ring_mode_t mode)
+braid_status_t braid_p2p_ring_start(braid_task_t *task,
+                                    braid_p2p_ring_mode_t mode)
 {
     const int      n = task->size;
     ring_t        *g;
@@ -280,12 +280,12 @@ braid_status_t braid_ucx_ring_start(braid_task_t *task,
     braid_status_t st;
 
     if (task->dtsize == 0 ||
-        (mode == BRAID_UCX_RING_BCAST && (task->root < 0 || task->root >= n))) {
+        (mode == BRAID_P2P_RING_BCAST && (task->root < 0 || task->root >= n))) {
         return task->svc->error(BRAID_ERR_INVALID_ARG,
-                                "ucx ring: invalid dtype or root %d",
+                                "p2p ring: invalid dtype or root %d",
                                 task->root);
     }
-    st = braid_ucx_priv_alloc(task, sizeof(ring_t));
+    st = braid_p2p_priv_alloc(task, sizeof(ring_t));
     if (st != BRAID_OK) {
         return st;
     }
@@ -293,20 +293,20 @@ braid_status_t braid_ucx_ring_start(braid_task_t *task,
     g->mode  = mode;
     g->n     = n;
     g->rank  = task->rank;
-    g->left  = braid_ucx_mod(task->rank - 1, n);
-    g->right = braid_ucx_mod(task->rank + 1, n);
-    g->vpos  = braid_ucx_mod(task->rank - task->root, n);
+    g->left  = braid_p2p_mod(task->rank - 1, n);
+    g->right = braid_p2p_mod(task->rank + 1, n);
+    g->vpos  = braid_p2p_mod(task->rank - task->root, n);
     g->dts   = task->dtsize;
     g->count = task->count;
     g->src   = task->sendbuf;
     g->dst   = task->recvbuf;
 
     switch (mode) {
-    case BRAID_UCX_RING_ALLREDUCE:
+    case BRAID_P2P_RING_ALLREDUCE:
         steps     = 2L * (n - 1);
-        chunk_max = braid_ucx_chunk_len(g->count, n, 0);
+        chunk_max = braid_p2p_chunk_len(g->count, n, 0);
         break;
-    case BRAID_UCX_RING_BCAST:
+    case BRAID_P2P_RING_BCAST:
         steps     = n > 1 ? 1 : 0;
         chunk_max = g->count;
         break;
@@ -315,18 +315,18 @@ braid_status_t braid_ucx_ring_start(braid_task_t *task,
         chunk_max = g->count;
         break;
     }
-    g->seg = BRAID_UCX_SEG_BYTES / g->dts ? BRAID_UCX_SEG_BYTES / g->dts : 1;
+    g->seg = BRAID_P2P_SEG_BYTES / g->dts ? BRAID_P2P_SEG_BYTES / g->dts : 1;
     if (steps > 0 && chunk_max > 0) {
         g->nseg = (long)((chunk_max + g->seg - 1) / g->seg);
-        if (steps * g->nseg > BRAID_UCX_MAX_STEPS) {
+        if (steps * g->nseg > BRAID_P2P_MAX_STEPS) {
             /* Keep every unit's tag distinct: fewer, larger segments. */
-            long most = BRAID_UCX_MAX_STEPS / steps;
+            long most = BRAID_P2P_MAX_STEPS / steps;
             if (most == 0) {
-                braid_ucx_ring_finish(task);
+                braid_p2p_ring_finish(task);
                 return task->svc->error(BRAID_ERR_NOT_SUPPORTED,
-                                        "ucx ring: %d ranks need more than "
+                                        "p2p ring: %d ranks need more than "
                                         "%ld tags per call", n,
-                                        BRAID_UCX_MAX_STEPS);
+                                        BRAID_P2P_MAX_STEPS);
             }
             g->seg  = (chunk_max + (size_t)most - 1) / (size_t)most;
             g->nseg = (long)((chunk_max + g->seg - 1) / g->seg);
@@ -336,13 +336,13 @@ braid_status_t braid_ucx_ring_start(braid_task_t *task,
 
     if (g->nunits > 0 && is_reducing(g)) {
         slots_bytes = WINDOW * g->seg * g->dts;
-        if (mode == BRAID_UCX_RING_REDUCE_SCATTER && n > 2) {
+        if (mode == BRAID_P2P_RING_REDUCE_SCATTER && n > 2) {
             acc_bytes = 2 * g->count * g->dts;
         }
     }
-    st = braid_ucx_scratch_get(&g->scratch, task, slots_bytes + acc_bytes);
+    st = braid_p2p_scratch_get(&g->scratch, task, slots_bytes + acc_bytes);
     if (st != BRAID_OK) {
-        braid_ucx_ring_finish(task);
+        braid_p2p_ring_finish(task);
         return st;
     }
     g->slots = g->scratch.ptr;
@@ -350,7 +350,7 @@ braid_status_t braid_ucx_ring_start(braid_task_t *task,
     return BRAID_OK;
 }
 
-braid_status_t braid_ucx_ring_progress(braid_task_t *task)
+braid_status_t braid_p2p_ring_progress(braid_task_t *task)
 {
     ring_t        *g = task->priv;
     braid_status_t st;
@@ -363,7 +363,7 @@ braid_status_t braid_ucx_ring_progress(braid_task_t *task)
     do {
         moved = 0;
         while (g->sends_done < g->sends_posted) {
-            st = braid_ucx_req_test(task, &g->sreq[g->sends_done % WINDOW]);
+            st = braid_p2p_req_test(task, &g->sreq[g->sends_done % WINDOW]);
             if (st != BRAID_OK) {
                 if (st < 0) {
                     return st;
@@ -375,7 +375,7 @@ braid_status_t braid_ucx_ring_progress(braid_task_t *task)
         }
         while (g->processed < g->recvs_posted &&
                process_ready(g, g->processed)) {
-            st = braid_ucx_req_test(task, &g->rreq[g->processed % WINDOW]);
+            st = braid_p2p_req_test(task, &g->rreq[g->processed % WINDOW]);
             if (st != BRAID_OK) {
                 if (st < 0) {
                     return st;
@@ -416,16 +416,16 @@ braid_status_t braid_ucx_ring_progress(braid_task_t *task)
     return BRAID_INPROGRESS;
 }
 
-void braid_ucx_ring_finish(braid_task_t *task)
+void braid_p2p_ring_finish(braid_task_t *task)
 {
     ring_t *g = task->priv;
 
     if (g != NULL) {
         /* After an error receives may still be posted into the scratch
          * slots or recvbuf, sends still reading: withdraw them first. */
-        braid_ucx_reqs_cancel(task, g->rreq, WINDOW);
-        braid_ucx_reqs_cancel(task, g->sreq, WINDOW);
-        braid_ucx_scratch_put(&g->scratch, task);
-        braid_ucx_priv_free(task);
+        braid_p2p_reqs_cancel(task, g->rreq, WINDOW);
+        braid_p2p_reqs_cancel(task, g->sreq, WINDOW);
+        braid_p2p_scratch_put(&g->scratch, task);
+        braid_p2p_priv_free(task);
     }
 }

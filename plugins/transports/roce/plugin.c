@@ -13,7 +13,7 @@ static braid_status_t roce_plugin_probe(const braid_services_v3_t *svc,
 }
 
 static const braid_transport_v3_t *const transports[] = {
-    &braid_lowhop_roce_transport};
+    &braid_roce_transport};
 
 __attribute__((visibility("default")))
 const braid_plugin_v3_t braid_plugin_v3 = {

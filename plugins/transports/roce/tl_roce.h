@@ -1,12 +1,12 @@
-/* Internals of the RoCE (verbs) transport of the lowhop plugin.
+/* Internals of the RoCE (verbs) transport.
  *
  * One RC queue pair per peer, one completion queue for all of them, host
  * memory registered once per area.  put_signal is an RDMA WRITE of the data
  * followed, on the same QP, by a small SEND that carries the flag; the
  * target's progress() stores the flag when that SEND's receive completes
  * (put.c explains why the flag is not simply a second RDMA WRITE). */
-#ifndef BRAID_LOWHOP_TL_ROCE_H
-#define BRAID_LOWHOP_TL_ROCE_H
+#ifndef BRAID_ROCE_TL_ROCE_H
+#define BRAID_ROCE_TL_ROCE_H
 
 #include <stdint.h>
 

@@ -2,7 +2,7 @@
  * for the lowhop algorithms.
  *
  * Linking: the plugin links libibverbs.so.1 directly (libibverbs1 is a
- * package dependency), so libbraid-lowhop.so does not load on a machine
+ * package dependency), so libbraid-roce.so does not load on a machine
  * without it.  Loading it with dlopen instead would take a table of the
  * ~25 ibv_* entry points we call, filled by dlsym at probe time (failure ->
  * "libibverbs.so.1 not found"), and care with the static inline wrappers in
@@ -59,7 +59,7 @@ static braid_status_t roce_progress(void *tcomm)
     return braid_roce_poll(tcomm);
 }
 
-const braid_transport_v3_t braid_lowhop_roce_transport = {
+const braid_transport_v3_t braid_roce_transport = {
     .name         = "roce",
     .caps         = BRAID_CAP_PUT_SIGNAL,
     .probe        = roce_probe,

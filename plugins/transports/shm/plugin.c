@@ -1,5 +1,5 @@
 /* The shm plugin: one transport for the ranks of one host, no algorithms of
- * its own (the ucx and lowhop algorithms run on it through braid_tl_t). */
+ * its own (the p2p and lowhop algorithms run on it through braid_tl_t). */
 #include "shm.h"
 
 static braid_status_t shm_plugin_probe(const braid_services_v3_t *svc,
