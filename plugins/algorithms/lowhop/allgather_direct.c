@@ -24,12 +24,13 @@ typedef struct ag_direct {
     unsigned char       *done;  /* [n-1], by slot: copied */
 } ag_direct_t;
 
-static braid_status_t ag_start(braid_task_t *task)
+static braid_status_t ag_start(braid_task_t *task, braid_wait_t *wait)
 {
     size_t len = task->count * task->dtsize;
     int    n   = task->size;
     braid_status_t st;
 
+    (void)wait;
     if (len > BRAID_LOWHOP_ALLGATHER_MAX_BYTES)
         return task->svc->error(BRAID_ERR_NOT_SUPPORTED, "lowhop: allgather "
                                 "direct takes at most %zu bytes per rank, "
@@ -48,18 +49,15 @@ static braid_status_t ag_start(braid_task_t *task)
 
     st = braid_lowhop_area_get(&s->area, task, len,
                                BRAID_LOWHOP_ALLGATHER_MAX_BYTES);
-    if (st != BRAID_OK) {
-        task->priv = NULL; /* finish() is not called when start fails */
-        free(s);
-        return st;
-    }
+    if (st != BRAID_OK)
+        return st; /* finish() frees the state */
     s->bank = (int)(s->area->calls++ & 1);
     s->flag = braid_lowhop_flag(task->seq);
     s->left = n - 1;
     return BRAID_OK;
 }
 
-static braid_status_t ag_progress(braid_task_t *task)
+static braid_status_t ag_progress(braid_task_t *task, braid_wait_t *wait)
 {
     ag_direct_t *s   = task->priv;
     int          n   = task->size, me = task->rank;
@@ -98,7 +96,8 @@ static braid_status_t ag_progress(braid_task_t *task)
         return st;
     if (s->left == 0)
         return BRAID_OK;
-    task->remote_wait = braid_lowhop_mates_in(s->area, s->done, n);
+    if (braid_lowhop_mates_in(s->area, s->done, n))
+        *wait = BRAID_WAIT_REMOTE;
     return BRAID_INPROGRESS;
 }
 
@@ -113,12 +112,20 @@ static void ag_finish(braid_task_t *task)
     braid_lowhop_priv_free(task);
 }
 
-const braid_algo_v3_t braid_lowhop_allgather_direct_algo = {
+static double ag_estimate(const braid_algo_t *self, const braid_cost_in_t *in)
+{
+    (void)self;
+    return braid_lowhop_cost_allgather_direct(in);
+}
+
+const braid_algo_t braid_lowhop_allgather_direct_algo = {
+    .struct_size     = sizeof(braid_algo_t),
+    .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "direct",
     .coll            = BRAID_COLL_ALLGATHER,
     .needs_caps      = BRAID_CAP_PUT_SIGNAL,
     .transport       = NULL,
-    .estimate        = braid_lowhop_cost_allgather_direct,
+    .estimate        = ag_estimate,
     .start           = ag_start,
     .progress        = ag_progress,
     .finish          = ag_finish,

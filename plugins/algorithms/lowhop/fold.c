@@ -22,7 +22,7 @@ static void fold_block(const braid_task_t *task, void *acc,
                        const void *const *src, int n, size_t first,
                        size_t cnt)
 {
-    const braid_services_v3_t *svc = task->svc;
+    const braid_services_t *svc = task->svc;
     size_t off = first * task->dtsize;
 
     svc->reduce2(acc, (const char *)src[0] + off, (const char *)src[1] + off,

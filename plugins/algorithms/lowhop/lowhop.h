@@ -22,11 +22,11 @@
 #define BRAID_LOWHOP_ALLGATHER_MAX_BYTES      ((size_t)4 << 20)
 #define BRAID_LOWHOP_REDUCE_SCATTER_MAX_BYTES ((size_t)4 << 20)
 
-extern const braid_algo_v3_t braid_lowhop_oneshot_algo;
-extern const braid_algo_v3_t braid_lowhop_twoshot_algo;
-extern const braid_algo_v3_t braid_lowhop_allgather_direct_algo;
-extern const braid_algo_v3_t braid_lowhop_reduce_scatter_direct_algo;
-extern const braid_algo_v3_t braid_lowhop_barrier_direct_algo;
+extern const braid_algo_t braid_lowhop_oneshot_algo;
+extern const braid_algo_t braid_lowhop_twoshot_algo;
+extern const braid_algo_t braid_lowhop_allgather_direct_algo;
+extern const braid_algo_t braid_lowhop_reduce_scatter_direct_algo;
+extern const braid_algo_t braid_lowhop_barrier_direct_algo;
 
 /* cost.c: estimates in microseconds, -1 when the algorithm cannot run the
  * inputs (above its cap, or no usable link description). */

@@ -7,9 +7,10 @@
  * the smallest messages (decode steps), as in TensorRT-LLM's push-mode
  * one-shot kernel and Open MPI's allgather_reduce.
  *
- * Per call:  start   grow the area if needed, pick the bank
- *            progress post the n-1 puts (first time), poll the n-1 flags,
- *                     fold once all arrived, complete once every put did. */
+ * Per call:  start    grow the area if needed, pick the bank, post the n-1
+ *                     puts, and say whether only other CPUs' data is left
+ *            progress poll the n-1 flags, fold once all arrived, complete
+ *                     once every put did. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +18,18 @@
 #include "lowhop.h"
 #include "slots.h"
 
-static braid_status_t oneshot_start(braid_task_t *task)
+static braid_status_t oneshot_start(braid_task_t *task, braid_wait_t *wait)
 {
-    return braid_lowhop_xchg_start(task, task->count * task->dtsize,
-                                   BRAID_LOWHOP_ONESHOT_MAX_BYTES, "oneshot");
+    size_t         len = task->count * task->dtsize;
+    braid_status_t st  = braid_lowhop_xchg_start(
+        task, len, BRAID_LOWHOP_ONESHOT_MAX_BYTES, "oneshot");
+    if (st != BRAID_OK)
+        return st;
+    return braid_lowhop_xchg_open(task, task->priv, task->sendbuf, len, 0,
+                                  wait);
 }
 
-static braid_status_t oneshot_progress(braid_task_t *task)
+static braid_status_t oneshot_progress(braid_task_t *task, braid_wait_t *wait)
 {
     braid_lowhop_xchg_t *s   = task->priv;
     int                  n   = task->size;
@@ -33,16 +39,13 @@ static braid_status_t oneshot_progress(braid_task_t *task)
 
     if (s->area == NULL)
         return braid_lowhop_local_result(task);
-    int first = !s->posted;
     if ((st = braid_lowhop_xchg_drive(task, s, task->sendbuf, len, 0)) !=
         BRAID_OK)
         return st;
-    if (first && braid_lowhop_xchg_yield_first(task, s))
-        return BRAID_INPROGRESS;
     /* In place, recvbuf is the source of our puts: a transport may read it
      * until the put completes, so the result waits for that. */
     int src_free = task->sendbuf != task->recvbuf || s->sent;
-    if (!s->reduced && src_free && braid_lowhop_xchg_arrived(task, s)) {
+    if (!s->reduced && src_free && braid_lowhop_xchg_arrived(task, s, wait)) {
         /* Rank r wrote slot r - me - 1 mod n: ranks below me from n-1-me
          * on, ranks above me from 0 (braid_lowhop_slot_index). */
         for (int r = 0, slot = n - 1 - me; r < n; r++, slot++) {
@@ -60,12 +63,21 @@ static braid_status_t oneshot_progress(braid_task_t *task)
     return s->reduced && s->sent ? BRAID_OK : BRAID_INPROGRESS;
 }
 
-const braid_algo_v3_t braid_lowhop_oneshot_algo = {
+static double oneshot_estimate(const braid_algo_t *self,
+                               const braid_cost_in_t *in)
+{
+    (void)self;
+    return braid_lowhop_cost_oneshot(in);
+}
+
+const braid_algo_t braid_lowhop_oneshot_algo = {
+    .struct_size     = sizeof(braid_algo_t),
+    .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "oneshot",
     .coll            = BRAID_COLL_ALLREDUCE,
     .needs_caps      = BRAID_CAP_PUT_SIGNAL,
     .transport       = NULL,
-    .estimate        = braid_lowhop_cost_oneshot,
+    .estimate        = oneshot_estimate,
     .start           = oneshot_start,
     .progress        = oneshot_progress,
     .finish          = braid_lowhop_xchg_finish,

@@ -13,14 +13,15 @@
 
 #include "lowhop.h"
 
-static braid_status_t lowhop_probe(const braid_services_v3_t *svc, char *why,
+static braid_status_t lowhop_probe(const braid_plugin_t *self,
+                                   const braid_services_t *svc, char *why,
                                    size_t why_len)
 {
-    (void)svc, (void)why, (void)why_len;
+    (void)self, (void)svc, (void)why, (void)why_len;
     return BRAID_OK; /* the algorithms run on any put-with-signal transport */
 }
 
-static const braid_algo_v3_t *const algos[] = {
+static const braid_algo_t *const algos[] = {
     &braid_lowhop_oneshot_algo,
     &braid_lowhop_twoshot_algo,
     &braid_lowhop_allgather_direct_algo,
@@ -29,9 +30,9 @@ static const braid_algo_v3_t *const algos[] = {
 };
 
 __attribute__((visibility("default")))
-const braid_plugin_v3_t braid_plugin_v3 = {
+const braid_plugin_t braid_plugin_v4 = {
     .abi_version  = BRAID_PLUGIN_ABI_VERSION,
-    .struct_size  = sizeof(braid_plugin_v3_t),
+    .struct_size  = sizeof(braid_plugin_t),
     .name         = "lowhop",
     .version      = "0.1",
     .probe        = lowhop_probe,

@@ -14,14 +14,19 @@
 #include "lowhop.h"
 #include "slots.h"
 
-static braid_status_t rs_start(braid_task_t *task)
+static braid_status_t rs_start(braid_task_t *task, braid_wait_t *wait)
 {
-    return braid_lowhop_xchg_start(task, task->count * task->dtsize,
-                                   BRAID_LOWHOP_REDUCE_SCATTER_MAX_BYTES,
-                                   "reduce_scatter direct");
+    size_t         len = task->count * task->dtsize;
+    braid_status_t st  = braid_lowhop_xchg_start(
+        task, len, BRAID_LOWHOP_REDUCE_SCATTER_MAX_BYTES,
+        "reduce_scatter direct");
+    if (st != BRAID_OK)
+        return st;
+    return braid_lowhop_xchg_open(task, task->priv, task->sendbuf, len, len,
+                                  wait);
 }
 
-static braid_status_t rs_progress(braid_task_t *task)
+static braid_status_t rs_progress(braid_task_t *task, braid_wait_t *wait)
 {
     braid_lowhop_xchg_t *s   = task->priv;
     int                  n   = task->size, me = task->rank;
@@ -31,12 +36,9 @@ static braid_status_t rs_progress(braid_task_t *task)
 
     if (s->area == NULL)
         return braid_lowhop_local_result(task);
-    int first = !s->posted;
     if ((st = braid_lowhop_xchg_drive(task, s, in, len, len)) != BRAID_OK)
         return st;
-    if (first && braid_lowhop_xchg_yield_first(task, s))
-        return BRAID_INPROGRESS;
-    if (!s->reduced && braid_lowhop_xchg_arrived(task, s)) {
+    if (!s->reduced && braid_lowhop_xchg_arrived(task, s, wait)) {
         for (int r = 0; r < n; r++)
             s->src[r] = r == me ? (const void *)(in + (size_t)me * len)
                                 : braid_lowhop_slot_data(
@@ -50,12 +52,20 @@ static braid_status_t rs_progress(braid_task_t *task)
     return s->reduced && s->sent ? BRAID_OK : BRAID_INPROGRESS;
 }
 
-const braid_algo_v3_t braid_lowhop_reduce_scatter_direct_algo = {
+static double rs_estimate(const braid_algo_t *self, const braid_cost_in_t *in)
+{
+    (void)self;
+    return braid_lowhop_cost_reduce_scatter_direct(in);
+}
+
+const braid_algo_t braid_lowhop_reduce_scatter_direct_algo = {
+    .struct_size     = sizeof(braid_algo_t),
+    .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "direct",
     .coll            = BRAID_COLL_REDUCE_SCATTER,
     .needs_caps      = BRAID_CAP_PUT_SIGNAL,
     .transport       = NULL,
-    .estimate        = braid_lowhop_cost_reduce_scatter_direct,
+    .estimate        = rs_estimate,
     .start           = rs_start,
     .progress        = rs_progress,
     .finish          = braid_lowhop_xchg_finish,

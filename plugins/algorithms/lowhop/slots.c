@@ -42,8 +42,7 @@ static braid_status_t area_state(braid_lowhop_area_t **area,
                                     "memory for the receive-area state");
         }
         a->nslots = task->size - 1;
-        a->nmates = braid_lowhop_cpu_mates(a->mate, task->topo, task->rank,
-                                           task->size);
+        a->nmates = braid_lowhop_slot_mates(a->mate, task);
         *task->comm_state = a;
     }
     *area = a;
@@ -143,24 +142,21 @@ int braid_lowhop_mates_in(const braid_lowhop_area_t *a,
     return 1;
 }
 
-int braid_lowhop_cpu_mates(unsigned char *mate, const braid_topo_t *topo,
-                           int me, int n)
+int braid_lowhop_slot_mates(unsigned char *mate, const braid_task_t *task)
 {
-    int count = 0;
-    int cpu   = topo != NULL && topo->cpu_of_rank != NULL
-                    ? topo->cpu_of_rank[me]
-                    : -1;
+    int            n  = task->size;
+    unsigned char *by_rank;
+    int            count;
 
     memset(mate, 0, (size_t)(n > 1 ? n - 1 : 0));
-    if (cpu < 0)
+    if (task->topo == NULL)
         return -1;
-    for (int k = 0; k < n - 1; k++) {
-        int r   = braid_lowhop_slot_source(k, me, n);
-        mate[k] = topo->cpu_of_rank[r] == cpu &&
-                  topo->node_of_rank != NULL &&
-                  topo->node_of_rank[r] == topo->node_of_rank[me];
-        count += mate[k];
-    }
+    if ((by_rank = calloc((size_t)n, 1)) == NULL)
+        return -1; /* unknown: no hint, which is always correct */
+    count = task->svc->cpu_mates(task->topo, task->rank, by_rank);
+    for (int k = 0; count > 0 && k < n - 1; k++)
+        mate[k] = by_rank[braid_lowhop_slot_source(k, task->rank, n)];
+    free(by_rank);
     return count;
 }
 
@@ -330,10 +326,8 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
         if (!exchange)
             return BRAID_OK; /* nothing to exchange (progress copies) */
         st = braid_lowhop_area_get(&x->area, task, len, cap);
-        if (st != BRAID_OK) {
-            braid_lowhop_priv_free(task);
-            return st;
-        }
+        if (st != BRAID_OK)
+            return st; /* finish() frees the state */
         x->mates_left = x->area->nmates;
     }
     x->bank = (int)(x->area->calls++ & 1);
@@ -383,12 +377,12 @@ braid_status_t braid_lowhop_xchg_drive(braid_task_t *task,
     return BRAID_OK;
 }
 
-int braid_lowhop_xchg_yield_first(const braid_task_t *task,
-                                  const braid_lowhop_xchg_t *x)
+int braid_lowhop_xchg_mates_in(const braid_task_t *task,
+                               const braid_lowhop_xchg_t *x)
 {
     const braid_lowhop_area_t *a = x->area;
 
-    if (task->stream || a->nmates <= 0)
+    if (a == NULL || a->nmates < 0)
         return 0;
     for (int k = 0; k < task->size - 1; k++)
         if (a->mate[k] && !braid_lowhop_arrived(a, x->bank, k, x->flag))
@@ -396,7 +390,26 @@ int braid_lowhop_xchg_yield_first(const braid_task_t *task,
     return 1;
 }
 
-int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x)
+braid_status_t braid_lowhop_xchg_open(braid_task_t *task,
+                                      braid_lowhop_xchg_t *x, const void *src,
+                                      size_t len, size_t stride,
+                                      braid_wait_t *wait)
+{
+    braid_status_t st;
+
+    if (x->area == NULL)
+        return BRAID_OK;
+    if ((st = braid_lowhop_xchg_post(task, x, src, len, stride)) != BRAID_OK)
+        return st;
+    /* Only the mates' flags: the other CPUs' lines are left alone until
+     * the first progress (see xchg_arrived). */
+    if (braid_lowhop_xchg_mates_in(task, x))
+        *wait = BRAID_WAIT_REMOTE;
+    return BRAID_OK;
+}
+
+int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x,
+                              braid_wait_t *wait)
 {
     int                        n = task->size;
     const braid_lowhop_area_t *a = x->area;
@@ -426,7 +439,8 @@ int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x)
     }
     if (x->nseen == n - 1)
         return 1;
-    task->remote_wait = x->mates_left == 0;
+    if (x->mates_left == 0)
+        *wait = BRAID_WAIT_REMOTE;
     return 0;
 }
 

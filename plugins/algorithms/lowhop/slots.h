@@ -77,7 +77,7 @@ typedef struct braid_lowhop_area {
     void        *spare;
     size_t       spare_size, priv_size;
     /* [nslots]: 1 where the slot's writer is pinned to this rank's CPU
-     * (topo->cpu_of_rank), so that it runs only when this rank does not;
+     * (svc->cpu_mates), so that it runs only when this rank does not;
      * nmates of them, or -1 when this rank is not pinned (who shares its
      * CPU is then unknown, and no hint is given). */
     unsigned char *mate;
@@ -188,7 +188,8 @@ typedef struct braid_lowhop_xchg {
 /* Refuses len above cap (what names the algorithm), allocates task->priv as
  * a braid_lowhop_xchg_t and, when there is something to exchange, gets the
  * area (growing it collectively) and picks this call's bank and flag.  On
- * error task->priv is freed: finish() is not called when start fails. */
+ * error task->priv stays for finish(), which the core calls after a failed
+ * start too. */
 braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
                                        size_t cap, const char *what);
 /* Puts len bytes to every peer j (src + j·stride; stride 0: the same bytes
@@ -204,23 +205,29 @@ braid_status_t braid_lowhop_xchg_drive(braid_task_t *task,
                                        braid_lowhop_xchg_t *x,
                                        const void *src, size_t len,
                                        size_t stride);
-/* Whether this rank should hand its CPU over right after posting, before
- * looking for its peers' data: a call on its own (not task->stream) that
- * every peer pinned to this CPU entered before this rank.  They started
- * first and wait for this rank's data; finishing this call first would make
- * them wait for whatever this rank does next as well.  Call it once, just
- * after the post. */
-int braid_lowhop_xchg_yield_first(const braid_task_t *task,
-                                  const braid_lowhop_xchg_t *x);
+/* 1 when every peer pinned to this rank's CPU has delivered this call's
+ * data (vacuously with no such peer); 0 when this rank is not pinned. */
+int braid_lowhop_xchg_mates_in(const braid_task_t *task,
+                               const braid_lowhop_xchg_t *x);
+/* The end of a one-stage start(): posts the puts (as xchg_post) and sets
+ * *wait to BRAID_WAIT_REMOTE when xchg_mates_in -- the peers on this CPU
+ * entered the call first, which the core's waiting policy uses (wait.c: a
+ * lone call then yields to them once before its first progress).  Nothing
+ * to exchange: nothing to do. */
+braid_status_t braid_lowhop_xchg_open(braid_task_t *task,
+                                      braid_lowhop_xchg_t *x, const void *src,
+                                      size_t len, size_t stride,
+                                      braid_wait_t *wait);
 /* Looks at the flags not seen yet; 1 once all n-1 peers' data arrived.
- * Until then it sets task->remote_wait once every peer pinned to this
- * rank's CPU has delivered. */
-int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x);
-/* mate[k] = 1 when the writer of slot k of rank me's area is pinned to the
- * same CPU of the same host as me (k < n - 1); returns how many, or -1
- * (and no mates) when me is not pinned or there is no topology. */
-int braid_lowhop_cpu_mates(unsigned char *mate, const braid_topo_t *topo,
-                           int me, int n);
+ * Until then it sets *wait to BRAID_WAIT_REMOTE once every peer pinned to
+ * this rank's CPU has delivered. */
+int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x,
+                              braid_wait_t *wait);
+/* mate[k] = 1 when the writer of slot k of this rank's area is pinned to
+ * the same CPU of the same host (k < n - 1), from svc->cpu_mates; returns
+ * how many, or -1 (and no mates) when this rank is not pinned or there is
+ * no topology. */
+int braid_lowhop_slot_mates(unsigned char *mate, const braid_task_t *task);
 /* copy.c: whether a call should copy blocks of `block` bytes out of its
  * area with streaming stores (a large message on a shared CPU), and the
  * copy itself (stream 0: memcpy). */

@@ -71,12 +71,13 @@ static size_t chunk_first(const twoshot_t *s, int j)
     return (size_t)j * s->q + ((size_t)j < s->rem ? (size_t)j : s->rem);
 }
 
-static braid_status_t twoshot_start(braid_task_t *task)
+static braid_status_t twoshot_start(braid_task_t *task, braid_wait_t *wait)
 {
     size_t len = task->count * task->dtsize;
     int    n   = task->size;
     braid_status_t st;
 
+    (void)wait;
     if (len > BRAID_LOWHOP_TWOSHOT_MAX_BYTES)
         return task->svc->error(BRAID_ERR_NOT_SUPPORTED, "lowhop: twoshot "
                                 "takes at most %zu bytes per rank, this "
@@ -102,7 +103,7 @@ static braid_status_t twoshot_start(braid_task_t *task)
     st = braid_lowhop_area_get(&s->area, task, need,
                                BRAID_LOWHOP_TWOSHOT_MAX_BYTES / (size_t)n + 8);
     if (st != BRAID_OK)
-        goto fail;
+        return st; /* finish() frees the state */
     s->area->calls++;
     s->flag = braid_lowhop_flag(task->seq);
     for (int k = 0; k < n - 1; k++) {
@@ -113,11 +114,6 @@ static braid_status_t twoshot_start(braid_task_t *task)
             s->ag_left++;
     }
     return BRAID_OK;
-
-fail:
-    task->priv = NULL; /* finish() is not called when start fails */
-    free(s);
-    return st;
 }
 
 static braid_status_t post_stage1(braid_task_t *task, twoshot_t *s)
@@ -203,7 +199,7 @@ static void copy_out(braid_task_t *task, twoshot_t *s)
     }
 }
 
-static braid_status_t twoshot_progress(braid_task_t *task)
+static braid_status_t twoshot_progress(braid_task_t *task, braid_wait_t *wait)
 {
     twoshot_t *s = task->priv;
     int        n = task->size;
@@ -227,8 +223,9 @@ static braid_status_t twoshot_progress(braid_task_t *task)
     if (s->reduced && s->ag_left == 0 && rs == BRAID_OK && ag == BRAID_OK)
         return BRAID_OK;
     /* Stage 1 waits for pieces of the own chunk, stage 2 for chunks. */
-    task->remote_wait = braid_lowhop_mates_in(
-        s->area, s->reduced ? s->ag_done : s->rs_seen, n);
+    if (braid_lowhop_mates_in(s->area, s->reduced ? s->ag_done : s->rs_seen,
+                              n))
+        *wait = BRAID_WAIT_REMOTE;
     return BRAID_INPROGRESS;
 }
 
@@ -245,12 +242,21 @@ static void twoshot_finish(braid_task_t *task)
     braid_lowhop_priv_free(task);
 }
 
-const braid_algo_v3_t braid_lowhop_twoshot_algo = {
+static double twoshot_estimate(const braid_algo_t *self,
+                               const braid_cost_in_t *in)
+{
+    (void)self;
+    return braid_lowhop_cost_twoshot(in);
+}
+
+const braid_algo_t braid_lowhop_twoshot_algo = {
+    .struct_size     = sizeof(braid_algo_t),
+    .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "twoshot",
     .coll            = BRAID_COLL_ALLREDUCE,
     .needs_caps      = BRAID_CAP_PUT_SIGNAL,
     .transport       = NULL,
-    .estimate        = braid_lowhop_cost_twoshot,
+    .estimate        = twoshot_estimate,
     .start           = twoshot_start,
     .progress        = twoshot_progress,
     .finish          = twoshot_finish,

@@ -87,27 +87,37 @@ int braid_p2p_pow2_floor(int n);
 int braid_p2p_log2_ceil(int n);
 
 /* Cost model (cost.c): microseconds, negative when it cannot run. */
-double braid_p2p_cost_allreduce_ring(const braid_cost_in_t *in);
-double braid_p2p_cost_allreduce_recdbl(const braid_cost_in_t *in);
-double braid_p2p_cost_reduce_scatter_ring(const braid_cost_in_t *in);
-double braid_p2p_cost_reduce_scatter_recdbl(const braid_cost_in_t *in);
-double braid_p2p_cost_allgather_ring(const braid_cost_in_t *in);
-double braid_p2p_cost_allgather_recdbl(const braid_cost_in_t *in);
-double braid_p2p_cost_bcast_ring(const braid_cost_in_t *in);
-double braid_p2p_cost_bcast_recdbl(const braid_cost_in_t *in);
-double braid_p2p_cost_barrier_ring(const braid_cost_in_t *in);
-double braid_p2p_cost_barrier_recdbl(const braid_cost_in_t *in);
+double braid_p2p_cost_allreduce_ring(const braid_algo_t *self,
+                                     const braid_cost_in_t *in);
+double braid_p2p_cost_allreduce_recdbl(const braid_algo_t *self,
+                                       const braid_cost_in_t *in);
+double braid_p2p_cost_reduce_scatter_ring(const braid_algo_t *self,
+                                          const braid_cost_in_t *in);
+double braid_p2p_cost_reduce_scatter_recdbl(const braid_algo_t *self,
+                                            const braid_cost_in_t *in);
+double braid_p2p_cost_allgather_ring(const braid_algo_t *self,
+                                     const braid_cost_in_t *in);
+double braid_p2p_cost_allgather_recdbl(const braid_algo_t *self,
+                                       const braid_cost_in_t *in);
+double braid_p2p_cost_bcast_ring(const braid_algo_t *self,
+                                 const braid_cost_in_t *in);
+double braid_p2p_cost_bcast_recdbl(const braid_algo_t *self,
+                                   const braid_cost_in_t *in);
+double braid_p2p_cost_barrier_ring(const braid_algo_t *self,
+                                   const braid_cost_in_t *in);
+double braid_p2p_cost_barrier_recdbl(const braid_algo_t *self,
+                                     const braid_cost_in_t *in);
 
 /* The algorithms. */
-extern const braid_algo_v3_t braid_p2p_allreduce_ring;
-extern const braid_algo_v3_t braid_p2p_allreduce_recdbl;
-extern const braid_algo_v3_t braid_p2p_reduce_scatter_ring;
-extern const braid_algo_v3_t braid_p2p_reduce_scatter_recdbl;
-extern const braid_algo_v3_t braid_p2p_allgather_ring;
-extern const braid_algo_v3_t braid_p2p_allgather_recdbl;
-extern const braid_algo_v3_t braid_p2p_bcast_ring;
-extern const braid_algo_v3_t braid_p2p_bcast_recdbl;
-extern const braid_algo_v3_t braid_p2p_barrier_ring;
-extern const braid_algo_v3_t braid_p2p_barrier_recdbl;
+extern const braid_algo_t braid_p2p_allreduce_ring;
+extern const braid_algo_t braid_p2p_allreduce_recdbl;
+extern const braid_algo_t braid_p2p_reduce_scatter_ring;
+extern const braid_algo_t braid_p2p_reduce_scatter_recdbl;
+extern const braid_algo_t braid_p2p_allgather_ring;
+extern const braid_algo_t braid_p2p_allgather_recdbl;
+extern const braid_algo_t braid_p2p_bcast_ring;
+extern const braid_algo_t braid_p2p_bcast_recdbl;
+extern const braid_algo_t braid_p2p_barrier_ring;
+extern const braid_algo_t braid_p2p_barrier_recdbl;
 
 #endif

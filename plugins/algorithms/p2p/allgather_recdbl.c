@@ -79,8 +79,9 @@ static braid_status_t post_bruck(braid_task_t *task, bruck_t *g, int i)
     return st;
 }
 
-static braid_status_t start(braid_task_t *task)
+static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
 {
+    (void)wait;
     bruck_t       *g;
     braid_status_t st;
 
@@ -95,8 +96,9 @@ static braid_status_t start(braid_task_t *task)
     return BRAID_OK;
 }
 
-static braid_status_t progress(braid_task_t *task)
+static braid_status_t progress(braid_task_t *task, braid_wait_t *wait)
 {
+    *wait = BRAID_WAIT_PEER; /* only its requests are ever left */
     bruck_t       *g = task->priv;
     braid_status_t st;
 
@@ -134,7 +136,9 @@ static void finish(braid_task_t *task)
     braid_p2p_priv_free(task);
 }
 
-const braid_algo_v3_t braid_p2p_allgather_recdbl = {
+const braid_algo_t braid_p2p_allgather_recdbl = {
+    .struct_size     = sizeof(braid_algo_t),
+    .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "recdbl",
     .coll            = BRAID_COLL_ALLGATHER,
     .needs_caps      = BRAID_CAP_SENDRECV,

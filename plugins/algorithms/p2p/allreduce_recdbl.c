@@ -123,8 +123,9 @@ static void complete(braid_task_t *task, recdbl_t *g)
     }
 }
 
-static braid_status_t start(braid_task_t *task)
+static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
 {
+    (void)wait;
     const int      n = task->size;
     recdbl_t      *g;
     braid_status_t st;
@@ -155,8 +156,9 @@ static braid_status_t start(braid_task_t *task)
     return st;
 }
 
-static braid_status_t progress(braid_task_t *task)
+static braid_status_t progress(braid_task_t *task, braid_wait_t *wait)
 {
+    *wait = BRAID_WAIT_PEER; /* only its requests are ever left */
     recdbl_t      *g = task->priv;
     braid_status_t st;
 
@@ -189,7 +191,9 @@ static void finish(braid_task_t *task)
     }
 }
 
-const braid_algo_v3_t braid_p2p_allreduce_recdbl = {
+const braid_algo_t braid_p2p_allreduce_recdbl = {
+    .struct_size     = sizeof(braid_algo_t),
+    .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "recdbl",
     .coll            = BRAID_COLL_ALLREDUCE,
     .needs_caps      = BRAID_CAP_SENDRECV,

@@ -26,8 +26,9 @@ typedef struct barrier {
     braid_treq_t reqs[2];
 } barrier_t;
 
-static braid_status_t ring_start(braid_task_t *task)
+static braid_status_t ring_start(braid_task_t *task, braid_wait_t *wait)
 {
+    (void)wait;
     const int      n = task->size, r = task->rank;
     const int      left = braid_p2p_mod(r - 1, n), right = (r + 1) % n;
     barrier_t     *g;
@@ -53,8 +54,9 @@ static braid_status_t ring_start(braid_task_t *task)
     return BRAID_OK;
 }
 
-static braid_status_t ring_progress(braid_task_t *task)
+static braid_status_t ring_progress(braid_task_t *task, braid_wait_t *wait)
 {
+    *wait = BRAID_WAIT_PEER; /* only its requests are ever left */
     barrier_t     *g = task->priv;
     braid_status_t st;
 
@@ -77,8 +79,9 @@ static braid_status_t ring_progress(braid_task_t *task)
     }
 }
 
-static braid_status_t recdbl_start(braid_task_t *task)
+static braid_status_t recdbl_start(braid_task_t *task, braid_wait_t *wait)
 {
+    (void)wait;
     braid_status_t st = braid_p2p_priv_alloc(task, sizeof(barrier_t));
 
     if (st == BRAID_OK) {
@@ -87,8 +90,9 @@ static braid_status_t recdbl_start(braid_task_t *task)
     return st;
 }
 
-static braid_status_t recdbl_progress(braid_task_t *task)
+static braid_status_t recdbl_progress(braid_task_t *task, braid_wait_t *wait)
 {
+    *wait = BRAID_WAIT_PEER; /* only its requests are ever left */
     barrier_t     *g = task->priv;
     const int      n = task->size, r = task->rank;
     braid_status_t st;
@@ -127,7 +131,9 @@ static void finish(braid_task_t *task)
     braid_p2p_priv_free(task);
 }
 
-const braid_algo_v3_t braid_p2p_barrier_ring = {
+const braid_algo_t braid_p2p_barrier_ring = {
+    .struct_size     = sizeof(braid_algo_t),
+    .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "ring",
     .coll            = BRAID_COLL_BARRIER,
     .needs_caps      = BRAID_CAP_SENDRECV,
@@ -139,7 +145,9 @@ const braid_algo_v3_t braid_p2p_barrier_ring = {
     .comm_state_free = NULL,
 };
 
-const braid_algo_v3_t braid_p2p_barrier_recdbl = {
+const braid_algo_t braid_p2p_barrier_recdbl = {
+    .struct_size     = sizeof(braid_algo_t),
+    .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "recdbl",
     .coll            = BRAID_COLL_BARRIER,
     .needs_caps      = BRAID_CAP_SENDRECV,

@@ -19,8 +19,9 @@ typedef struct binomial {
     braid_treq_t reqs[MAX_CHILDREN];
 } binomial_t;
 
-static braid_status_t start(braid_task_t *task)
+static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
 {
+    (void)wait;
     const int      n = task->size;
     binomial_t    *g;
     braid_status_t st;
@@ -54,8 +55,9 @@ static braid_status_t start(braid_task_t *task)
     return BRAID_OK;
 }
 
-static braid_status_t progress(braid_task_t *task)
+static braid_status_t progress(braid_task_t *task, braid_wait_t *wait)
 {
+    *wait = BRAID_WAIT_PEER; /* only its requests are ever left */
     binomial_t    *g = task->priv;
     braid_status_t st;
 
@@ -108,7 +110,9 @@ static void finish(braid_task_t *task)
     braid_p2p_priv_free(task);
 }
 
-const braid_algo_v3_t braid_p2p_bcast_recdbl = {
+const braid_algo_t braid_p2p_bcast_recdbl = {
+    .struct_size     = sizeof(braid_algo_t),
+    .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "recdbl",
     .coll            = BRAID_COLL_BROADCAST,
     .needs_caps      = BRAID_CAP_SENDRECV,

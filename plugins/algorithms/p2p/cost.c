@@ -53,8 +53,10 @@ static double log2_floor_d(int n)
  * reduces.  Segments pipeline behind one another, so their latencies
  * overlap with the transfer and are not counted per segment:
  *   2(n-1) alpha + 2(n-1)/n B(m) + (n-1)/n G(m). */
-double braid_p2p_cost_allreduce_ring(const braid_cost_in_t *in)
+double braid_p2p_cost_allreduce_ring(const braid_algo_t *self,
+                                     const braid_cost_in_t *in)
 {
+    (void)self;
     terms_t t;
 
     if (terms(&t, in) < 0 || 2.0 * (t.n - 1) > BRAID_P2P_MAX_STEPS) {
@@ -72,8 +74,10 @@ double braid_p2p_cost_allreduce_ring(const braid_cost_in_t *in)
  * followed by a full reduction: L (alpha + B(m) + G(m)).  For n not a power
  * of two add the fold-in (alpha + B(m) + G(m): receive and reduce the
  * neighbour's input) and fold-out (alpha + B(m): return the result). */
-double braid_p2p_cost_allreduce_recdbl(const braid_cost_in_t *in)
+double braid_p2p_cost_allreduce_recdbl(const braid_algo_t *self,
+                                       const braid_cost_in_t *in)
 {
+    (void)self;
     terms_t t;
     double  step, cost;
 
@@ -93,8 +97,10 @@ double braid_p2p_cost_allreduce_recdbl(const braid_cost_in_t *in)
 
 /* Reduce-scatter, ring (m = one block): n-1 steps each moving and reducing
  * one block: (n-1) (alpha + B(m) + G(m)). */
-double braid_p2p_cost_reduce_scatter_ring(const braid_cost_in_t *in)
+double braid_p2p_cost_reduce_scatter_ring(const braid_algo_t *self,
+                                          const braid_cost_in_t *in)
 {
+    (void)self;
     terms_t t;
 
     if (terms(&t, in) < 0 || (double)(t.n - 1) > BRAID_P2P_MAX_STEPS) {
@@ -108,8 +114,10 @@ double braid_p2p_cost_reduce_scatter_ring(const braid_cost_in_t *in)
  * summing to (p-1)/p N:  L alpha + (p-1)/p (B(N) + G(N)).  Not a power of
  * two: the fold-in moves and reduces the whole input (alpha + B(N) + G(N)),
  * the fold-out returns one block (alpha + B(m)). */
-double braid_p2p_cost_reduce_scatter_recdbl(const braid_cost_in_t *in)
+double braid_p2p_cost_reduce_scatter_recdbl(const braid_algo_t *self,
+                                            const braid_cost_in_t *in)
 {
+    (void)self;
     terms_t t;
     double  big, cost;
     int     p;
@@ -132,8 +140,10 @@ double braid_p2p_cost_reduce_scatter_recdbl(const braid_cost_in_t *in)
 
 /* Allgather, ring (m = one block): n-1 steps of one block:
  * (n-1) (alpha + B(m)). */
-double braid_p2p_cost_allgather_ring(const braid_cost_in_t *in)
+double braid_p2p_cost_allgather_ring(const braid_algo_t *self,
+                                     const braid_cost_in_t *in)
 {
+    (void)self;
     terms_t t;
 
     if (terms(&t, in) < 0 || (double)(t.n - 1) > BRAID_P2P_MAX_STEPS) {
@@ -145,8 +155,10 @@ double braid_p2p_cost_allgather_ring(const braid_cost_in_t *in)
 /* Allgather, recursive doubling / Bruck: C steps, and every block but our
  * own arrives exactly once: C alpha + (n-1) B(m).  (Bruck's wrapped ranges
  * cost a second message in some steps; their latency overlaps the first.) */
-double braid_p2p_cost_allgather_recdbl(const braid_cost_in_t *in)
+double braid_p2p_cost_allgather_recdbl(const braid_algo_t *self,
+                                       const braid_cost_in_t *in)
 {
+    (void)self;
     terms_t t;
 
     if (terms(&t, in) < 0) {
@@ -159,8 +171,10 @@ double braid_p2p_cost_allgather_recdbl(const braid_cost_in_t *in)
  * (at least one).  The last rank gets the last segment after the first
  * has crossed n-1 links and the other k-1 have followed it:
  *   (n - 2 + k) (alpha + B(m / k)). */
-double braid_p2p_cost_bcast_ring(const braid_cost_in_t *in)
+double braid_p2p_cost_bcast_ring(const braid_algo_t *self,
+                                 const braid_cost_in_t *in)
 {
+    (void)self;
     terms_t t;
     double  k;
 
@@ -180,8 +194,10 @@ double braid_p2p_cost_bcast_ring(const braid_cost_in_t *in)
 /* Broadcast, binomial tree: C rounds of the whole message, C (alpha + B(m)).
  * (A rank forwards to its children one after another; their sends share
  * the link, which this model, like the usual one, leaves out.) */
-double braid_p2p_cost_bcast_recdbl(const braid_cost_in_t *in)
+double braid_p2p_cost_bcast_recdbl(const braid_algo_t *self,
+                                   const braid_cost_in_t *in)
 {
+    (void)self;
     terms_t t;
 
     if (terms(&t, in) < 0) {
@@ -191,8 +207,10 @@ double braid_p2p_cost_bcast_recdbl(const braid_cost_in_t *in)
 }
 
 /* Barrier, token twice around: (2n - 1) alpha in sequence. */
-double braid_p2p_cost_barrier_ring(const braid_cost_in_t *in)
+double braid_p2p_cost_barrier_ring(const braid_algo_t *self,
+                                   const braid_cost_in_t *in)
 {
+    (void)self;
     terms_t t;
 
     if (terms(&t, in) < 0) {
@@ -202,8 +220,10 @@ double braid_p2p_cost_barrier_ring(const braid_cost_in_t *in)
 }
 
 /* Barrier, dissemination: C rounds, C alpha. */
-double braid_p2p_cost_barrier_recdbl(const braid_cost_in_t *in)
+double braid_p2p_cost_barrier_recdbl(const braid_algo_t *self,
+                                     const braid_cost_in_t *in)
 {
+    (void)self;
     terms_t t;
 
     if (terms(&t, in) < 0) {

@@ -5,14 +5,15 @@
  * large messages. */
 #include "algo_common.h"
 
-static braid_status_t p2p_probe(const braid_services_v3_t *svc, char *why,
+static braid_status_t p2p_probe(const braid_plugin_t *self,
+                                const braid_services_t *svc, char *why,
                                 size_t why_len)
 {
-    (void)svc, (void)why, (void)why_len;
+    (void)self, (void)svc, (void)why, (void)why_len;
     return BRAID_OK; /* needs nothing but a transport */
 }
 
-static const braid_algo_v3_t *const algos[] = {
+static const braid_algo_t *const algos[] = {
     &braid_p2p_allreduce_ring,      &braid_p2p_allreduce_recdbl,
     &braid_p2p_reduce_scatter_ring, &braid_p2p_reduce_scatter_recdbl,
     &braid_p2p_allgather_ring,      &braid_p2p_allgather_recdbl,
@@ -21,9 +22,9 @@ static const braid_algo_v3_t *const algos[] = {
 };
 
 __attribute__((visibility("default")))
-const braid_plugin_v3_t braid_plugin_v3 = {
+const braid_plugin_t braid_plugin_v4 = {
     .abi_version  = BRAID_PLUGIN_ABI_VERSION,
-    .struct_size  = sizeof(braid_plugin_v3_t),
+    .struct_size  = sizeof(braid_plugin_t),
     .name         = "p2p",
     .version      = "0.1.0",
     .probe        = p2p_probe,

@@ -207,8 +207,9 @@ static void complete(braid_task_t *task, halving_t *g)
     }
 }
 
-static braid_status_t start(braid_task_t *task)
+static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
 {
+    (void)wait;
     const int      n = task->size;
     halving_t     *g;
     braid_status_t st;
@@ -240,8 +241,9 @@ static braid_status_t start(braid_task_t *task)
     return st;
 }
 
-static braid_status_t progress(braid_task_t *task)
+static braid_status_t progress(braid_task_t *task, braid_wait_t *wait)
 {
+    *wait = BRAID_WAIT_PEER; /* only its requests are ever left */
     halving_t     *g = task->priv;
     braid_status_t st;
 
@@ -274,7 +276,9 @@ static void finish(braid_task_t *task)
     }
 }
 
-const braid_algo_v3_t braid_p2p_reduce_scatter_recdbl = {
+const braid_algo_t braid_p2p_reduce_scatter_recdbl = {
+    .struct_size     = sizeof(braid_algo_t),
+    .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "recdbl",
     .coll            = BRAID_COLL_REDUCE_SCATTER,
     .needs_caps      = BRAID_CAP_SENDRECV,

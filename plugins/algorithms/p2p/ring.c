@@ -350,8 +350,9 @@ braid_status_t braid_p2p_ring_start(braid_task_t *task,
     return BRAID_OK;
 }
 
-braid_status_t braid_p2p_ring_progress(braid_task_t *task)
+braid_status_t braid_p2p_ring_progress(braid_task_t *task, braid_wait_t *wait)
 {
+    *wait = BRAID_WAIT_PEER; /* only its requests are ever left */
     ring_t        *g = task->priv;
     braid_status_t st;
     int            moved;

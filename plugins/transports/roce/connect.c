@@ -84,7 +84,7 @@ static uint32_t random_psn(int rank, int peer)
 
 braid_status_t braid_roce_drain(braid_roce_comm_t *comm, const char *what)
 {
-    const braid_services_v3_t *svc = comm->svc;
+    const braid_services_t *svc = comm->svc;
     double                     t0  = svc->now();
     braid_status_t             st;
 
@@ -384,7 +384,8 @@ static braid_status_t agree(braid_roce_comm_t *comm, braid_status_t local)
     return st != BRAID_OK ? st : local;
 }
 
-braid_status_t braid_roce_comm_create(const braid_services_v3_t *svc,
+braid_status_t braid_roce_comm_create(const braid_transport_t *self,
+                                      const braid_services_t *svc,
                                       const braid_oob_t *oob,
                                       const braid_topo_t *topo, void **tcomm)
 {
@@ -393,7 +394,7 @@ braid_status_t braid_roce_comm_create(const braid_services_v3_t *svc,
     char               why[256] = "";
     braid_status_t     local, st;
 
-    (void)topo;
+    (void)self, (void)topo;
     *tcomm = NULL;
     if (oob->size > BRAID_ROCE_MAX_RANKS)
         return svc->error(BRAID_ERR_UNAVAILABLE, "roce: %d ranks; at most %d",

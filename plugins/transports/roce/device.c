@@ -113,7 +113,7 @@ static void describe_gid(braid_roce_dev_t *dev, gid_kind_t kind)
              dev->gid_index, gid_kind_str(kind), addr);
 }
 
-static braid_status_t pick_gid(const braid_services_v3_t *svc,
+static braid_status_t pick_gid(const braid_services_t *svc,
                                braid_roce_dev_t *dev, int table_len,
                                char *why, size_t why_len)
 {
@@ -242,7 +242,7 @@ static braid_status_t try_device(struct ibv_device *d, int want_port,
     return BRAID_ERR_UNAVAILABLE;
 }
 
-braid_status_t braid_roce_dev_open(const braid_services_v3_t *svc,
+braid_status_t braid_roce_dev_open(const braid_services_t *svc,
                                    braid_roce_dev_t *dev, char *why,
                                    size_t why_len)
 {

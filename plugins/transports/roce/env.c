@@ -11,14 +11,14 @@
 /* One variable being parsed, and where its error message goes: to why (the
  * probe's reason) and to svc->error (the caller's braid_last_error). */
 typedef struct env_var {
-    const braid_services_v3_t *svc;
+    const braid_services_t *svc;
     char                      *why;
     size_t                     why_len;
     const char                *name;
     const char                *value; /* NULL when unset or empty */
 } env_var_t;
 
-static env_var_t env_var(const braid_services_v3_t *svc, const char *name,
+static env_var_t env_var(const braid_services_t *svc, const char *name,
                          char *why, size_t why_len)
 {
     const char *v = getenv(name);
@@ -101,7 +101,7 @@ static braid_status_t parse_positive(const env_var_t *e, double max,
     return BRAID_OK;
 }
 
-braid_status_t braid_roce_env_link(const braid_services_v3_t *svc,
+braid_status_t braid_roce_env_link(const braid_services_t *svc,
                                    braid_link_t *link, char *why,
                                    size_t why_len)
 {
@@ -123,7 +123,7 @@ braid_status_t braid_roce_env_link(const braid_services_v3_t *svc,
 /* BRAID_ROCE_MAX_WRITE=N[k|m|g]: bytes per RDMA WRITE (0 when unset).
  * Smaller writes interleave the puts of one QP more finely; the tests use
  * it to cover puts that take more writes than one batch holds. */
-braid_status_t braid_roce_env_max_write(const braid_services_v3_t *svc,
+braid_status_t braid_roce_env_max_write(const braid_services_t *svc,
                                         size_t *bytes, char *why,
                                         size_t why_len)
 {
@@ -160,7 +160,7 @@ static int is_name_char(char c)
 
 /* BRAID_ROCE_DEV=NAME or NAME:PORT ("mlx5_0", "rxe0:1").  *port = 0: the
  * first active port. */
-braid_status_t braid_roce_env_dev(const braid_services_v3_t *svc,
+braid_status_t braid_roce_env_dev(const braid_services_t *svc,
                                   char *name, size_t name_len, int *port,
                                   char *why, size_t why_len)
 {
@@ -201,7 +201,7 @@ braid_status_t braid_roce_env_dev(const braid_services_v3_t *svc,
 
 /* BRAID_ROCE_GID_INDEX=N: GID table entry N instead of the one we pick.
  * *index = -1 when unset. */
-braid_status_t braid_roce_env_gid_index(const braid_services_v3_t *svc,
+braid_status_t braid_roce_env_gid_index(const braid_services_t *svc,
                                         int *index, char *why, size_t why_len)
 {
     env_var_t      e = env_var(svc, "BRAID_ROCE_GID_INDEX", why, why_len);

@@ -4,6 +4,6 @@
 
 #include <braid/plugin.h>
 
-extern const braid_transport_v3_t braid_roce_transport;
+extern const braid_transport_t braid_roce_transport;
 
 #endif

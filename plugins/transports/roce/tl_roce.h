@@ -105,7 +105,7 @@ typedef struct braid_roce_dev {
 } braid_roce_dev_t;
 
 typedef struct braid_roce_comm {
-    const braid_services_v3_t *svc;
+    const braid_services_t *svc;
     braid_oob_t                oob;
     int                        rank;
     int                        size;
@@ -138,26 +138,27 @@ typedef struct braid_roce_comm {
 } braid_roce_comm_t;
 
 /* env.c: BRAID_ROCE_* parsing.  Errors are BRAID_ERR_PARSE with position. */
-braid_status_t braid_roce_env_link(const braid_services_v3_t *svc,
+braid_status_t braid_roce_env_link(const braid_services_t *svc,
                                    braid_link_t *link, char *why,
                                    size_t why_len);
-braid_status_t braid_roce_env_dev(const braid_services_v3_t *svc,
+braid_status_t braid_roce_env_dev(const braid_services_t *svc,
                                   char *name, size_t name_len, int *port,
                                   char *why, size_t why_len);
-braid_status_t braid_roce_env_max_write(const braid_services_v3_t *svc,
+braid_status_t braid_roce_env_max_write(const braid_services_t *svc,
                                         size_t *bytes, char *why,
                                         size_t why_len);
-braid_status_t braid_roce_env_gid_index(const braid_services_v3_t *svc,
+braid_status_t braid_roce_env_gid_index(const braid_services_t *svc,
                                         int *index, char *why, size_t why_len);
 
 /* device.c: picks device, port and GID; *why says why not (for probe). */
-braid_status_t braid_roce_dev_open(const braid_services_v3_t *svc,
+braid_status_t braid_roce_dev_open(const braid_services_t *svc,
                                    braid_roce_dev_t *dev, char *why,
                                    size_t why_len);
 void braid_roce_dev_close(braid_roce_dev_t *dev);
 
 /* connect.c */
-braid_status_t braid_roce_comm_create(const braid_services_v3_t *svc,
+braid_status_t braid_roce_comm_create(const braid_transport_t *self,
+                                      const braid_services_t *svc,
                                       const braid_oob_t *oob,
                                       const braid_topo_t *topo, void **tcomm);
 void braid_roce_comm_destroy(void *tcomm);

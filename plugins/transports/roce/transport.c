@@ -17,7 +17,8 @@
  * puts.  `test` is still provided: it completes put requests. */
 #include "tl_roce.h"
 
-static braid_status_t roce_probe(const braid_services_v3_t *svc, char *why,
+static braid_status_t roce_probe(const braid_transport_t *self,
+                                 const braid_services_t *svc, char *why,
                                  size_t why_len)
 {
     braid_roce_dev_t dev;
@@ -25,6 +26,7 @@ static braid_status_t roce_probe(const braid_services_v3_t *svc, char *why,
     size_t           max_write;
     braid_status_t   st = braid_roce_dev_open(svc, &dev, why, why_len);
 
+    (void)self;
     if (st != BRAID_OK)
         return st;
     svc->log(BRAID_LOG_DEBUG, BRAID_ROCE_LOG, "%s port %u, GID %s",
@@ -51,7 +53,11 @@ static braid_status_t roce_probe(const braid_services_v3_t *svc, char *why,
  * Soft-RoCE, which is far slower. */
 static void roce_link(void *tcomm, braid_link_t *link)
 {
-    *link = ((braid_roce_comm_t *)tcomm)->link;
+    const braid_link_t *mine = &((braid_roce_comm_t *)tcomm)->link;
+    link->alpha_us      = mine->alpha_us;
+    link->beta_gbps     = mine->beta_gbps;
+    link->put_alpha_us  = mine->put_alpha_us;
+    link->put_beta_gbps = mine->put_beta_gbps;
 }
 
 static braid_status_t roce_progress(void *tcomm)
@@ -59,9 +65,11 @@ static braid_status_t roce_progress(void *tcomm)
     return braid_roce_poll(tcomm);
 }
 
-const braid_transport_v3_t braid_roce_transport = {
+const braid_transport_t braid_roce_transport = {
+    .struct_size  = sizeof(braid_transport_t),
     .name         = "roce",
     .caps         = BRAID_CAP_PUT_SIGNAL,
+    .mem_types    = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .probe        = roce_probe,
     .comm_create  = braid_roce_comm_create,
     .comm_destroy = braid_roce_comm_destroy,

@@ -25,15 +25,8 @@
 #define SR_ALPHA_US   0.4
 #define SR_BETA_GBPS  2.0
 
-/* Idle tests before a send/receive waiter sleeps on an oversubscribed host
- * (wake.c), from BRAID_SHM_SPIN.  Off by default: on this 2-core VM the
- * futex sleep measured no better than the core's sched_yield hand-off with
- * 16 or 64, and worse with 1 or 4 (a wake-up costs the sender a syscall and
- * the sleeper a scheduling delay, where a yield hand-off costs ~1.2 us);
- * README.md has the numbers. */
-#define SPIN_TESTS_DEFAULT 0u
-
-braid_status_t braid_shm_probe(const braid_services_v3_t *svc, char *why,
+braid_status_t braid_shm_probe(const braid_transport_t *self,
+                               const braid_services_t *svc, char *why,
                                size_t why_len)
 {
     char  name[BRAID_SHM_NAME_LEN], ebuf[128];
@@ -42,6 +35,7 @@ braid_status_t braid_shm_probe(const braid_services_v3_t *svc, char *why,
     int   fd = -1, err = 0;
     size_t bytes = braid_shm_seg_round(1);
 
+    (void)self;
     /* A real segment, as comm_create makes them: /dev/shm may exist and
      * still be read-only, full, or not a tmpfs that supports mmap. */
     if (braid_shm_seg_name(svc, name) != BRAID_OK) {
@@ -73,30 +67,6 @@ braid_status_t braid_shm_probe(const braid_services_v3_t *svc, char *why,
     return BRAID_OK;
 }
 
-/* Parses BRAID_SHM_SPIN: a whole non-negative number. */
-static braid_status_t spin_setting(const braid_services_v3_t *svc,
-                                   unsigned *spin)
-{
-    const char   *env = getenv("BRAID_SHM_SPIN");
-    char         *end = NULL;
-    unsigned long v;
-
-    *spin = SPIN_TESTS_DEFAULT;
-    if (env == NULL) {
-        return BRAID_OK;
-    }
-    errno = 0;
-    v     = strtoul(env, &end, 10);
-    if (env[0] < '0' || env[0] > '9' || *end != '\0' || errno != 0 ||
-        v > 1000000000ul) {
-        return svc->error(BRAID_ERR_PARSE, "shm: BRAID_SHM_SPIN='%s': expected "
-                          "a whole number of tests, 0 to 1000000000 (0: never "
-                          "sleep)", env);
-    }
-    *spin = (unsigned)v;
-    return BRAID_OK;
-}
-
 static void fifo_init(void *base, size_t bytes, void *arg)
 {
     braid_shm_comm_t *comm = arg;
@@ -106,7 +76,6 @@ static void fifo_init(void *base, size_t bytes, void *arg)
     hdr->bytes  = bytes;
     hdr->rank   = comm->rank;
     hdr->nranks = comm->size;
-    hdr->spin   = comm->spin_tests;
     braid_shm_live_init(hdr);
 }
 
@@ -122,8 +91,8 @@ static void comm_free(braid_shm_comm_t *comm)
     if (comm == NULL) {
         return;
     }
-    if (comm->sleep_ok) {
-        comm->svc.log(BRAID_LOG_DEBUG, BRAID_SHM_COMPONENT, "rank %d: slept "
+    if (comm->wake_ok) {
+        comm->svc->log(BRAID_LOG_DEBUG, BRAID_SHM_COMPONENT, "rank %d: slept "
                       "%llu times (%llu until the 1 ms limit), woke peers "
                       "%llu times", comm->rank,
                       (unsigned long long)comm->n_sleeps,
@@ -139,7 +108,8 @@ static void comm_free(braid_shm_comm_t *comm)
     free(comm);
 }
 
-static braid_status_t shm_comm_create(const braid_services_v3_t *svc,
+static braid_status_t shm_comm_create(const braid_transport_t *self,
+                                      const braid_services_t *svc,
                                       const braid_oob_t *oob,
                                       const braid_topo_t *topo, void **tcomm)
 {
@@ -147,8 +117,8 @@ static braid_status_t shm_comm_create(const braid_services_v3_t *svc,
     braid_status_t    local = BRAID_OK, st;
     size_t            bytes;
     long              ncpu;
-    unsigned          agreed;
 
+    (void)self;
     if (svc == NULL || oob == NULL || tcomm == NULL || oob->size < 1 ||
         oob->rank < 0 || oob->rank >= oob->size) {
         return svc ? svc->error(BRAID_ERR_INVALID_ARG,
@@ -176,12 +146,13 @@ static braid_status_t shm_comm_create(const braid_services_v3_t *svc,
         return svc->error(BRAID_ERR_NO_MEMORY, "shm: out of memory for a "
                           "communicator");
     }
-    comm->svc        = *svc;
+    comm->svc        = svc;
     comm->oob        = *oob;
     comm->rank       = oob->rank;
     comm->size       = oob->size;
     comm->lost_peer  = -1;
     comm->rmems.prev = comm->rmems.next = &comm->rmems;
+    comm->link.struct_size   = sizeof(comm->link);
     comm->link.alpha_us      = SR_ALPHA_US;
     comm->link.beta_gbps     = SR_BETA_GBPS;
     comm->link.put_alpha_us  = PUT_ALPHA_US;
@@ -191,9 +162,6 @@ static braid_status_t shm_comm_create(const braid_services_v3_t *svc,
     if (comm->in == NULL || comm->out == NULL) {
         local = svc->error(BRAID_ERR_NO_MEMORY, "shm: rank %d: out of memory "
                            "for %d peers", comm->rank, comm->size);
-    }
-    if (local == BRAID_OK) {
-        local = spin_setting(svc, &comm->spin_tests);
     }
 
     /* A local failure still goes through the exchange: peers fail with a
@@ -209,19 +177,14 @@ static braid_status_t shm_comm_create(const braid_services_v3_t *svc,
         comm->in[p].ring  = ring_of(comm->fifo.base[comm->rank], p);
         comm->out[p].ring = ring_of(comm->fifo.base[p], comm->rank);
     }
-    /* Whether ranks may sleep must be the same everywhere, or a sleeper
-     * would wait for wake-ups its peers never send: rank 0's setting. */
-    agreed = ((braid_shm_hdr_t *)comm->fifo.base[0])->spin;
-    if (agreed != comm->spin_tests) {
-        svc->log(BRAID_LOG_WARN, BRAID_SHM_COMPONENT, "rank %d: "
-                 "BRAID_SHM_SPIN=%u differs from rank 0's %u; using rank "
-                 "0's", comm->rank, comm->spin_tests, agreed);
-        comm->spin_tests = agreed;
-    }
-    ncpu           = sysconf(_SC_NPROCESSORS_ONLN);
-    comm->wake_ok  = topo->ppn > (ncpu > 0 ? ncpu : 1) && agreed > 0;
-    comm->sleep_ok = comm->wake_ok;
-    *tcomm         = comm;
+    /* Peers may sleep in wait() only on a host with more ranks than cores
+     * and while the core's BRAID_SLEEP_POLLS is on (the same on every rank,
+     * or the communicator would not exist): only then do senders ring. */
+    ncpu          = sysconf(_SC_NPROCESSORS_ONLN);
+    comm->wake_ok = topo->ppn > (ncpu > 0 ? ncpu : 1) &&
+                    BRAID_HAS(svc, braid_services_t, sleep_polls) &&
+                    svc->sleep_polls() > 0;
+    *tcomm        = comm;
     return BRAID_OK;
 }
 
@@ -234,12 +197,18 @@ static void shm_comm_destroy(void *tcomm)
 
 static void shm_link(void *tcomm, braid_link_t *link)
 {
-    *link = ((braid_shm_comm_t *)tcomm)->link;
+    const braid_link_t *mine = &((braid_shm_comm_t *)tcomm)->link;
+    link->alpha_us      = mine->alpha_us;
+    link->beta_gbps     = mine->beta_gbps;
+    link->put_alpha_us  = mine->put_alpha_us;
+    link->put_beta_gbps = mine->put_beta_gbps;
 }
 
-const braid_transport_v3_t braid_shm_transport = {
+const braid_transport_t braid_shm_transport = {
+    .struct_size  = sizeof(braid_transport_t),
     .name         = "shm",
     .caps         = BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV,
+    .mem_types    = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .probe        = braid_shm_probe,
     .comm_create  = shm_comm_create,
     .comm_destroy = shm_comm_destroy,
@@ -252,4 +221,5 @@ const braid_transport_v3_t braid_shm_transport = {
     .mem_alloc    = braid_shm_mem_alloc,
     .mem_free     = braid_shm_mem_free,
     .put_signal   = braid_shm_put_signal,
+    .wait         = braid_shm_wait,
 };

@@ -61,7 +61,7 @@ braid_status_t braid_shm_live_check(braid_shm_comm_t *comm)
     double now;
 
     if (comm->lost_peer < 0) {
-        now = comm->svc.now();
+        now = comm->svc->now();
         if (now - comm->last_live_check < LIVE_CHECK_S) {
             return BRAID_OK;
         }
@@ -80,7 +80,7 @@ braid_status_t braid_shm_live_check(braid_shm_comm_t *comm)
             return BRAID_OK;
         }
     }
-    return comm->svc.error(BRAID_ERR_PEER, "shm: rank %d: rank %d (pid %lld) "
+    return comm->svc->error(BRAID_ERR_PEER, "shm: rank %d: rank %d (pid %lld) "
                            "has exited", comm->rank, comm->lost_peer,
                            (long long)((const braid_shm_hdr_t *)
                                            comm->fifo.base[comm->lost_peer])

@@ -97,7 +97,7 @@ static int start_message(braid_shm_comm_t *comm, braid_shm_in_t *in,
         }
     }
     if (u == NULL) {
-        comm->svc.log(BRAID_LOG_WARN, BRAID_SHM_COMPONENT, "rank %d: no memory "
+        comm->svc->log(BRAID_LOG_WARN, BRAID_SHM_COMPONENT, "rank %d: no memory "
                       "to buffer an unexpected message of %llu bytes; will "
                       "retry", comm->rank,
                       (unsigned long long)cell->msg_len);

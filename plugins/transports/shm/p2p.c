@@ -10,7 +10,7 @@
 
 #include "shm.h"
 
-/* Polls between the slow checks of a waiting op (clock, dead peer). */
+/* Polls between the checks of a waiting op for a dead peer. */
 #define SLOW_CHECK_POLLS 1024u
 #define UNEXPECTED_POLLS 16u /* a power of two */
 
@@ -19,22 +19,22 @@ static braid_status_t check_args(braid_shm_comm_t *comm, int peer,
                                  const char *what)
 {
     if (peer < 0 || peer >= comm->size) {
-        return comm->svc.error(BRAID_ERR_INVALID_ARG, "shm: rank %d: %s rank "
+        return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: %s rank "
                                "%d, but the communicator has %d ranks",
                                comm->rank, what, peer, comm->size);
     }
     if (tag & ~BRAID_SHM_TAG_MASK) {
-        return comm->svc.error(BRAID_ERR_INVALID_ARG, "shm: tag %#llx uses "
+        return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: tag %#llx uses "
                                "more than the %d bits BRAID_TAG_BITS allows",
                                (unsigned long long)tag, BRAID_TAG_BITS);
     }
     if (buf == NULL && len != 0) {
-        return comm->svc.error(BRAID_ERR_INVALID_ARG, "shm: rank %d: %s rank "
+        return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: %s rank "
                                "%d: NULL buffer of %zu bytes", comm->rank,
                                what, peer, len);
     }
     if (comm->lost_peer >= 0) {
-        return comm->svc.error(BRAID_ERR_PEER, "shm: rank %d: cannot %s rank "
+        return comm->svc->error(BRAID_ERR_PEER, "shm: rank %d: cannot %s rank "
                                "%d: rank %d has exited", comm->rank, what, peer,
                                comm->lost_peer);
     }
@@ -84,7 +84,7 @@ braid_status_t braid_shm_isend(void *tcomm, int peer, uint64_t tag,
     }
     op = braid_shm_op_get(comm);
     if (op == NULL) {
-        return comm->svc.error(BRAID_ERR_NO_MEMORY, "shm: rank %d: out of "
+        return comm->svc->error(BRAID_ERR_NO_MEMORY, "shm: rank %d: out of "
                                "memory queueing a send of %zu bytes to rank "
                                "%d", comm->rank, len, peer);
     }
@@ -98,7 +98,6 @@ braid_status_t braid_shm_isend(void *tcomm, int peer, uint64_t tag,
             return BRAID_OK;
         }
     }
-    op->posted = comm->svc.now();
     enqueue_send(comm, op);
     req->handle = op;
     req->active = 1;
@@ -120,7 +119,7 @@ braid_status_t braid_shm_irecv(void *tcomm, int peer, uint64_t tag, void *buf,
     }
     op = braid_shm_op_get(comm);
     if (op == NULL) {
-        return comm->svc.error(BRAID_ERR_NO_MEMORY, "shm: rank %d: out of "
+        return comm->svc->error(BRAID_ERR_NO_MEMORY, "shm: rank %d: out of "
                                "memory posting a receive from rank %d",
                                comm->rank, peer);
     }
@@ -141,7 +140,6 @@ braid_status_t braid_shm_irecv(void *tcomm, int peer, uint64_t tag, void *buf,
     if (op->complete) {
         return braid_shm_test(comm, req);
     }
-    op->posted = comm->svc.now();
     return BRAID_OK;
 }
 
@@ -208,7 +206,7 @@ static braid_status_t op_done(braid_shm_comm_t *comm, braid_treq_t *req,
     braid_status_t st = op->status;
 
     if (st == BRAID_ERR_MISMATCH) {
-        st = comm->svc.error(st, "shm: rank %d: rank %d sent %zu bytes with "
+        st = comm->svc->error(st, "shm: rank %d: rank %d sent %zu bytes with "
                              "tag %#llx, the receive expected %zu (do the "
                              "ranks agree on the call?)", comm->rank, op->peer,
                              op->msg_len, (unsigned long long)op->tag, op->len);
@@ -219,34 +217,11 @@ static braid_status_t op_done(braid_shm_comm_t *comm, braid_treq_t *req,
     return st;
 }
 
-/* Dead peer or timeout: the op stays posted until the caller's cancel (or
- * comm_destroy) takes it back. */
-static braid_status_t slow_check(braid_shm_comm_t *comm, braid_shm_op_t *op)
-{
-    const char    *verb = op->kind == BRAID_SHM_OP_SEND ? "send to"
-                                                        : "receive from";
-    double         waited;
-    braid_status_t st = braid_shm_live_check(comm);
-
-    if (st != BRAID_OK) {
-        return st;
-    }
-    waited = comm->svc.now() - op->posted;
-    if (waited > comm->svc.timeout_s()) {
-        return comm->svc.error(BRAID_ERR_TIMEOUT, "shm: rank %d: %s rank %d "
-                               "(%zu bytes, tag %#llx) not complete after "
-                               "%.1f s", comm->rank, verb, op->peer, op->len,
-                               (unsigned long long)op->tag, waited);
-    }
-    return BRAID_OK;
-}
-
 braid_status_t braid_shm_test(void *tcomm, braid_treq_t *req)
 {
     braid_shm_comm_t *comm = tcomm;
     braid_shm_op_t   *op   = req->handle;
     braid_status_t    st;
-    size_t            moved;
 
     if (!req->active) {
         return BRAID_OK;
@@ -258,21 +233,18 @@ braid_status_t braid_shm_test(void *tcomm, braid_treq_t *req)
     if (op->complete) {
         return op_done(comm, req, op);
     }
-    moved = braid_shm_poll(comm);
+    braid_shm_poll(comm);
     if (op->complete) {
-        comm->idle_tests = 0;
         return op_done(comm, req, op);
     }
+    /* A dead peer never completes the op: look now and then.  The op stays
+     * posted until the caller's cancel (or comm_destroy) takes it back.  A
+     * slow live peer is the core's timeout to judge, not this one's. */
     if (++op->polls >= SLOW_CHECK_POLLS) {
         op->polls = 0;
-        if ((st = slow_check(comm, op)) != BRAID_OK) {
+        if ((st = braid_shm_live_check(comm)) != BRAID_OK) {
             return st;
         }
-    }
-    if (moved != 0) {
-        comm->idle_tests = 0;
-    } else if (comm->sleep_ok) {
-        braid_shm_sleep(comm);
     }
     return BRAID_INPROGRESS;
 }

@@ -28,16 +28,16 @@ braid_status_t braid_shm_mem_alloc(void *tcomm, size_t len, braid_rmem_t *mem)
     memset(mem, 0, sizeof(*mem));
     r = calloc(1, sizeof(*r));
     if (r == NULL) {
-        st = comm->svc.error(BRAID_ERR_NO_MEMORY, "shm: rank %d: mem_alloc of "
+        st = comm->svc->error(BRAID_ERR_NO_MEMORY, "shm: rank %d: mem_alloc of "
                              "%zu bytes: out of memory", comm->rank, len);
     } else if (bytes == 0) {
-        st = comm->svc.error(BRAID_ERR_INVALID_ARG, "shm: rank %d: mem_alloc "
+        st = comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: mem_alloc "
                              "of %zu bytes: too large", comm->rank, len);
     } else {
         st = BRAID_OK;
     }
     /* A local failure still takes part, so that every rank fails together. */
-    st = braid_shm_segset_create(&comm->svc, &comm->oob, st,
+    st = braid_shm_segset_create(comm->svc, &comm->oob, st,
                                  bytes ? bytes : braid_shm_seg_round(0),
                                  "mem_alloc", NULL, NULL,
                                  r ? &r->set : &failed);
@@ -86,21 +86,21 @@ static braid_status_t put_bad_args(braid_shm_comm_t *comm, braid_rmem_t *mem,
                                    size_t flag_off)
 {
     if (mem == NULL || mem->impl == NULL) {
-        return comm->svc.error(BRAID_ERR_INVALID_ARG, "shm: rank %d: "
+        return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: "
                                "put_signal to rank %d on an area that was not "
                                "allocated", comm->rank, peer);
     }
     if (peer < 0 || peer >= comm->size) {
-        return comm->svc.error(BRAID_ERR_INVALID_ARG, "shm: rank %d: "
+        return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: "
                                "put_signal to rank %d, but the communicator "
                                "has %d ranks", comm->rank, peer, comm->size);
     }
     if (flag_off % sizeof(uint64_t) != 0) {
-        return comm->svc.error(BRAID_ERR_INVALID_ARG, "shm: rank %d: "
+        return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: "
                                "put_signal to rank %d: flag offset %zu is not "
                                "8-byte aligned", comm->rank, peer, flag_off);
     }
-    return comm->svc.error(BRAID_ERR_INVALID_ARG, "shm: rank %d: put_signal "
+    return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: put_signal "
                            "to rank %d: %zu bytes at %zu or the flag at %zu "
                            "fall outside the %zu-byte area", comm->rank, peer,
                            len, dst_off, flag_off, mem->len);

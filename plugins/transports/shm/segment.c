@@ -48,7 +48,7 @@ size_t braid_shm_seg_round(size_t bytes)
     return (bytes + p - 1) / p * p;
 }
 
-braid_status_t braid_shm_seg_name(const braid_services_v3_t *svc, char *name)
+braid_status_t braid_shm_seg_name(const braid_services_t *svc, char *name)
 {
     static unsigned counter;
     uint64_t        rnd = 0;
@@ -71,7 +71,7 @@ braid_status_t braid_shm_seg_name(const braid_services_v3_t *svc, char *name)
 }
 
 /* Creates and maps this rank's segment; on error nothing is left behind. */
-static braid_status_t seg_create(const braid_services_v3_t *svc, int rank,
+static braid_status_t seg_create(const braid_services_t *svc, int rank,
                                  size_t bytes, const char *what, char *name,
                                  void **base)
 {
@@ -124,7 +124,7 @@ fail:
 }
 
 /* Maps a peer's segment; the fd is closed at once (the mapping stays). */
-static braid_status_t seg_map_peer(const braid_services_v3_t *svc, int rank,
+static braid_status_t seg_map_peer(const braid_services_t *svc, int rank,
                                    int peer, size_t bytes, const char *what,
                                    const char *name, void **base)
 {
@@ -180,7 +180,7 @@ out:
 }
 
 /* Error naming the first rank whose status is not OK, or OK. */
-static braid_status_t first_failure(const braid_services_v3_t *svc,
+static braid_status_t first_failure(const braid_services_t *svc,
                                     braid_status_t local, const int32_t *status,
                                     int n, const char *what, const char *step)
 {
@@ -212,7 +212,7 @@ void braid_shm_segset_destroy(braid_shm_segset_t *set)
     memset(set, 0, sizeof(*set));
 }
 
-static void unlink_all(const braid_services_v3_t *svc, int rank,
+static void unlink_all(const braid_services_t *svc, int rank,
                        const name_entry_t *names, int n)
 {
     char ebuf[128];
@@ -232,7 +232,7 @@ static void unlink_all(const braid_services_v3_t *svc, int rank,
     }
 }
 
-braid_status_t braid_shm_segset_create(const braid_services_v3_t *svc,
+braid_status_t braid_shm_segset_create(const braid_services_t *svc,
                                        const braid_oob_t *oob,
                                        braid_status_t local, size_t bytes,
                                        const char *what,

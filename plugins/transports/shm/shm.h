@@ -43,7 +43,7 @@ typedef struct braid_shm_comm braid_shm_comm_t;
  * the oob, maps every peer's, then unlinks every name once all ranks mapped.
  * A failure on any rank (`local`: one this rank had before the call) fails
  * every rank, and leaves no mapping, fd or name behind. */
-braid_status_t braid_shm_segset_create(const braid_services_v3_t *svc,
+braid_status_t braid_shm_segset_create(const braid_services_t *svc,
                                        const braid_oob_t *oob,
                                        braid_status_t local, size_t bytes,
                                        const char *what,
@@ -52,7 +52,7 @@ braid_status_t braid_shm_segset_create(const braid_services_v3_t *svc,
 void braid_shm_segset_destroy(braid_shm_segset_t *set);
 
 /* Fills name (BRAID_SHM_NAME_LEN) with a fresh unique segment name. */
-braid_status_t braid_shm_seg_name(const braid_services_v3_t *svc, char *name);
+braid_status_t braid_shm_seg_name(const braid_services_t *svc, char *name);
 /* Length of a mapping able to hold `bytes` (page multiple, at least a page). */
 size_t braid_shm_seg_round(size_t bytes);
 
@@ -91,9 +91,8 @@ typedef struct braid_shm_hdr {
     int32_t  nranks;
     int64_t  pid;   /* owner, for the liveness check */
     uint64_t pidns; /* inode of the owner's pid namespace, 0 if unknown */
-    uint32_t spin;  /* the owner's BRAID_SHM_SPIN: rank 0's is used by all */
     /* Futex doorbell: peers bump it when they give this rank work while it
-     * sleeps in test() (wake.c); each word on its own line. */
+     * sleeps in wait() (wake.c); each word on its own line. */
     alignas(BRAID_SHM_CACHELINE) uint32_t doorbell;
     alignas(BRAID_SHM_CACHELINE) uint32_t sleeping;
 } braid_shm_hdr_t;
@@ -129,7 +128,6 @@ typedef struct braid_shm_op {
     const unsigned char *sbuf;
     unsigned char       *rbuf;
     unsigned             polls;   /* tests since the last slow check */
-    double               posted;
     /* A send cancelled halfway: the rest of its bytes (at their offsets),
      * so that the message still ends whole without the caller's buffer.
      * The op then belongs to the transport, freed once pushed. */
@@ -181,7 +179,8 @@ typedef struct braid_shm_rmem {
 } braid_shm_rmem_t;
 
 struct braid_shm_comm {
-    braid_services_v3_t svc; /* copies: the caller's structs may be temporary */
+    const braid_services_t *svc; /* the core's, valid for the process */
+    /* a copy: the caller's struct may be temporary */
     braid_oob_t         oob;
     int                 rank;
     int                 size;
@@ -195,10 +194,9 @@ struct braid_shm_comm {
     int                 live_ops; /* taken from the slab, not yet put back */
     braid_shm_slab_t   *slabs;
     braid_shm_rmem_t    rmems; /* list head */
-    int                 wake_ok;  /* more ranks than cores: peers may sleep */
-    int                 sleep_ok; /* ... and this rank may (BRAID_SHM_SPIN) */
-    unsigned            spin_tests; /* idle tests before sleeping */
-    unsigned            idle_tests; /* tests in a row that saw nothing new */
+    /* More ranks than cores and the core's BRAID_SLEEP_POLLS on: peers
+     * may sleep in wait(), so senders ring (wake.c). */
+    int                 wake_ok;
     uint64_t            n_sleeps, n_sleep_timeouts, n_wakes; /* debug log */
     unsigned            progress_calls;
     unsigned            poll_calls; /* braid_shm_poll */
@@ -206,10 +204,11 @@ struct braid_shm_comm {
     int                 lost_peer; /* first peer found dead, -1 */
 };
 
-extern const braid_transport_v3_t braid_shm_transport;
+extern const braid_transport_t braid_shm_transport;
 
 /* comm.c: whether /dev/shm works (creates, maps and removes a segment). */
-braid_status_t braid_shm_probe(const braid_services_v3_t *svc, char *why,
+braid_status_t braid_shm_probe(const braid_transport_t *self,
+                               const braid_services_t *svc, char *why,
                                size_t why_len);
 
 /* ring.c: one ring's cells.  push copies as much of op as fits and returns
@@ -250,8 +249,8 @@ braid_status_t braid_shm_live_check(braid_shm_comm_t *comm);
 
 /* wake.c: futex doorbell for send/recv waits on an oversubscribed host. */
 void braid_shm_wake_peer(braid_shm_comm_t *comm, int peer);
-/* Called by test() when a poll moved nothing; may sleep a little. */
-void braid_shm_sleep(braid_shm_comm_t *comm);
+/* The transport's wait(): sleeps until a peer rings or max_s passes. */
+void braid_shm_wait(void *tcomm, double max_s);
 
 /* After giving peer work (cells to read, or room to write): wakes it if it
  * sleeps.  Free when no rank of the communicator may sleep. */

@@ -1,20 +1,16 @@
-/* Sleeping instead of spinning, for send/receive on an oversubscribed host.
- * Opt-in (BRAID_SHM_SPIN=N, N > 0), off by default; see below.
+/* The transport's wait hook: sleeping instead of spinning, for send/receive
+ * on an oversubscribed host.  When to sleep is the core's decision (its
+ * waiting policy calls wait() after BRAID_SLEEP_POLLS polls in a row that
+ * waited on requests only; 0, the default, never); this file is how.
  *
  * With more ranks than cores, a rank that waits for a message holds a core
  * its sender may need.  The core's wait loop already calls sched_yield after
- * each poll there, but every waiter keeps coming back to poll.  With N > 0, a
- * rank whose tests saw nothing new N times in a row sleeps on a futex in its
- * fifo segment (its doorbell) until a peer gives it work: a cell in one of
- * its rings, or room in a ring it is sending into.  Waiters then leave the
- * run queue, and the core goes to whoever can use it.
- *
- * Why it is off: on the 2-core VM this was built on, a sched_yield hand-off
- * between two processes costs ~1.2 us, and a futex wake-up costs the waker a
- * syscall and the sleeper a scheduling delay on top.  Ring and recdbl
- * all-reduce with 4 and 8 ranks were no faster with N = 16 or 64 (the ranks
- * seldom reach N: some message is always about to arrive) and slower with
- * N = 1 or 4.  It is kept, tested, for hosts where that balance differs.
+ * each poll there, but every waiter keeps coming back to poll.  In wait() a
+ * rank sleeps on a futex in its fifo segment (its doorbell) until a peer
+ * gives it work: a cell in one of its rings, or room in a ring it is
+ * sending into.  Waiters then leave the run queue, and the core goes to
+ * whoever can use it.  Why the core leaves it off by default:
+ * docs/performance.md.
  *
  * Lost-wakeup freedom: the sleeper announces itself on `sleeping`, then
  * re-checks its rings; the waker publishes its cells, then looks at
@@ -29,7 +25,8 @@
  * RMW costs what an SC fence would: one locked instruction.  The sleep is
  * also bounded, so a wake-up that never comes (a peer that waits on
  * something else for long) costs time, not a hang.
- * Every rank uses rank 0's N, so nobody sleeps on wake-ups its peers do not
+ * Senders ring only while the core may sleep (wake_ok): BRAID_SLEEP_POLLS
+ * is the same on every rank, so nobody sleeps on wake-ups its peers do not
  * send.
  *
  * put_signal never sleeps its target: the target polls its own memory (the
@@ -43,7 +40,6 @@
 
 #include "shm.h"
 
-#define SLEEP_MAX_NS 1000000L /* safety net only; wake-ups are explicit */
 
 static long futex(uint32_t *addr, int op, uint32_t val,
                   const struct timespec *timeout)
@@ -82,16 +78,17 @@ static int work_ready(braid_shm_comm_t *comm)
     return 0;
 }
 
-void braid_shm_sleep(braid_shm_comm_t *comm)
+void braid_shm_wait(void *tcomm, double max_s)
 {
-    braid_shm_hdr_t *h = comm->hdr;
-    struct timespec  ts = {0, SLEEP_MAX_NS};
-    uint32_t         bell;
+    braid_shm_comm_t *comm = tcomm;
+    braid_shm_hdr_t  *h    = comm->hdr;
+    long              ns   = max_s > 0 ? (long)(max_s * 1e9) : 0;
+    struct timespec   ts   = {ns / 1000000000L, ns % 1000000000L};
+    uint32_t          bell;
 
-    if (++comm->idle_tests < comm->spin_tests) {
-        return;
+    if (!comm->wake_ok || ns == 0) {
+        return; /* nobody would ring */
     }
-    comm->idle_tests = 0;
     __atomic_exchange_n(&h->sleeping, 1, __ATOMIC_ACQ_REL);
     bell = __atomic_load_n(&h->doorbell, __ATOMIC_SEQ_CST);
     if (!work_ready(comm)) {

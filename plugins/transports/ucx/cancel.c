@@ -30,7 +30,7 @@ static ucs_status_t poll_until(braid_ucx_comm_t *comm, void *req,
     ucs_status_t st;
 
     while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS &&
-           comm->svc.now() <= deadline) {
+           comm->svc->now() <= deadline) {
         if (ucp_worker_progress(comm->worker) == 0) {
             sched_yield(); /* peers may share our cores */
         }
@@ -50,7 +50,7 @@ void braid_ucx_peer_force_close(braid_ucx_comm_t *comm, int p,
     if (peer->ep == NULL || !peer->err_peer) {
         return;
     }
-    comm->svc.log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT, "rank %d: closing "
+    comm->svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT, "rank %d: closing "
                   "the endpoint to rank %d by force: %s", comm->rank, p, why);
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -70,7 +70,7 @@ void braid_ucx_peer_force_close(braid_ucx_comm_t *comm, int p,
 void braid_ucx_op_retire(braid_ucx_comm_t *comm, braid_ucx_op_t *op)
 {
     void          *req   = op_request(op);
-    double         t0    = comm->svc.now();
+    double         t0    = comm->svc->now();
     braid_ucx_op_t copy  = *op; /* op may live inside req */
     ucs_status_t   st;
 
@@ -83,18 +83,18 @@ void braid_ucx_op_retire(braid_ucx_comm_t *comm, braid_ucx_op_t *op)
     if (st == UCS_INPROGRESS) {
         braid_ucx_peer_force_close(comm, op->peer, "cancelling a request "
                                    "that does not finish");
-        st = poll_until(comm, req, t0 + comm->svc.timeout_s());
+        st = poll_until(comm, req, t0 + comm->svc->timeout_s());
     }
     if (st == UCS_INPROGRESS) {
         /* Nothing left to try: UCX releases the request when it ends. */
-        comm->svc.log(BRAID_LOG_ERROR, BRAID_UCX_COMPONENT, "rank %d: a "
+        comm->svc->log(BRAID_LOG_ERROR, BRAID_UCX_COMPONENT, "rank %d: a "
                       "cancelled %s rank %d (%zu bytes) is still in progress "
                       "after %.1f s; UCX may still use its buffer",
                       comm->rank,
                       copy.kind == BRAID_UCX_OP_SEND ? "send to"
                       : copy.kind == BRAID_UCX_OP_RECV ? "receive from"
                                                        : "put_signal to",
-                      copy.peer, copy.len, comm->svc.now() - t0);
+                      copy.peer, copy.len, comm->svc->now() - t0);
     }
     /* Unlinked before the request goes back to UCX, which reuses it. */
     braid_ucx_op_unlink(op);

@@ -20,7 +20,7 @@ static void ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
     }
     /* Debug only: peers that finish first make this fire during teardown.
      * A failure that matters is reported by test() with its context. */
-    peer->comm->svc.log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT,
+    peer->comm->svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT,
                         "rank %d: endpoint to rank %d failed: %s",
                         peer->comm->rank, peer->rank,
                         ucs_status_string(status));
@@ -59,7 +59,7 @@ static braid_status_t connect_peers(braid_ucx_comm_t *comm,
 
     comm->peers = calloc((size_t)comm->size, sizeof(*comm->peers));
     if (comm->peers == NULL) {
-        return comm->svc.error(BRAID_ERR_NO_MEMORY,
+        return comm->svc->error(BRAID_ERR_NO_MEMORY,
                                "ucx: out of memory for %d endpoints",
                                comm->size);
     }
@@ -73,7 +73,7 @@ static braid_status_t connect_peers(braid_ucx_comm_t *comm,
         peer->status = UCS_OK;
         st = create_ep(peer, addr, err_peer);
         if (st == UCS_ERR_UNREACHABLE && err_peer) {
-            comm->svc.log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT,
+            comm->svc->log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT,
                           "rank %d: no UCX transport to rank %d detects peer "
                           "failure (%s); using endpoints without it: a dead "
                           "peer is then reported only by the timeout",
@@ -83,7 +83,7 @@ static braid_status_t connect_peers(braid_ucx_comm_t *comm,
         }
         if (st != UCS_OK) {
             peer->ep = NULL;
-            return comm->svc.error(braid_ucx_status(st),
+            return comm->svc->error(braid_ucx_status(st),
                                    "ucx: rank %d: cannot create an endpoint "
                                    "to rank %d: %s", comm->rank, p,
                                    ucs_status_string(st));
@@ -147,7 +147,7 @@ static void close_eps(braid_ucx_comm_t *comm)
     for (int p = 0; p < comm->size; p++) {
         if (reqs[p] != NULL &&
             braid_ucx_wait_ucp(comm, reqs[p], deadline) == UCS_ERR_TIMED_OUT) {
-            comm->svc.log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT,
+            comm->svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT,
                           "rank %d: closing the endpoint to rank %d did not "
                           "finish in time; destroying it", comm->rank, p);
         }
@@ -194,7 +194,7 @@ static braid_status_t setup_worker(ucp_address_t **addr, size_t *addr_len,
 
     if (braid_ucx_context_acquire(&comm->context, &st) != BRAID_OK) {
         comm->context = NULL;
-        return comm->svc.error(BRAID_ERR_UNAVAILABLE,
+        return comm->svc->error(BRAID_ERR_UNAVAILABLE,
                                "ucx: ucp_init failed: %s",
                                ucs_status_string(st));
     }
@@ -206,14 +206,14 @@ static braid_status_t setup_worker(ucp_address_t **addr, size_t *addr_len,
     st = ucp_worker_create(comm->context, &params, &comm->worker);
     if (st != UCS_OK) {
         comm->worker = NULL;
-        return comm->svc.error(BRAID_ERR_UNAVAILABLE,
+        return comm->svc->error(BRAID_ERR_UNAVAILABLE,
                                "ucx: rank %d: ucp_worker_create failed: %s",
                                comm->rank, ucs_status_string(st));
     }
     /* Before the address leaves this rank: no put may find no handler. */
     st = braid_ucx_am_register(comm);
     if (st != UCS_OK) {
-        return comm->svc.error(BRAID_ERR_UNAVAILABLE,
+        return comm->svc->error(BRAID_ERR_UNAVAILABLE,
                                "ucx: rank %d: cannot register the put_signal "
                                "handler: %s", comm->rank,
                                ucs_status_string(st));
@@ -221,7 +221,7 @@ static braid_status_t setup_worker(ucp_address_t **addr, size_t *addr_len,
     st = ucp_worker_get_address(comm->worker, addr, addr_len);
     if (st != UCS_OK) {
         *addr = NULL;
-        return comm->svc.error(BRAID_ERR_TRANSPORT,
+        return comm->svc->error(BRAID_ERR_TRANSPORT,
                                "ucx: rank %d: ucp_worker_get_address failed: "
                                "%s", comm->rank, ucs_status_string(st));
     }
@@ -239,14 +239,15 @@ static void agree_link(braid_ucx_comm_t *comm, const braid_link_t *mine,
     braid_ucx_link_put(&comm->link);
     if (comm->link.alpha_us != mine->alpha_us ||
         comm->link.beta_gbps != mine->beta_gbps) {
-        comm->svc.log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT,
+        comm->svc->log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT,
                       "rank %d: BRAID_UCX_ALPHA_US/BRAID_UCX_GBPS differ from "
                       "rank 0's; using rank 0's (%g us, %g GB/s)", comm->rank,
                       comm->link.alpha_us, comm->link.beta_gbps);
     }
 }
 
-braid_status_t braid_ucx_comm_create(const braid_services_v3_t *svc,
+braid_status_t braid_ucx_comm_create(const braid_transport_t *self,
+                                     const braid_services_t *svc,
                                      const braid_oob_t *oob,
                                      const braid_topo_t *topo, void **tcomm)
 {
@@ -254,10 +255,11 @@ braid_status_t braid_ucx_comm_create(const braid_services_v3_t *svc,
     ucp_address_t    *addr     = NULL;
     size_t            addr_len = 0;
     braid_ucx_xchg_t  x        = {0};
-    braid_link_t      link     = {0};
+    braid_link_t      link     = {.struct_size = sizeof(braid_link_t)};
     uint64_t          extra[2];
     braid_status_t    local, st;
 
+    (void)self;
     if (svc == NULL || oob == NULL || tcomm == NULL || oob->size < 1 ||
         oob->rank < 0 || oob->rank >= oob->size) {
         return svc ? svc->error(BRAID_ERR_INVALID_ARG,
@@ -282,7 +284,7 @@ braid_status_t braid_ucx_comm_create(const braid_services_v3_t *svc,
         }
     }
     if (comm != NULL) {
-        comm->svc          = *svc;
+        comm->svc          = svc;
         comm->oob          = *oob;
         comm->rank         = oob->rank;
         comm->size         = oob->size;
@@ -326,5 +328,9 @@ void braid_ucx_comm_destroy(void *tcomm)
 
 void braid_ucx_link(void *tcomm, braid_link_t *link)
 {
-    *link = ((braid_ucx_comm_t *)tcomm)->link;
+    const braid_link_t *mine = &((braid_ucx_comm_t *)tcomm)->link;
+    link->alpha_us      = mine->alpha_us;
+    link->beta_gbps     = mine->beta_gbps;
+    link->put_alpha_us  = mine->put_alpha_us;
+    link->put_beta_gbps = mine->put_beta_gbps;
 }

@@ -19,7 +19,7 @@
 #define PUT_BETA_DIVISOR  2.0
 
 /* Parses the whole of text as a finite number, > 0 or (allow_zero) >= 0. */
-static braid_status_t parse_number(double *out, const braid_services_v3_t *svc,
+static braid_status_t parse_number(double *out, const braid_services_t *svc,
                                    const char *name, const char *text,
                                    int allow_zero)
 {
@@ -66,7 +66,7 @@ void braid_ucx_link_put(braid_link_t *link)
 }
 
 braid_status_t braid_ucx_link_declared(braid_link_t *link,
-                                       const braid_services_v3_t *svc,
+                                       const braid_services_t *svc,
                                        int nnodes)
 {
     const char    *env;

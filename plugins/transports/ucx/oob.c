@@ -18,14 +18,14 @@ typedef struct xchg_hdr {
     uint64_t extra[2];
 } xchg_hdr_t;
 
-static braid_status_t oob_failed(const braid_services_v3_t *svc,
+static braid_status_t oob_failed(const braid_services_t *svc,
                                  braid_status_t st, const char *what)
 {
     return svc->error(st, "ucx: out-of-band allgather failed while %s "
                       "(status %d)", what, (int)st);
 }
 
-static braid_status_t no_memory(const braid_services_v3_t *svc,
+static braid_status_t no_memory(const braid_services_t *svc,
                                 const char *what)
 {
     return svc->error(BRAID_ERR_NO_MEMORY, "ucx: out of memory while %s",
@@ -43,7 +43,7 @@ static int first_failed(const int64_t *status, size_t stride_words, int n)
     return -1;
 }
 
-static braid_status_t remote_failed(const braid_services_v3_t *svc,
+static braid_status_t remote_failed(const braid_services_t *svc,
                                     braid_status_t local, int rank,
                                     braid_status_t remote, const char *what)
 {
@@ -63,7 +63,7 @@ void braid_ucx_xchg_free(braid_ucx_xchg_t *x)
 }
 
 braid_status_t braid_ucx_oob_exchange(braid_ucx_xchg_t *out,
-                                      const braid_services_v3_t *svc,
+                                      const braid_services_t *svc,
                                       const braid_oob_t *oob,
                                       const char *what, braid_status_t local,
                                       const void *blob, size_t len,
@@ -137,7 +137,7 @@ braid_status_t braid_ucx_oob_exchange(braid_ucx_xchg_t *out,
     return BRAID_OK;
 }
 
-braid_status_t braid_ucx_oob_agree(const braid_services_v3_t *svc,
+braid_status_t braid_ucx_oob_agree(const braid_services_t *svc,
                                    const braid_oob_t *oob, const char *what,
                                    braid_status_t local)
 {

@@ -13,13 +13,15 @@ static int             probe_held;
 /* A successful probe keeps its context reference until unload, so the
  * communicators that follow reuse the context instead of initialising UCX a
  * second time. */
-static braid_status_t ucx_probe(const braid_services_v3_t *svc, char *why,
+static braid_status_t ucx_probe(const braid_plugin_t *self,
+                                const braid_services_t *svc, char *why,
                                 size_t why_len)
 {
     ucp_context_h  ctx;
     ucs_status_t   ust;
     braid_status_t st;
 
+    (void)self;
     st = braid_ucx_context_acquire(&ctx, &ust);
     if (svc != NULL) {
         svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT, "UCX %s: ucp_init %s",
@@ -42,8 +44,9 @@ static braid_status_t ucx_probe(const braid_services_v3_t *svc, char *why,
     return BRAID_OK;
 }
 
-static void ucx_unload(void)
+static void ucx_unload(const braid_plugin_t *self)
 {
+    (void)self;
     pthread_mutex_lock(&probe_lock);
     if (probe_held) {
         probe_held = 0;
@@ -52,14 +55,14 @@ static void ucx_unload(void)
     pthread_mutex_unlock(&probe_lock);
 }
 
-static const braid_transport_v3_t *const transports[] = {
+static const braid_transport_t *const transports[] = {
     &braid_ucx_transport,
 };
 
 __attribute__((visibility("default")))
-const braid_plugin_v3_t braid_plugin_v3 = {
+const braid_plugin_t braid_plugin_v4 = {
     .abi_version  = BRAID_PLUGIN_ABI_VERSION,
-    .struct_size  = sizeof(braid_plugin_v3_t),
+    .struct_size  = sizeof(braid_plugin_t),
     .name         = "ucx",
     .version      = "0.1.0",
     .probe        = ucx_probe,

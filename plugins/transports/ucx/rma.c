@@ -76,7 +76,7 @@ static ucs_status_t put_arrived(void *arg, const void *header,
 
     if (header_length != sizeof(h) ||
         (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-        comm->svc.log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT, "rank %d: dropped "
+        comm->svc->log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT, "rank %d: dropped "
                       "a malformed put (%zu-byte header%s)", comm->rank,
                       header_length,
                       (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
@@ -91,7 +91,7 @@ static ucs_status_t put_arrived(void *arg, const void *header,
     if (a == NULL) {
         /* Only after a failure: algorithms free an area once nothing can be
          * in flight into it (plugins/algorithms/lowhop/slots.h). */
-        comm->svc.log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT, "rank %d: dropped "
+        comm->svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT, "rank %d: dropped "
                       "a put into area %llu, which is gone", comm->rank,
                       (unsigned long long)h.area);
         return UCS_OK;
@@ -99,7 +99,7 @@ static ucs_status_t put_arrived(void *arg, const void *header,
     if (h.dst_off > a->len || length > a->len - h.dst_off ||
         a->len < sizeof(uint64_t) || h.flag_off > a->len - sizeof(uint64_t) ||
         h.flag_off % sizeof(uint64_t) != 0) {
-        comm->svc.log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT, "rank %d: dropped "
+        comm->svc->log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT, "rank %d: dropped "
                       "a put of %zu bytes at %llu, flag at %llu: outside "
                       "area %llu (%zu bytes)", comm->rank, length,
                       (unsigned long long)h.dst_off,
@@ -142,12 +142,12 @@ static braid_status_t area_new(braid_ucx_area_t **out, braid_ucx_comm_t *comm,
 
     *out = NULL;
     if (a == NULL) {
-        return comm->svc.error(BRAID_ERR_NO_MEMORY, "ucx: rank %d: out of "
+        return comm->svc->error(BRAID_ERR_NO_MEMORY, "ucx: rank %d: out of "
                                "memory for a put area", comm->rank);
     }
     if (len > SIZE_MAX - page) {
         free(a);
-        return comm->svc.error(BRAID_ERR_INVALID_ARG, "ucx: rank %d: a put "
+        return comm->svc->error(BRAID_ERR_INVALID_ARG, "ucx: rank %d: a put "
                                "area of %zu bytes is too large", comm->rank,
                                len);
     }
@@ -155,7 +155,7 @@ static braid_status_t area_new(braid_ucx_area_t **out, braid_ucx_comm_t *comm,
     a->base = aligned_alloc(page, bytes);
     if (a->base == NULL) {
         free(a);
-        return comm->svc.error(BRAID_ERR_NO_MEMORY, "ucx: rank %d: out of "
+        return comm->svc->error(BRAID_ERR_NO_MEMORY, "ucx: rank %d: out of "
                                "memory for a put area of %zu bytes",
                                comm->rank, len);
     }
@@ -176,14 +176,14 @@ static braid_status_t area_agree(braid_ucx_comm_t *comm, braid_status_t local,
     braid_status_t st;
 
     if (all == NULL) {
-        return comm->svc.error(BRAID_ERR_NO_MEMORY, "ucx: rank %d: out of "
+        return comm->svc->error(BRAID_ERR_NO_MEMORY, "ucx: rank %d: out of "
                                "memory agreeing on a put area", comm->rank);
     }
     st = comm->oob.allgather(comm->oob.ctx, &mine, all, sizeof(mine));
     if (st != BRAID_OK) {
         free(all);
         return local != BRAID_OK ? local
-                                 : comm->svc.error(st, "ucx: rank %d: "
+                                 : comm->svc->error(st, "ucx: rank %d: "
                                                    "mem_alloc: out-of-band "
                                                    "allgather failed (status "
                                                    "%d)", comm->rank, (int)st);
@@ -191,12 +191,12 @@ static braid_status_t area_agree(braid_ucx_comm_t *comm, braid_status_t local,
     st = local;
     for (int p = 0; p < comm->size && st == BRAID_OK; p++) {
         if (all[p].status != BRAID_OK) {
-            st = comm->svc.error((braid_status_t)all[p].status, "ucx: rank "
+            st = comm->svc->error((braid_status_t)all[p].status, "ucx: rank "
                                  "%d failed to allocate its put area (status "
                                  "%d), so rank %d gives up too", p,
                                  (int)all[p].status, comm->rank);
         } else if (all[p].id != id || all[p].len != len) {
-            st = comm->svc.error(BRAID_ERR_MISMATCH, "ucx: mem_alloc: rank "
+            st = comm->svc->error(BRAID_ERR_MISMATCH, "ucx: mem_alloc: rank "
                                  "%d asked for %llu bytes (area %llu), rank "
                                  "%d for %zu (area %llu)", p,
                                  (unsigned long long)all[p].len,
@@ -266,7 +266,7 @@ braid_status_t braid_ucx_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
         dst_off > mem->len || len > mem->len - dst_off ||
         flag_off > mem->len || mem->len - flag_off < sizeof(uint64_t) ||
         flag_off % sizeof(uint64_t) != 0 || (len > 0 && src == NULL)) {
-        return comm->svc.error(BRAID_ERR_INVALID_ARG,
+        return comm->svc->error(BRAID_ERR_INVALID_ARG,
                                "ucx: put_signal to rank %d: %zu bytes at %zu, "
                                "flag at %zu do not fit an area of %zu bytes "
                                "(or the flag is not 8-byte aligned, or src "
@@ -274,14 +274,14 @@ braid_status_t braid_ucx_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
                                mem ? mem->len : 0);
     }
     if (comm->peers[peer].status != UCS_OK) {
-        return comm->svc.error(BRAID_ERR_PEER, "ucx: rank %d: put_signal to "
+        return comm->svc->error(BRAID_ERR_PEER, "ucx: rank %d: put_signal to "
                                "rank %d: its endpoint failed earlier: %s",
                                comm->rank, peer,
                                ucs_status_string(comm->peers[peer].status));
     }
     put = calloc(1, sizeof(*put));
     if (put == NULL) {
-        return comm->svc.error(BRAID_ERR_NO_MEMORY,
+        return comm->svc->error(BRAID_ERR_NO_MEMORY,
                                "ucx: out of memory for a put_signal");
     }
     put->hdr.area     = a->id;
@@ -297,7 +297,7 @@ braid_status_t braid_ucx_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
     if (UCS_PTR_IS_ERR(sp)) {
         ucs_status_t st = UCS_PTR_STATUS(sp);
         free(put);
-        return comm->svc.error(braid_ucx_status(st), "ucx: rank %d: "
+        return comm->svc->error(braid_ucx_status(st), "ucx: rank %d: "
                                "put_signal of %zu bytes to rank %d failed: %s",
                                comm->rank, len, peer, ucs_status_string(st));
     }

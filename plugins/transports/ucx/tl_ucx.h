@@ -37,7 +37,6 @@ typedef struct braid_ucx_op {
     int                  peer;
     uint64_t             tag;
     size_t               len;
-    double               posted; /* svc.now() when posted: bounds the wait */
     struct braid_ucx_op *prev;
     struct braid_ucx_op *next;
 } braid_ucx_op_t;
@@ -79,7 +78,8 @@ typedef struct braid_ucx_peer {
 } braid_ucx_peer_t;
 
 struct braid_ucx_comm {
-    braid_services_v3_t svc; /* copies: the caller's structs may be temporary */
+    const braid_services_t *svc; /* the core's, valid for the process */
+    /* a copy: the caller's struct may be temporary */
     braid_oob_t         oob;
     int                 rank;
     int                 size;
@@ -105,7 +105,7 @@ struct braid_ucx_comm {
 #define BRAID_UCX_CLOSE_S        2.0
 #define BRAID_UCX_FAILED_CLOSE_S 0.5
 
-extern const braid_transport_v3_t braid_ucx_transport;
+extern const braid_transport_t braid_ucx_transport;
 
 /* context.c: the process-wide ucp context. */
 braid_status_t braid_ucx_context_acquire(ucp_context_h *context,
@@ -116,7 +116,7 @@ void           braid_ucx_context_release(void);
 /* Derives the put_signal pair from the two-sided one (link.c). */
 void braid_ucx_link_put(braid_link_t *link);
 braid_status_t braid_ucx_link_declared(braid_link_t *link,
-                                       const braid_services_v3_t *svc,
+                                       const braid_services_t *svc,
                                        int nnodes);
 
 /* oob.c: agreement plus exchange of one variable-length blob per rank.
@@ -130,19 +130,20 @@ typedef struct braid_ucx_xchg {
 } braid_ucx_xchg_t;
 
 braid_status_t braid_ucx_oob_exchange(braid_ucx_xchg_t *out,
-                                      const braid_services_v3_t *svc,
+                                      const braid_services_t *svc,
                                       const braid_oob_t *oob,
                                       const char *what, braid_status_t local,
                                       const void *blob, size_t len,
                                       const uint64_t extra[2]);
 void braid_ucx_xchg_free(braid_ucx_xchg_t *x);
 /* Agreement only: BRAID_OK when every rank passed BRAID_OK. */
-braid_status_t braid_ucx_oob_agree(const braid_services_v3_t *svc,
+braid_status_t braid_ucx_oob_agree(const braid_services_t *svc,
                                    const braid_oob_t *oob, const char *what,
                                    braid_status_t local);
 
 /* comm.c */
-braid_status_t braid_ucx_comm_create(const braid_services_v3_t *svc,
+braid_status_t braid_ucx_comm_create(const braid_transport_t *self,
+                                     const braid_services_t *svc,
                                      const braid_oob_t *oob,
                                      const braid_topo_t *topo, void **tcomm);
 void           braid_ucx_comm_destroy(void *tcomm);

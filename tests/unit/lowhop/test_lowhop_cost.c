@@ -295,11 +295,11 @@ static braid_status_t no_error(braid_status_t st, const char *fmt, ...)
 /* start() refuses above the cap before it touches the transport (tl NULL). */
 static void test_start_cap(void)
 {
-    braid_services_v3_t svc;
+    braid_services_t svc;
     memset(&svc, 0, sizeof(svc));
     svc.error = no_error;
     static const struct {
-        const braid_algo_v3_t *a;
+        const braid_algo_t *a;
         size_t cap;
     } algs[] = {
         {&braid_lowhop_oneshot_algo, BRAID_LOWHOP_ONESHOT_MAX_BYTES},
@@ -319,7 +319,8 @@ static void test_start_cap(void)
         t.size       = 4;
         t.svc        = &svc;
         t.comm_state = &state;
-        braid_status_t st = algs[i].a->start(&t);
+        braid_wait_t   wait;
+        braid_status_t st = algs[i].a->start(&t, &wait);
         check(st == BRAID_ERR_NOT_SUPPORTED && t.priv == NULL &&
                   state == NULL,
               "%s: start above the cap returned %d", algs[i].a->name,

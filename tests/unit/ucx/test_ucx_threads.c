@@ -33,7 +33,7 @@
 #define MAX_PRINTED 40
 
 typedef struct tcase {
-    const braid_algo_v3_t *algo;
+    const braid_algo_t *algo;
     braid_dtype_t          dt;
     braid_op_t             op;
     size_t                 count;
@@ -240,6 +240,8 @@ static void job_prepare(job_t *j, const tcase_t *c, int n, int r,
         memcpy(j->scopy, j->sbuf, j->in_el * j->dts);
     }
 
+    j->task.struct_size = sizeof(j->task);
+    j->task.algo       = c->algo;
     j->task.coll       = coll;
     j->task.sendbuf    = j->sbuf;
     j->task.recvbuf    = j->rbuf;
@@ -402,7 +404,7 @@ static void cross_check(world_t *w, int r, const job_t *j)
 
 /* ------------------------------------------------------------- ranks */
 
-static int algo_index(const th_plugin_t *p, const braid_algo_v3_t *a)
+static int algo_index(const th_plugin_t *p, const braid_algo_t *a)
 {
     for (int i = 0; i < p->adesc->n_algos; i++) {
         if (p->adesc->algos[i] == a) {
@@ -439,7 +441,7 @@ static void run_cases(world_t *w, int r, braid_tl_t *tl, void **state,
  * share the algorithm's comm_state (the second must not take the first's
  * scratch) and must not mix up their messages. */
 static void run_overlap(world_t *w, int r, braid_tl_t *tl, void **state,
-                        uint64_t *seq, const braid_algo_v3_t *algo)
+                        uint64_t *seq, const braid_algo_t *algo)
 {
     tcase_t        ca = {algo, BRAID_I32, BRAID_SUM, 1007, 0, 0};
     tcase_t        cb = {algo, BRAID_F32, BRAID_SUM, 300001, 1, 0};
@@ -451,16 +453,23 @@ static void run_overlap(world_t *w, int r, braid_tl_t *tl, void **state,
 
     job_prepare(&a, &ca, w->n, r, (*seq)++, tl, st, &w->topo);
     job_prepare(&b, &cb, w->n, r, (*seq)++, tl, st, &w->topo);
-    sa     = algo->start(&a.task);
-    sb     = algo->start(&b.task);
+    braid_wait_t wait;
+    sa     = algo->start(&a.task, &wait);
+    sb     = algo->start(&b.task, &wait);
     done_a = sa != BRAID_OK;
     done_b = sb != BRAID_OK;
+    if (done_a)
+        algo->finish(&a.task); /* finish follows a failed start too */
+    if (done_b)
+        algo->finish(&b.task);
     while (!done_a || !done_b) {
-        if (!done_a && (sa = algo->progress(&a.task)) != BRAID_INPROGRESS) {
+        if (!done_a &&
+            (sa = algo->progress(&a.task, &wait)) != BRAID_INPROGRESS) {
             algo->finish(&a.task);
             done_a = 1;
         }
-        if (!done_b && (sb = algo->progress(&b.task)) != BRAID_INPROGRESS) {
+        if (!done_b &&
+            (sb = algo->progress(&b.task, &wait)) != BRAID_INPROGRESS) {
             algo->finish(&b.task);
             done_b = 1;
         }
@@ -649,14 +658,15 @@ static void *rank_main(void *arg)
     const int    r    = ra->rank;
     th_oob_ctx_t octx;
     braid_oob_t  oob;
-    braid_tl_t   tl    = {0};
+    braid_tl_t   tl    = {.struct_size = sizeof(braid_tl_t),
+                          .link = {.struct_size = sizeof(braid_link_t)}};
     void        *state[32] = {0};
     uint64_t     seq   = 1;
     braid_status_t st;
 
     th_oob(&oob, &octx, &w->board, r);
     tl.ops = w->plug->tl;
-    st     = tl.ops->comm_create(&th_svc, &oob, &w->topo, &tl.tcomm);
+    st     = tl.ops->comm_create(tl.ops, &th_svc, &oob, &w->topo, &tl.tcomm);
     if (st != BRAID_OK) {
         fail(w, r, NULL, "comm_create: %s", th_last_error());
         return NULL; /* collective: every rank failed alike */
@@ -674,7 +684,7 @@ static void *rank_main(void *arg)
     run_cancel(w, r, &tl);
 
     for (int i = 0; i < w->plug->adesc->n_algos; i++) {
-        const braid_algo_v3_t *a = w->plug->adesc->algos[i];
+        const braid_algo_t *a = w->plug->adesc->algos[i];
         if (state[i] != NULL && a->comm_state_free != NULL) {
             a->comm_state_free(state[i], &tl);
         }
@@ -692,7 +702,7 @@ static void *rank_main(void *arg)
 
 /* ------------------------------------------------------------- cases */
 
-static void add(caselist_t *l, const braid_algo_v3_t *a, braid_dtype_t dt,
+static void add(caselist_t *l, const braid_algo_t *a, braid_dtype_t dt,
                 braid_op_t op, size_t count, int inplace, int root)
 {
     if (l->n == l->cap) {
@@ -713,7 +723,7 @@ static void build_cases(caselist_t *l, const th_plugin_t *p, int n)
     static const size_t        counts[] = {0, 1, 7};
 
     for (int ai = 0; ai < p->adesc->n_algos; ai++) {
-        const braid_algo_v3_t *a   = p->adesc->algos[ai];
+        const braid_algo_t *a   = p->adesc->algos[ai];
         int                    red = a->coll == BRAID_COLL_ALLREDUCE ||
                                      a->coll == BRAID_COLL_REDUCE_SCATTER;
 
@@ -799,6 +809,8 @@ static void run_world(world_t *w, const th_plugin_t *p, int n, int nnodes,
     for (int r = 0; r < n; r++) {
         w->node_of_rank[r] = r * nnodes / n;
     }
+    w->topo.struct_size  = sizeof(w->topo);
+    w->topo.size         = n;
     w->topo.kind         = nnodes == 1 ? BRAID_TOPO_SINGLE_HOST
                                        : BRAID_TOPO_SWITCH;
     w->topo.nnodes       = nnodes;
@@ -830,8 +842,8 @@ static void *link_main(void *arg)
     void        *tcomm = NULL;
 
     th_oob(&oob, &octx, &w->board, ra->rank);
-    seen_status[ra->rank] =
-        w->plug->tl->comm_create(&th_svc, &oob, &w->topo, &tcomm);
+    seen_status[ra->rank] = w->plug->tl->comm_create(w->plug->tl, &th_svc,
+                                                     &oob, &w->topo, &tcomm);
     snprintf(seen_error[ra->rank], sizeof(seen_error[0]), "%s",
              th_last_error());
     if (seen_status[ra->rank] == BRAID_OK) {
@@ -912,14 +924,15 @@ static void *loss_main(void *arg)
     world_t     *w  = ra->w;
     th_oob_ctx_t octx;
     braid_oob_t  oob;
-    braid_tl_t   tl = {0};
+    braid_tl_t   tl = {.struct_size = sizeof(braid_tl_t)};
     braid_treq_t req = {0};
     char         buf[64];
     double       t0;
 
     th_oob(&oob, &octx, &w->board, ra->rank);
     tl.ops = w->plug->tl;
-    if (tl.ops->comm_create(&th_svc, &oob, &w->topo, &tl.tcomm) != BRAID_OK) {
+    if (tl.ops->comm_create(tl.ops, &th_svc, &oob, &w->topo, &tl.tcomm) !=
+        BRAID_OK) {
         snprintf(loss_error, sizeof(loss_error), "%s", th_last_error());
         loss_status = BRAID_ERR_INTERNAL;
         return NULL;
@@ -936,8 +949,15 @@ static void *loss_main(void *arg)
     t0          = th_now();
     loss_status = tl.ops->irecv(tl.tcomm, 1, 77, buf, sizeof(buf), &req);
     if (loss_status == BRAID_OK) {
+        /* The transport never times a request out (the core's job): the
+         * test bounds the wait itself. */
         while ((loss_status = tl.ops->test(tl.tcomm, &req)) ==
                BRAID_INPROGRESS) {
+            if (th_now() - t0 > TH_TIMEOUT_S) {
+                loss_status = BRAID_ERR_TIMEOUT;
+                tl.ops->cancel(tl.tcomm, &req);
+                break;
+            }
             sched_yield();
         }
     }
@@ -967,12 +987,15 @@ static int check_peer_loss(const th_plugin_t *p)
 static double est(const th_plugin_t *p, braid_coll_t coll, const char *name,
                   int n, size_t bytes)
 {
-    const braid_algo_v3_t *a  = th_find_algo(p, coll, name);
-    braid_cost_in_t        in = {coll, bytes, n, 1, n, BRAID_TOPO_SINGLE_HOST,
-                                 {0.6, 6.0, 1.8, 3.0}, 10.0, 0.0};
-    double                 t  = a->estimate(&in);
+    const braid_algo_t *a  = th_find_algo(p, coll, name);
+    braid_cost_in_t     in = {
+        .struct_size = sizeof(in), .coll = coll, .bytes = bytes, .nranks = n,
+        .nnodes = 1, .ppn = n, .topo = BRAID_TOPO_SINGLE_HOST,
+        .link = {sizeof(braid_link_t), 0.6, 6.0, 1.8, 3.0},
+        .reduce_gbps = 10.0};
+    double              t  = a->estimate(a, &in);
 
-    if (a->estimate(&in) != t) {
+    if (a->estimate(a, &in) != t) {
         return -2.0; /* not deterministic */
     }
     return t;
@@ -1010,10 +1033,14 @@ static int check_costs(const th_plugin_t *p)
         EXPECT(t > want - 1e-9 && t < want + 1e-9);
     }
     for (int i = 0; i < p->adesc->n_algos; i++) {
-        braid_cost_in_t in = {p->adesc->algos[i]->coll, 1024, 4, 1, 4,
-                              BRAID_TOPO_SINGLE_HOST, {0.6, 0.0, 1.8, 0.0},
-                              10.0, 0.0};
-        EXPECT(p->adesc->algos[i]->estimate(&in) < 0); /* no bandwidth */
+        const braid_algo_t *a = p->adesc->algos[i];
+        braid_cost_in_t in = {
+            .struct_size = sizeof(in), .coll = a->coll, .bytes = 1024,
+            .nranks = 4, .nnodes = 1, .ppn = 4,
+            .topo = BRAID_TOPO_SINGLE_HOST,
+            .link = {sizeof(braid_link_t), 0.6, 0.0, 1.8, 0.0},
+            .reduce_gbps = 10.0};
+        EXPECT(a->estimate(a, &in) < 0); /* no bandwidth */
         EXPECT(est(p, p->adesc->algos[i]->coll, p->adesc->algos[i]->name, 5,
                    4096) > 0);
     }
@@ -1040,7 +1067,7 @@ int main(int argc, char **argv)
     if (th_plugin_load(&plug, argv[1], argv[2]) != 0) {
         return 1;
     }
-    if (plug.desc->probe(&th_svc, why, sizeof(why)) != BRAID_OK) {
+    if (plug.desc->probe(plug.desc, &th_svc, why, sizeof(why)) != BRAID_OK) {
         fprintf(stderr, "FAIL probe: %s\n", why);
         return 1;
     }
