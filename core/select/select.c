@@ -91,9 +91,14 @@ static const char *mem_note(uint32_t mem)
     return mem == BRAID_MEM_BIT(BRAID_MEM_HOST) ? "" : " on device memory";
 }
 
-static braid_status_t decide(int *idx, why_t *why, braid_selector_t *sel,
-                             braid_coll_t coll, size_t bytes, uint32_t mem)
+/* *ref: the BRAID_ALGO or tuning-file entry that decided (NULL: the cost
+ * model among all). */
+static braid_status_t decide(int *idx, why_t *why,
+                             const braid_cand_ref_t **ref,
+                             braid_selector_t *sel, braid_coll_t coll,
+                             size_t bytes, uint32_t mem)
 {
+    *ref = NULL;
     const braid_algo_rule_t *rule = braid_algo_spec_match(sel->override, coll,
                                                           bytes);
     if (rule != NULL) {
@@ -101,6 +106,7 @@ static braid_status_t decide(int *idx, why_t *why, braid_selector_t *sel,
             *idx = cheapest(sel, &rule->cands[i], coll, bytes, mem);
             if (*idx >= 0) {
                 *why = WHY_OVERRIDE;
+                *ref = &rule->cands[i];
                 return BRAID_OK;
             }
         }
@@ -130,6 +136,7 @@ static braid_status_t decide(int *idx, why_t *why, braid_selector_t *sel,
         *idx = cheapest(sel, &row->cand, coll, bytes, mem);
         if (*idx >= 0) {
             *why = WHY_TUNE;
+            *ref = &row->cand;
             return BRAID_OK;
         }
         /* A tuning table may come from another machine: say so, once per
@@ -151,16 +158,17 @@ static braid_status_t decide(int *idx, why_t *why, braid_selector_t *sel,
     return BRAID_OK;
 }
 
-/* The candidates that tie with the chosen one, ", "-separated (empty when
- * none does). */
+/* The candidates that tie with the chosen one among those ref allows,
+ * ", "-separated (empty when none does). */
 static void ties_of(char *buf, size_t len, const braid_selector_t *sel,
-                    int idx, braid_coll_t coll, size_t bytes, uint32_t mem)
+                    const braid_cand_ref_t *ref, int idx, braid_coll_t coll,
+                    size_t bytes, uint32_t mem)
 {
     double t = braid_candidate_estimate(sel, &sel->cands[idx], coll, bytes,
                                         mem);
     buf[0] = '\0';
     for (int i = 0; i < sel->ncands; i++) {
-        if (i == idx ||
+        if (i == idx || (ref != NULL && !ref_matches(ref, &sel->cands[i])) ||
             braid_candidate_estimate(sel, &sel->cands[i], coll, bytes, mem) !=
                 t)
             continue;
@@ -171,11 +179,11 @@ static void ties_of(char *buf, size_t len, const braid_selector_t *sel,
 
 /* "cost model", or "cost model; tie with x, y: first in name order". */
 static void why_text(char *buf, size_t len, const braid_selector_t *sel,
-                     int idx, why_t why, braid_coll_t coll, size_t bytes,
-                     uint32_t mem)
+                     const braid_cand_ref_t *ref, int idx, why_t why,
+                     braid_coll_t coll, size_t bytes, uint32_t mem)
 {
     char ties[256];
-    ties_of(ties, sizeof(ties), sel, idx, coll, bytes, mem);
+    ties_of(ties, sizeof(ties), sel, ref, idx, coll, bytes, mem);
     if (ties[0] != '\0')
         snprintf(buf, len, "%s; tie with %s: first in name order",
                  why_names[why], ties);
@@ -189,7 +197,8 @@ static int size_class(size_t bytes)
 }
 
 static void explain_once(braid_selector_t *sel, braid_coll_t coll,
-                         size_t bytes, uint32_t mem, int idx, why_t why)
+                         size_t bytes, uint32_t mem, int idx, why_t why,
+                         const braid_cand_ref_t *ref)
 {
     int cls = size_class(bytes);
     if (sel->rank != 0 || (sel->explained[coll] >> cls & 1) ||
@@ -211,7 +220,7 @@ static void explain_once(braid_selector_t *sel, braid_coll_t coll,
                      o ? "," : "", sel->cands[i].name);
     }
     char reason[320];
-    why_text(reason, sizeof(reason), sel, idx, why, coll, bytes, mem);
+    why_text(reason, sizeof(reason), sel, ref, idx, why, coll, bytes, mem);
     braid_log(BRAID_LOG_INFO, LOG_COMP, "%s %zu B%s (class %s%zu B), %d ranks "
               "on %d nodes: %s by %s (estimate %.2f us); others:%s",
               braid_coll_name(coll), bytes, mem_note(mem), cls ? "<=" : "",
@@ -231,10 +240,11 @@ braid_status_t braid_select(braid_candidate_t **cand, braid_selector_t *sel,
     }
     int    idx;
     why_t  why;
-    braid_status_t st = decide(&idx, &why, sel, coll, bytes, mem);
+    const braid_cand_ref_t *ref;
+    braid_status_t st = decide(&idx, &why, &ref, sel, coll, bytes, mem);
     if (st != BRAID_OK)
         return st;
-    explain_once(sel, coll, bytes, mem, idx, why);
+    explain_once(sel, coll, bytes, mem, idx, why, ref);
     sel->last_bytes[coll] = bytes;
     sel->last_mem[coll]   = mem;
     sel->last_idx[coll]   = idx;
@@ -249,12 +259,13 @@ braid_status_t braid_select_explain(braid_selector_t *sel, braid_coll_t coll,
 {
     int            idx;
     why_t          w;
-    braid_status_t st = decide(&idx, &w, sel, coll, bytes, mem);
+    const braid_cand_ref_t *ref;
+    braid_status_t st = decide(&idx, &w, &ref, sel, coll, bytes, mem);
     if (st != BRAID_OK)
         return st;
     if (cand != NULL && cand_len > 0)
         snprintf(cand, cand_len, "%s", sel->cands[idx].name);
     if (why != NULL && why_len > 0)
-        why_text(why, why_len, sel, idx, w, coll, bytes, mem);
+        why_text(why, why_len, sel, ref, idx, w, coll, bytes, mem);
     return BRAID_OK;
 }

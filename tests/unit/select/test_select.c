@@ -349,6 +349,25 @@ static void test_ties(void)
               !strcmp(name, "ring@shm") && strstr(why, "tie with ring@ucx") &&
               strstr(why, "name order"),
           "tie reported: %s by %s", name, why);
+    /* Forced "ring" leaves the transport to the cost model: the same tie. */
+    braid_algo_spec_t over;
+    CHECK(braid_algo_spec_parse(&over, "allreduce:ring") == BRAID_OK, "ov");
+    sel.override = &over;
+    braid_selector_init(&sel);
+    CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 64, host, name,
+                               sizeof(name), why, sizeof(why)) == BRAID_OK &&
+              !strcmp(name, "ring@shm") && strstr(why, "BRAID_ALGO") &&
+              strstr(why, "tie with ring@ucx"),
+          "tie under an override: %s by %s", name, why);
+    /* Forced "ring@ucx": nothing left to tie with. */
+    CHECK(braid_algo_spec_parse(&over, "allreduce:ring@ucx") == BRAID_OK,
+          "ov2");
+    braid_selector_init(&sel);
+    CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 64, host, name,
+                               sizeof(name), why, sizeof(why)) == BRAID_OK &&
+              !strcmp(name, "ring@ucx") && !strstr(why, "tie"),
+          "a forced candidate ties with nothing: %s by %s", name, why);
+    sel.override = &none;
     cands[1].algo = &(braid_algo_t){.name = "ring",
                                      .coll = BRAID_COLL_ALLREDUCE,
                                      .estimate = est_steep};
