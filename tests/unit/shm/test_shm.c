@@ -182,6 +182,41 @@ static void test_put_signal(th_rank_t *r, void *tc)
 
 /* Every rank exchanges with every rank (itself included), sizes around the
  * cell payload, many rounds. */
+/* The contract of plugin.h: zero-length messages (NULL buffers) match and
+ * complete; a request may be complete when isend returns (shm completes a
+ * small send into a ring with room at once), and test() of an inactive
+ * request is BRAID_OK at once. */
+static void test_zero_and_inline(th_rank_t *r, void *tc)
+{
+    const int      n = r->size, to = (r->rank + 1) % n,
+                   from = (r->rank + n - 1) % n;
+    braid_treq_t   reqs[2];
+    uint64_t       v = 42, got = 0;
+    braid_status_t st;
+
+    memset(reqs, 0, sizeof(reqs));
+    TH_CHECK(r->tl->irecv(tc, from, BRAID_TAG(1, 9), NULL, 0, &reqs[0]) ==
+                 BRAID_OK &&
+                 r->tl->isend(tc, to, BRAID_TAG(1, 9), NULL, 0, &reqs[1]) ==
+                     BRAID_OK,
+             "zero-length isend/irecv with NULL buffers");
+    st = th_wait(r, tc, reqs, 2);
+    TH_CHECK(st == BRAID_OK, "zero-length messages complete: %s",
+             th_status_str(st));
+    th_barrier(r);
+    TH_CHECK(r->tl->isend(tc, to, BRAID_TAG(2, 9), &v, sizeof(v), &reqs[1]) ==
+                     BRAID_OK &&
+                 !reqs[1].active && reqs[1].handle == NULL,
+             "an 8-byte send into an empty ring is complete on return");
+    TH_CHECK(r->tl->test(tc, &reqs[1]) == BRAID_OK,
+             "test() of a request complete on return");
+    TH_CHECK(r->tl->irecv(tc, from, BRAID_TAG(2, 9), &got, sizeof(got),
+                          &reqs[0]) == BRAID_OK &&
+                 th_wait(r, tc, reqs, 1) == BRAID_OK && got == 42,
+             "the message of the inline send arrives");
+    th_barrier(r);
+}
+
 static void test_all_pairs(th_rank_t *r, void *tc)
 {
     static const size_t sizes[] = {0, 1, 8, 100, 16352, 16353, 40000, 70001};
@@ -530,6 +565,7 @@ static int scenario(th_rank_t *r, void *arg)
              "link %g us %g GB/s", link.alpha_us, link.beta_gbps);
 
     test_put_signal(r, tc);
+    test_zero_and_inline(r, tc);
     test_all_pairs(r, tc);
     test_reverse_order(r, tc, 1);
     test_reverse_order(r, tc, 0);

@@ -579,6 +579,33 @@ static void run_put_signal(world_t *w, int r, braid_tl_t *tl)
  * once (AddressSanitizer would flag UCX touching them later).  The send can
  * only go by closing its endpoint, so this runs last, and the teardown
  * that follows must still be prompt. */
+/* plugin.h's rule: zero-length messages with NULL buffers match and
+ * complete, and test() of a request no longer active is BRAID_OK. */
+static void run_zero(world_t *w, int r, braid_tl_t *tl)
+{
+    const int      n = w->n, right = (r + 1) % n, left = (r + n - 1) % n;
+    braid_treq_t   reqs[2] = {{0}};
+    braid_status_t st = tl->ops->irecv(tl->tcomm, left, BRAID_TAG(0xfffffe, 1),
+                                       NULL, 0, &reqs[0]);
+    double         t0 = th_now();
+
+    if (st == BRAID_OK) {
+        st = tl->ops->isend(tl->tcomm, right, BRAID_TAG(0xfffffe, 1), NULL, 0,
+                            &reqs[1]);
+    }
+    for (int i = 0; i < 2 && st == BRAID_OK; i++) {
+        while ((st = tl->ops->test(tl->tcomm, &reqs[i])) == BRAID_INPROGRESS &&
+               th_now() - t0 < TH_TIMEOUT_S) {
+            sched_yield();
+        }
+    }
+    if (st != BRAID_OK || reqs[0].active || reqs[1].active) {
+        fail(w, r, NULL, "zero-length send/receive: %s", th_last_error());
+    } else if (tl->ops->test(tl->tcomm, &reqs[1]) != BRAID_OK) {
+        fail(w, r, NULL, "test() of an inactive request is not BRAID_OK");
+    }
+}
+
 static void run_cancel(world_t *w, int r, braid_tl_t *tl)
 {
     const int      n = w->n, right = (r + 1) % n, left = (r + n - 1) % n;
@@ -681,6 +708,7 @@ static void *rank_main(void *arg)
                     BRAID_COLL_ALLREDUCE, "recdbl"));
     }
     run_put_signal(w, r, &tl);
+    run_zero(w, r, &tl);
     run_cancel(w, r, &tl);
 
     for (int i = 0; i < w->plug->adesc->n_algos; i++) {
