@@ -11,7 +11,8 @@
 
 #define LOG_COMP "comm"
 /* One scheduler hand-off between two ranks of a core (sched_yield, then
- * the next rank's poll): 0.6-1.2 us measured on this 2-core VM. */
+ * the next rank's poll), the order of magnitude measured
+ * (docs/performance.md). */
 #define BRAID_HANDOFF_US 1.0
 
 static braid_status_t oob_allgather(void *ctx, const void *sendbuf,

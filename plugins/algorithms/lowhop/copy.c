@@ -6,12 +6,10 @@
  * ordinary store first reads its destination line (write-allocate).
  * Streaming (non-temporal) stores skip that read.  glibc's memcpy switches
  * to them only above a threshold it derives from the last-level cache, and
- * a VM may report the host's whole cache (480 MiB on the machine braid is
- * developed on), so it never does.  Measured there, twoshot@shm, copy-out
- * streamed for blocks of 256 KiB and more: 4 ranks 16 MiB 9.8 -> 8.5 ms,
- * 8 ranks 8 MiB 11.7 -> 10.4 ms; but 4 ranks 8 MiB and 2 ranks 16 MiB no
- * faster or a little slower (their data still fits the cache they get).
- * Hence the rule in braid_lowhop_stream_ok: blocks of 256 KiB or more, and
+ * a VM may report the host's whole cache, so it never does.  Streaming
+ * helps only where the data no longer fits the cache a rank gets
+ * (docs/performance.md has the figures), hence the rule in
+ * braid_lowhop_stream_ok: blocks of 256 KiB or more, and
  * message bytes times the ranks pinned to this CPU (a->nmates + 1; unpinned
  * ranks count as one) at least 32 MiB. */
 #include <stdint.h>

@@ -12,14 +12,11 @@
 /* Declared, not measured: the cost model only needs to rank candidates, and
  * every rank must feed it the same numbers without talking.
  *  - put_signal: a message is one cache line changing cores (store on one,
- *    miss on the other), ~0.1 us here where a cross-core line round trip is
- *    ~0.13 us; the data is one memcpy into the peer's mapping, ~10 GB/s.
+ *    miss on the other); the data is one memcpy into the peer's mapping.
  *  - send/receive: the sender copies into a 16 KiB cell, the receiver copies
  *    out, and every cell is a hand-off between the two, so a message costs a
  *    few line transfers and the stream pays two copies plus a hand-off per
- *    cell: 4 ranks, ring@shm reached 2-3 GB/s bus bandwidth at 256 KiB and
- *    under 1.5 GB/s from 2 MiB, against twoshot@shm (puts) 1.6-2.7x faster
- *    at the same sizes. */
+ *    cell: slower than puts at every size (docs/performance.md). */
 #define PUT_ALPHA_US  0.1
 #define PUT_BETA_GBPS 10.0
 #define SR_ALPHA_US   0.4
