@@ -31,27 +31,9 @@
 
 /* ---------------------------------------------------------------- services */
 
-static braid_status_t svc3_error(braid_status_t status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    braid_verror(status, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-static void svc3_log(braid_log_level_t level, const char *component,
-                     const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    braid_vlog(level, component, fmt, ap);
-    va_end(ap);
-}
-
 static const braid_services_v3_t svc3 = {
-    .log        = svc3_log,
-    .error      = svc3_error,
+    .log        = braid_services_log,
+    .error      = braid_services_error,
     .reduce     = braid_kernel_reduce,
     .reduce2    = braid_kernel_reduce2,
     .finish_avg = braid_kernel_finish_avg,
@@ -491,11 +473,11 @@ static const char *check_v3(const braid_plugin_v3_t *d)
 {
     if (d->struct_size < sizeof(braid_plugin_v3_t))
         return "descriptor smaller than ABI 3's: corrupt or mismatched header";
-    if (d->probe == NULL || d->n_transports < 0 || d->n_algos < 0 ||
-        (d->n_transports > 0 && d->transports == NULL) ||
-        (d->n_algos > 0 && d->algos == NULL))
-        return "malformed descriptor (probe, transport or algorithm arrays "
-               "missing)";
+    const char *bad = braid_loader_check_arrays(
+        d->probe != NULL, d->n_transports, d->transports, d->n_algos,
+        d->algos);
+    if (bad != NULL)
+        return bad;
     for (int t = 0; t < d->n_transports; t++) {
         const braid_transport_v3_t *tl = d->transports[t];
         if (tl == NULL || tl->name == NULL || tl->cancel == NULL ||

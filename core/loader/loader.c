@@ -186,25 +186,44 @@ static const char *abi_hint(unsigned abi)
                  "<braid/plugin.h>";
 }
 
+const char *braid_loader_check_arrays(int has_probe, int n_transports,
+                                      const void *transports, int n_algos,
+                                      const void *algos)
+{
+    if (!has_probe || n_transports < 0 || n_algos < 0 ||
+        (n_transports > 0 && transports == NULL) ||
+        (n_algos > 0 && algos == NULL))
+        return "malformed descriptor (probe, transport or algorithm arrays "
+               "missing)";
+    return NULL;
+}
+
+/* buf = "<kind> '<name>' descriptor of N bytes, smaller than ABI 4's". */
+static const char *too_small(char *buf, size_t len, const char *kind,
+                             const char *name, uint32_t size, size_t min)
+{
+    snprintf(buf, len, "%s '%s' descriptor of %u bytes, smaller than ABI 4's "
+             "%zu: corrupt or mismatched header", kind, name ? name : "(null)",
+             size, min);
+    return buf;
+}
+
 /* What an ABI-4 descriptor must hold before the core calls into it; NULL
  * when it is sound. */
 static const char *check_v4(const braid_plugin_t *d, char *buf, size_t len)
 {
-    if (d->probe == NULL || d->n_transports < 0 || d->n_algos < 0 ||
-        (d->n_transports > 0 && d->transports == NULL) ||
-        (d->n_algos > 0 && d->algos == NULL))
-        return "malformed descriptor (probe, transport or algorithm arrays "
-               "missing)";
+    const char *bad = braid_loader_check_arrays(
+        d->probe != NULL, d->n_transports, d->transports, d->n_algos,
+        d->algos);
+    if (bad != NULL)
+        return bad;
     for (int t = 0; t < d->n_transports; t++) {
         const braid_transport_t *tl = d->transports[t];
         const char *name = tl && tl->name ? tl->name : "(null)";
-        if (tl == NULL || tl->struct_size < BRAID_TRANSPORT_V4_MIN_SIZE) {
-            snprintf(buf, len, "transport '%s' descriptor of %u bytes, "
-                     "smaller than ABI 4's %zu: corrupt or mismatched header",
-                     name, tl ? tl->struct_size : 0,
-                     (size_t)BRAID_TRANSPORT_V4_MIN_SIZE);
-            return buf;
-        }
+        if (tl == NULL || tl->struct_size < BRAID_TRANSPORT_V4_MIN_SIZE)
+            return too_small(buf, len, "transport", name,
+                             tl ? tl->struct_size : 0,
+                             BRAID_TRANSPORT_V4_MIN_SIZE);
         /* Algorithms withdraw their requests through cancel before they
          * free the buffers after an error; a transport without it would
          * let late data land in freed memory. */
@@ -219,13 +238,10 @@ static const char *check_v4(const braid_plugin_t *d, char *buf, size_t len)
     for (int a = 0; a < d->n_algos; a++) {
         const braid_algo_t *al = d->algos[a];
         const char *name = al && al->name ? al->name : "(null)";
-        if (al == NULL || al->struct_size < BRAID_ALGO_V4_MIN_SIZE) {
-            snprintf(buf, len, "algorithm '%s' descriptor of %u bytes, "
-                     "smaller than ABI 4's %zu: corrupt or mismatched header",
-                     name, al ? al->struct_size : 0,
-                     (size_t)BRAID_ALGO_V4_MIN_SIZE);
-            return buf;
-        }
+        if (al == NULL || al->struct_size < BRAID_ALGO_V4_MIN_SIZE)
+            return too_small(buf, len, "algorithm", name,
+                             al ? al->struct_size : 0,
+                             BRAID_ALGO_V4_MIN_SIZE);
         if (al->name == NULL || (unsigned)al->coll >= BRAID_COLL_COUNT ||
             al->estimate == NULL || al->start == NULL ||
             al->progress == NULL || al->finish == NULL ||

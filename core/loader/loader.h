@@ -74,7 +74,19 @@ int braid_loader_probe_guarded(braid_probe_call_t probe, void *ctx,
 /* "SIGSEGV" for SIGSEGV, ... */
 const char *braid_loader_signal_name(int sig);
 
-/* services.c: the services handed to plugins. */
+/* loader.c: what every descriptor's arrays need (any ABI); NULL when
+ * sound, else the reason. */
+const char *braid_loader_check_arrays(int has_probe, int n_transports,
+                                      const void *transports, int n_algos,
+                                      const void *algos);
+
+/* services.c: the services handed to plugins, and the two of them an
+ * adapter hands on unchanged. */
+braid_status_t braid_services_error(braid_status_t status, const char *fmt,
+                                    ...) __attribute__((format(printf, 2, 3)));
+void braid_services_log(braid_log_level_t level, const char *component,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 const braid_services_t *braid_core_services(void);
 /* svc->cpu_mates: mate[r] = 1 for every other rank pinned to rank's CPU on
  * its host; their number, or -1 (all 0) when rank is not pinned. */

@@ -7,7 +7,8 @@
 #include "util/env.h"
 #include "util/log.h"
 
-static braid_status_t services_error(braid_status_t status, const char *fmt, ...)
+braid_status_t braid_services_error(braid_status_t status, const char *fmt,
+                                    ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -16,8 +17,8 @@ static braid_status_t services_error(braid_status_t status, const char *fmt, ...
     return status;
 }
 
-static void services_log(braid_log_level_t level, const char *component,
-                         const char *fmt, ...)
+void braid_services_log(braid_log_level_t level, const char *component,
+                        const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -59,8 +60,8 @@ static unsigned services_sleep_polls(void)
 
 static const braid_services_t services = {
     .struct_size = sizeof(braid_services_t),
-    .log        = services_log,
-    .error      = services_error,
+    .log        = braid_services_log,
+    .error      = braid_services_error,
     .reduce     = braid_kernel_reduce,
     .reduce2    = braid_kernel_reduce2,
     .finish_avg = braid_kernel_finish_avg,
