@@ -144,7 +144,8 @@ static void test_hint(void)
 
     /* flag of slot k in bank b */
 #define FLAG(b, k) mem[(((size_t)(b) * 3 + (k)) * stride) / sizeof(uint64_t)]
-#define ARRIVED() (wait = BRAID_WAIT_LOCAL, braid_lowhop_xchg_arrived(&task, &x, &wait))
+#define ARRIVED()                                                            \
+    (wait = BRAID_WAIT_LOCAL, braid_lowhop_xchg_arrived(&task, &x, &wait))
 
     CHECK(!ARRIVED() && wait == BRAID_WAIT_LOCAL,
           "nothing arrived: the mate is missing, so no remote wait");
