@@ -95,20 +95,6 @@ void braid_comm_fail(braid_comm_t *comm, braid_status_t status,
 braid_status_t braid_call_complete(braid_comm_t *comm, braid_call_t *call,
                                    braid_status_t st);
 
-/* comm/wait.c: the waiting policy, all of it.  braid_call_wait polls the
- * communicator until call is done, deciding after every poll whether to
- * poll again, yield or sleep; braid_wait_after_start says whether the call
- * just started should let the CPU go before its first progress;
- * braid_wait_check is the running call's clock: the failure detector and
- * BRAID_TIMEOUT (BRAID_INPROGRESS while it may go on, else the call's
- * error, the call then completed). */
-braid_status_t braid_call_wait(braid_comm_t *comm, braid_call_t *call);
-int braid_wait_after_start(const braid_comm_t *comm, const braid_call_t *call);
-braid_status_t braid_wait_check(braid_comm_t *comm, braid_call_t *call);
-/* Sets call->stream and remembers the call for the next one. */
-void braid_wait_note_call(braid_comm_t *comm, braid_call_t *call,
-                          size_t bytes);
-
 /* comm/mem.c: where a buffer lives (the memory-type detection hook). */
 braid_mem_t braid_mem_type_of(const void *ptr);
 
@@ -124,5 +110,8 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
                                   braid_coll_t coll, const void *sendbuf,
                                   void *recvbuf, size_t count,
                                   braid_dtype_t dtype, braid_op_t op, int root);
+
+/* comm/wait.h and wait.c: the waiting policy. */
+#include "comm/wait.h"
 
 #endif

@@ -1,8 +1,8 @@
-/* The waiting policy: how a rank waits for its calls, all of it in this
- * file.  Algorithms only report what a call waits for (braid_wait_t, from
- * start and progress); the core decides here whether to poll again at once,
- * yield the CPU or sleep, and it alone bounds every call by BRAID_TIMEOUT and
- * watches the failure detector.  docs/architecture.md ("Waiting") explains
+/* The waiting policy: how a rank waits for its calls, all of it here and in
+ * wait.h (the per-call decisions, inline).  Algorithms only report what a
+ * call waits for (braid_wait_t, from start and progress); the core decides
+ * here whether to poll again at once, yield the CPU or sleep, and it alone
+ * bounds every call by BRAID_TIMEOUT and watches the failure detector.  docs/architecture.md ("Waiting") explains
  * the rules; docs/performance.md has what they were measured to give.
  *
  *   every rank has a core    spin, pausing, for BRAID_SPIN_BUDGET_S; then
@@ -16,8 +16,7 @@
  *       finish the call and post the next in the same turn;
  *     - a lone call (not a stream) whose start() reported
  *       BRAID_WAIT_REMOTE while this rank has CPU mates yields once before
- *       its first progress: every mate delivered before this rank even
- *       started, so they entered first and finish first;
+ *       its first progress (wait.h, braid_wait_after_start);
  *     - after BRAID_SLEEP_POLLS polls in a row reporting BRAID_WAIT_PEER
  *       (0: never), the rank sleeps in the transport's wait hook, at most
  *       BRAID_SLEEP_MAX_S. */
@@ -29,13 +28,6 @@
 #include "util/log.h"
 
 #define BRAID_HEALTH_PERIOD_S 0.005
-/* A running call looks at the clock (for its timeout and the failure
- * detector) once every this many polls, not on every one: a small call
- * completes in one or two polls, and clock reads are a visible part of an
- * 8-byte all-reduce on an oversubscribed host.  64 polls take well under a
- * millisecond even when every poll yields, so the timeout starts that much
- * late at most. */
-#define BRAID_CLOCK_POLLS 64u /* a power of two */
 /* Spinning is fastest while a waiting rank owns its core; once the wait has
  * lasted longer than a hand-off between ranks would take, the peer it waits
  * for is probably runnable on this very core (oversubscribed host, or other
@@ -58,27 +50,8 @@ static inline void cpu_relax(void)
 #endif
 }
 
-void braid_wait_note_call(braid_comm_t *comm, braid_call_t *call,
-                          size_t bytes)
+braid_status_t braid_wait_clock(braid_comm_t *comm, braid_call_t *call)
 {
-    call->stream     = comm->last_cand == call->cand &&
-                       comm->last_coll == call->task.coll &&
-                       comm->last_bytes == bytes;
-    comm->last_cand  = call->cand;
-    comm->last_coll  = call->task.coll;
-    comm->last_bytes = bytes;
-}
-
-int braid_wait_after_start(const braid_comm_t *comm, const braid_call_t *call)
-{
-    return comm->oversubscribed && comm->cpu_mates > 0 && !call->stream &&
-           call->wait == BRAID_WAIT_REMOTE;
-}
-
-braid_status_t braid_wait_check(braid_comm_t *comm, braid_call_t *call)
-{
-    if ((++call->polls & (BRAID_CLOCK_POLLS - 1)) != 0)
-        return BRAID_INPROGRESS;
     double now = braid_now_s();
     if (call->t_start == 0)
         call->t_start = now;

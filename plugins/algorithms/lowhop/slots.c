@@ -402,8 +402,10 @@ braid_status_t braid_lowhop_xchg_open(braid_task_t *task,
     if ((st = braid_lowhop_xchg_post(task, x, src, len, stride)) != BRAID_OK)
         return st;
     /* Only the mates' flags: the other CPUs' lines are left alone until
-     * the first progress (see xchg_arrived). */
-    if (braid_lowhop_xchg_mates_in(task, x))
+     * the first progress (see xchg_arrived).  Without mates the report
+     * would change nothing (the core has nobody to yield to), and this is
+     * every small call's path: skip it. */
+    if (x->area->nmates > 0 && braid_lowhop_xchg_mates_in(task, x))
         *wait = BRAID_WAIT_REMOTE;
     return BRAID_OK;
 }
