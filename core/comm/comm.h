@@ -2,6 +2,8 @@
 #ifndef BRAID_CORE_COMM_H
 #define BRAID_CORE_COMM_H
 
+#include <stdatomic.h>
+
 #include <braid/plugin.h>
 
 #include "bootstrap/bootstrap.h"
@@ -19,6 +21,7 @@ typedef struct braid_call {
     braid_status_t     status;
     double             t_start;   /* 0 until the first look at the clock */
     unsigned           polls;     /* progress calls that found it running */
+    struct braid_widen *widen;    /* integer AVG's scratch (comm/avg.c) */
     struct braid_call *next;
     /* Last: only written on failure, so a call clears the fields above it
      * and not these 512 bytes (the decode path issues ~10 KiB calls in a
@@ -62,7 +65,36 @@ struct braid_comm {
 
     braid_status_t              failed; /* BRAID_OK while usable */
     char                        failed_msg[512];
+
+    /* comm/entry.c: 0 while no thread is inside; else the thread's id and
+     * the braid_api_t it called. */
+    _Atomic uint64_t            inside;
 };
+
+/* comm/entry.c: the thread model (braid.h, Threads).  Every public call
+ * that works on a communicator takes it first and leaves it on return. */
+typedef enum {
+    BRAID_API_ALLREDUCE = 1, /* 0 is "nobody inside" */
+    BRAID_API_REDUCE_SCATTER,
+    BRAID_API_ALLGATHER,
+    BRAID_API_BROADCAST,
+    BRAID_API_BARRIER,
+    BRAID_API_IALLREDUCE,
+    BRAID_API_TEST,
+    BRAID_API_WAIT,
+    BRAID_API_SPLIT,
+    BRAID_API_FINALIZE,
+    BRAID_API_COUNT
+} braid_api_t;
+
+const char *braid_api_name(braid_api_t fn);
+/* BRAID_OK, or BRAID_ERR_STATE naming this thread and the one inside. */
+braid_status_t braid_comm_enter(braid_comm_t *comm, braid_api_t fn);
+/* 1 when taken, 0 when another thread is inside (nothing recorded). */
+int braid_comm_try_enter(braid_comm_t *comm, braid_api_t fn);
+/* Waits (yielding) for another thread to leave, up to BRAID_TIMEOUT. */
+braid_status_t braid_comm_enter_wait(braid_comm_t *comm, braid_api_t fn);
+void braid_comm_leave(braid_comm_t *comm);
 
 /* comm/setup.c: everything a new communicator needs once its bootstrap
  * channel exists.  Collective. */
@@ -93,11 +125,27 @@ braid_status_t braid_check_call(braid_comm_t *comm, braid_coll_t coll,
                                 size_t count, braid_dtype_t dtype,
                                 braid_op_t op, int root, int valid);
 
+/* comm/avg.c: integer BRAID_AVG runs as a SUM of 64-bit integers in a
+ * scratch buffer.  widen replaces the call's buffers, count, dtype and op;
+ * finish writes the average to the caller's buffer when st is BRAID_OK and
+ * frees the scratch (a no-op for calls without it). */
+typedef struct braid_widen braid_widen_t;
+int braid_avg_needs_widen(braid_coll_t coll, size_t count,
+                          braid_dtype_t dtype, braid_op_t op, int size);
+braid_status_t braid_avg_widen(braid_call_t *call, braid_comm_t *comm,
+                               const char *fn, braid_coll_t coll,
+                               const void **sendbuf, void **recvbuf,
+                               size_t *count, braid_dtype_t *dtype,
+                               braid_op_t *op);
+void braid_avg_finish(braid_call_t *call, int size, braid_status_t st);
+
 /* comm/coll.c: validates a call and fills it in (nothing is written on
- * error).  count is as in the public call. */
+ * error).  count is as in the public call; fn names the call in messages
+ * ("allreduce", "iallreduce").  The caller has entered comm. */
 braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
-                                  braid_coll_t coll, const void *sendbuf,
-                                  void *recvbuf, size_t count,
-                                  braid_dtype_t dtype, braid_op_t op, int root);
+                                  const char *fn, braid_coll_t coll,
+                                  const void *sendbuf, void *recvbuf,
+                                  size_t count, braid_dtype_t dtype,
+                                  braid_op_t op, int root);
 
 #endif

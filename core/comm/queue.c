@@ -59,6 +59,7 @@ static void call_complete(braid_comm_t *comm, braid_call_t *call,
         snprintf(call->error, sizeof(call->error), "%s", braid_last_error());
     if (call->started && call->cand != NULL)
         call->cand->algo->finish(&call->task);
+    braid_avg_finish(call, comm->size, st);
     call->done   = 1;
     call->status = st;
     if (st != BRAID_OK)
@@ -248,18 +249,22 @@ BRAID_API braid_status_t braid_iallreduce(const void *sendbuf, void *recvbuf,
                                           braid_request_t **req)
 {
     braid_error_clear();
-    if (req == NULL)
-        return braid_error(BRAID_ERR_INVALID_ARG, "braid_iallreduce: req is "
-                           "NULL");
+    if (req == NULL || comm == NULL)
+        return braid_error(BRAID_ERR_INVALID_ARG, "iallreduce: %s is NULL",
+                           req == NULL ? "req" : "comm");
     *req = NULL;
     braid_request_t *r = calloc(1, sizeof(*r));
     if (r == NULL)
-        return braid_error(BRAID_ERR_NO_MEMORY, "braid_iallreduce: out of "
-                           "memory");
-    braid_status_t st = braid_call_prepare(&r->call, comm, BRAID_COLL_ALLREDUCE,
-                                           sendbuf, recvbuf, count, dtype, op,
-                                           0);
+        return braid_error(BRAID_ERR_NO_MEMORY, "iallreduce: out of memory");
+    braid_status_t st = braid_comm_enter(comm, BRAID_API_IALLREDUCE);
     if (st != BRAID_OK) {
+        free(r);
+        return st;
+    }
+    st = braid_call_prepare(&r->call, comm, "iallreduce", BRAID_COLL_ALLREDUCE,
+                            sendbuf, recvbuf, count, dtype, op, 0);
+    if (st != BRAID_OK) {
+        braid_comm_leave(comm);
         free(r);
         return st;
     }
@@ -267,6 +272,7 @@ BRAID_API braid_status_t braid_iallreduce(const void *sendbuf, void *recvbuf,
     comm->pending_requests++;
     braid_call_enqueue(comm, &r->call);
     braid_comm_progress(comm); /* start it now so that it overlaps */
+    braid_comm_leave(comm);
     *req = r;
     return BRAID_OK;
 }
@@ -288,12 +294,20 @@ BRAID_API braid_status_t braid_test(braid_request_t *req, int *done)
         return braid_error(BRAID_ERR_INVALID_ARG, "braid_test: %s is NULL",
                            req == NULL ? "req" : "done");
     *done = 0;
-    if (!req->call.done)
-        braid_comm_progress(req->comm);
-    if (!req->call.done)
+    braid_comm_t *comm = req->comm;
+    /* Another thread inside the communicator is progressing it: "not done
+     * yet" is the truth, and a polling thread must not fail for it. */
+    if (!braid_comm_try_enter(comm, BRAID_API_TEST))
         return BRAID_OK;
-    *done = 1;
-    return request_release(req);
+    braid_status_t st = BRAID_OK;
+    if (!req->call.done)
+        braid_comm_progress(comm);
+    if (req->call.done) {
+        *done = 1;
+        st    = request_release(req);
+    }
+    braid_comm_leave(comm);
+    return st;
 }
 
 BRAID_API braid_status_t braid_wait(braid_request_t *req)
@@ -301,6 +315,12 @@ BRAID_API braid_status_t braid_wait(braid_request_t *req)
     braid_error_clear();
     if (req == NULL)
         return braid_error(BRAID_ERR_INVALID_ARG, "braid_wait: req is NULL");
-    braid_call_wait(req->comm, &req->call);
-    return request_release(req);
+    braid_comm_t  *comm = req->comm;
+    braid_status_t st   = braid_comm_enter_wait(comm, BRAID_API_WAIT);
+    if (st != BRAID_OK)
+        return st;
+    braid_call_wait(comm, &req->call);
+    st = request_release(req);
+    braid_comm_leave(comm);
+    return st;
 }
