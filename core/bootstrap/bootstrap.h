@@ -105,4 +105,52 @@ braid_status_t braid_bootstrap_verdict(braid_bootstrap_t *bs, double wait_s);
 void braid_bootstrap_abort(braid_bootstrap_t *bs, braid_status_t status,
                            const char *msg);
 
+/* Failure inquiry (inquiry.c).  When a call of the communicator fails or
+ * times out, every rank tells the channel's root, in a report of the
+ * communicator's making, how far it got; the root turns the reports into
+ * one verdict and fails the channel with it, so that every rank reports
+ * the same message.  A rank whose root does not answer judges alone from
+ * what it sees.  The communicator sets the hooks once it is set up; until
+ * then (and without them) failures travel as plain ABORT frames. */
+enum {
+    BRAID_INQ_PENDING = 0,
+    BRAID_INQ_ANSWERED, /* its report is there */
+    BRAID_INQ_SILENT,   /* connected, but no report within the window */
+    BRAID_INQ_LOST,     /* its connection ended */
+};
+
+typedef struct braid_inquiry {
+    void  *ctx;
+    size_t report_len; /* bytes of every rank's report */
+    /* This rank's report into buf.  st and text: its own failure, or
+     * BRAID_OK and "" when it was asked. */
+    void (*report)(void *ctx, void *buf, braid_status_t st,
+                   const char *text);
+    /* Root: the verdict from the reports (rank r's at r * report_len where
+     * state[r] is BRAID_INQ_ANSWERED, the root's own at 0): its message
+     * into text, its status returned. */
+    braid_status_t (*judge)(void *ctx, const void *reports,
+                            const uint8_t *state, char *text, size_t len);
+    /* A rank whose root is lost (BRAID_INQ_LOST) or silent: the verdict
+     * from what it sees itself. */
+    braid_status_t (*judge_alone)(void *ctx, int root_state, char *text,
+                                  size_t len);
+} braid_inquiry_t;
+
+void braid_bootstrap_set_inquiry(braid_bootstrap_t *bs,
+                                 const braid_inquiry_t *inq);
+/* A call failed here with st (braid_last_error() says how) or timed out:
+ * run the inquiry and fail the channel with its verdict, which is returned
+ * (status, and message as the last error).  Bounded: a few times
+ * braid_inquiry_window_s(). */
+braid_status_t braid_bootstrap_inquire(braid_bootstrap_t *bs,
+                                       braid_status_t st);
+/* How long the root waits for reports: a quarter of BRAID_TIMEOUT, at
+ * least 0.25 s and at most 2 s.  Ranks inside braid answer within
+ * milliseconds; one that does not by then is named as not answering. */
+double braid_inquiry_window_s(void);
+/* Root: what it knows of rank r (pid 0 and host "" if nothing). */
+void braid_bootstrap_ident(const braid_bootstrap_t *bs, int r, long *pid,
+                           char *host, size_t host_len);
+
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "bootstrap/auth.h"
 #include "bootstrap/channel.h"
@@ -42,7 +43,9 @@ braid_status_t braid_bs_create(int rank, int size, const uint8_t key[16],
         bs->fds  = malloc((size_t)size * sizeof(int));
         bs->pfd  = malloc((size_t)size * sizeof(*bs->pfd));
         bs->lost = malloc((size_t)size * sizeof(int));
-        if (bs->fds == NULL || bs->pfd == NULL || bs->lost == NULL) {
+        bs->busy = malloc((size_t)size);
+        if (bs->fds == NULL || bs->pfd == NULL || bs->lost == NULL ||
+            bs->busy == NULL) {
             braid_bootstrap_destroy(bs);
             return braid_error(BRAID_ERR_NO_MEMORY, "bootstrap channel of %d "
                                "ranks", size);
@@ -123,6 +126,15 @@ static braid_status_t chan_recv(braid_bootstrap_t *bs, int fd, int from,
         return bs->rank == 0 ? braid_bs_rank_failed(bs, from, ab)
                              : braid_bs_aborted(bs, ab);
     }
+    /* A failure inquiry in place of this operation's message: the channel
+     * fails with its verdict, and this operation with it. */
+    if (h.magic == BRAID_BS_MAGIC && braid_bs_can_inquire(bs)) {
+        if (bs->rank != 0 && h.type == BRAID_BS_QUERY && h.length == 0)
+            return braid_bs_query_arrived(bs);
+        if (bs->rank == 0 && h.type == BRAID_BS_STATUS &&
+            h.length == bs->inq.report_len)
+            return braid_bs_status_arrived(bs, from, deadline);
+    }
     st = braid_bs_hdr_check(&h, type, len, peer);
     if (st != BRAID_OK || len == 0)
         return st;
@@ -146,17 +158,51 @@ static braid_status_t chan_send(braid_bootstrap_t *bs, int fd, int to,
  * another one -- which may itself be waiting, in a collective of the data
  * plane, for the dead one -- is then reported at once and named, and the
  * ABORT reaches everyone, instead of a timeout on the wrong rank. */
+/* Root: whether rank k's next frame is a failure report (STATUS), whose
+ * header is then taken off the stream.  Once it is anything else, *busy is
+ * set: k has sent a later operation's message, and is not watched for
+ * input again during this wait. */
+static int status_waiting(const braid_bootstrap_t *bs, int k, uint8_t *busy)
+{
+    uint8_t        raw[BRAID_BS_HDR_LEN];
+    braid_bs_hdr_t h;
+    ssize_t        n;
+    do
+        n = recv(bs->fds[k], raw, sizeof(raw), MSG_PEEK | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof(raw))
+        return 0;
+    braid_bs_hdr_unpack(raw, &h);
+    if (h.magic == BRAID_BS_MAGIC && h.type == BRAID_BS_STATUS &&
+        h.length == bs->inq.report_len) {
+        /* Taken off the stream: the report itself follows it. */
+        do
+            n = recv(bs->fds[k], raw, sizeof(raw), MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        return n == (ssize_t)sizeof(raw);
+    }
+    *busy = 1;
+    return 0;
+}
+
 static braid_status_t root_wait(braid_bootstrap_t *bs, int r, double deadline,
                                 const char *what)
 {
     struct pollfd one = {.fd = bs->fds[r], .events = POLLIN};
     if (poll(&one, 1, 0) > 0)
         return BRAID_OK; /* the common case, without a scan */
+    /* The others are watched for their end, and, while a failure inquiry
+     * can run, for a report that would start one (a rank whose call
+     * failed while we wait here for r). */
+    int watch = braid_bs_can_inquire(bs);
+    memset(bs->busy, 0, (size_t)bs->size);
     for (;;) {
         int n = 0, nlost = 0;
         for (int k = 1; k < bs->size; k++)
             bs->pfd[n++] = (struct pollfd){
-                .fd = bs->fds[k], .events = POLLRDHUP | (k == r ? POLLIN : 0)};
+                .fd     = bs->fds[k],
+                .events = POLLRDHUP |
+                          (k == r || (watch && !bs->busy[k]) ? POLLIN : 0)};
         int rc = poll(bs->pfd, (nfds_t)n, braid_deadline_ms(deadline));
         if (rc < 0) {
             if (errno == EINTR)
@@ -172,6 +218,11 @@ static braid_status_t root_wait(braid_bootstrap_t *bs, int r, double deadline,
             return braid_bs_lost(bs, bs->lost, nlost, NULL);
         if (bs->pfd[r - 1].revents != 0)
             return BRAID_OK; /* data, or its own end: the read tells */
+        for (int k = 1; watch && rc > 0 && k < bs->size; k++) {
+            if (k != r && (bs->pfd[k - 1].revents & POLLIN) &&
+                status_waiting(bs, k, &bs->busy[k]))
+                return braid_bs_status_arrived(bs, k, deadline);
+        }
         if (rc == 0 && braid_deadline_left(deadline) <= 0.0)
             return braid_error(BRAID_ERR_TIMEOUT, "timed out waiting for %s "
                                "from rank %d (BRAID_TIMEOUT=%g s)", what, r,
@@ -505,6 +556,7 @@ void braid_bootstrap_destroy(braid_bootstrap_t *bs)
     free(bs->fds);
     free(bs->pfd);
     free(bs->lost);
+    free(bs->busy);
     free(bs->idents);
     free(bs);
 }

@@ -25,11 +25,39 @@
 
 #define HUNG_UP (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)
 
+/* Root: whether rank r's next frame is a failure report (STATUS: its
+ * call failed, and it asks for an inquiry); its header is then taken.
+ * Anything else that waits belongs to a later operation and stays. */
+static int report_waiting(braid_bootstrap_t *bs, int r)
+{
+    uint8_t        raw[BRAID_BS_HDR_LEN];
+    braid_bs_hdr_t h;
+    ssize_t        n;
+    do
+        n = recv(bs->fds[r], raw, sizeof(raw), MSG_PEEK | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof(raw))
+        return 0;
+    braid_bs_hdr_unpack(raw, &h);
+    if (h.magic != BRAID_BS_MAGIC || h.type != BRAID_BS_STATUS ||
+        h.length != bs->inq.report_len)
+        return 0;
+    do
+        n = recv(bs->fds[r], raw, sizeof(raw), MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t)sizeof(raw);
+}
+
 static braid_status_t root_health(braid_bootstrap_t *bs)
 {
-    int n = 0, nlost = 0, rc;
+    int   n = 0, nlost = 0, rc;
+    /* Input is looked at only while a failure inquiry can run: a rank
+     * ahead in an operation leaves its message waiting, which costs a peek
+     * per look. */
+    short in = braid_bs_can_inquire(bs) ? POLLIN : 0;
     for (int r = 1; r < bs->size; r++)
-        bs->pfd[n++] = (struct pollfd){.fd = bs->fds[r], .events = POLLRDHUP};
+        bs->pfd[n++] = (struct pollfd){.fd     = bs->fds[r],
+                                       .events = POLLRDHUP | in};
     do
         rc = poll(bs->pfd, (nfds_t)n, 0);
     while (rc < 0 && errno == EINTR);
@@ -39,9 +67,15 @@ static braid_status_t root_health(braid_bootstrap_t *bs)
         if (bs->pfd[i].revents & HUNG_UP)
             bs->lost[nlost++] = i + 1;
     }
-    if (nlost == 0)
-        return BRAID_OK;
-    return braid_bs_lost(bs, bs->lost, nlost, NULL);
+    if (nlost > 0)
+        return braid_bs_lost(bs, bs->lost, nlost, NULL);
+    for (int i = 0; in && i < n; i++) {
+        if ((bs->pfd[i].revents & POLLIN) && report_waiting(bs, i + 1))
+            return braid_bs_status_arrived(bs, i + 1,
+                                           braid_now_s() +
+                                               braid_inquiry_window_s());
+    }
+    return BRAID_OK;
 }
 
 static braid_status_t rank_health(braid_bootstrap_t *bs)
@@ -56,10 +90,23 @@ static braid_status_t rank_health(braid_bootstrap_t *bs)
     if (rc <= 0)
         return BRAID_OK;
 
-    /* An ABORT at the head of the stream: take it, it is the last word. */
+    /* An ABORT at the head of the stream: take it, it is the last word.
+     * A QUERY: the root asks how far this rank got; answer and await its
+     * verdict. */
     do
         n = recv(bs->root_fd, frame, sizeof(frame), MSG_PEEK | MSG_DONTWAIT);
     while (n < 0 && errno == EINTR);
+    if (n >= BRAID_BS_HDR_LEN && braid_bs_can_inquire(bs)) {
+        braid_bs_hdr_t h;
+        braid_bs_hdr_unpack(frame, &h);
+        if (h.magic == BRAID_BS_MAGIC && h.type == BRAID_BS_QUERY &&
+            h.length == 0) {
+            do
+                n = recv(bs->root_fd, frame, BRAID_BS_HDR_LEN, MSG_DONTWAIT);
+            while (n < 0 && errno == EINTR);
+            return braid_bs_query_arrived(bs);
+        }
+    }
     if (n == (ssize_t)sizeof(frame)) {
         braid_bs_hdr_t h;
         braid_bs_hdr_unpack(frame, &h);

@@ -118,8 +118,11 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
                                               root, st == BRAID_OK);
         if (st != BRAID_OK || cst != BRAID_OK) {
             /* Nothing is issued anywhere, but every rank counted the call,
-             * so later fingerprints stay comparable. */
+             * so later fingerprints stay comparable.  No call of this
+             * number will run: it counts as entered and done. */
             comm->seq++;
+            atomic_store(&comm->progress->entered, comm->seq);
+            atomic_store(&comm->progress->completed, comm->seq);
             return st != BRAID_OK ? braid_error(st, "%s", msg) : cst;
         }
     }
@@ -128,6 +131,7 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
 
     memset(call, 0, offsetof(braid_call_t, error));
     call->error[0] = '\0';
+    braid_sig_t sig = braid_sig_make(coll, count, dtype, op, root);
     if (__builtin_expect(braid_avg_needs_widen(coll, count, dtype, op,
                                                comm->size), 0) &&
         (st = braid_avg_widen(call, comm, fn, coll, &sendbuf, &recvbuf,
@@ -148,6 +152,7 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
     t->seq     = comm->seq++;
     t->topo    = &comm->topo;
     t->svc     = braid_core_services();
+    braid_progress_enter(comm->progress, t->seq, &sig);
 
     size_t bytes = count * dtsize;
     if (comm->size == 1 || (bytes == 0 && coll != BRAID_COLL_BARRIER))
@@ -155,6 +160,7 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
     braid_candidate_t *cand;
     if ((st = braid_select(&cand, &comm->sel, coll, bytes)) != BRAID_OK) {
         comm->seq--; /* nothing was issued */
+        atomic_store(&comm->progress->entered, comm->seq);
         braid_avg_finish(call, comm->size, st);
         return st;
     }

@@ -48,7 +48,11 @@ BRAID_API braid_status_t braid_init(braid_comm_t **comm)
     braid_log_set_rank(launch.rank);
     if ((st = braid_bootstrap_init(&launch, &bs)) != BRAID_OK)
         return st;
-    return comm_create(comm, bs);
+    if ((st = comm_create(comm, bs)) != BRAID_OK)
+        return st;
+    (*comm)->world = 1;
+    braid_launcher_init();
+    return BRAID_OK;
 }
 
 static braid_status_t split_entered(braid_comm_t *comm, int color, int key,
@@ -111,8 +115,11 @@ BRAID_API braid_status_t braid_finalize(braid_comm_t *comm)
     braid_status_t st = BRAID_OK;
     if (comm->failed == BRAID_OK && comm->size > 1)
         st = braid_bootstrap_barrier(comm->bs);
+    int world = comm->world;
     braid_comm_teardown(comm);
     free(comm);
+    if (world)
+        braid_launcher_finalize();
     return st;
 }
 

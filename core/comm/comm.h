@@ -7,6 +7,7 @@
 #include <braid/plugin.h>
 
 #include "bootstrap/bootstrap.h"
+#include "comm/sig.h"
 #include "loader/loader.h"
 #include "select/select.h"
 #include "select/spec.h"
@@ -69,6 +70,13 @@ struct braid_comm {
     /* comm/entry.c: 0 while no thread is inside; else the thread's id and
      * the braid_api_t it called. */
     _Atomic uint64_t            inside;
+
+    /* comm/board.c: this rank's progress record, in the host's board
+     * (board, board_len bytes) when there is one. */
+    braid_progress_t           *progress;
+    braid_progress_t           *board;
+    size_t                      board_len;
+    int                         world; /* from braid_init (not a split) */
 };
 
 /* comm/entry.c: the thread model (braid.h, Threads).  Every public call
@@ -95,6 +103,23 @@ int braid_comm_try_enter(braid_comm_t *comm, braid_api_t fn);
 /* Waits (yielding) for another thread to leave, up to BRAID_TIMEOUT. */
 braid_status_t braid_comm_enter_wait(braid_comm_t *comm, braid_api_t fn);
 void braid_comm_leave(braid_comm_t *comm);
+
+/* comm/board.c: the host's progress board.  open is collective; without
+ * a board, progress is recorded in private memory. */
+braid_status_t braid_board_open(braid_comm_t *comm);
+void braid_board_close(braid_comm_t *comm);
+/* Rank r's record on this host's board, or NULL. */
+braid_progress_t *braid_board_slot(braid_comm_t *comm, int r);
+/* The state letter /proc shows for pid ('R', 'S', 'T', ...), 0 if none. */
+char braid_proc_state(long pid);
+
+/* comm/inquiry.c: hands the bootstrap channel the failure inquiry's hooks. */
+void braid_comm_inquiry_attach(braid_comm_t *comm);
+
+/* comm/launcher.c: lines for braidrun (BRAID_LAUNCHER_FD). */
+void braid_launcher_init(void);
+void braid_launcher_finalize(void);
+void braid_launcher_blame(long pid, const char *text);
 
 /* comm/setup.c: everything a new communicator needs once its bootstrap
  * channel exists.  Collective. */

@@ -21,9 +21,6 @@
  * millisecond even when every poll yields, so the timeout starts that much
  * late at most. */
 #define BRAID_CLOCK_POLLS 64u /* a power of two */
-/* How long a failed call waits for the bootstrap channel's account of a
- * failure before it reports the transport's own. */
-#define BRAID_VERDICT_WAIT_S 0.25
 
 void braid_comm_fail(braid_comm_t *comm, braid_status_t status,
                      const char *msg)
@@ -60,6 +57,7 @@ static void call_complete(braid_comm_t *comm, braid_call_t *call,
     if (call->started && call->cand != NULL)
         call->cand->algo->finish(&call->task);
     braid_avg_finish(call, comm->size, st);
+    braid_progress_done(comm->progress, call->task.seq);
     call->done   = 1;
     call->status = st;
     if (st != BRAID_OK)
@@ -81,33 +79,38 @@ static void call_run_local(braid_call_t *call)
     memcpy(t->recvbuf, t->sendbuf, bytes);
 }
 
-/* A call failed in its transport or timed out.  The error may be only the
- * echo of a failure elsewhere: a peer that saw a rank die exits, which
- * breaks our connection to it, and the transport then names that peer.  The
- * bootstrap channel knows the first loss (its root sees every rank's
- * connection end and tells the others), so give its word a moment to come
- * and put it first; the transport's message follows. */
-static braid_status_t first_cause(braid_call_t *call, braid_comm_t *comm,
-                                  braid_status_t st)
+/* The call failed: here (st, with braid_last_error() saying how; here is
+ * that message), or elsewhere as the failure detector says (here NULL, and
+ * the channel's verdict is the last error already).  A failure seen on one
+ * rank is often only the echo of one elsewhere -- a survivor of a stopped
+ * rank times out like every other, and may blame whichever peer its
+ * algorithm waited for -- so every rank asks the others through the
+ * bootstrap channel's failure inquiry, and reports its verdict (which call
+ * failed, and who is to blame) followed by what it saw itself. */
+static braid_status_t call_failed(braid_comm_t *comm, braid_call_t *call,
+                                  braid_status_t st, const char *here)
 {
-    char seen[512], cause[512];
-    if (st != BRAID_ERR_PEER && st != BRAID_ERR_TRANSPORT &&
-        st != BRAID_ERR_TIMEOUT && st != BRAID_ERR_IO)
-        return st;
-    snprintf(seen, sizeof(seen), "%s", braid_last_error());
-    braid_status_t vst = braid_bootstrap_verdict(comm->bs,
-                                                 BRAID_VERDICT_WAIT_S);
-    if (vst == BRAID_OK)
-        return braid_error(st, "%s", seen);
-    snprintf(cause, sizeof(cause), "%s", braid_last_error());
-    return braid_error(vst, "%s of %zu elements (%s) failed: %s (here: %s)",
-                       braid_coll_name(call->task.coll), call->task.count,
-                       call->cand->name, cause, seen);
+    char                verdict[512];
+    const braid_task_t *t = &call->task;
+    if (here != NULL)
+        st = braid_bootstrap_inquire(comm->bs, st);
+    snprintf(verdict, sizeof(verdict), "%s", braid_last_error());
+    if (here != NULL && here[0] != '\0' && strstr(verdict, here) == NULL)
+        st = braid_error(st, "%s (here: %s of %zu elements (%s), call #%llu: "
+                         "%s)", verdict, braid_coll_name(t->coll), t->count,
+                         call->cand->name, (unsigned long long)t->seq, here);
+    else
+        st = braid_error(st, "%s (here: %s of %zu elements (%s), call #%llu)",
+                         verdict, braid_coll_name(t->coll), t->count,
+                         call->cand->name, (unsigned long long)t->seq);
+    call_complete(comm, call, st);
+    return st;
 }
 
 static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
 {
     braid_status_t st;
+    char           here[512];
     if (comm->failed != BRAID_OK) {
         st = braid_error(BRAID_ERR_STATE, "communicator failed earlier: %s",
                          comm->failed_msg);
@@ -122,48 +125,40 @@ static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
     if (!call->started) {
         st = call->cand->algo->start(&call->task);
         if (st != BRAID_OK) {
-            st = first_cause(call, comm, st);
-            call_complete(comm, call, st);
-            return st;
+            snprintf(here, sizeof(here), "%s", braid_last_error());
+            return call_failed(comm, call, st, here);
         }
         call->started = 1;
     }
     call->task.remote_wait = 0;
     st = call->cand->algo->progress(&call->task);
-    if (st == BRAID_INPROGRESS) {
-        if ((++call->polls & (BRAID_CLOCK_POLLS - 1)) != 0)
-            return BRAID_INPROGRESS;
-        double now = braid_now_s();
-        if (call->t_start == 0)
-            call->t_start = now;
-        double waited = now - call->t_start;
-        /* A dead peer shows up on the bootstrap channel long before the
-         * timeout; look every few milliseconds, not on every poll. */
-        if (now - comm->last_health >= BRAID_HEALTH_PERIOD_S) {
-            comm->last_health = now;
-            st = braid_bootstrap_health(comm->bs);
-            if (st != BRAID_OK) {
-                char msg[512];
-                snprintf(msg, sizeof(msg), "%s", braid_last_error());
-                st = braid_error(st, "%s of %zu elements (%s) failed: %s",
-                                 braid_coll_name(call->task.coll),
-                                 call->task.count, call->cand->name, msg);
-                call_complete(comm, call, st);
-                return st;
-            }
-        }
-        if (waited <= comm->timeout_s)
-            return BRAID_INPROGRESS;
-        st = braid_error(BRAID_ERR_TIMEOUT, "%s of %zu elements (%s) did not "
-                         "complete within BRAID_TIMEOUT=%.1f s: a peer is "
-                         "stuck, dead, or called a different collective",
-                         braid_coll_name(call->task.coll), call->task.count,
-                         call->cand->name, comm->timeout_s);
+    if (st == BRAID_OK) {
+        call_complete(comm, call, st);
+        return st;
     }
-    if (st != BRAID_OK)
-        st = first_cause(call, comm, st);
-    call_complete(comm, call, st);
-    return st;
+    if (st != BRAID_INPROGRESS) {
+        snprintf(here, sizeof(here), "%s", braid_last_error());
+        return call_failed(comm, call, st, here);
+    }
+    if ((++call->polls & (BRAID_CLOCK_POLLS - 1)) != 0)
+        return BRAID_INPROGRESS;
+    double now = braid_now_s();
+    if (call->t_start == 0)
+        call->t_start = now;
+    /* A dead peer, or a failure inquiry another rank started, shows up on
+     * the bootstrap channel long before the timeout; look every few
+     * milliseconds, not on every poll. */
+    if (now - comm->last_health >= BRAID_HEALTH_PERIOD_S) {
+        comm->last_health = now;
+        if ((st = braid_bootstrap_health(comm->bs)) != BRAID_OK)
+            return call_failed(comm, call, st, NULL);
+    }
+    if (now - call->t_start <= comm->timeout_s)
+        return BRAID_INPROGRESS;
+    snprintf(here, sizeof(here), "no progress within BRAID_TIMEOUT=%.1f s",
+             comm->timeout_s);
+    braid_error(BRAID_ERR_TIMEOUT, "%s", here);
+    return call_failed(comm, call, BRAID_ERR_TIMEOUT, here);
 }
 
 braid_status_t braid_comm_progress(braid_comm_t *comm)

@@ -13,6 +13,10 @@
 /* One scheduler hand-off between two ranks of a core (sched_yield, then
  * the next rank's poll): 0.6-1.2 us measured on this 2-core VM. */
 #define BRAID_HANDOFF_US 1.0
+/* Bound of each wait in the teardown of a failed communicator's
+ * transports: enough for a live peer on any network to acknowledge a
+ * close, short enough that finalize after a failure returns promptly. */
+#define BRAID_FAILED_TEARDOWN_S 0.2
 
 static braid_status_t oob_allgather(void *ctx, const void *sendbuf,
                                     void *recvbuf, size_t len)
@@ -132,8 +136,12 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
     st = read_choices(comm, &print);
     if ((st = agree_on_choices(comm, st, &print)) != BRAID_OK)
         return st;
+    if ((st = braid_board_open(comm)) != BRAID_OK)
+        return st;
     if ((st = braid_comm_open_transports(comm)) != BRAID_OK)
         return st;
+    /* From here on a failed call is judged by every rank together. */
+    braid_comm_inquiry_attach(comm);
 
     braid_selector_init(&comm->sel);
     comm->sel.override = &comm->override;
@@ -183,7 +191,14 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
 
 void braid_comm_teardown(braid_comm_t *comm)
 {
+    /* After a failure the peers may be gone or stopped: no wait of the
+     * transports' teardown (a flush, a close) may then last longer than
+     * BRAID_FAILED_TEARDOWN_S, whatever BRAID_TIMEOUT says. */
+    if (comm->failed != BRAID_OK)
+        braid_timeout_cap(BRAID_FAILED_TEARDOWN_S);
     braid_comm_close_transports(comm);
+    braid_timeout_cap(0);
+    braid_board_close(comm);
     braid_tune_free(&comm->tune);
     free(comm->node_of_rank);
     comm->node_of_rank = NULL;

@@ -21,7 +21,7 @@ static braid_status_t ucx_probe(const braid_services_v3_t *svc, char *why,
     ucs_status_t   ust;
     braid_status_t st;
 
-    st = braid_ucx_context_acquire(&ctx, &ust);
+    st = braid_ucx_context_acquire(&ctx, svc, &ust);
     if (svc != NULL) {
         svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT, "UCX %s: ucp_init %s",
                  ucp_get_version_string(), ucs_status_string(ust));
