@@ -252,12 +252,14 @@ void braid_verdict_judge(braid_verdict_t *v, int size,
             } else {
                 put(&o, "; ");
             }
-            put(&o, "%s %s (", x->desc,
+            char  w[160] = "";
+            out_t wo     = {w, sizeof(w), 0};
+            where(&wo, x, api_name);
+            put(&o, "%s %s%s%s%s", x->desc,
                 x->state == BRAID_RS_LOST     ? "was lost"
                 : x->state == BRAID_RS_SILENT ? "does not answer"
-                                              : "has not entered it");
-            where(&o, x, api_name);
-            put(&o, ")");
+                                              : "has not entered it",
+                w[0] ? " (" : "", w, w[0] ? ")" : "");
         }
     }
     if (nnamed > 0) {
