@@ -71,6 +71,11 @@ static void close_all(braid_bootstrap_t *bs)
  * the peers at once instead of after their timeout. */
 static braid_status_t fail(braid_bootstrap_t *bs, braid_status_t st)
 {
+    /* An operation that timed out inside a call of the communicator (an
+     * algorithm's out-of-band exchange) waited for ranks that are
+     * elsewhere: the failure inquiry finds out where, as for the call. */
+    if (st == BRAID_ERR_TIMEOUT && braid_bs_can_inquire(bs))
+        return braid_bootstrap_inquire(bs, st);
     return braid_bs_fail(bs, st);
 }
 

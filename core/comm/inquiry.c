@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "comm/comm.h"
 #include "comm/verdict.h"
+#include "util/env.h"
 #include "util/log.h"
 
 #define LOG_COMP "comm"
@@ -26,9 +28,10 @@ _Static_assert((int)BRAID_RS_ANSWERED == (int)BRAID_INQ_ANSWERED &&
 
 /* A host mate as this rank's board shows it. */
 typedef struct view {
-    int32_t  rank; /* -1: empty */
-    char     proc; /* /proc state letter, 0 if unknown */
-    uint8_t  pad[3];
+    int32_t  rank;   /* -1: empty */
+    char     proc;   /* /proc state letter, 0 if unknown */
+    uint8_t  failed; /* a call failed there: its progress is final */
+    uint8_t  pad[2];
     int64_t  pid;
     uint64_t entered, completed;
     braid_hist_snap_t last; /* its last call entered */
@@ -59,6 +62,7 @@ static void take_view(view_t *v, braid_comm_t *comm, int r,
     v->proc      = r == comm->rank ? 'R' : braid_proc_state((long)s.pid);
     v->entered   = s.entered;
     v->completed = s.completed;
+    v->failed    = s.failed != 0;
     if (s.entered > 0)
         v->last = s.hist[(s.entered - 1) & (BRAID_HIST - 1)];
 }
@@ -199,20 +203,39 @@ static braid_status_t judge_alone(void *ctx, int root_state, char *text,
         st = root_state == BRAID_RS_LOST ? BRAID_ERR_PEER : BRAID_ERR_TIMEOUT;
         goto out;
     }
-    report(comm, rep, BRAID_OK, "");
+    /* Mates still inside a call may yet complete it (they may have had
+     * rank 0's data before it went): wait, a little, until every one has
+     * failed, left its call, or gone, so that all judge the same board.
+     * This rank will complete nothing more: say so first, or mates judging
+     * at the same time would wait for each other. */
+    atomic_store(&comm->progress->failed, 1);
+    double deadline = braid_now_s() + braid_inquiry_window_s();
+    for (;;) {
+        int settling = 0;
+        report(comm, rep, BRAID_OK, "");
+        for (int i = 0; i < rep->nviews; i++) {
+            const view_t *v = &rep->views[i];
+            settling += v->rank != comm->rank && v->rank != 0 && !v->failed &&
+                        v->entered > v->completed && v->proc != 0 &&
+                        v->proc != 'Z' && v->proc != 'X';
+        }
+        if (settling == 0 || braid_now_s() > deadline)
+            break;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
     rs[comm->rank].state = BRAID_RS_ANSWERED;
     rs[comm->rank].known = 1;
     rs[comm->rank].prog  = rep->self;
     rs[comm->rank].api   = rep->api;
     rs[0].state          = root_state;
+    /* Mates whose process is gone are most likely survivors that gave up
+     * before this one: they still count for the failed call, or ranks
+     * that look at the board a moment apart would name different ones. */
     for (int i = 0; i < rep->nviews; i++) {
         int q = rep->views[i].rank;
-        /* A mate whose process is gone is lost too. */
-        if (q != comm->rank && (rep->views[i].proc == 'Z' ||
-                                rep->views[i].proc == 'X' ||
-                                (rep->views[i].proc == 0 && q != 0)))
-            rs[q].state = BRAID_RS_LOST;
-        apply_view(&rs[q], &rep->views[i]);
+        if (q >= 0 && q < comm->size)
+            apply_view(&rs[q], &rep->views[i]);
     }
     for (int r = 0; r < comm->size; r++)
         describe(&rs[r], comm, r);

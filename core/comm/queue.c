@@ -57,7 +57,12 @@ static void call_complete(braid_comm_t *comm, braid_call_t *call,
     if (call->started && call->cand != NULL)
         call->cand->algo->finish(&call->task);
     braid_avg_finish(call, comm->size, st);
-    braid_progress_done(comm->progress, call->task.seq);
+    /* A call that failed is not done: ranks that look at the board later
+     * must still see it as the one that failed here. */
+    if (st == BRAID_OK)
+        braid_progress_done(comm->progress, call->task.seq);
+    else
+        atomic_store(&comm->progress->failed, 1);
     call->done   = 1;
     call->status = st;
     if (st != BRAID_OK)

@@ -68,6 +68,7 @@ void braid_progress_read(braid_progress_snap_t *out, braid_progress_t *p)
     out->entered   = atomic_load_explicit(&p->entered, memory_order_acquire);
     out->completed = atomic_load_explicit(&p->completed, memory_order_acquire);
     out->pid       = atomic_load_explicit(&p->pid, memory_order_relaxed);
+    out->failed    = atomic_load_explicit(&p->failed, memory_order_relaxed);
     for (int i = 0; i < BRAID_HIST; i++) {
         braid_hist_t *h = &p->hist[i];
         uint64_t s1 = atomic_load_explicit(&h->seq1, memory_order_acquire);

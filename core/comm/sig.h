@@ -62,7 +62,7 @@ typedef struct braid_progress {
     _Alignas(64) _Atomic uint64_t entered; /* calls issued: last number + 1 */
     _Atomic uint64_t completed; /* calls completed (they complete in order) */
     _Atomic int64_t  pid;
-    uint64_t         pad;
+    _Atomic uint64_t failed;    /* 1 once a call failed here: final */
     braid_hist_t     hist[BRAID_HIST];
 } braid_progress_t;
 
@@ -74,6 +74,7 @@ typedef struct braid_hist_snap {
 typedef struct braid_progress_snap {
     uint64_t          entered, completed;
     int64_t           pid;
+    uint64_t          failed;
     braid_hist_snap_t hist[BRAID_HIST];
 } braid_progress_snap_t;
 

@@ -129,7 +129,10 @@ static void where(out_t *o, const braid_rank_state_t *r,
                   const char *(*api_name)(int))
 {
     const char *sep = "";
-    if (r->proc && proc_words(r->proc)) {
+    /* A lost rank's process may not be reaped yet: its state says nothing
+     * then. */
+    if (r->proc && proc_words(r->proc) &&
+        (r->state != BRAID_RS_LOST || r->proc == 'Z' || r->proc == 'X')) {
         put(o, "%s", proc_words(r->proc));
         sep = "; ";
     }
