@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "comm/sig.h"
-#include "util/siphash.h"
 
 braid_sig_t braid_sig_make(braid_coll_t coll, size_t count,
                            braid_dtype_t dtype, braid_op_t op, int root)
@@ -51,15 +50,6 @@ void braid_sig_describe(char *buf, size_t len, const braid_sig_t *s)
         snprintf(buf, len, "%s(count %llu, %s, %s)", braid_coll_name(c),
                  (unsigned long long)s->count, dt,
                  braid_op_name((braid_op_t)s->op));
-}
-
-uint32_t braid_sig_hash32(const braid_sig_t *s, uint64_t seq)
-{
-    /* Fixed key: this is a checksum against mistakes, not a MAC. */
-    static const uint8_t key[16] = "braid-call-sig-1";
-    uint64_t             words[3] = {s->count, braid_sig_pack(s), seq};
-    uint64_t             h        = braid_siphash24(key, words, sizeof(words));
-    return (uint32_t)(h ^ (h >> 32));
 }
 
 void braid_progress_read(braid_progress_snap_t *out, braid_progress_t *p)

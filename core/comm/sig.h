@@ -35,9 +35,22 @@ braid_sig_t braid_sig_unpack(uint64_t count, uint64_t packed);
 int         braid_sig_equal(const braid_sig_t *a, const braid_sig_t *b);
 /* "allreduce(count 16384, f32, sum)", "broadcast(count 4, u8, root 2)". */
 void braid_sig_describe(char *buf, size_t len, const braid_sig_t *s);
-/* 32 bits of the signature and call number, mixed so that any difference
- * in any field changes them (SipHash of the fields under a fixed key). */
-uint32_t braid_sig_hash32(const braid_sig_t *s, uint64_t seq);
+/* 32 bits of the signature and call number, for algorithms to carry in a
+ * header or flag they send anyway.  A few multiplies: cheap enough for
+ * every call.  Each of the three words goes through a bijection before
+ * they are combined and mixed, so calls that differ in one of count,
+ * (collective, dtype, op, root) or number always differ in the 64-bit mix;
+ * folding it to 32 bits leaves a 2^-32 chance of a collision. */
+static inline uint32_t braid_sig_hash32(const braid_sig_t *s, uint64_t seq)
+{
+    uint64_t h = s->count * 0x9e3779b97f4a7c15ull ^
+                 braid_sig_pack(s) * 0xc2b2ae3d27d4eb4full ^
+                 seq * 0x165667b19e3779f9ull;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return (uint32_t)h;
+}
 
 /* ------------------------------------------------------------- progress */
 

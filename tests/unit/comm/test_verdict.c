@@ -59,6 +59,14 @@ static void test_signatures(void)
     CHECK(!braid_sig_equal(&a, &b), "counts differ");
     CHECK(braid_sig_hash32(&a, 7) != braid_sig_hash32(&b, 7), "hash count");
     CHECK(braid_sig_hash32(&a, 7) != braid_sig_hash32(&a, 8), "hash seq");
+    braid_sig_t m = braid_sig_make(BRAID_COLL_ALLREDUCE, 16384, BRAID_F32,
+                                   BRAID_MAX, 0);
+    braid_sig_t i = braid_sig_make(BRAID_COLL_ALLREDUCE, 16384, BRAID_I32,
+                                   BRAID_SUM, 0);
+    CHECK(braid_sig_hash32(&a, 7) != braid_sig_hash32(&m, 7) &&
+              braid_sig_hash32(&a, 7) != braid_sig_hash32(&i, 7),
+          "hash op, dtype");
+    CHECK(braid_sig_hash32(&a, 7) == braid_sig_hash32(&a, 7), "hash stable");
     /* Fields a collective ignores are ignored. */
     braid_sig_t x = braid_sig_make(BRAID_COLL_BARRIER, 0, BRAID_F64,
                                    BRAID_MAX, 3);
