@@ -55,6 +55,7 @@
 #include "bootstrap/proto.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 #define MAX_RANKS    1024
 #define LINE_CAP     65536 /* longer lines are split */
@@ -265,21 +266,6 @@ static int rank_of_pid(long pid)
     return -1;
 }
 
-/* The state letter of a process ('T': stopped), 0 if unknown. */
-static char proc_state(pid_t pid)
-{
-    char  path[64], buf[512];
-    FILE *f;
-    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-    if ((f = fopen(path, "re")) == NULL)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n]  = '\0';
-    char *p = strrchr(buf, ')');
-    return p != NULL && p[1] == ' ' ? p[2] : 0;
-}
-
 /* Whether every rank still running is stopped (so none will exit on its
  * own, and a grace period would only be waited out). */
 static int only_stopped_left(void)
@@ -288,7 +274,7 @@ static int only_stopped_left(void)
     for (int r = 0; r < nranks; r++) {
         if (!ranks[r].running)
             continue;
-        char st = proc_state(ranks[r].pid);
+        char st = braid_proc_state((long)ranks[r].pid);
         if (st != 'T' && st != 't')
             return 0;
         any = 1;

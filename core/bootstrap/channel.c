@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "bootstrap/auth.h"
 #include "bootstrap/channel.h"
@@ -163,33 +162,6 @@ static braid_status_t chan_send(braid_bootstrap_t *bs, int fd, int to,
  * another one -- which may itself be waiting, in a collective of the data
  * plane, for the dead one -- is then reported at once and named, and the
  * ABORT reaches everyone, instead of a timeout on the wrong rank. */
-/* Root: whether rank k's next frame is a failure report (STATUS), whose
- * header is then taken off the stream.  Once it is anything else, *busy is
- * set: k has sent a later operation's message, and is not watched for
- * input again during this wait. */
-static int status_waiting(const braid_bootstrap_t *bs, int k, uint8_t *busy)
-{
-    uint8_t        raw[BRAID_BS_HDR_LEN];
-    braid_bs_hdr_t h;
-    ssize_t        n;
-    do
-        n = recv(bs->fds[k], raw, sizeof(raw), MSG_PEEK | MSG_DONTWAIT);
-    while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)sizeof(raw))
-        return 0;
-    braid_bs_hdr_unpack(raw, &h);
-    if (h.magic == BRAID_BS_MAGIC && h.type == BRAID_BS_STATUS &&
-        h.length == bs->inq.report_len) {
-        /* Taken off the stream: the report itself follows it. */
-        do
-            n = recv(bs->fds[k], raw, sizeof(raw), MSG_DONTWAIT);
-        while (n < 0 && errno == EINTR);
-        return n == (ssize_t)sizeof(raw);
-    }
-    *busy = 1;
-    return 0;
-}
-
 static braid_status_t root_wait(braid_bootstrap_t *bs, int r, double deadline,
                                 const char *what)
 {
@@ -225,7 +197,7 @@ static braid_status_t root_wait(braid_bootstrap_t *bs, int r, double deadline,
             return BRAID_OK; /* data, or its own end: the read tells */
         for (int k = 1; watch && rc > 0 && k < bs->size; k++) {
             if (k != r && (bs->pfd[k - 1].revents & POLLIN) &&
-                status_waiting(bs, k, &bs->busy[k]))
+                braid_bs_report_waiting(bs, k, &bs->busy[k]))
                 return braid_bs_status_arrived(bs, k, deadline);
         }
         if (rc == 0 && braid_deadline_left(deadline) <= 0.0)

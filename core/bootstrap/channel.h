@@ -113,6 +113,11 @@ braid_status_t braid_bs_root_inquiry(braid_bootstrap_t *bs, uint8_t *state,
 /* Root: the ranks lost[0..n) are gone: an inquiry among the others. */
 braid_status_t braid_bs_lost_inquiry(braid_bootstrap_t *bs, const int *lost,
                                      int n);
+/* Root: whether rank r's next frame is a failure report (STATUS: its call
+ * failed, and it asks for an inquiry), whose header is then taken off the
+ * stream.  Anything else waiting belongs to a later operation and stays;
+ * busy (if not NULL) is then set. */
+int braid_bs_report_waiting(braid_bootstrap_t *bs, int r, uint8_t *busy);
 /* Root: rank r's STATUS header has been read: its payload, then an
  * inquiry. */
 braid_status_t braid_bs_status_arrived(braid_bootstrap_t *bs, int r,

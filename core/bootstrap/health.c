@@ -25,29 +25,6 @@
 
 #define HUNG_UP (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)
 
-/* Root: whether rank r's next frame is a failure report (STATUS: its
- * call failed, and it asks for an inquiry); its header is then taken.
- * Anything else that waits belongs to a later operation and stays. */
-static int report_waiting(braid_bootstrap_t *bs, int r)
-{
-    uint8_t        raw[BRAID_BS_HDR_LEN];
-    braid_bs_hdr_t h;
-    ssize_t        n;
-    do
-        n = recv(bs->fds[r], raw, sizeof(raw), MSG_PEEK | MSG_DONTWAIT);
-    while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)sizeof(raw))
-        return 0;
-    braid_bs_hdr_unpack(raw, &h);
-    if (h.magic != BRAID_BS_MAGIC || h.type != BRAID_BS_STATUS ||
-        h.length != bs->inq.report_len)
-        return 0;
-    do
-        n = recv(bs->fds[r], raw, sizeof(raw), MSG_DONTWAIT);
-    while (n < 0 && errno == EINTR);
-    return n == (ssize_t)sizeof(raw);
-}
-
 static braid_status_t root_health(braid_bootstrap_t *bs)
 {
     int   n = 0, nlost = 0, rc;
@@ -70,7 +47,7 @@ static braid_status_t root_health(braid_bootstrap_t *bs)
     if (nlost > 0)
         return braid_bs_lost(bs, bs->lost, nlost, NULL);
     for (int i = 0; in && i < n; i++) {
-        if ((bs->pfd[i].revents & POLLIN) && report_waiting(bs, i + 1))
+        if ((bs->pfd[i].revents & POLLIN) && braid_bs_report_waiting(bs, i + 1, NULL))
             return braid_bs_status_arrived(bs, i + 1,
                                            braid_now_s() +
                                                braid_inquiry_window_s());

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "bootstrap/channel.h"
 #include "util/env.h"
@@ -59,6 +60,29 @@ void braid_bootstrap_ident(const braid_bootstrap_t *bs, int r, long *pid,
         return;
     *pid = bs->idents[r].pid;
     snprintf(host, host_len, "%s", bs->idents[r].host);
+}
+
+int braid_bs_report_waiting(braid_bootstrap_t *bs, int r, uint8_t *busy)
+{
+    uint8_t        raw[BRAID_BS_HDR_LEN];
+    braid_bs_hdr_t h;
+    ssize_t        n;
+    do
+        n = recv(bs->fds[r], raw, sizeof(raw), MSG_PEEK | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof(raw))
+        return 0;
+    braid_bs_hdr_unpack(raw, &h);
+    if (h.magic != BRAID_BS_MAGIC || h.type != BRAID_BS_STATUS ||
+        h.length != bs->inq.report_len) {
+        if (busy != NULL)
+            *busy = 1;
+        return 0;
+    }
+    do
+        n = recv(bs->fds[r], raw, sizeof(raw), MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t)sizeof(raw);
 }
 
 /* Reads and drops len bytes (an operation's message). */

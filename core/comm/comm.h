@@ -110,8 +110,6 @@ braid_status_t braid_board_open(braid_comm_t *comm);
 void braid_board_close(braid_comm_t *comm);
 /* Rank r's record on this host's board, or NULL. */
 braid_progress_t *braid_board_slot(braid_comm_t *comm, int r);
-/* The state letter /proc shows for pid ('R', 'S', 'T', ...), 0 if none. */
-char braid_proc_state(long pid);
 
 /* comm/inquiry.c: hands the bootstrap channel the failure inquiry's hooks. */
 void braid_comm_inquiry_attach(braid_comm_t *comm);

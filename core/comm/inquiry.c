@@ -17,6 +17,7 @@
 #include "comm/comm.h"
 #include "comm/verdict.h"
 #include "util/env.h"
+#include "util/proc.h"
 #include "util/log.h"
 
 #define LOG_COMP "comm"
@@ -114,6 +115,27 @@ static void apply_view(braid_rank_state_t *rs, const view_t *v)
         rs->proc = v->proc;
 }
 
+/* An answering rank as its report says. */
+static void take_report(braid_rank_state_t *rs, const report_t *rep)
+{
+    rs->known  = 1;
+    rs->prog   = rep->self;
+    rs->api    = rep->api;
+    rs->status = rep->status;
+    snprintf(rs->text, sizeof(rs->text), "%s", rep->text);
+}
+
+/* What a report's board views say of the ranks that did not answer. */
+static void take_views(braid_rank_state_t *rs, const braid_comm_t *comm,
+                       const report_t *rep)
+{
+    for (int i = 0; i < rep->nviews; i++) {
+        int q = rep->views[i].rank;
+        if (q >= 0 && q < comm->size)
+            apply_view(&rs[q], &rep->views[i]);
+    }
+}
+
 static void describe(braid_rank_state_t *rs, braid_comm_t *comm, int r)
 {
     long pid;
@@ -141,6 +163,8 @@ static braid_status_t conclude(braid_comm_t *comm, braid_rank_state_t *rs,
                                char *text, size_t len)
 {
     braid_verdict_t v;
+    for (int r = 0; r < comm->size; r++)
+        describe(&rs[r], comm, r);
     braid_verdict_judge(&v, comm->size, rs, api_name);
     snprintf(text, len, "%s", v.text);
     if (v.culprit >= 0) {
@@ -165,27 +189,13 @@ static braid_status_t judge(void *ctx, const void *reports,
     }
     for (int r = 0; r < comm->size; r++) {
         rs[r].state = state[r];
-        if (state[r] != BRAID_INQ_ANSWERED)
-            continue;
-        const report_t *rep = report_of(comm, reports, r);
-        rs[r].known  = 1;
-        rs[r].prog   = rep->self;
-        rs[r].api    = rep->api;
-        rs[r].status = rep->status;
-        snprintf(rs[r].text, sizeof(rs[r].text), "%s", rep->text);
+        if (state[r] == BRAID_INQ_ANSWERED)
+            take_report(&rs[r], report_of(comm, reports, r));
     }
     for (int r = 0; r < comm->size; r++) {
-        if (state[r] != BRAID_INQ_ANSWERED)
-            continue;
-        const report_t *rep = report_of(comm, reports, r);
-        for (int i = 0; i < rep->nviews; i++) {
-            int q = rep->views[i].rank;
-            if (q >= 0 && q < comm->size)
-                apply_view(&rs[q], &rep->views[i]);
-        }
+        if (state[r] == BRAID_INQ_ANSWERED)
+            take_views(rs, comm, report_of(comm, reports, r));
     }
-    for (int r = 0; r < comm->size; r++)
-        describe(&rs[r], comm, r);
     braid_status_t st = conclude(comm, rs, text, len);
     free(rs);
     return st;
@@ -225,20 +235,12 @@ static braid_status_t judge_alone(void *ctx, int root_state, char *text,
         nanosleep(&ms, NULL);
     }
     rs[comm->rank].state = BRAID_RS_ANSWERED;
-    rs[comm->rank].known = 1;
-    rs[comm->rank].prog  = rep->self;
-    rs[comm->rank].api   = rep->api;
-    rs[0].state          = root_state;
+    take_report(&rs[comm->rank], rep);
+    rs[0].state = root_state;
     /* Mates whose process is gone are most likely survivors that gave up
      * before this one: they still count for the failed call, or ranks
      * that look at the board a moment apart would name different ones. */
-    for (int i = 0; i < rep->nviews; i++) {
-        int q = rep->views[i].rank;
-        if (q >= 0 && q < comm->size)
-            apply_view(&rs[q], &rep->views[i]);
-    }
-    for (int r = 0; r < comm->size; r++)
-        describe(&rs[r], comm, r);
+    take_views(rs, comm, rep);
     st = conclude(comm, rs, text, len);
 out:
     free(rs);
