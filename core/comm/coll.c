@@ -132,8 +132,8 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
     memset(call, 0, offsetof(braid_call_t, error));
     call->error[0] = '\0';
     braid_sig_t sig = braid_sig_make(coll, count, dtype, op, root);
-    if (__builtin_expect(braid_avg_needs_widen(coll, count, dtype, op,
-                                               comm->size), 0) &&
+    if (__builtin_expect(op == BRAID_AVG, 0) &&
+        braid_avg_needs_widen(coll, count, dtype, op, comm->size) &&
         (st = braid_avg_widen(call, comm, fn, coll, &sendbuf, &recvbuf,
                               &count, &dtype, &op)) != BRAID_OK)
         return st;

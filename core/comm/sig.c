@@ -4,19 +4,6 @@
 
 #include "comm/sig.h"
 
-braid_sig_t braid_sig_make(braid_coll_t coll, size_t count,
-                           braid_dtype_t dtype, braid_op_t op, int root)
-{
-    braid_sig_t s = {0};
-    s.coll  = (uint8_t)coll;
-    s.count = count;
-    s.dtype = coll == BRAID_COLL_BARRIER ? 0 : (uint8_t)dtype;
-    s.op    = coll == BRAID_COLL_ALLREDUCE || coll == BRAID_COLL_REDUCE_SCATTER
-                  ? (uint8_t)op : 0;
-    s.root  = coll == BRAID_COLL_BROADCAST ? root : 0;
-    return s;
-}
-
 braid_sig_t braid_sig_unpack(uint64_t count, uint64_t packed)
 {
     braid_sig_t s = {0};

@@ -23,8 +23,19 @@ typedef struct braid_sig {
     uint8_t  coll, dtype, op, pad;
 } braid_sig_t;
 
-braid_sig_t braid_sig_make(braid_coll_t coll, size_t count,
-                           braid_dtype_t dtype, braid_op_t op, int root);
+static inline braid_sig_t braid_sig_make(braid_coll_t coll, size_t count,
+                                         braid_dtype_t dtype, braid_op_t op,
+                                         int root)
+{
+    braid_sig_t s = {0};
+    s.coll  = (uint8_t)coll;
+    s.count = count;
+    s.dtype = coll == BRAID_COLL_BARRIER ? 0 : (uint8_t)dtype;
+    s.op    = coll == BRAID_COLL_ALLREDUCE || coll == BRAID_COLL_REDUCE_SCATTER
+                  ? (uint8_t)op : 0;
+    s.root  = coll == BRAID_COLL_BROADCAST ? root : 0;
+    return s;
+}
 /* One word, and back: what the progress record keeps besides the count. */
 static inline uint64_t braid_sig_pack(const braid_sig_t *s)
 {
