@@ -15,6 +15,7 @@
  *   - Integer avg at the extremes (4 ranks of INT32_MAX, u8 200 and 255,
  *     INT64_MIN/MAX, mixed signs): the exact sum divided with truncation
  *     toward zero, no wraparound.
+ *   - Allgather and broadcast: the same NaN-laden inputs arrive bit for bit.
  * The candidates come from `braid-info -n N` (tests/mp/run_numerics.sh). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +242,47 @@ static void check_float(braid_comm_t *comm, braid_comm_t *world,
     }
 }
 
+/* Allgather and broadcast only move bits: every NaN payload, signalling
+ * NaNs included, must arrive as it was sent. */
+static void check_copy(braid_comm_t *comm, braid_coll_t coll, const char *cand)
+{
+    for (size_t d = 0; d < sizeof(fdts) / sizeof(fdts[0]); d++) {
+        for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+            braid_dtype_t dt = fdts[d];
+            size_t        n = counts[c], es = nm_size(dt);
+            int           root = (int)(c % (size_t)size);
+            char *send = malloc(n * es), *recv = malloc(n * es * (size_t)size);
+            for (size_t i = 0; i < n; i++)
+                put_bits(dt, send, i, input(dt, rank, i));
+            braid_status_t st =
+                coll == BRAID_COLL_ALLGATHER
+                    ? braid_allgather(send, recv, n, dt, comm)
+                    : braid_broadcast(send, n, dt, root, comm);
+            if (st != BRAID_OK)
+                mp_fatal("test_numerics", rank, st, "%s %s n=%zu: %s", cand,
+                         nm_name(dt), n, braid_last_error());
+            int blocks = coll == BRAID_COLL_ALLGATHER ? size : 1;
+            for (int b = 0; b < blocks; b++) {
+                const char *got = coll == BRAID_COLL_ALLGATHER
+                                      ? recv + (size_t)b * n * es : send;
+                int from = coll == BRAID_COLL_ALLGATHER ? b : root;
+                for (size_t i = 0; i < n; i++) {
+                    if (get_bits(dt, got, i) != input(dt, from, i)) {
+                        FAIL("%s %s n=%zu: rank %d's element %zu is 0x%llx, "
+                             "sent 0x%llx", cand, nm_name(dt), n, from, i,
+                             (unsigned long long)get_bits(dt, got, i),
+                             (unsigned long long)input(dt, from, i));
+                        b = blocks;
+                        break;
+                    }
+                }
+            }
+            free(send);
+            free(recv);
+        }
+    }
+}
+
 /* ----------------------------------------------------------- integer avg */
 
 static int64_t int_input(braid_dtype_t dt, int r, size_t i)
@@ -326,8 +368,8 @@ int main(int argc, char **argv)
         if (colon != NULL && (size_t)(colon - item) < sizeof(name))
             memcpy(name, item, (size_t)(colon - item));
         int coll = mp_parse_coll(name);
-        if (coll != BRAID_COLL_ALLREDUCE && coll != BRAID_COLL_REDUCE_SCATTER)
-            continue; /* no arithmetic: copies keep every bit anyway */
+        if (coll == BRAID_COLL_BARRIER || coll < 0)
+            continue;
         /* BRAID_ALGO is read when a communicator is set up. */
         setenv("BRAID_ALGO", item, 1);
         braid_comm_t  *comm = NULL;
@@ -336,8 +378,12 @@ int main(int argc, char **argv)
         if (st != BRAID_OK)
             mp_fatal("test_numerics", rank, st, "split for %s: %s", item,
                      braid_last_error());
-        check_float(comm, world, (braid_coll_t)coll, item);
-        check_int_avg(comm, (braid_coll_t)coll, item);
+        if (coll == BRAID_COLL_ALLGATHER || coll == BRAID_COLL_BROADCAST) {
+            check_copy(comm, (braid_coll_t)coll, item);
+        } else {
+            check_float(comm, world, (braid_coll_t)coll, item);
+            check_int_avg(comm, (braid_coll_t)coll, item);
+        }
         if ((st = braid_finalize(comm)) != BRAID_OK)
             mp_fatal("test_numerics", rank, st, "finalize %s: %s", item,
                      braid_last_error());
