@@ -88,14 +88,6 @@ void braid_bootstrap_destroy(braid_bootstrap_t *bs);
  * and never consumes a message of an operation in flight.  Once the channel
  * failed (here or in an operation), it returns that first error every time. */
 braid_status_t braid_bootstrap_health(braid_bootstrap_t *bs);
-/* After an error of the data plane: what the channel knows, waiting up to
- * wait_s for it.  A transport's error is often only the echo of a failure
- * elsewhere -- a rank that saw a peer die and exited breaks our connection
- * to it, and the error then names the wrong rank -- while the root has
- * already seen the first loss and is telling everyone.  BRAID_OK if the
- * channel knows of nothing (after wait_s); otherwise as
- * braid_bootstrap_health. */
-braid_status_t braid_bootstrap_verdict(braid_bootstrap_t *bs, double wait_s);
 /* The communicator over this channel failed on its own (a transport error,
  * a timeout): fail the channel too, so that every rank learns it at once
  * rather than at its own timeout.  The root sends every rank an ABORT with

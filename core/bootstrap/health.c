@@ -17,7 +17,6 @@
 #include <poll.h>
 #include <stdio.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "bootstrap/channel.h"
 #include "util/env.h"
@@ -114,18 +113,6 @@ braid_status_t braid_bootstrap_health(braid_bootstrap_t *bs)
     if (bs->size == 1)
         return BRAID_OK;
     return bs->rank == 0 ? root_health(bs) : rank_health(bs);
-}
-
-braid_status_t braid_bootstrap_verdict(braid_bootstrap_t *bs, double wait_s)
-{
-    double end = braid_now_s() + wait_s;
-    for (;;) {
-        braid_status_t st = braid_bootstrap_health(bs);
-        if (st != BRAID_OK || braid_now_s() >= end)
-            return st;
-        struct timespec ms = {.tv_nsec = 1000 * 1000};
-        nanosleep(&ms, NULL);
-    }
 }
 
 void braid_bootstrap_abort(braid_bootstrap_t *bs, braid_status_t status,
