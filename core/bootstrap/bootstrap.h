@@ -78,14 +78,17 @@ braid_status_t braid_bootstrap_bcast(braid_bootstrap_t *bs, void *buf,
 braid_status_t braid_bootstrap_barrier(braid_bootstrap_t *bs);
 void braid_bootstrap_destroy(braid_bootstrap_t *bs);
 
-/* Failure detector, non-blocking: BRAID_OK while no rank of this channel is
- * known to be lost; otherwise BRAID_ERR_PEER with a message naming the lost
- * rank ("rank 3 (host h, pid p) was lost"; "rank 0 was lost: ..." on the
- * others when the root goes).  The root notices a rank whose connection
- * ended and tells every other rank in an ABORT frame before closing; the
- * others notice the ABORT or the end of the root's connection.  The core
- * calls it from every wait loop every few milliseconds, so it never blocks
- * and never consumes a message of an operation in flight.  Once the channel
+/* Failure detector: BRAID_OK while no rank of this channel is known to be
+ * lost and no failure inquiry is asked for; otherwise the channel's failure
+ * (BRAID_ERR_PEER naming the lost rank, "rank 3 (host h, pid p) was lost",
+ * or, once a communicator set the inquiry hooks, the inquiry's verdict).
+ * The root notices a rank whose connection ended, or a rank's report
+ * asking for an inquiry, and runs one (or, without hooks, tells every
+ * other rank in an ABORT frame); the others notice the root's QUERY (and
+ * answer it), its ABORT, or the end of its connection.  The core calls it
+ * from every wait loop every few milliseconds: unless there is something
+ * to act on it does not block (an inquiry is bounded by its window), and
+ * it never consumes a message of an operation in flight.  Once the channel
  * failed (here or in an operation), it returns that first error every time. */
 braid_status_t braid_bootstrap_health(braid_bootstrap_t *bs);
 /* The communicator over this channel failed on its own (a transport error,
