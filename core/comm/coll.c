@@ -129,7 +129,17 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
     if (st != BRAID_OK)
         return st;
 
-    memset(call, 0, offsetof(braid_call_t, error));
+    /* Field by field rather than one memset of the call: a memset this
+     * size compiles to `rep stos`, whose start-up alone was ~15% of a
+     * local 8-byte call. */
+    call->cand     = NULL;
+    call->started  = 0;
+    call->done     = 0;
+    call->status   = BRAID_OK;
+    call->t_start  = 0;
+    call->polls    = 0;
+    call->widen    = NULL;
+    call->next     = NULL;
     call->error[0] = '\0';
     braid_sig_t sig = braid_sig_make(coll, count, dtype, op, root);
     if (__builtin_expect(op == BRAID_AVG, 0) &&
@@ -137,8 +147,12 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
         (st = braid_avg_widen(call, comm, fn, coll, &sendbuf, &recvbuf,
                               &count, &dtype, &op)) != BRAID_OK)
         return st;
+    /* Every field a plugin may read starts at zero, those added later
+     * included: copied from a zero task (vector moves) and then set. */
+    static const braid_task_t zero_task;
     size_t        dtsize = braid_dtype_size(dtype);
     braid_task_t *t      = &call->task;
+    *t         = zero_task;
     t->coll    = coll;
     t->sendbuf = sendbuf;
     t->recvbuf = recvbuf;

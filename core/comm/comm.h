@@ -96,13 +96,41 @@ typedef enum {
 } braid_api_t;
 
 const char *braid_api_name(braid_api_t fn);
-/* BRAID_OK, or BRAID_ERR_STATE naming this thread and the one inside. */
-braid_status_t braid_comm_enter(braid_comm_t *comm, braid_api_t fn);
+/* The kernel's id of the calling thread, read once per thread: it names
+ * threads in messages as ps and gdb do, and is unique among live ones. */
+extern _Thread_local uint32_t braid_self_tid;
+uint32_t braid_thread_id_slow(void);
+static inline uint32_t braid_thread_id(void)
+{
+    uint32_t t = braid_self_tid;
+    return __builtin_expect(t != 0, 1) ? t : braid_thread_id_slow();
+}
+/* BRAID_ERR_STATE: thread me called fn while owner (the entry word) was
+ * inside. */
+braid_status_t braid_comm_refuse(braid_api_t fn, uint64_t owner, uint32_t me);
+
+/* BRAID_OK, or BRAID_ERR_STATE naming this thread and the one inside.
+ * Inline: one compare-and-swap on every call's path. */
+static inline braid_status_t braid_comm_enter(braid_comm_t *comm,
+                                              braid_api_t fn)
+{
+    uint32_t me  = braid_thread_id();
+    uint64_t cur = 0;
+    if (__builtin_expect(atomic_compare_exchange_strong_explicit(
+                             &comm->inside, &cur, (uint64_t)me << 8 | fn,
+                             memory_order_acquire, memory_order_relaxed),
+                         1))
+        return BRAID_OK;
+    return braid_comm_refuse(fn, cur, me);
+}
 /* 1 when taken, 0 when another thread is inside (nothing recorded). */
 int braid_comm_try_enter(braid_comm_t *comm, braid_api_t fn);
 /* Waits (yielding) for another thread to leave, up to BRAID_TIMEOUT. */
 braid_status_t braid_comm_enter_wait(braid_comm_t *comm, braid_api_t fn);
-void braid_comm_leave(braid_comm_t *comm);
+static inline void braid_comm_leave(braid_comm_t *comm)
+{
+    atomic_store_explicit(&comm->inside, 0, memory_order_release);
+}
 
 /* comm/board.c: the host's progress board.  open is collective; without
  * a board, progress is recorded in private memory. */

@@ -35,15 +35,16 @@ static const char *const api_names[BRAID_API_COUNT] = {
     [BRAID_API_FINALIZE]       = "braid_finalize",
 };
 
-/* The kernel's thread id, read once per thread: it names threads in
- * messages as ps and gdb do, and is unique among the live threads. */
-static _Thread_local uint32_t self_tid;
+_Thread_local uint32_t braid_self_tid;
+
+uint32_t braid_thread_id_slow(void)
+{
+    return braid_self_tid = (uint32_t)syscall(SYS_gettid);
+}
 
 static uint32_t thread_id(void)
 {
-    if (__builtin_expect(self_tid == 0, 0))
-        self_tid = (uint32_t)syscall(SYS_gettid);
-    return self_tid;
+    return braid_thread_id();
 }
 
 const char *braid_api_name(braid_api_t fn)
@@ -56,7 +57,7 @@ static uint64_t word_of(uint32_t tid, braid_api_t fn)
     return (uint64_t)tid << 8 | (uint64_t)fn;
 }
 
-static braid_status_t refuse(braid_api_t fn, uint64_t owner, uint32_t me)
+braid_status_t braid_comm_refuse(braid_api_t fn, uint64_t owner, uint32_t me)
 {
     uint32_t    tid   = (uint32_t)(owner >> 8);
     const char *there = braid_api_name((braid_api_t)(owner & 0xff));
@@ -70,18 +71,6 @@ static braid_status_t refuse(braid_api_t fn, uint64_t owner, uint32_t me)
                        "a communicator is used by one thread at a time "
                        "(braid.h, Threads)", braid_api_name(fn),
                        (unsigned)me, (unsigned)tid, there);
-}
-
-braid_status_t braid_comm_enter(braid_comm_t *comm, braid_api_t fn)
-{
-    uint32_t me  = thread_id();
-    uint64_t cur = 0;
-    if (__builtin_expect(atomic_compare_exchange_strong_explicit(
-                             &comm->inside, &cur, word_of(me, fn),
-                             memory_order_acquire, memory_order_relaxed),
-                         1))
-        return BRAID_OK;
-    return refuse(fn, cur, me);
 }
 
 int braid_comm_try_enter(braid_comm_t *comm, braid_api_t fn)
@@ -104,7 +93,7 @@ braid_status_t braid_comm_enter_wait(braid_comm_t *comm, braid_api_t fn)
             return BRAID_OK;
         /* Waiting for ourselves would never end. */
         if ((uint32_t)(cur >> 8) == me)
-            return refuse(fn, cur, me);
+            return braid_comm_refuse(fn, cur, me);
         double now = braid_now_s();
         if (deadline == 0)
             deadline = now + comm->timeout_s;
@@ -119,7 +108,3 @@ braid_status_t braid_comm_enter_wait(braid_comm_t *comm, braid_api_t fn)
     }
 }
 
-void braid_comm_leave(braid_comm_t *comm)
-{
-    atomic_store_explicit(&comm->inside, 0, memory_order_release);
-}

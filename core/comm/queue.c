@@ -56,7 +56,8 @@ static void call_complete(braid_comm_t *comm, braid_call_t *call,
         snprintf(call->error, sizeof(call->error), "%s", braid_last_error());
     if (call->started && call->cand != NULL)
         call->cand->algo->finish(&call->task);
-    braid_avg_finish(call, comm->size, st);
+    if (__builtin_expect(call->widen != NULL, 0))
+        braid_avg_finish(call, comm->size, st);
     /* A call that failed is not done: ranks that look at the board later
      * must still see it as the one that failed here. */
     if (st == BRAID_OK)
