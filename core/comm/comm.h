@@ -141,6 +141,16 @@ braid_progress_t *braid_board_slot(braid_comm_t *comm, int r);
 
 /* comm/inquiry.c: hands the bootstrap channel the failure inquiry's hooks. */
 void braid_comm_inquiry_attach(braid_comm_t *comm);
+/* The head call failed, here (here = 1: st, and braid_last_error() says
+ * what this rank saw) or elsewhere (here = 0: the failure detector's
+ * verdict is the last error).  A failure seen on one rank is often only
+ * the echo of one elsewhere -- a survivor of a stopped rank times out like
+ * every other, and may blame whichever peer its algorithm waited for -- so
+ * a local one is put to the failure inquiry first.  Completes the call
+ * with the verdict, then what this rank saw ("(here: ...)").  Returns its
+ * status. */
+braid_status_t braid_call_failed(braid_comm_t *comm, braid_call_t *call,
+                                 braid_status_t st, int here);
 
 /* comm/launcher.c: lines for braidrun (BRAID_LAUNCHER_FD). */
 void braid_launcher_init(void);
@@ -164,6 +174,10 @@ void braid_comm_close_transports(braid_comm_t *comm);
 
 /* comm/queue.c */
 void braid_call_enqueue(braid_comm_t *comm, braid_call_t *call);
+/* Ends the head call with st (its message is braid_last_error()); a
+ * failure fails the communicator.  Returns st. */
+braid_status_t braid_call_complete(braid_comm_t *comm, braid_call_t *call,
+                                   braid_status_t st);
 braid_status_t braid_comm_progress(braid_comm_t *comm);
 braid_status_t braid_call_wait(braid_comm_t *comm, braid_call_t *call);
 /* Marks the communicator failed: later calls get BRAID_ERR_STATE. */

@@ -259,3 +259,25 @@ void braid_comm_inquiry_attach(braid_comm_t *comm)
     };
     braid_bootstrap_set_inquiry(comm->bs, &inq);
 }
+
+braid_status_t braid_call_failed(braid_comm_t *comm, braid_call_t *call,
+                                 braid_status_t st, int here)
+{
+    char                seen[512], verdict[512];
+    const braid_task_t *t = &call->task;
+    seen[0] = '\0';
+    if (here) {
+        snprintf(seen, sizeof(seen), "%s", braid_last_error());
+        st = braid_bootstrap_inquire(comm->bs, st);
+    }
+    snprintf(verdict, sizeof(verdict), "%s", braid_last_error());
+    if (seen[0] != '\0' && strstr(verdict, seen) == NULL)
+        st = braid_error(st, "%s (here: %s of %zu elements (%s), call #%llu: "
+                         "%s)", verdict, braid_coll_name(t->coll), t->count,
+                         call->cand->name, (unsigned long long)t->seq, seen);
+    else
+        st = braid_error(st, "%s (here: %s of %zu elements (%s), call #%llu)",
+                         verdict, braid_coll_name(t->coll), t->count,
+                         call->cand->name, (unsigned long long)t->seq);
+    return braid_call_complete(comm, call, st);
+}

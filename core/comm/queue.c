@@ -46,8 +46,8 @@ void braid_call_enqueue(braid_comm_t *comm, braid_call_t *call)
     comm->tail = call;
 }
 
-static void call_complete(braid_comm_t *comm, braid_call_t *call,
-                          braid_status_t st)
+braid_status_t braid_call_complete(braid_comm_t *comm, braid_call_t *call,
+                                   braid_status_t st)
 {
     /* The message first: a finish() that cancels requests may go through a
      * transport that records errors of its own, which must not replace the
@@ -71,6 +71,7 @@ static void call_complete(braid_comm_t *comm, braid_call_t *call,
     comm->head = call->next;
     if (comm->head == NULL)
         comm->tail = NULL;
+    return st;
 }
 
 /* The local part of calls that need no communication (one rank, no data). */
@@ -85,67 +86,30 @@ static void call_run_local(braid_call_t *call)
     memcpy(t->recvbuf, t->sendbuf, bytes);
 }
 
-/* The call failed: here (st, with braid_last_error() saying how; here is
- * that message), or elsewhere as the failure detector says (here NULL, and
- * the channel's verdict is the last error already).  A failure seen on one
- * rank is often only the echo of one elsewhere -- a survivor of a stopped
- * rank times out like every other, and may blame whichever peer its
- * algorithm waited for -- so every rank asks the others through the
- * bootstrap channel's failure inquiry, and reports its verdict (which call
- * failed, and who is to blame) followed by what it saw itself. */
-static braid_status_t call_failed(braid_comm_t *comm, braid_call_t *call,
-                                  braid_status_t st, const char *here)
-{
-    char                verdict[512];
-    const braid_task_t *t = &call->task;
-    if (here != NULL)
-        st = braid_bootstrap_inquire(comm->bs, st);
-    snprintf(verdict, sizeof(verdict), "%s", braid_last_error());
-    if (here != NULL && here[0] != '\0' && strstr(verdict, here) == NULL)
-        st = braid_error(st, "%s (here: %s of %zu elements (%s), call #%llu: "
-                         "%s)", verdict, braid_coll_name(t->coll), t->count,
-                         call->cand->name, (unsigned long long)t->seq, here);
-    else
-        st = braid_error(st, "%s (here: %s of %zu elements (%s), call #%llu)",
-                         verdict, braid_coll_name(t->coll), t->count,
-                         call->cand->name, (unsigned long long)t->seq);
-    call_complete(comm, call, st);
-    return st;
-}
-
 static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
 {
     braid_status_t st;
-    char           here[512];
     if (comm->failed != BRAID_OK) {
         st = braid_error(BRAID_ERR_STATE, "communicator failed earlier: %s",
                          comm->failed_msg);
-        call_complete(comm, call, st);
-        return st;
+        return braid_call_complete(comm, call, st);
     }
     if (call->cand == NULL) {
         call_run_local(call);
-        call_complete(comm, call, BRAID_OK);
-        return BRAID_OK;
+        return braid_call_complete(comm, call, BRAID_OK);
     }
     if (!call->started) {
         st = call->cand->algo->start(&call->task);
-        if (st != BRAID_OK) {
-            snprintf(here, sizeof(here), "%s", braid_last_error());
-            return call_failed(comm, call, st, here);
-        }
+        if (st != BRAID_OK)
+            return braid_call_failed(comm, call, st, 1);
         call->started = 1;
     }
     call->task.remote_wait = 0;
     st = call->cand->algo->progress(&call->task);
-    if (st == BRAID_OK) {
-        call_complete(comm, call, st);
-        return st;
-    }
-    if (st != BRAID_INPROGRESS) {
-        snprintf(here, sizeof(here), "%s", braid_last_error());
-        return call_failed(comm, call, st, here);
-    }
+    if (st == BRAID_OK)
+        return braid_call_complete(comm, call, st);
+    if (st != BRAID_INPROGRESS)
+        return braid_call_failed(comm, call, st, 1);
     if ((++call->polls & (BRAID_CLOCK_POLLS - 1)) != 0)
         return BRAID_INPROGRESS;
     double now = braid_now_s();
@@ -157,14 +121,13 @@ static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
     if (now - comm->last_health >= BRAID_HEALTH_PERIOD_S) {
         comm->last_health = now;
         if ((st = braid_bootstrap_health(comm->bs)) != BRAID_OK)
-            return call_failed(comm, call, st, NULL);
+            return braid_call_failed(comm, call, st, 0);
     }
     if (now - call->t_start <= comm->timeout_s)
         return BRAID_INPROGRESS;
-    snprintf(here, sizeof(here), "no progress within BRAID_TIMEOUT=%.1f s",
-             comm->timeout_s);
-    braid_error(BRAID_ERR_TIMEOUT, "%s", here);
-    return call_failed(comm, call, BRAID_ERR_TIMEOUT, here);
+    braid_error(BRAID_ERR_TIMEOUT, "no progress within BRAID_TIMEOUT=%.1f s",
+                comm->timeout_s);
+    return braid_call_failed(comm, call, BRAID_ERR_TIMEOUT, 1);
 }
 
 braid_status_t braid_comm_progress(braid_comm_t *comm)
