@@ -11,11 +11,15 @@
  * deterministic for a given input and CPU architecture:
  *
  * - SUM, PROD (and AVG, which combines as SUM): IEEE arithmetic in the
- *   element type; f16/bf16 in f32, rounded back to nearest even.  a op b
- *   equals b op a bitwise except in one IEEE corner: when both inputs are
- *   NaN the result is one of them, quieted, and which one is up to the
- *   compiler and CPU.  Integers wrap (two's complement), computed in
- *   unsigned arithmetic so there is no undefined behaviour.
+ *   element type; f16/bf16 in f32, rounded back to nearest even.  Every
+ *   NaN result is the canonical quiet NaN (f32 0x7fc00000, f64
+ *   0x7ff8000000000000, f16 0x7e00, bf16 0x7fc0): IEEE lets a NaN result
+ *   carry either input's payload, and which one x86 keeps depends on the
+ *   operand order, so ranks combining in different orders would disagree
+ *   in the bits.  With that, a op b equals b op a bitwise for every input,
+ *   and the canonical NaN is also what Arm produces in default-NaN mode.
+ *   Integers wrap (two's complement), computed in unsigned arithmetic so
+ *   there is no undefined behaviour.
  * - MIN, MAX on floats: NaN propagates.  If one input is NaN the result is
  *   that NaN; if both are, the one whose bit pattern is larger as an
  *   unsigned integer.  -0 orders below +0, so min(-0, +0) = -0 and
@@ -103,6 +107,27 @@ static inline double bits_f64(uint64_t u)
 
 #define OP_ADD(x, y) ((x) + (y))
 #define OP_MUL(x, y) ((x) * (y))
+
+/* Float SUM/PROD: any NaN result becomes the canonical one (file comment).
+ * A compare and a select per element, which vectorise to two instructions
+ * beside the arithmetic. */
+#define F32_QNAN 0x7fc00000u
+#define F64_QNAN 0x7ff8000000000000ull
+
+static inline float f32_canon(float r)
+{
+    return r == r ? r : bits_f32(F32_QNAN);
+}
+
+static inline double f64_canon(double r)
+{
+    return r == r ? r : bits_f64(F64_QNAN);
+}
+
+#define F32_ADD(x, y) f32_canon((x) + (y))
+#define F32_MUL(x, y) f32_canon((x) * (y))
+#define F64_ADD(x, y) f64_canon((x) + (y))
+#define F64_MUL(x, y) f64_canon((x) * (y))
 #define OP_MIN(x, y) ((x) < (y) ? (x) : (y))
 #define OP_MAX(x, y) ((x) > (y) ? (x) : (y))
 
@@ -196,7 +221,9 @@ static inline uint16_t bf16_max(uint16_t a, uint16_t b)
 /* ---------------------------------------------------------------------
  * Branch-free f16/bf16 conversions for the block loops.  Every case is
  * computed and the right one selected, which compiles to vector blends.
- * half.c has the plain scalar versions; the tests check both agree.
+ * half.c has the plain scalar versions, which keep NaN payloads where
+ * these narrowings make every NaN canonical; the tests check that both
+ * agree on everything else.
  * ------------------------------------------------------------------ */
 
 /* c1 ? v1 : c2 ? v2 : v3 with masks rather than ?: so that the compiler
@@ -222,13 +249,15 @@ static inline float f16_load(uint16_t h)
     return bits_f32(sign | pick3(em >= 0x7c00u, spec, em >= 0x400u, norm, sub));
 }
 
+/* A NaN becomes the canonical f16 NaN (file comment): the SUM/PROD/AVG
+ * loops need no compare of their own, and a constant is cheaper than
+ * keeping the payload. */
 static inline uint16_t f16_store(float f)
 {
     uint32_t u    = f32_bits(f);
-    uint32_t sign = (u >> 16) & 0x8000u;
     uint32_t a    = u & 0x7fffffffu;
-    uint32_t m    = (a >> 13) & 0x3ffu;
-    uint32_t nan  = 0x7c00u | m | (m == 0 ? 0x200u : 0);
+    uint32_t sign = a > 0x7f800000u ? 0 : (u >> 16) & 0x8000u;
+    uint32_t nan  = 0x7e00u;
     /* Round to nearest even on the dropped 13 bits; a carry into the
      * exponent is the correct result. */
     uint32_t norm = ((a + 0xfffu + ((a >> 13) & 1u)) >> 13) - (112u << 10);
@@ -237,7 +266,7 @@ static inline uint16_t f16_store(float f)
      * bits are then the f16 subnormal encoding, 0x400 being the smallest
      * normal. */
     uint32_t sub = f32_bits(bits_f32(a) + 0.5f) - 0x3f000000u;
-    /* 65520 and above round to infinity, and NaN keeps its payload. */
+    /* 65520 and above round to infinity. */
     uint32_t big = a > 0x7f800000u ? nan : 0x7c00u;
     return (uint16_t)(sign | pick3(a >= 0x477ff000u, big, a >= 0x38800000u,
                                    norm, sub));
@@ -248,14 +277,14 @@ static inline float bf16_load(uint16_t h)
     return bits_f32((uint32_t)h << 16);
 }
 
+/* A NaN becomes the canonical bf16 NaN, as in f16_store. */
 static inline uint16_t bf16_store(float f)
 {
-    uint32_t u   = f32_bits(f);
-    uint32_t t   = u >> 16;
-    uint32_t nan = t | ((t & 0x7fu) == 0 ? 0x40u : 0); /* stays a NaN */
+    uint32_t u = f32_bits(f);
+    uint32_t t = u >> 16;
     /* Ties to even; the carry handles subnormals and overflow to inf. */
     uint32_t rnd = (u + 0x7fffu + (t & 1u)) >> 16;
-    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rnd);
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : rnd);
 }
 
 /* ---------------------------------------------------------------------
@@ -324,13 +353,13 @@ static inline uint16_t bf16_store(float f)
         }                                                                     \
     }
 
-BRAID_LOOPS(loop_f32_sum, float, OP_ADD)
-BRAID_LOOPS(loop_f32_prod, float, OP_MUL)
+BRAID_LOOPS(loop_f32_sum, float, F32_ADD)
+BRAID_LOOPS(loop_f32_prod, float, F32_MUL)
 BRAID_LOOPS(loop_f32_min, float, f32_min)
 BRAID_LOOPS(loop_f32_max, float, f32_max)
 
-BRAID_LOOPS(loop_f64_sum, double, OP_ADD)
-BRAID_LOOPS(loop_f64_prod, double, OP_MUL)
+BRAID_LOOPS(loop_f64_sum, double, F64_ADD)
+BRAID_LOOPS(loop_f64_prod, double, F64_MUL)
 BRAID_LOOPS(loop_f64_min, double, f64_min)
 BRAID_LOOPS(loop_f64_max, double, f64_max)
 
@@ -398,20 +427,22 @@ void braid_kernel_reduce(void *inout, const void *in, size_t count,
 
 /* ---------------------------------------------------------------------
  * AVG: one division per element after the last combine.  Floats divide
- * (not multiply by 1/n, which is not exact), f16/bf16 in f32; integers
- * truncate toward zero as C division does.
+ * (not multiply by 1/n, which is not exact), f16/bf16 in f32, and a NaN
+ * comes out canonical; integers truncate toward zero as C division does
+ * (the core hands integer AVG to the algorithms as a wider SUM, so these
+ * see only what a plugin of its own asks for).
  * ------------------------------------------------------------------ */
 
 BRAID_HOT static void avg_f32(float *p, size_t n, float d)
 {
     for (size_t i = 0; i < n; i++)
-        p[i] = p[i] / d;
+        p[i] = f32_canon(p[i] / d);
 }
 
 BRAID_HOT static void avg_f64(double *p, size_t n, double d)
 {
     for (size_t i = 0; i < n; i++)
-        p[i] = p[i] / d;
+        p[i] = f64_canon(p[i] / d);
 }
 
 BRAID_HOT static void avg_f16(uint16_t *p, size_t n, float d)
@@ -496,6 +527,18 @@ static double ref_arith(double x, double y, braid_op_t op)
     return op == BRAID_PROD ? x * y : x + y; /* SUM and AVG */
 }
 
+/* The canonical NaN of the fast path, by a route of its own: isnan and a
+ * constant NAN of the right sign, not a compare-and-select on bits. */
+static float ref_canon32(float z)
+{
+    return isnan(z) ? fabsf(NAN) : z;
+}
+
+static double ref_canon64(double z)
+{
+    return isnan(z) ? fabs((double)NAN) : z;
+}
+
 static int ref_is_minmax(braid_op_t op)
 {
     return op == BRAID_MIN || op == BRAID_MAX;
@@ -513,7 +556,7 @@ static void ref_f32(void *r, const void *pa, const void *pb, braid_op_t op)
         memcpy(r, py ? pb : pa, sizeof(z));
         return;
     }
-    z = (float)ref_arith(x, y, op);
+    z = ref_canon32((float)ref_arith(x, y, op));
     memcpy(r, &z, sizeof(z));
 }
 
@@ -527,7 +570,7 @@ static void ref_f64(void *r, const void *pa, const void *pb, braid_op_t op)
         memcpy(r, py ? pb : pa, sizeof(z));
         return;
     }
-    z = op == BRAID_PROD ? x * y : x + y;
+    z = ref_canon64(op == BRAID_PROD ? x * y : x + y);
     memcpy(r, &z, sizeof(z));
 }
 
@@ -544,7 +587,7 @@ static void ref_half(void *r, const void *pa, const void *pb, braid_op_t op,
     if (ref_is_minmax(op))
         z = ref_pick(x, y, f32_bits(x), f32_bits(y), op == BRAID_MAX) ? y : x;
     else
-        z = (float)ref_arith(x, y, op);
+        z = ref_canon32((float)ref_arith(x, y, op));
     hz = bf16 ? braid_f32_to_bf16(z) : braid_f32_to_f16(z);
     memcpy(r, &hz, sizeof(hz));
 }

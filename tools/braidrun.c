@@ -19,6 +19,17 @@
  * otherwise that of the rank that failed first (a rank killed by a signal
  * before one that exited with an error), which is named last.
  *
+ * Every rank also gets the write end of a pipe of its own, BRAID_LAUNCHER_FD,
+ * on which libbraid says when it initialised and finalized a communicator
+ * and whom a failure inquiry blamed (core/comm/launcher.c).  A rank that
+ * exits, whatever its status, while a communicator of its is still open
+ * (braid_init without braid_finalize) fails the job, as under mpirun, since
+ * its peers cannot finish without it; and when the ranks name a culprit --
+ * a rank that was lost, stopped, or called something else -- the summary
+ * names that rank as the one that failed first, not the first survivor
+ * that gave up.  Stopped ranks get SIGCONT with the SIGTERM, so that it is
+ * delivered, and the grace ends early once only stopped ranks are left.
+ *
  * Each rank runs in its own process group, so that signals reach the whole
  * tree a rank started (a shell and its children) and a Ctrl-C on the
  * terminal reaches braidrun only, which forwards it exactly once.  Only rank
@@ -44,6 +55,7 @@
 #include "bootstrap/proto.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 #define MAX_RANKS    1024
 #define LINE_CAP     65536 /* longer lines are split */
@@ -63,8 +75,18 @@ typedef struct {
     int      status;
     int      signalled_by_us;
     int      failed; /* exited non-zero or by a signal on its own */
+    int      early;  /* exited with a communicator open */
     stream_t s[2];
+    int      ctl;    /* read end of its BRAID_LAUNCHER_FD pipe, -1 at EOF */
+    char     ctl_buf[1024];
+    size_t   ctl_len;
+    int      open_comms; /* braid_init minus braid_finalize */
 } rank_t;
+
+/* The culprit the ranks named (a "blame" line), first one wins. */
+static long blame_pid;
+static int  blame_by = -1;
+static char blame_text[600];
 
 static int     sig_pipe[2] = {-1, -1}; /* signal handler -> main loop */
 static int     out_dead[3]; /* our stdout/stderr went away */
@@ -181,6 +203,85 @@ static ssize_t stream_read(int rank, stream_t *s)
     return n;
 }
 
+/* One line from rank r's launcher pipe. */
+static void ctl_line(int r, char *line)
+{
+    if (strcmp(line, "init") == 0) {
+        ranks[r].open_comms++;
+    } else if (strcmp(line, "finalize") == 0) {
+        if (ranks[r].open_comms > 0)
+            ranks[r].open_comms--;
+    } else if (strncmp(line, "blame ", 6) == 0 && blame_by < 0) {
+        char *end;
+        long  pid = strtol(line + 6, &end, 10);
+        if (pid > 0 && *end == ' ') {
+            blame_pid = pid;
+            blame_by  = r;
+            snprintf(blame_text, sizeof(blame_text), "%s", end + 1);
+        }
+    }
+}
+
+/* Reads what rank r said on its launcher pipe; at EOF the pipe closes. */
+static void ctl_read(int r)
+{
+    rank_t *rk = &ranks[r];
+    while (rk->ctl >= 0) {
+        ssize_t n;
+        do
+            n = read(rk->ctl, rk->ctl_buf + rk->ctl_len,
+                     sizeof(rk->ctl_buf) - 1 - rk->ctl_len);
+        while (n < 0 && errno == EINTR);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) {
+            close(rk->ctl);
+            rk->ctl = -1;
+            return;
+        }
+        rk->ctl_len += (size_t)n;
+        char  *start = rk->ctl_buf, *nl;
+        while ((nl = memchr(start, '\n', rk->ctl_len -
+                                             (size_t)(start - rk->ctl_buf)))) {
+            *nl = '\0';
+            ctl_line(r, start);
+            start = nl + 1;
+        }
+        rk->ctl_len -= (size_t)(start - rk->ctl_buf);
+        memmove(rk->ctl_buf, start, rk->ctl_len);
+        if (rk->ctl_len == sizeof(rk->ctl_buf) - 1)
+            rk->ctl_len = 0; /* a line this long is none of ours */
+    }
+}
+
+/* The rank whose pid (or whose process group, for a rank that runs its
+ * program in a child) is pid; -1 if none. */
+static int rank_of_pid(long pid)
+{
+    for (int r = 0; r < nranks; r++) {
+        if ((long)ranks[r].pid == pid || (long)getpgid((pid_t)pid) ==
+                                             (long)ranks[r].pid)
+            return r;
+    }
+    return -1;
+}
+
+/* Whether every rank still running is stopped (so none will exit on its
+ * own, and a grace period would only be waited out). */
+static int only_stopped_left(void)
+{
+    int any = 0;
+    for (int r = 0; r < nranks; r++) {
+        if (!ranks[r].running)
+            continue;
+        char st = braid_proc_state((long)ranks[r].pid);
+        if (st != 'T' && st != 't')
+            return 0;
+        any = 1;
+    }
+    return any;
+}
+
 static void signal_ranks(int sig)
 {
     for (int r = 0; r < nranks; r++) {
@@ -189,6 +290,9 @@ static void signal_ranks(int sig)
             /* The group: the rank and whatever it started. */
             if (kill(-ranks[r].pid, sig) != 0)
                 kill(ranks[r].pid, sig);
+            /* A stopped rank acts on the signal only once continued. */
+            if (sig == SIGTERM && kill(-ranks[r].pid, SIGCONT) != 0)
+                kill(ranks[r].pid, SIGCONT);
         }
     }
 }
@@ -250,9 +354,10 @@ static void tune_oversubscribed(void)
     setenv("GLIBC_TUNABLES", buf, 1);
 }
 
-static void child_exec(int rank, int lfd, int out_w, int err_w, char **argv,
-                       const char *addr, const char *key, const char *timeout,
-                       pid_t parent, const sigset_t *oldmask)
+static void child_exec(int rank, int lfd, int out_w, int err_w, int ctl_w,
+                       char **argv, const char *addr, const char *key,
+                       const char *timeout, pid_t parent,
+                       const sigset_t *oldmask)
 {
     char num[32];
     setpgid(0, 0);
@@ -283,6 +388,13 @@ static void child_exec(int rank, int lfd, int out_w, int err_w, char **argv,
         setenv("BRAID_LISTEN_FD", num, 1);
     } else {
         unsetenv("BRAID_LISTEN_FD");
+    }
+    int cfd = fcntl(ctl_w, F_DUPFD, 3); /* without close-on-exec */
+    if (cfd >= 0) {
+        snprintf(num, sizeof(num), "%d", cfd);
+        setenv("BRAID_LAUNCHER_FD", num, 1);
+    } else {
+        unsetenv("BRAID_LAUNCHER_FD");
     }
     snprintf(num, sizeof(num), "%d", rank);
     setenv("BRAID_RANK", num, 1);
@@ -344,6 +456,14 @@ static int any_running(void)
  * own as soon as they notice it, and they can notice it (its sockets close)
  * before the kernel has finished tearing the dead process down and tells
  * us, all the more on a loaded machine. */
+/* How much a rank's end says about the cause of a failure: killed by a
+ * signal, or gone with a communicator open (2), over an error status (1),
+ * which is usually a survivor reporting the first. */
+static int cause_weight(const rank_t *rk)
+{
+    return WIFSIGNALED(rk->status) || rk->early ? 2 : 1;
+}
+
 static void reap(int *first_fail, int *shutdown, double *term_at,
                  double grace)
 {
@@ -357,23 +477,31 @@ static void reap(int *first_fail, int *shutdown, double *term_at,
             continue;
         ranks[r].running = 0;
         ranks[r].status  = status;
-        int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        ctl_read(r); /* its last words: did it finalize? */
+        ranks[r].early = ranks[r].open_comms > 0 && !ranks[r].signalled_by_us;
+        int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                 !ranks[r].early;
         if (ok || ranks[r].signalled_by_us)
             continue;
-        char msg[160];
+        char msg[240];
         int  k;
         ranks[r].failed = 1;
         if (WIFSIGNALED(status))
             k = snprintf(msg, sizeof(msg), "braidrun: rank %d killed by "
                          "signal %d (%s), pid %ld\n", r, WTERMSIG(status),
                          sig_name(WTERMSIG(status)), (long)pid);
+        else if (ranks[r].early)
+            k = snprintf(msg, sizeof(msg), "braidrun: rank %d exited with "
+                         "status %d without braid_finalize (pid %ld): its "
+                         "peers cannot complete without it\n", r,
+                         WEXITSTATUS(status), (long)pid);
         else
             k = snprintf(msg, sizeof(msg), "braidrun: rank %d exited with "
                          "status %d, pid %ld\n", r, WEXITSTATUS(status),
                          (long)pid);
         emit(2, msg, (size_t)k);
         if (*first_fail < 0 ||
-            (WIFEXITED(ranks[*first_fail].status) && WIFSIGNALED(status)))
+            cause_weight(&ranks[r]) > cause_weight(&ranks[*first_fail]))
             *first_fail = r;
         if (!*shutdown) {
             *shutdown = 1;
@@ -513,26 +641,33 @@ int main(int argc, char **argv)
 
     pid_t self = getpid();
     int   spawned_ok = 1;
+    for (int r = 0; r < nranks; r++)
+        ranks[r].ctl = -1;
     for (int r = 0; r < nranks; r++) {
-        int p[2][2];
-        if (pipe2(p[0], O_CLOEXEC) != 0 || pipe2(p[1], O_CLOEXEC) != 0) {
+        int p[3][2];
+        if (pipe2(p[0], O_CLOEXEC) != 0 || pipe2(p[1], O_CLOEXEC) != 0 ||
+            pipe2(p[2], O_CLOEXEC) != 0) {
             fprintf(stderr, "braidrun: pipe: %s\n", strerror(errno));
             spawned_ok = 0;
             break;
         }
         pid_t pid = fork();
         if (pid == 0)
-            child_exec(r, lfd, p[0][1], p[1][1], prog, addr, keyhex, timeout,
-                       self, &oldmask);
+            child_exec(r, lfd, p[0][1], p[1][1], p[2][1], prog, addr, keyhex,
+                       timeout, self, &oldmask);
         close(p[0][1]);
         close(p[1][1]);
+        close(p[2][1]);
         if (pid < 0) {
             fprintf(stderr, "braidrun: fork: %s\n", strerror(errno));
             close(p[0][0]);
             close(p[1][0]);
+            close(p[2][0]);
             spawned_ok = 0;
             break;
         }
+        ranks[r].ctl = p[2][0];
+        fcntl(p[2][0], F_SETFL, O_NONBLOCK);
         setpgid(pid, pid); /* also here: no race with our first kill() */
         ranks[r].pid     = pid;
         ranks[r].running = 1;
@@ -565,8 +700,8 @@ int main(int argc, char **argv)
         signal_ranks(SIGTERM);
     }
 
-    struct pollfd *pfd = calloc(1 + 2 * (size_t)nranks, sizeof(*pfd));
-    int           *map = calloc(1 + 2 * (size_t)nranks, sizeof(*map));
+    struct pollfd *pfd = calloc(1 + 3 * (size_t)nranks, sizeof(*pfd));
+    int           *map = calloc(1 + 3 * (size_t)nranks, sizeof(*map));
     if (pfd == NULL || map == NULL) {
         fprintf(stderr, "braidrun: out of memory\n");
         return 1;
@@ -577,10 +712,15 @@ int main(int argc, char **argv)
         for (int r = 0; r < nranks; r++) {
             for (int k = 0; k < 2; k++) {
                 if (ranks[r].s[k].fd >= 0) {
-                    map[np]   = 2 * r + k;
+                    map[np]   = 3 * r + k;
                     pfd[np++] = (struct pollfd){.fd     = ranks[r].s[k].fd,
                                                 .events = POLLIN};
                 }
+            }
+            if (ranks[r].ctl >= 0) {
+                map[np]   = 3 * r + 2;
+                pfd[np++] = (struct pollfd){.fd     = ranks[r].ctl,
+                                            .events = POLLIN};
             }
         }
         int wait_ms = -1;
@@ -595,8 +735,12 @@ int main(int argc, char **argv)
             break;
         }
         for (int i = 1; rc > 0 && i < np; i++) {
-            if (pfd[i].revents != 0)
-                stream_read(map[i] / 2, &ranks[map[i] / 2].s[map[i] % 2]);
+            if (pfd[i].revents == 0)
+                continue;
+            if (map[i] % 3 == 2)
+                ctl_read(map[i] / 3);
+            else
+                stream_read(map[i] / 3, &ranks[map[i] / 3].s[map[i] % 3]);
         }
         if (rc > 0 && pfd[0].revents != 0) {
             unsigned char sigs[64];
@@ -620,8 +764,17 @@ int main(int argc, char **argv)
             }
         }
         reap(&first_fail, &shutdown, &term_at, grace);
+        /* A stopped rank will not exit on its own: no grace for it. */
+        int stopped = shutdown && !terminating && braid_now_s() < term_at &&
+                      only_stopped_left();
+        if (stopped) {
+            static const char m[] = "braidrun: only stopped ranks are left; "
+                                    "terminating them\n";
+            emit(2, m, sizeof(m) - 1);
+            term_at = braid_now_s();
+        }
         if (shutdown && !terminating && braid_now_s() >= term_at && any_running()) {
-            if (grace > 0.0) {
+            if (grace > 0.0 && !stopped) {
                 char msg[96];
                 int  m = snprintf(msg, sizeof(msg), "braidrun: grace of %g s "
                                   "over, terminating the ranks left\n", grace);
@@ -660,6 +813,12 @@ int main(int argc, char **argv)
     free(pfd);
     free(map);
 
+    for (int r = 0; r < nranks; r++) {
+        ctl_read(r);
+        if (ranks[r].ctl >= 0)
+            close(ranks[r].ctl);
+    }
+
     int code = 0;
     if (got_sig != 0) {
         code = 128 + got_sig;
@@ -667,18 +826,31 @@ int main(int argc, char **argv)
         int st = ranks[first_fail].status;
         int nfailed = 0;
         code   = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (code == 0)
+            code = 1; /* exited 0 with a communicator open */
         for (int r = 0; r < nranks; r++)
             nfailed += ranks[r].failed;
         /* Several ranks may have reported errors by now (each naming the
-         * rank it lost); say which one started it, last, where it is seen. */
-        char msg[160];
-        int  m = snprintf(msg, sizeof(msg), "braidrun: rank %d failed first "
-                          "(pid %ld, %s %d); %d of %d ranks failed\n",
-                          first_fail, (long)ranks[first_fail].pid,
-                          WIFEXITED(st) ? "exit status" : "signal",
-                          WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
-                          nfailed, nranks);
-        emit(2, msg, (size_t)m);
+         * rank it lost); say which one started it, last, where it is seen.
+         * The ranks' own verdict knows best: a stopped rank fails nothing
+         * itself, and its survivors give up in no particular order. */
+        char msg[900];
+        int  m, blamed = blame_by >= 0 ? rank_of_pid(blame_pid) : -1;
+        if (blamed >= 0)
+            m = snprintf(msg, sizeof(msg), "braidrun: rank %d failed first "
+                         "(pid %ld), as rank %d reports: %s; %d of %d ranks "
+                         "failed\n", blamed, (long)ranks[blamed].pid,
+                         blame_by, blame_text, nfailed, nranks);
+        else
+            m = snprintf(msg, sizeof(msg), "braidrun: rank %d failed first "
+                         "(pid %ld, %s %d%s); %d of %d ranks failed\n",
+                         first_fail, (long)ranks[first_fail].pid,
+                         WIFEXITED(st) ? "exit status" : "signal",
+                         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+                         ranks[first_fail].early ? ", without braid_finalize"
+                                                 : "",
+                         nfailed, nranks);
+        emit(2, msg, (size_t)(m < (int)sizeof(msg) ? m : (int)sizeof(msg) - 1));
     } else if (!spawned_ok) {
         code = 1;
     }

@@ -150,12 +150,27 @@ static braid_status_t fail_with(braid_bootstrap_t *bs, braid_status_t st,
     return braid_error(bs->failed, "%s", bs->failed_msg);
 }
 
+/* A status from the wire: a failure braid knows, or BRAID_ERR_PEER. */
+static braid_status_t wire_status(uint32_t v)
+{
+    int32_t st = (int32_t)v;
+    return st < 0 && st >= BRAID_ERR_INTERNAL ? (braid_status_t)st
+                                              : BRAID_ERR_PEER;
+}
+
 braid_status_t braid_bs_aborted(braid_bootstrap_t *bs,
                                 const uint8_t payload[BRAID_BS_ABORT_LEN])
 {
     char text[BRAID_BS_ABORT_TEXT_LEN + 1];
     int  lost = (int)(int32_t)braid_get_u32(payload + 4);
     abort_text(payload, text, sizeof(text));
+    if (lost == BRAID_BS_VERDICT) {
+        /* The root's verdict: every rank reports it word for word. */
+        braid_status_t st = wire_status(braid_get_u32(payload));
+        braid_error(st, "%s", text);
+        braid_sock_close(&bs->root_fd);
+        return fail_with(bs, st, BRAID_BS_VERDICT);
+    }
     if (lost > 0 && lost < bs->size)
         braid_error(BRAID_ERR_PEER, "%s (reported by rank 0 of the bootstrap "
                     "channel)", text);
@@ -165,6 +180,11 @@ braid_status_t braid_bs_aborted(braid_bootstrap_t *bs,
     /* Nothing to tell the root: it is the one that gave up. */
     braid_sock_close(&bs->root_fd);
     return fail_with(bs, BRAID_ERR_PEER, lost);
+}
+
+braid_status_t braid_bs_fail_verdict(braid_bootstrap_t *bs, braid_status_t st)
+{
+    return fail_with(bs, st, BRAID_BS_VERDICT);
 }
 
 braid_status_t braid_bs_fail(braid_bootstrap_t *bs, braid_status_t st)
@@ -185,9 +205,20 @@ braid_status_t braid_bs_root_lost(braid_bootstrap_t *bs, const char *why)
         return braid_error(bs->failed, "%s", bs->failed_msg);
     if (braid_bs_abort_find(bs, payload))
         return braid_bs_aborted(bs, payload);
+    braid_sock_close(&bs->root_fd); /* nobody to tell */
+    if (braid_bs_can_inquire(bs)) {
+        /* No root to ask: what this rank sees says which call failed. */
+        char           text[BRAID_BS_ABORT_TEXT_LEN + 1];
+        braid_status_t st;
+        bs->inquiring = 1;
+        st = bs->inq.judge_alone(bs->inq.ctx, BRAID_INQ_LOST, text,
+                                 sizeof(text));
+        bs->inquiring = 0;
+        braid_error(st, "%s", text);
+        return fail_with(bs, st, 0);
+    }
     braid_error(BRAID_ERR_PEER, "rank 0 was lost: %s",
                 why != NULL ? why : "its connection closed");
-    braid_sock_close(&bs->root_fd); /* nobody to tell */
     return fail_with(bs, BRAID_ERR_PEER, 0);
 }
 
@@ -237,6 +268,10 @@ braid_status_t braid_bs_lost(braid_bootstrap_t *bs, const int *lost, int n,
     int    victim = -1;
     if (bs->failed != BRAID_OK)
         return braid_error(bs->failed, "%s", bs->failed_msg);
+    /* Which call failed, and was the lost rank the cause: the survivors
+     * say, if the communicator can ask them. */
+    if (braid_bs_can_inquire(bs))
+        return braid_bs_lost_inquiry(bs, lost, n);
     msg[0] = '\0';
     /* The dead first: a rank that failed on its own is most often reporting
      * one of them, and the others' copy of this message (the ABORT text) is

@@ -78,24 +78,19 @@ braid_status_t braid_bootstrap_bcast(braid_bootstrap_t *bs, void *buf,
 braid_status_t braid_bootstrap_barrier(braid_bootstrap_t *bs);
 void braid_bootstrap_destroy(braid_bootstrap_t *bs);
 
-/* Failure detector, non-blocking: BRAID_OK while no rank of this channel is
- * known to be lost; otherwise BRAID_ERR_PEER with a message naming the lost
- * rank ("rank 3 (host h, pid p) was lost"; "rank 0 was lost: ..." on the
- * others when the root goes).  The root notices a rank whose connection
- * ended and tells every other rank in an ABORT frame before closing; the
- * others notice the ABORT or the end of the root's connection.  The core
- * calls it from every wait loop every few milliseconds, so it never blocks
- * and never consumes a message of an operation in flight.  Once the channel
+/* Failure detector: BRAID_OK while no rank of this channel is known to be
+ * lost and no failure inquiry is asked for; otherwise the channel's failure
+ * (BRAID_ERR_PEER naming the lost rank, "rank 3 (host h, pid p) was lost",
+ * or, once a communicator set the inquiry hooks, the inquiry's verdict).
+ * The root notices a rank whose connection ended, or a rank's report
+ * asking for an inquiry, and runs one (or, without hooks, tells every
+ * other rank in an ABORT frame); the others notice the root's QUERY (and
+ * answer it), its ABORT, or the end of its connection.  The core calls it
+ * from every wait loop every few milliseconds: unless there is something
+ * to act on it does not block (an inquiry is bounded by its window), and
+ * it never consumes a message of an operation in flight.  Once the channel
  * failed (here or in an operation), it returns that first error every time. */
 braid_status_t braid_bootstrap_health(braid_bootstrap_t *bs);
-/* After an error of the data plane: what the channel knows, waiting up to
- * wait_s for it.  A transport's error is often only the echo of a failure
- * elsewhere -- a rank that saw a peer die and exited breaks our connection
- * to it, and the error then names the wrong rank -- while the root has
- * already seen the first loss and is telling everyone.  BRAID_OK if the
- * channel knows of nothing (after wait_s); otherwise as
- * braid_bootstrap_health. */
-braid_status_t braid_bootstrap_verdict(braid_bootstrap_t *bs, double wait_s);
 /* The communicator over this channel failed on its own (a transport error,
  * a timeout): fail the channel too, so that every rank learns it at once
  * rather than at its own timeout.  The root sends every rank an ABORT with
@@ -104,5 +99,53 @@ braid_status_t braid_bootstrap_verdict(braid_bootstrap_t *bs, double wait_s);
  * failed.  Keeps the thread's last error. */
 void braid_bootstrap_abort(braid_bootstrap_t *bs, braid_status_t status,
                            const char *msg);
+
+/* Failure inquiry (inquiry.c).  When a call of the communicator fails or
+ * times out, every rank tells the channel's root, in a report of the
+ * communicator's making, how far it got; the root turns the reports into
+ * one verdict and fails the channel with it, so that every rank reports
+ * the same message.  A rank whose root does not answer judges alone from
+ * what it sees.  The communicator sets the hooks once it is set up; until
+ * then (and without them) failures travel as plain ABORT frames. */
+enum {
+    BRAID_INQ_PENDING = 0,
+    BRAID_INQ_ANSWERED, /* its report is there */
+    BRAID_INQ_SILENT,   /* connected, but no report within the window */
+    BRAID_INQ_LOST,     /* its connection ended */
+};
+
+typedef struct braid_inquiry {
+    void  *ctx;
+    size_t report_len; /* bytes of every rank's report */
+    /* This rank's report into buf.  st and text: its own failure, or
+     * BRAID_OK and "" when it was asked. */
+    void (*report)(void *ctx, void *buf, braid_status_t st,
+                   const char *text);
+    /* Root: the verdict from the reports (rank r's at r * report_len where
+     * state[r] is BRAID_INQ_ANSWERED, the root's own at 0): its message
+     * into text, its status returned. */
+    braid_status_t (*judge)(void *ctx, const void *reports,
+                            const uint8_t *state, char *text, size_t len);
+    /* A rank whose root is lost (BRAID_INQ_LOST) or silent: the verdict
+     * from what it sees itself. */
+    braid_status_t (*judge_alone)(void *ctx, int root_state, char *text,
+                                  size_t len);
+} braid_inquiry_t;
+
+void braid_bootstrap_set_inquiry(braid_bootstrap_t *bs,
+                                 const braid_inquiry_t *inq);
+/* A call failed here with st (braid_last_error() says how) or timed out:
+ * run the inquiry and fail the channel with its verdict, which is returned
+ * (status, and message as the last error).  Bounded: a few times
+ * braid_inquiry_window_s(). */
+braid_status_t braid_bootstrap_inquire(braid_bootstrap_t *bs,
+                                       braid_status_t st);
+/* How long the root waits for reports: a quarter of BRAID_TIMEOUT, at
+ * least 0.25 s and at most 2 s.  Ranks inside braid answer within
+ * milliseconds; one that does not by then is named as not answering. */
+double braid_inquiry_window_s(void);
+/* Root: what it knows of rank r (pid 0 and host "" if nothing). */
+void braid_bootstrap_ident(const braid_bootstrap_t *bs, int r, long *pid,
+                           char *host, size_t host_len);
 
 #endif

@@ -42,7 +42,9 @@ braid_status_t braid_bs_create(int rank, int size, const uint8_t key[16],
         bs->fds  = malloc((size_t)size * sizeof(int));
         bs->pfd  = malloc((size_t)size * sizeof(*bs->pfd));
         bs->lost = malloc((size_t)size * sizeof(int));
-        if (bs->fds == NULL || bs->pfd == NULL || bs->lost == NULL) {
+        bs->busy = malloc((size_t)size);
+        if (bs->fds == NULL || bs->pfd == NULL || bs->lost == NULL ||
+            bs->busy == NULL) {
             braid_bootstrap_destroy(bs);
             return braid_error(BRAID_ERR_NO_MEMORY, "bootstrap channel of %d "
                                "ranks", size);
@@ -68,6 +70,11 @@ static void close_all(braid_bootstrap_t *bs)
  * the peers at once instead of after their timeout. */
 static braid_status_t fail(braid_bootstrap_t *bs, braid_status_t st)
 {
+    /* An operation that timed out inside a call of the communicator (an
+     * algorithm's out-of-band exchange) waited for ranks that are
+     * elsewhere: the failure inquiry finds out where, as for the call. */
+    if (st == BRAID_ERR_TIMEOUT && braid_bs_can_inquire(bs))
+        return braid_bootstrap_inquire(bs, st);
     return braid_bs_fail(bs, st);
 }
 
@@ -123,6 +130,15 @@ static braid_status_t chan_recv(braid_bootstrap_t *bs, int fd, int from,
         return bs->rank == 0 ? braid_bs_rank_failed(bs, from, ab)
                              : braid_bs_aborted(bs, ab);
     }
+    /* A failure inquiry in place of this operation's message: the channel
+     * fails with its verdict, and this operation with it. */
+    if (h.magic == BRAID_BS_MAGIC && braid_bs_can_inquire(bs)) {
+        if (bs->rank != 0 && h.type == BRAID_BS_QUERY && h.length == 0)
+            return braid_bs_query_arrived(bs);
+        if (bs->rank == 0 && h.type == BRAID_BS_STATUS &&
+            h.length == bs->inq.report_len)
+            return braid_bs_status_arrived(bs, from, deadline);
+    }
     st = braid_bs_hdr_check(&h, type, len, peer);
     if (st != BRAID_OK || len == 0)
         return st;
@@ -152,11 +168,18 @@ static braid_status_t root_wait(braid_bootstrap_t *bs, int r, double deadline,
     struct pollfd one = {.fd = bs->fds[r], .events = POLLIN};
     if (poll(&one, 1, 0) > 0)
         return BRAID_OK; /* the common case, without a scan */
+    /* The others are watched for their end, and, while a failure inquiry
+     * can run, for a report that would start one (a rank whose call
+     * failed while we wait here for r). */
+    int watch = braid_bs_can_inquire(bs);
+    memset(bs->busy, 0, (size_t)bs->size);
     for (;;) {
         int n = 0, nlost = 0;
         for (int k = 1; k < bs->size; k++)
             bs->pfd[n++] = (struct pollfd){
-                .fd = bs->fds[k], .events = POLLRDHUP | (k == r ? POLLIN : 0)};
+                .fd     = bs->fds[k],
+                .events = POLLRDHUP |
+                          (k == r || (watch && !bs->busy[k]) ? POLLIN : 0)};
         int rc = poll(bs->pfd, (nfds_t)n, braid_deadline_ms(deadline));
         if (rc < 0) {
             if (errno == EINTR)
@@ -172,6 +195,11 @@ static braid_status_t root_wait(braid_bootstrap_t *bs, int r, double deadline,
             return braid_bs_lost(bs, bs->lost, nlost, NULL);
         if (bs->pfd[r - 1].revents != 0)
             return BRAID_OK; /* data, or its own end: the read tells */
+        for (int k = 1; watch && rc > 0 && k < bs->size; k++) {
+            if (k != r && (bs->pfd[k - 1].revents & POLLIN) &&
+                braid_bs_report_waiting(bs, k, &bs->busy[k]))
+                return braid_bs_status_arrived(bs, k, deadline);
+        }
         if (rc == 0 && braid_deadline_left(deadline) <= 0.0)
             return braid_error(BRAID_ERR_TIMEOUT, "timed out waiting for %s "
                                "from rank %d (BRAID_TIMEOUT=%g s)", what, r,
@@ -505,6 +533,7 @@ void braid_bootstrap_destroy(braid_bootstrap_t *bs)
     free(bs->fds);
     free(bs->pfd);
     free(bs->lost);
+    free(bs->busy);
     free(bs->idents);
     free(bs);
 }

@@ -24,9 +24,12 @@ struct braid_bootstrap {
     braid_bs_ident_t *idents; /* root: every rank's identity */
     struct pollfd *pfd;     /* root: scratch, one entry per other rank */
     int           *lost;    /* root: scratch, ranks found lost */
+    uint8_t       *busy;    /* root: scratch, ranks ahead in an operation */
     braid_status_t failed;  /* first error; the channel is unusable after */
     char           failed_msg[512]; /* its message, repeated to later calls */
     char           root_name[BRAID_ADDRSTR_LEN + 32]; /* for messages */
+    braid_inquiry_t inq;    /* report_len 0: no inquiry, plain ABORTs */
+    int             inquiring; /* an inquiry is running: no other */
 };
 
 /* An inherited listening socket serves one rendezvous only: once
@@ -93,5 +96,34 @@ int braid_bs_abort_find(const braid_bootstrap_t *bs,
 /* Whether fd's peer has closed or broken the connection (poll, no wait);
  * data it sent before may still be unread. */
 int braid_bs_hung_up(int fd);
+/* Root: fails the channel with the current braid_last_error() as a
+ * verdict: every rank gets its text as it is, with status st. */
+braid_status_t braid_bs_fail_verdict(braid_bootstrap_t *bs, braid_status_t st);
+
+/* inquiry.c, inside the channel's operations and failure detector. */
+/* Whether an inquiry can run on this channel now. */
+int braid_bs_can_inquire(const braid_bootstrap_t *bs);
+/* Root: run an inquiry.  state[r] (size entries) says what is already
+ * known (LOST, or ANSWERED with the report read into reports + r *
+ * report_len); reports may be NULL when nothing is.  st/text: the root's
+ * own failure (BRAID_OK, "" if none).  Returns the verdict's status. */
+braid_status_t braid_bs_root_inquiry(braid_bootstrap_t *bs, uint8_t *state,
+                                     uint8_t *reports, braid_status_t st,
+                                     const char *text);
+/* Root: the ranks lost[0..n) are gone: an inquiry among the others. */
+braid_status_t braid_bs_lost_inquiry(braid_bootstrap_t *bs, const int *lost,
+                                     int n);
+/* Root: whether rank r's next frame is a failure report (STATUS: its call
+ * failed, and it asks for an inquiry), whose header is then taken off the
+ * stream.  Anything else waiting belongs to a later operation and stays;
+ * busy (if not NULL) is then set. */
+int braid_bs_report_waiting(braid_bootstrap_t *bs, int r, uint8_t *busy);
+/* Root: rank r's STATUS header has been read: its payload, then an
+ * inquiry. */
+braid_status_t braid_bs_status_arrived(braid_bootstrap_t *bs, int r,
+                                       double deadline);
+/* Others: the root's QUERY header has been read: answer, and wait for the
+ * verdict. */
+braid_status_t braid_bs_query_arrived(braid_bootstrap_t *bs);
 
 #endif

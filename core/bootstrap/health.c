@@ -17,7 +17,6 @@
 #include <poll.h>
 #include <stdio.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "bootstrap/channel.h"
 #include "util/env.h"
@@ -27,9 +26,14 @@
 
 static braid_status_t root_health(braid_bootstrap_t *bs)
 {
-    int n = 0, nlost = 0, rc;
+    int   n = 0, nlost = 0, rc;
+    /* Input is looked at only while a failure inquiry can run: a rank
+     * ahead in an operation leaves its message waiting, which costs a peek
+     * per look. */
+    short in = braid_bs_can_inquire(bs) ? POLLIN : 0;
     for (int r = 1; r < bs->size; r++)
-        bs->pfd[n++] = (struct pollfd){.fd = bs->fds[r], .events = POLLRDHUP};
+        bs->pfd[n++] = (struct pollfd){.fd     = bs->fds[r],
+                                       .events = POLLRDHUP | in};
     do
         rc = poll(bs->pfd, (nfds_t)n, 0);
     while (rc < 0 && errno == EINTR);
@@ -39,9 +43,15 @@ static braid_status_t root_health(braid_bootstrap_t *bs)
         if (bs->pfd[i].revents & HUNG_UP)
             bs->lost[nlost++] = i + 1;
     }
-    if (nlost == 0)
-        return BRAID_OK;
-    return braid_bs_lost(bs, bs->lost, nlost, NULL);
+    if (nlost > 0)
+        return braid_bs_lost(bs, bs->lost, nlost, NULL);
+    for (int i = 0; in && i < n; i++) {
+        if ((bs->pfd[i].revents & POLLIN) && braid_bs_report_waiting(bs, i + 1, NULL))
+            return braid_bs_status_arrived(bs, i + 1,
+                                           braid_now_s() +
+                                               braid_inquiry_window_s());
+    }
+    return BRAID_OK;
 }
 
 static braid_status_t rank_health(braid_bootstrap_t *bs)
@@ -56,10 +66,23 @@ static braid_status_t rank_health(braid_bootstrap_t *bs)
     if (rc <= 0)
         return BRAID_OK;
 
-    /* An ABORT at the head of the stream: take it, it is the last word. */
+    /* An ABORT at the head of the stream: take it, it is the last word.
+     * A QUERY: the root asks how far this rank got; answer and await its
+     * verdict. */
     do
         n = recv(bs->root_fd, frame, sizeof(frame), MSG_PEEK | MSG_DONTWAIT);
     while (n < 0 && errno == EINTR);
+    if (n >= BRAID_BS_HDR_LEN && braid_bs_can_inquire(bs)) {
+        braid_bs_hdr_t h;
+        braid_bs_hdr_unpack(frame, &h);
+        if (h.magic == BRAID_BS_MAGIC && h.type == BRAID_BS_QUERY &&
+            h.length == 0) {
+            do
+                n = recv(bs->root_fd, frame, BRAID_BS_HDR_LEN, MSG_DONTWAIT);
+            while (n < 0 && errno == EINTR);
+            return braid_bs_query_arrived(bs);
+        }
+    }
     if (n == (ssize_t)sizeof(frame)) {
         braid_bs_hdr_t h;
         braid_bs_hdr_unpack(frame, &h);
@@ -90,18 +113,6 @@ braid_status_t braid_bootstrap_health(braid_bootstrap_t *bs)
     if (bs->size == 1)
         return BRAID_OK;
     return bs->rank == 0 ? root_health(bs) : rank_health(bs);
-}
-
-braid_status_t braid_bootstrap_verdict(braid_bootstrap_t *bs, double wait_s)
-{
-    double end = braid_now_s() + wait_s;
-    for (;;) {
-        braid_status_t st = braid_bootstrap_health(bs);
-        if (st != BRAID_OK || braid_now_s() >= end)
-            return st;
-        struct timespec ms = {.tv_nsec = 1000 * 1000};
-        nanosleep(&ms, NULL);
-    }
 }
 
 void braid_bootstrap_abort(braid_bootstrap_t *bs, braid_status_t status,

@@ -33,6 +33,9 @@ braid_status_t braid_bs_ident_gather(braid_bootstrap_t *bs, double deadline)
         return braid_error(BRAID_ERR_NO_MEMORY, "bootstrap identities of %d "
                            "ranks", bs->size);
     bs->idents[0].pid = (long)getpid();
+    if (gethostname(bs->idents[0].host, sizeof(bs->idents[0].host)) != 0)
+        snprintf(bs->idents[0].host, sizeof(bs->idents[0].host), "?");
+    bs->idents[0].host[sizeof(bs->idents[0].host) - 1] = '\0';
     for (int r = 1; r < bs->size; r++) {
         uint8_t        msg[BRAID_BS_IDENT_LEN];
         char           peer[32];

@@ -48,6 +48,7 @@ const char *braid_bs_type_name(uint32_t type)
         [BRAID_BS_BCAST] = "bcast",           [BRAID_BS_BARRIER] = "barrier",
         [BRAID_BS_BARRIER_DONE] = "barrier release",
         [BRAID_BS_IDENT] = "identity",        [BRAID_BS_ABORT] = "abort",
+        [BRAID_BS_QUERY] = "inquiry",         [BRAID_BS_STATUS] = "status",
     };
     if (type == 0 || type >= BRAID_BS_TYPE_END)
         return "unknown";

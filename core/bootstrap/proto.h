@@ -21,11 +21,22 @@
  *                                it loses by host and pid.
  *
  * After the handshake, any root -> client message may be replaced by
- *   root   -> client  ABORT     {status i32, lost rank i32 (-1: none),
+ *   root   -> client  ABORT     {status i32, lost rank i32 (-1: none,
+ *                                BRAID_BS_VERDICT: text is a verdict),
  *                                text[BRAID_BS_ABORT_TEXT_LEN]}
  * which the root sends to every live rank when the channel fails on its
  * side (a rank was lost, or the root gave up), just before it closes the
  * connections.  It tells the others why, instead of a bare end of stream.
+ *
+ * A failure inquiry (inquiry.c) after a call of the communicator failed:
+ *   root   -> client  QUERY     {}: say how far you got
+ *   client -> root    STATUS    {the communicator's report, of the length
+ *                                it set for the channel}, asked or not:
+ *                                a rank whose own call failed sends it
+ *                                first
+ *   root   -> client  ABORT     with the verdict (lost = BRAID_BS_VERDICT)
+ * QUERY may arrive in place of any root -> client message, and STATUS in
+ * place of any client -> root one.
  * The direction byte keeps a proof made for one side from being replayed as
  * the other's; fresh nonces on both sides keep old proofs from being
  * replayed at all. */
@@ -38,9 +49,10 @@
 #include <braid/braid.h>
 
 #define BRAID_BS_MAGIC    0x62726431u /* "brd1" */
-/* 2: IDENT after READY, and ABORT.  Ranks of different versions are
- * refused at the handshake with a clear reason. */
-#define BRAID_BS_VERSION  2u
+/* 2: IDENT after READY, and ABORT.  3: QUERY/STATUS, verdicts, longer
+ * ABORT text.  Ranks of different versions are refused at the handshake
+ * with a clear reason. */
+#define BRAID_BS_VERSION  3u
 #define BRAID_BS_HDR_LEN  16
 #define BRAID_BS_NONCE_LEN 16
 
@@ -58,6 +70,8 @@ enum {
     BRAID_BS_BARRIER_DONE, /* root -> rank: everyone arrived */
     BRAID_BS_IDENT,        /* rank -> root after READY: pid and host */
     BRAID_BS_ABORT,        /* root -> rank: the channel failed, and why */
+    BRAID_BS_QUERY,        /* root -> rank: a failure inquiry asks */
+    BRAID_BS_STATUS,       /* rank -> root: its report for the inquiry */
     BRAID_BS_TYPE_END
 };
 
@@ -67,7 +81,8 @@ enum {
 #define BRAID_BS_REFUSE_LEN    4
 #define BRAID_BS_HOST_LEN      60
 #define BRAID_BS_IDENT_LEN     (4 + BRAID_BS_HOST_LEN)
-#define BRAID_BS_ABORT_TEXT_LEN 248
+#define BRAID_BS_ABORT_TEXT_LEN 480
+#define BRAID_BS_VERDICT       (-2) /* ABORT's lost field: a verdict */
 #define BRAID_BS_ABORT_LEN     (4 + 4 + BRAID_BS_ABORT_TEXT_LEN)
 
 /* Why the root refused a connection (REFUSE payload). */

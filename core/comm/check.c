@@ -8,53 +8,32 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/sig.h"
 #include "util/log.h"
 
 typedef struct fingerprint {
-    uint64_t seq;
-    uint64_t count;
-    int32_t  coll, dtype, op, root;
-    int32_t  valid; /* the rank's arguments passed validation */
-    int32_t  pad;
+    uint64_t    seq;
+    braid_sig_t sig;
+    int32_t     valid; /* the rank's arguments passed validation */
+    int32_t     pad;
 } fingerprint_t;
 
 static void describe(char *buf, size_t len, const fingerprint_t *f)
 {
-    if (!f->valid) {
+    if (!f->valid)
         snprintf(buf, len, "invalid arguments");
-        return;
-    }
-    braid_coll_t c = (braid_coll_t)f->coll;
-    if (c == BRAID_COLL_BARRIER)
-        snprintf(buf, len, "barrier");
-    else if (c == BRAID_COLL_BROADCAST)
-        snprintf(buf, len, "broadcast(count %llu, %s, root %d)",
-                 (unsigned long long)f->count,
-                 braid_dtype_name((braid_dtype_t)f->dtype), f->root);
-    else if (c == BRAID_COLL_ALLGATHER)
-        snprintf(buf, len, "allgather(count %llu, %s)",
-                 (unsigned long long)f->count,
-                 braid_dtype_name((braid_dtype_t)f->dtype));
     else
-        snprintf(buf, len, "%s(count %llu, %s, %s)", braid_coll_name(c),
-                 (unsigned long long)f->count,
-                 braid_dtype_name((braid_dtype_t)f->dtype),
-                 braid_op_name((braid_op_t)f->op));
+        braid_sig_describe(buf, len, &f->sig);
 }
 
 braid_status_t braid_check_call(braid_comm_t *comm, braid_coll_t coll,
                                 size_t count, braid_dtype_t dtype,
                                 braid_op_t op, int root, int valid)
 {
-    fingerprint_t mine = {0};
+    fingerprint_t mine;
+    memset(&mine, 0, sizeof(mine)); /* compared with memcmp: padding too */
     mine.seq   = comm->seq;
-    mine.count = count;
-    mine.coll  = (int32_t)coll;
-    /* Fields a collective ignores must not cause false alarms. */
-    mine.dtype = coll == BRAID_COLL_BARRIER ? 0 : (int32_t)dtype;
-    mine.op    = coll == BRAID_COLL_ALLREDUCE || coll == BRAID_COLL_REDUCE_SCATTER
-                     ? (int32_t)op : 0;
-    mine.root  = coll == BRAID_COLL_BROADCAST ? root : 0;
+    mine.sig   = braid_sig_make(coll, count, dtype, op, root);
     mine.valid = valid;
 
     fingerprint_t *all = calloc((size_t)comm->size, sizeof(*all));

@@ -48,21 +48,16 @@ BRAID_API braid_status_t braid_init(braid_comm_t **comm)
     braid_log_set_rank(launch.rank);
     if ((st = braid_bootstrap_init(&launch, &bs)) != BRAID_OK)
         return st;
-    return comm_create(comm, bs);
+    if ((st = comm_create(comm, bs)) != BRAID_OK)
+        return st;
+    (*comm)->world = 1;
+    braid_launcher_init();
+    return BRAID_OK;
 }
 
-BRAID_API braid_status_t braid_comm_split(braid_comm_t *comm, int color,
-                                          int key, braid_comm_t **newcomm)
+static braid_status_t split_entered(braid_comm_t *comm, int color, int key,
+                                    braid_comm_t **newcomm)
 {
-    braid_error_clear();
-    if (comm == NULL || newcomm == NULL)
-        return braid_error(BRAID_ERR_INVALID_ARG, "braid_comm_split: %s is NULL",
-                           comm == NULL ? "comm" : "newcomm");
-    *newcomm = NULL;
-    if (color < 0 && color != BRAID_UNDEFINED)
-        return braid_error(BRAID_ERR_INVALID_ARG, "braid_comm_split: color %d "
-                           "is negative (use BRAID_UNDEFINED to opt out)",
-                           color);
     if (comm->failed != BRAID_OK)
         return braid_error(BRAID_ERR_STATE, "communicator failed earlier: %s",
                            comm->failed_msg);
@@ -80,23 +75,51 @@ BRAID_API braid_status_t braid_comm_split(braid_comm_t *comm, int color,
     return comm_create(newcomm, child);
 }
 
+BRAID_API braid_status_t braid_comm_split(braid_comm_t *comm, int color,
+                                          int key, braid_comm_t **newcomm)
+{
+    braid_error_clear();
+    if (comm == NULL || newcomm == NULL)
+        return braid_error(BRAID_ERR_INVALID_ARG, "braid_comm_split: %s is NULL",
+                           comm == NULL ? "comm" : "newcomm");
+    *newcomm = NULL;
+    if (color < 0 && color != BRAID_UNDEFINED)
+        return braid_error(BRAID_ERR_INVALID_ARG, "braid_comm_split: color %d "
+                           "is negative (use BRAID_UNDEFINED to opt out)",
+                           color);
+    braid_status_t st = braid_comm_enter(comm, BRAID_API_SPLIT);
+    if (st != BRAID_OK)
+        return st;
+    st = split_entered(comm, color, key, newcomm);
+    braid_comm_leave(comm);
+    return st;
+}
+
 BRAID_API braid_status_t braid_finalize(braid_comm_t *comm)
 {
     braid_error_clear();
     if (comm == NULL)
         return braid_error(BRAID_ERR_INVALID_ARG, "braid_finalize: comm is NULL");
-    if (comm->pending_requests > 0)
+    braid_status_t est = braid_comm_enter(comm, BRAID_API_FINALIZE);
+    if (est != BRAID_OK)
+        return est;
+    if (comm->pending_requests > 0) {
+        braid_comm_leave(comm);
         return braid_error(BRAID_ERR_STATE, "braid_finalize: %d non-blocking "
                            "requests were never completed with braid_wait or "
                            "braid_test", comm->pending_requests);
+    }
     /* Let every rank finish its last collective before transports close, so
      * that no peer sees a closed connection as a failure.  A failed
      * communicator skips it: its peers may be gone. */
     braid_status_t st = BRAID_OK;
     if (comm->failed == BRAID_OK && comm->size > 1)
         st = braid_bootstrap_barrier(comm->bs);
+    int world = comm->world;
     braid_comm_teardown(comm);
     free(comm);
+    if (world)
+        braid_launcher_finalize();
     return st;
 }
 

@@ -2,9 +2,12 @@
 #ifndef BRAID_CORE_COMM_H
 #define BRAID_CORE_COMM_H
 
+#include <stdatomic.h>
+
 #include <braid/plugin.h>
 
 #include "bootstrap/bootstrap.h"
+#include "comm/sig.h"
 #include "loader/loader.h"
 #include "select/select.h"
 #include "select/spec.h"
@@ -21,6 +24,7 @@ typedef struct braid_call {
     int                stream;    /* repeats the call before it (wait.c) */
     double             t_start;   /* 0 until the first look at the clock */
     unsigned           polls;     /* progress calls that found it running */
+    struct braid_widen *widen;    /* integer AVG's scratch (comm/avg.c) */
     struct braid_call *next;
     /* Last: only written on failure, so a call clears the fields above it
      * and not these 512 bytes (the decode path issues ~10 KiB calls in a
@@ -67,7 +71,96 @@ struct braid_comm {
 
     braid_status_t              failed; /* BRAID_OK while usable */
     char                        failed_msg[512];
+
+    /* comm/entry.c: 0 while no thread is inside; else the thread's id and
+     * the braid_api_t it called. */
+    _Atomic uint64_t            inside;
+
+    /* comm/board.c: this rank's progress record, in the host's board
+     * (board, board_len bytes) when there is one. */
+    braid_progress_t           *progress;
+    braid_progress_t           *board;
+    size_t                      board_len;
+    int                         world; /* from braid_init (not a split) */
 };
+
+/* comm/entry.c: the thread model (braid.h, Threads).  Every public call
+ * that works on a communicator takes it first and leaves it on return. */
+typedef enum {
+    BRAID_API_ALLREDUCE = 1, /* 0 is "nobody inside" */
+    BRAID_API_REDUCE_SCATTER,
+    BRAID_API_ALLGATHER,
+    BRAID_API_BROADCAST,
+    BRAID_API_BARRIER,
+    BRAID_API_IALLREDUCE,
+    BRAID_API_TEST,
+    BRAID_API_WAIT,
+    BRAID_API_SPLIT,
+    BRAID_API_FINALIZE,
+    BRAID_API_COUNT
+} braid_api_t;
+
+const char *braid_api_name(braid_api_t fn);
+/* The kernel's id of the calling thread, read once per thread: it names
+ * threads in messages as ps and gdb do, and is unique among live ones. */
+extern _Thread_local uint32_t braid_self_tid;
+uint32_t braid_thread_id_slow(void);
+static inline uint32_t braid_thread_id(void)
+{
+    uint32_t t = braid_self_tid;
+    return __builtin_expect(t != 0, 1) ? t : braid_thread_id_slow();
+}
+/* BRAID_ERR_STATE: thread me called fn while owner (the entry word) was
+ * inside. */
+braid_status_t braid_comm_refuse(braid_api_t fn, uint64_t owner, uint32_t me);
+
+/* BRAID_OK, or BRAID_ERR_STATE naming this thread and the one inside.
+ * Inline: one compare-and-swap on every call's path. */
+static inline braid_status_t braid_comm_enter(braid_comm_t *comm,
+                                              braid_api_t fn)
+{
+    uint32_t me  = braid_thread_id();
+    uint64_t cur = 0;
+    if (__builtin_expect(atomic_compare_exchange_strong_explicit(
+                             &comm->inside, &cur, (uint64_t)me << 8 | fn,
+                             memory_order_acquire, memory_order_relaxed),
+                         1))
+        return BRAID_OK;
+    return braid_comm_refuse(fn, cur, me);
+}
+/* 1 when taken, 0 when another thread is inside (nothing recorded). */
+int braid_comm_try_enter(braid_comm_t *comm, braid_api_t fn);
+/* Waits (yielding) for another thread to leave, up to BRAID_TIMEOUT. */
+braid_status_t braid_comm_enter_wait(braid_comm_t *comm, braid_api_t fn);
+static inline void braid_comm_leave(braid_comm_t *comm)
+{
+    atomic_store_explicit(&comm->inside, 0, memory_order_release);
+}
+
+/* comm/board.c: the host's progress board.  open is collective; without
+ * a board, progress is recorded in private memory. */
+braid_status_t braid_board_open(braid_comm_t *comm);
+void braid_board_close(braid_comm_t *comm);
+/* Rank r's record on this host's board, or NULL. */
+braid_progress_t *braid_board_slot(braid_comm_t *comm, int r);
+
+/* comm/inquiry.c: hands the bootstrap channel the failure inquiry's hooks. */
+void braid_comm_inquiry_attach(braid_comm_t *comm);
+/* The head call failed, here (here = 1: st, and braid_last_error() says
+ * what this rank saw) or elsewhere (here = 0: the failure detector's
+ * verdict is the last error).  A failure seen on one rank is often only
+ * the echo of one elsewhere -- a survivor of a stopped rank times out like
+ * every other, and may blame whichever peer its algorithm waited for -- so
+ * a local one is put to the failure inquiry first.  Completes the call
+ * with the verdict, then what this rank saw ("(here: ...)").  Returns its
+ * status. */
+braid_status_t braid_call_failed(braid_comm_t *comm, braid_call_t *call,
+                                 braid_status_t st, int here);
+
+/* comm/launcher.c: lines for braidrun (BRAID_LAUNCHER_FD). */
+void braid_launcher_init(void);
+void braid_launcher_finalize(void);
+void braid_launcher_blame(long pid, const char *text);
 
 /* comm/setup.c: everything a new communicator needs once its bootstrap
  * channel exists.  Collective. */
@@ -86,6 +179,10 @@ void braid_comm_close_transports(braid_comm_t *comm);
 
 /* comm/queue.c */
 void braid_call_enqueue(braid_comm_t *comm, braid_call_t *call);
+/* Ends the head call with st (its message is braid_last_error()); a
+ * failure fails the communicator.  Returns st. */
+braid_status_t braid_call_complete(braid_comm_t *comm, braid_call_t *call,
+                                   braid_status_t st);
 braid_status_t braid_comm_progress(braid_comm_t *comm);
 /* Marks the communicator failed: later calls get BRAID_ERR_STATE. */
 void braid_comm_fail(braid_comm_t *comm, braid_status_t status,
@@ -104,12 +201,28 @@ braid_status_t braid_check_call(braid_comm_t *comm, braid_coll_t coll,
                                 size_t count, braid_dtype_t dtype,
                                 braid_op_t op, int root, int valid);
 
+/* comm/avg.c: integer BRAID_AVG runs as a SUM of 64-bit integers in a
+ * scratch buffer.  widen replaces the call's buffers, count, dtype and op;
+ * finish writes the average to the caller's buffer when st is BRAID_OK and
+ * frees the scratch (a no-op for calls without it). */
+typedef struct braid_widen braid_widen_t;
+int braid_avg_needs_widen(braid_coll_t coll, size_t count,
+                          braid_dtype_t dtype, braid_op_t op, int size);
+braid_status_t braid_avg_widen(braid_call_t *call, braid_comm_t *comm,
+                               const char *fn, braid_coll_t coll,
+                               const void **sendbuf, void **recvbuf,
+                               size_t *count, braid_dtype_t *dtype,
+                               braid_op_t *op);
+void braid_avg_finish(braid_call_t *call, int size, braid_status_t st);
+
 /* comm/coll.c: validates a call and fills it in (nothing is written on
- * error).  count is as in the public call. */
+ * error).  count is as in the public call; fn names the call in messages
+ * ("allreduce", "iallreduce").  The caller has entered comm. */
 braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
-                                  braid_coll_t coll, const void *sendbuf,
-                                  void *recvbuf, size_t count,
-                                  braid_dtype_t dtype, braid_op_t op, int root);
+                                  const char *fn, braid_coll_t coll,
+                                  const void *sendbuf, void *recvbuf,
+                                  size_t count, braid_dtype_t dtype,
+                                  braid_op_t op, int root);
 
 /* comm/wait.h and wait.c: the waiting policy. */
 #include "comm/wait.h"

@@ -12,9 +12,6 @@
 #include "util/log.h"
 
 #define LOG_COMP "comm"
-/* How long a failed call waits for the bootstrap channel's account of a
- * failure before it reports the transport's own. */
-#define BRAID_VERDICT_WAIT_S 0.25
 
 void braid_comm_fail(braid_comm_t *comm, braid_status_t status,
                      const char *msg)
@@ -51,6 +48,14 @@ braid_status_t braid_call_complete(braid_comm_t *comm, braid_call_t *call,
     /* Once start() ran, finish() follows whatever it returned. */
     if (call->started && call->cand != NULL)
         call->cand->algo->finish(&call->task);
+    if (__builtin_expect(call->widen != NULL, 0))
+        braid_avg_finish(call, comm->size, st);
+    /* A call that failed is not done: ranks that look at the board later
+     * must still see it as the one that failed here. */
+    if (st == BRAID_OK)
+        braid_progress_done(comm->progress, call->task.seq);
+    else
+        atomic_store(&comm->progress->failed, 1);
     call->done   = 1;
     call->status = st;
     if (st != BRAID_OK)
@@ -73,30 +78,6 @@ static void call_run_local(braid_call_t *call)
     memcpy(t->recvbuf, t->sendbuf, bytes);
 }
 
-/* A call failed in its transport or timed out.  The error may be only the
- * echo of a failure elsewhere: a peer that saw a rank die exits, which
- * breaks our connection to it, and the transport then names that peer.  The
- * bootstrap channel knows the first loss (its root sees every rank's
- * connection end and tells the others), so give its word a moment to come
- * and put it first; the transport's message follows. */
-static braid_status_t first_cause(braid_call_t *call, braid_comm_t *comm,
-                                  braid_status_t st)
-{
-    char seen[512], cause[512];
-    if (st != BRAID_ERR_PEER && st != BRAID_ERR_TRANSPORT &&
-        st != BRAID_ERR_TIMEOUT && st != BRAID_ERR_IO)
-        return st;
-    snprintf(seen, sizeof(seen), "%s", braid_last_error());
-    braid_status_t vst = braid_bootstrap_verdict(comm->bs,
-                                                 BRAID_VERDICT_WAIT_S);
-    if (vst == BRAID_OK)
-        return braid_error(st, "%s", seen);
-    snprintf(cause, sizeof(cause), "%s", braid_last_error());
-    return braid_error(vst, "%s of %zu elements (%s) failed: %s (here: %s)",
-                       braid_coll_name(call->task.coll), call->task.count,
-                       call->cand->name, cause, seen);
-}
-
 static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
 {
     braid_status_t st;
@@ -114,8 +95,7 @@ static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
         call->wait    = BRAID_WAIT_LOCAL;
         st = call->cand->algo->start(&call->task, &call->wait);
         if (st != BRAID_OK)
-            return braid_call_complete(comm, call,
-                                       first_cause(call, comm, st));
+            return braid_call_failed(comm, call, st, 1);
         if (braid_wait_after_start(comm, call))
             return BRAID_INPROGRESS;
     }
@@ -124,7 +104,7 @@ static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
     if (st == BRAID_INPROGRESS)
         return braid_wait_check(comm, call);
     if (st != BRAID_OK)
-        st = first_cause(call, comm, st);
+        return braid_call_failed(comm, call, st, 1);
     return braid_call_complete(comm, call, st);
 }
 
@@ -144,18 +124,22 @@ BRAID_API braid_status_t braid_iallreduce(const void *sendbuf, void *recvbuf,
                                           braid_request_t **req)
 {
     braid_error_clear();
-    if (req == NULL)
-        return braid_error(BRAID_ERR_INVALID_ARG, "braid_iallreduce: req is "
-                           "NULL");
+    if (req == NULL || comm == NULL)
+        return braid_error(BRAID_ERR_INVALID_ARG, "iallreduce: %s is NULL",
+                           req == NULL ? "req" : "comm");
     *req = NULL;
     braid_request_t *r = calloc(1, sizeof(*r));
     if (r == NULL)
-        return braid_error(BRAID_ERR_NO_MEMORY, "braid_iallreduce: out of "
-                           "memory");
-    braid_status_t st = braid_call_prepare(&r->call, comm, BRAID_COLL_ALLREDUCE,
-                                           sendbuf, recvbuf, count, dtype, op,
-                                           0);
+        return braid_error(BRAID_ERR_NO_MEMORY, "iallreduce: out of memory");
+    braid_status_t st = braid_comm_enter(comm, BRAID_API_IALLREDUCE);
     if (st != BRAID_OK) {
+        free(r);
+        return st;
+    }
+    st = braid_call_prepare(&r->call, comm, "iallreduce", BRAID_COLL_ALLREDUCE,
+                            sendbuf, recvbuf, count, dtype, op, 0);
+    if (st != BRAID_OK) {
+        braid_comm_leave(comm);
         free(r);
         return st;
     }
@@ -163,6 +147,7 @@ BRAID_API braid_status_t braid_iallreduce(const void *sendbuf, void *recvbuf,
     comm->pending_requests++;
     braid_call_enqueue(comm, &r->call);
     braid_comm_progress(comm); /* start it now so that it overlaps */
+    braid_comm_leave(comm);
     *req = r;
     return BRAID_OK;
 }
@@ -184,12 +169,20 @@ BRAID_API braid_status_t braid_test(braid_request_t *req, int *done)
         return braid_error(BRAID_ERR_INVALID_ARG, "braid_test: %s is NULL",
                            req == NULL ? "req" : "done");
     *done = 0;
-    if (!req->call.done)
-        braid_comm_progress(req->comm);
-    if (!req->call.done)
+    braid_comm_t *comm = req->comm;
+    /* Another thread inside the communicator is progressing it: "not done
+     * yet" is the truth, and a polling thread must not fail for it. */
+    if (!braid_comm_try_enter(comm, BRAID_API_TEST))
         return BRAID_OK;
-    *done = 1;
-    return request_release(req);
+    braid_status_t st = BRAID_OK;
+    if (!req->call.done)
+        braid_comm_progress(comm);
+    if (req->call.done) {
+        *done = 1;
+        st    = request_release(req);
+    }
+    braid_comm_leave(comm);
+    return st;
 }
 
 BRAID_API braid_status_t braid_wait(braid_request_t *req)
@@ -197,6 +190,12 @@ BRAID_API braid_status_t braid_wait(braid_request_t *req)
     braid_error_clear();
     if (req == NULL)
         return braid_error(BRAID_ERR_INVALID_ARG, "braid_wait: req is NULL");
-    braid_call_wait(req->comm, &req->call);
-    return request_release(req);
+    braid_comm_t  *comm = req->comm;
+    braid_status_t st   = braid_comm_enter_wait(comm, BRAID_API_WAIT);
+    if (st != BRAID_OK)
+        return st;
+    braid_call_wait(comm, &req->call);
+    st = request_release(req);
+    braid_comm_leave(comm);
+    return st;
 }

@@ -14,6 +14,11 @@
  * the next rank's poll), the order of magnitude measured
  * (docs/performance.md). */
 #define BRAID_HANDOFF_US 1.0
+/* Bound of each wait in the teardown of a failed communicator's
+ * transports.  Nothing there is worth waiting for -- a flush towards a
+ * stopped peer never ends, and what it would deliver belongs to a failed
+ * call -- so it only has to let a live peer's close go through. */
+#define BRAID_FAILED_TEARDOWN_S 0.05
 
 static braid_status_t oob_allgather(void *ctx, const void *sendbuf,
                                     void *recvbuf, size_t len)
@@ -141,8 +146,12 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
     st = read_choices(comm, &print);
     if ((st = agree_on_choices(comm, st, &print)) != BRAID_OK)
         return st;
+    if ((st = braid_board_open(comm)) != BRAID_OK)
+        return st;
     if ((st = braid_comm_open_transports(comm)) != BRAID_OK)
         return st;
+    /* From here on a failed call is judged by every rank together. */
+    braid_comm_inquiry_attach(comm);
 
     braid_selector_init(&comm->sel);
     comm->sel.override = &comm->override;
@@ -198,7 +207,14 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
 
 void braid_comm_teardown(braid_comm_t *comm)
 {
+    /* After a failure the peers may be gone or stopped: no wait of the
+     * transports' teardown (a flush, a close) may then last longer than
+     * BRAID_FAILED_TEARDOWN_S, whatever BRAID_TIMEOUT says. */
+    if (comm->failed != BRAID_OK)
+        braid_timeout_cap(BRAID_FAILED_TEARDOWN_S);
     braid_comm_close_transports(comm);
+    braid_timeout_cap(0);
+    braid_board_close(comm);
     braid_tune_free(&comm->tune);
     free(comm->node_of_rank);
     comm->node_of_rank = NULL;

@@ -60,23 +60,16 @@ braid_status_t braid_wait_clock(braid_comm_t *comm, braid_call_t *call)
     if (now - comm->last_health >= BRAID_HEALTH_PERIOD_S) {
         comm->last_health = now;
         braid_status_t st = braid_bootstrap_health(comm->bs);
-        if (st != BRAID_OK) {
-            char msg[512];
-            snprintf(msg, sizeof(msg), "%s", braid_last_error());
-            st = braid_error(st, "%s of %zu elements (%s) failed: %s",
-                             braid_coll_name(call->task.coll),
-                             call->task.count, call->cand->name, msg);
-            return braid_call_complete(comm, call, st);
-        }
+        if (st != BRAID_OK)
+            return braid_call_failed(comm, call, st, 0);
     }
     if (now - call->t_start <= comm->timeout_s)
         return BRAID_INPROGRESS;
-    braid_status_t st = braid_error(
-        BRAID_ERR_TIMEOUT, "%s of %zu elements (%s) did not complete within "
-        "BRAID_TIMEOUT=%.1f s: a peer is stuck, dead, or called a different "
-        "collective", braid_coll_name(call->task.coll), call->task.count,
-        call->cand->name, comm->timeout_s);
-    return braid_call_complete(comm, call, st);
+    /* The failure inquiry (inquiry.c) finds out which rank is behind or
+     * silent and what each has entered; the message says what it found. */
+    braid_error(BRAID_ERR_TIMEOUT, "no progress within BRAID_TIMEOUT=%.1f s",
+                comm->timeout_s);
+    return braid_call_failed(comm, call, BRAID_ERR_TIMEOUT, 1);
 }
 
 /* State of one braid_call_wait. */

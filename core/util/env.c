@@ -306,10 +306,19 @@ braid_status_t braid_env_timeout(double *seconds)
     return st;
 }
 
+static _Thread_local double timeout_cap;
+
+void braid_timeout_cap(double s)
+{
+    timeout_cap = s > 0 ? s : 0;
+}
+
 double braid_timeout_s(void)
 {
     double         s;
     braid_status_t st = braid_env_timeout(&s);
+    if (timeout_cap > 0 && timeout_cap < s)
+        s = timeout_cap;
     if (st != BRAID_OK) {
         pthread_mutex_lock(&timeout_lock);
         int warn       = !timeout_warned;

@@ -48,8 +48,13 @@ braid_status_t braid_env_double(const char *name, double dflt, double min,
  * Read once and cached, including a parse error, which is returned again on
  * every call. */
 braid_status_t braid_env_timeout(double *seconds);
-/* The cached BRAID_TIMEOUT; the default (with one warning) if malformed. */
+/* The cached BRAID_TIMEOUT; the default (with one warning) if malformed.
+ * At most the calling thread's cap, while one is set. */
 double braid_timeout_s(void);
+/* Caps braid_timeout_s() on the calling thread at s seconds (0: no cap):
+ * the core bounds the waits of a failed communicator's teardown with it,
+ * including those plugins bound with their services' timeout_s(). */
+void braid_timeout_cap(double s);
 /* Forget the cached value so that the next call reads BRAID_TIMEOUT again.
  * For tests that change the variable inside one process. */
 void braid_env_timeout_reset(void);

@@ -7,7 +7,15 @@
  * with FAULT_EXIT_DETECTED.  Public API only.
  *
  *   fault_coll --algo COLL:CAND --victim R --seed S --death-file PATH
- *              [--iters N] [--max-bytes B] [--watchdog SECONDS]
+ *              [--fault kill|stop|exit|mismatch] [--iters N]
+ *              [--max-bytes B] [--watchdog SECONDS]
+ *
+ * The fault (default kill): the victim dies by SIGKILL; stops itself with
+ * SIGSTOP (a hung process: it never comes back, braidrun ends it); exits
+ * with status 0 without braid_finalize; or, at the fault iteration, calls
+ * the collective with half the count (broadcast and barrier: an all-reduce
+ * instead), and carries on as a survivor.  With mismatch every rank checks
+ * every result, and prints SILENT when one is wrong without an error.
  *
  * How the victim dies, drawn from the seed (the same on every rank):
  *   between   just before the call of the kill iteration;
@@ -21,7 +29,10 @@
  *
  * Output, one line per survivor (the driver parses it):
  *   FAULT rank=R victim=V iter=I how=H status=BRAID_ERR_X latency_ms=X
- *   names_victim=0|1 state_ok=0|1 finalize_ms=X finalize=BRAID_X error=MSG
+ *   names_victim=0|1 state_ok=0|1 send_intact=0|1 call=K finalize_ms=X
+ *   finalize=BRAID_X error=MSG
+ * where K is the first "call #K" of the message (-1 if none): every
+ * survivor must name the same failed call.
  * Exit status: FAULT_EXIT_DETECTED (survivor saw the error), 0 (survivor
  * never saw an error: wrong), FAULT_EXIT_HANG (watchdog), FAULT_EXIT_SKIP
  * (candidate not in this build), 2 (setup failed), FAULT_EXIT_UNDEAD (the
@@ -50,6 +61,9 @@
 typedef enum { HOW_BETWEEN, HOW_TIMER, HOW_TEST, HOW_COUNT } how_t;
 static const char *how_names[HOW_COUNT] = {"between", "timer", "test"};
 
+typedef enum { FAULT_KILL, FAULT_STOP, FAULT_EXIT, FAULT_MISMATCH } fault_t;
+static const char *fault_names[] = {"kill", "stop", "exit", "mismatch"};
+
 typedef struct {
     const char   *algo;       /* "allreduce:ring@ucx" */
     char          coll_name[32];
@@ -60,8 +74,10 @@ typedef struct {
     int           iters;
     size_t        max_bytes;
     double        watchdog_s;
+    fault_t       fault;
 } opts_t;
 
+static fault_t fault_kind; /* for the signal handler */
 static int    death_fd = -1;
 static double watchdog_at;
 static int    cur_iter = -1;
@@ -87,8 +103,8 @@ static uint64_t rnd_below(uint64_t *s, uint64_t n)
     return n ? rnd(s) % n : 0;
 }
 
-/* Async-signal-safe: the death time as text, then SIGKILL. */
-static void die_now(void)
+/* Async-signal-safe: the time of the fault into the death file. */
+static void mark_death(void)
 {
     struct timespec ts;
     char            buf[48];
@@ -113,7 +129,16 @@ static void die_now(void)
     buf[n++] = '\n';
     if (death_fd >= 0)
         (void)!pwrite(death_fd, buf, (size_t)n, 0);
-    kill(getpid(), SIGKILL);
+}
+
+/* Async-signal-safe: the death time, then the fault. */
+static void die_now(void)
+{
+    mark_death();
+    if (fault_kind == FAULT_EXIT)
+        _exit(0); /* "success", without braid_finalize */
+    /* Stopped for good: braidrun's SIGTERM (with a SIGCONT) ends it. */
+    kill(getpid(), fault_kind == FAULT_STOP ? SIGSTOP : SIGKILL);
     for (;;)
         pause();
 }
@@ -194,7 +219,14 @@ static int parse(int argc, char **argv, opts_t *o)
             o->max_bytes = (size_t)strtoull(v, NULL, 0);
         else if (strcmp(a, "--watchdog") == 0)
             o->watchdog_s = atof(v);
-        else
+        else if (strcmp(a, "--fault") == 0) {
+            int k;
+            for (k = 0; k < 4 && strcmp(v, fault_names[k]) != 0; k++)
+                ;
+            if (k == 4)
+                goto bad;
+            o->fault = (fault_t)k;
+        } else
             goto bad;
         i++;
     }
@@ -215,8 +247,8 @@ static int parse(int argc, char **argv, opts_t *o)
     }
 bad:
     fprintf(stderr, "usage: fault_coll --algo COLL:CAND --victim R --seed S "
-                    "--death-file PATH [--iters N] [--max-bytes B] "
-                    "[--watchdog SECONDS]\n");
+                    "--death-file PATH [--fault kill|stop|exit|mismatch] "
+                    "[--iters N] [--max-bytes B] [--watchdog SECONDS]\n");
     return -1;
 }
 
@@ -254,6 +286,34 @@ static braid_status_t one_call(const opts_t *o, braid_comm_t *comm, float *a,
     }
 }
 
+/* Mismatch mode: whether this rank's result is right (count is what this
+ * rank passed; coll what it called). */
+static int result_ok(braid_coll_t coll, const float *a, const float *b,
+                     size_t count, int root, int size, float f)
+{
+    float sum = (float)(size * (size + 1) / 2) * f;
+    for (size_t i = 0; i < count; i++) {
+        switch (coll) {
+        case BRAID_COLL_ALLREDUCE:
+        case BRAID_COLL_REDUCE_SCATTER:
+            if (b[i] != sum)
+                return 0;
+            break;
+        case BRAID_COLL_BROADCAST:
+            if (a[i] != (float)(root + 1) * f)
+                return 0;
+            break;
+        case BRAID_COLL_ALLGATHER:
+            for (int r = 0; r < size; r++)
+                if (b[(size_t)r * count + i] != (float)(r + 1) * f)
+                    return 0;
+            break;
+        default: break;
+        }
+    }
+    return 1;
+}
+
 static int survivor_report(const opts_t *o, braid_comm_t *comm, int rank,
                            int iter, how_t how, braid_status_t st, double t_err,
                            float *a, float *b, size_t count)
@@ -265,6 +325,12 @@ static int survivor_report(const opts_t *o, braid_comm_t *comm, int rank,
     /* The death file is written before the SIGKILL, so it is there. */
     double t_death = read_death(o->death_file);
     double lat_ms  = t_death > 0 ? (t_err - t_death) * 1e3 : -1.0;
+
+    /* The failed call: the first "call #K" of the message. */
+    long long   call = -1;
+    const char *cp   = strstr(err, "call #");
+    if (cp != NULL)
+        call = strtoll(cp + 6, NULL, 10);
 
     /* "rank V" and not "rank V7": the message names the victim. */
     int names = 0;
@@ -281,7 +347,8 @@ static int survivor_report(const opts_t *o, braid_comm_t *comm, int rank,
      * wrong, it still holds what this rank put there (broadcast has one
      * buffer, which a failed call may have half written: documented). */
     int intact = 1;
-    if (o->coll != BRAID_COLL_BROADCAST && o->coll != BRAID_COLL_BARRIER) {
+    if (o->coll != BRAID_COLL_BROADCAST && o->coll != BRAID_COLL_BARRIER &&
+        o->fault != FAULT_MISMATCH) {
         size_t n = o->coll == BRAID_COLL_REDUCE_SCATTER
                        ? count * (size_t)braid_comm_size(comm)
                        : count;
@@ -306,10 +373,10 @@ static int survivor_report(const opts_t *o, braid_comm_t *comm, int rank,
 
     /* The message last: it is free text. */
     printf("FAULT rank=%d victim=%d iter=%d how=%s status=%s latency_ms=%.1f "
-           "names_victim=%d state_ok=%d send_intact=%d finalize_ms=%.1f "
-           "finalize=%s error=%s\n", rank, o->victim, iter, how_names[how],
-           status_id(st), lat_ms, names, state_ok, intact, fin,
-           status_id(fst), err);
+           "names_victim=%d state_ok=%d send_intact=%d call=%lld "
+           "finalize_ms=%.1f finalize=%s error=%s\n", rank, o->victim, iter,
+           how_names[how], status_id(st), lat_ms, names, state_ok, intact,
+           call, fin, status_id(fst), err);
     fflush(stdout);
     return FAULT_EXIT_DETECTED;
 }
@@ -321,6 +388,7 @@ int main(int argc, char **argv)
     braid_status_t st;
     if (parse(argc, argv, &o) != 0)
         return 2;
+    fault_kind = o.fault;
     setvbuf(stdout, NULL, _IOLBF, 0);
     /* The candidate for every size of the collective (BRAID_ALGO syntax:
      * "coll:cand" with no range covers them all). */
@@ -348,6 +416,9 @@ int main(int argc, char **argv)
     size_t   count    = 1 + (size_t)rnd_below(&s, o.max_bytes / dts);
     if (o.coll != BRAID_COLL_ALLREDUCE && how == HOW_TEST)
         how = HOW_TIMER; /* braid_test exists for all-reduce only */
+    int mismatch = o.fault == FAULT_MISMATCH;
+    if (mismatch)
+        how = HOW_BETWEEN; /* the faulty call itself */
     if (o.coll == BRAID_COLL_BARRIER)
         count = 0;
 
@@ -371,8 +442,9 @@ int main(int argc, char **argv)
                            o.coll == BRAID_COLL_ALLGATHER
                        ? count * (size_t)size
                        : count;
-    float *a = calloc(elems + 1, sizeof(float));
-    float *b = calloc(elems + 1, sizeof(float));
+    /* Twice over: a mismatching victim may pass count + 1. */
+    float *a = calloc(2 * elems + 2, sizeof(float));
+    float *b = calloc(2 * elems + 2, sizeof(float));
     if (a == NULL || b == NULL) {
         fprintf(stderr, "fault_coll: out of memory\n");
         return 2;
@@ -389,7 +461,8 @@ int main(int argc, char **argv)
             return 2;
         }
         signal(SIGALRM, on_alarm);
-    } else {
+    }
+    if (rank != o.victim || mismatch) {
         pthread_t th;
         watchdog_at = now_s() + o.watchdog_s;
         if (pthread_create(&th, NULL, watchdog, &o) != 0)
@@ -397,14 +470,49 @@ int main(int argc, char **argv)
         pthread_detach(th);
     }
     if (rank == 0)
-        printf("RUN algo=%s cand=%s victim=%d seed=%llu kill_iter=%d how=%s "
-               "delay_us=%.0f count=%zu\n", o.algo, cand, o.victim,
-               (unsigned long long)o.seed, kill_at, how_names[how], delay_us,
-               count);
+        printf("RUN algo=%s cand=%s fault=%s victim=%d seed=%llu kill_iter=%d "
+               "how=%s delay_us=%.0f count=%zu\n", o.algo, cand,
+               fault_names[o.fault], o.victim, (unsigned long long)o.seed,
+               kill_at, how_names[how], delay_us, count);
 
+    int silent = 0;
     for (int it = 0; it < o.iters; it++) {
         int root = (int)rnd_below(&s, (uint64_t)size);
         cur_iter = it;
+        if (mismatch) {
+            /* The victim's faulty call: half the count, or an all-reduce
+             * where the others broadcast or wait in a barrier. */
+            opts_t       v  = o;
+            size_t       n  = count;
+            braid_coll_t cl = o.coll;
+            if (rank == o.victim && it == kill_at) {
+                mark_death();
+                if (cl == BRAID_COLL_BROADCAST || cl == BRAID_COLL_BARRIER)
+                    cl = v.coll = BRAID_COLL_ALLREDUCE;
+                else
+                    n = count / 2 > 0 ? count / 2 : 1;
+                if (n == count && cl == o.coll)
+                    n = count + 1;
+                if (n == 0)
+                    n = 1;
+            }
+            /* Inputs change every iteration, so that stale data left by
+             * the call before cannot pass for a result. */
+            float f = (float)(1 + it % 7);
+            for (size_t i = 0; i < 2 * elems + 2; i++)
+                a[i] = (float)(rank + 1) * f;
+            st = one_call(&v, comm, a, b, n, root, HOW_BETWEEN, 0, 0.0);
+            if (st == BRAID_OK && !silent &&
+                !result_ok(cl, a, b, n, root, size, f)) {
+                silent = 1;
+                printf("SILENT rank=%d victim=%d iter=%d: a wrong result "
+                       "without an error\n", rank, o.victim, it);
+            }
+            if (st != BRAID_OK)
+                return survivor_report(&o, comm, rank, it, how, st, now_s(),
+                                       a, b, count);
+            continue;
+        }
         if (rank == o.victim && it == kill_at) {
             if (how == HOW_BETWEEN)
                 die_now();
@@ -435,7 +543,7 @@ int main(int argc, char **argv)
         }
     }
     /* No error for the whole loop: the victim must have died past it. */
-    if (rank == o.victim) {
+    if (rank == o.victim && !mismatch) {
         fprintf(stderr, "fault_coll: the victim outlived the loop\n");
         return FAULT_EXIT_UNDEAD;
     }

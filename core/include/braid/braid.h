@@ -3,7 +3,24 @@
  * Argument order follows NCCL/MPI (send buffer, receive buffer, count, dtype,
  * op, ..., communicator, then output handles) so that code written for those
  * libraries ports line by line.  Every function returns a braid_status_t; on
- * error braid_last_error() holds a message naming what failed and why. */
+ * error braid_last_error() holds a message naming what failed and why.
+ *
+ * Threads.  Any thread may call braid, and calls on different communicators
+ * run in parallel (braid_init, braid_comm_split and braid_finalize
+ * included).  A communicator is used by one thread at a time, as an NCCL
+ * communicator is: its calls may come from different threads one after
+ * another (iallreduce on one, braid_wait on another) when the program
+ * orders them, and its collectives must come in the same order on every
+ * rank, as always.  A call made while another thread is inside the same
+ * communicator is refused with BRAID_ERR_STATE naming both threads and
+ * what each called, and does nothing (the communicator stays usable);
+ * since the order across ranks is then the program's guess, treat that as
+ * a bug to fix, not a condition to retry.  Two exceptions: braid_test
+ * answers *done = 0 while another thread is inside (it is not done yet),
+ * and braid_wait waits, up to BRAID_TIMEOUT, for the other thread to
+ * leave.  braid_comm_rank, braid_comm_size and braid_comm_choice only
+ * read, and may be called at any time.  The message of braid_last_error
+ * is per thread. */
 #ifndef BRAID_BRAID_H
 #define BRAID_BRAID_H
 
@@ -20,7 +37,10 @@ extern "C" {
 
 typedef enum {
     BRAID_OK                  = 0,
-    BRAID_INPROGRESS          = 1,  /* non-blocking operation not finished yet */
+    BRAID_INPROGRESS          = 1,  /* plugins: progress not finished yet.  The
+                                       public API never returns it: braid_test
+                                       returns BRAID_OK with *done = 0, as
+                                       MPI_Test does */
     BRAID_ERR_INVALID_ARG     = -1, /* bad argument: nothing was written */
     BRAID_ERR_NO_MEMORY       = -2,
     BRAID_ERR_NOT_SUPPORTED   = -3, /* no candidate can run this call */
@@ -54,7 +74,13 @@ typedef enum {
     BRAID_PROD,
     BRAID_MIN,
     BRAID_MAX,
-    BRAID_AVG, /* sum, then divided by the communicator size */
+    /* The sum divided by the communicator size.  Floats: the sum as
+     * BRAID_SUM computes it, then one division.  Integers: the exact sum
+     * (accumulated in 64 bits, or 96 for i64, so it never wraps) divided
+     * with C's rule, rounding toward zero (-7 / 2 = -3), as NCCL's ncclAvg;
+     * the result always fits the dtype (4 ranks of INT32_MAX give
+     * INT32_MAX, u8 200 200 200 200 gives 200). */
+    BRAID_AVG,
     BRAID_OP_COUNT
 } braid_op_t;
 
@@ -119,7 +145,9 @@ braid_status_t braid_barrier(braid_comm_t *comm);
 braid_status_t braid_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
                                 braid_dtype_t dtype, braid_op_t op,
                                 braid_comm_t *comm, braid_request_t **req);
-/* *done = 1 and the request is freed once it has completed (OK or error). */
+/* Progresses the communicator.  While the call is pending: BRAID_OK and
+ * *done = 0.  Once it has completed: *done = 1, the request is freed, and
+ * the call's own status is returned (BRAID_OK, or its error). */
 braid_status_t braid_test(braid_request_t *req, int *done);
 /* Blocks until completion; frees the request. */
 braid_status_t braid_wait(braid_request_t *req);

@@ -160,6 +160,7 @@ static void comm_teardown(braid_ucx_comm_t *comm)
     if (comm == NULL) {
         return;
     }
+    braid_ucx_log_quiet(1);
     if (comm->worker != NULL) {
         if (comm->peers != NULL) {
             retire_pending(comm);
@@ -180,6 +181,7 @@ static void comm_teardown(braid_ucx_comm_t *comm)
     if (comm->context != NULL) {
         braid_ucx_context_release();
     }
+    braid_ucx_log_quiet(0);
     free(comm->peers);
     free(comm);
 }
@@ -192,7 +194,8 @@ static braid_status_t setup_worker(ucp_address_t **addr, size_t *addr_len,
     ucp_worker_params_t params;
     ucs_status_t        st;
 
-    if (braid_ucx_context_acquire(&comm->context, &st) != BRAID_OK) {
+    if (braid_ucx_context_acquire(&comm->context, comm->svc, &st) !=
+        BRAID_OK) {
         comm->context = NULL;
         return comm->svc->error(BRAID_ERR_UNAVAILABLE,
                                "ucx: ucp_init failed: %s",

@@ -9,7 +9,10 @@
  * different threads at the same time, so the context is created with
  * mt_workers_shared = 1 (it guards its registration state itself). */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+
+#include <ucs/debug/log_def.h>
 
 #include "tl_ucx.h"
 
@@ -17,7 +20,36 @@ static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static ucp_context_h   ctx_handle;
 static long            ctx_refs;
 
+/* UCX logs through handlers that the last pushed sees first; ours is there
+ * while the context lives (pushed with it, popped before ucp_cleanup), so
+ * that it never outlives this plugin. */
+typedef void (*log_fn_t)(braid_log_level_t, const char *, const char *, ...);
+static _Thread_local int log_quiet;
+static log_fn_t          log_fn; /* the core's, set with the context */
+
+static ucs_log_func_rc_t log_handler(const char *file, unsigned line,
+                                     const char *function,
+                                     ucs_log_level_t level,
+                                     const ucs_log_component_config_t *comp,
+                                     const char *message, va_list ap)
+{
+    char text[256];
+    (void)file, (void)line, (void)function, (void)comp;
+    if (!log_quiet || level <= UCS_LOG_LEVEL_FATAL || log_fn == NULL)
+        return UCS_LOG_FUNC_RC_CONTINUE;
+    vsnprintf(text, sizeof(text), message, ap);
+    log_fn(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT, "UCX (during teardown): %s",
+           text);
+    return UCS_LOG_FUNC_RC_STOP;
+}
+
+void braid_ucx_log_quiet(int on)
+{
+    log_quiet = on;
+}
+
 braid_status_t braid_ucx_context_acquire(ucp_context_h *context,
+                                         const braid_services_t *svc,
                                          ucs_status_t *ucs_status)
 {
     ucp_config_t  *config = NULL;
@@ -57,6 +89,8 @@ braid_status_t braid_ucx_context_acquire(ucp_context_h *context,
     }
     ctx_refs = 1;
     *context = ctx_handle;
+    log_fn   = svc != NULL ? svc->log : NULL;
+    ucs_log_push_handler(log_handler);
 out:
     pthread_mutex_unlock(&ctx_lock);
     if (ucs_status) {
@@ -69,6 +103,7 @@ void braid_ucx_context_release(void)
 {
     pthread_mutex_lock(&ctx_lock);
     if (ctx_refs > 0 && --ctx_refs == 0) {
+        ucs_log_pop_handler();
         ucp_cleanup(ctx_handle);
         ctx_handle = NULL;
     }

@@ -22,7 +22,7 @@ static braid_status_t ucx_probe(const braid_plugin_t *self,
     braid_status_t st;
 
     (void)self;
-    st = braid_ucx_context_acquire(&ctx, &ust);
+    st = braid_ucx_context_acquire(&ctx, svc, &ust);
     if (svc != NULL) {
         svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT, "UCX %s: ucp_init %s",
                  ucp_get_version_string(), ucs_status_string(ust));

@@ -109,8 +109,13 @@ extern const braid_transport_t braid_ucx_transport;
 
 /* context.c: the process-wide ucp context. */
 braid_status_t braid_ucx_context_acquire(ucp_context_h *context,
+                                         const braid_services_t *svc,
                                          ucs_status_t *ucs_status);
 void           braid_ucx_context_release(void);
+/* While quiet (per thread), UCX's own log messages go to braid's debug log
+ * instead of stderr: a communicator's teardown, where a peer that left
+ * makes UCX print connection errors that say nothing to the user. */
+void           braid_ucx_log_quiet(int on);
 
 /* link.c: declared link parameters and their environment overrides. */
 /* Derives the put_signal pair from the two-sided one (link.c). */
