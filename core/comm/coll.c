@@ -100,7 +100,18 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
                                   void *recvbuf, size_t count,
                                   braid_dtype_t dtype, braid_op_t op, int root)
 {
+    return braid_call_prepare_on(call, comm, coll, sendbuf, recvbuf, count,
+                                 dtype, op, root, 0, NULL);
+}
+
+braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
+                                     braid_coll_t coll, const void *sendbuf,
+                                     void *recvbuf, size_t count,
+                                     braid_dtype_t dtype, braid_op_t op,
+                                     int root, int on_stream, void *stream)
+{
     braid_status_t st;
+    braid_route_t  route;
     if (comm == NULL)
         return braid_error(BRAID_ERR_INVALID_ARG, "%s: comm is NULL",
                            braid_coll_name(coll));
@@ -108,6 +119,11 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
         return braid_error(BRAID_ERR_STATE, "%s: communicator failed earlier: "
                            "%s", braid_coll_name(coll), comm->failed_msg);
     st = validate(comm, coll, sendbuf, recvbuf, count, dtype, op, root);
+    /* Where the buffers live is part of the arguments (cuda/route.c). */
+    if (st == BRAID_OK)
+        st = braid_route_call(&route, comm, coll, sendbuf, recvbuf,
+                              count * braid_dtype_size(dtype), on_stream,
+                              stream);
     if (comm->check) {
         /* Every rank takes part, valid or not, so that nobody waits for a
          * rank that already returned; its own error message wins. */

@@ -5,6 +5,7 @@
 #include <braid/plugin.h>
 
 #include "bootstrap/bootstrap.h"
+#include "cuda/route.h"
 #include "loader/loader.h"
 #include "select/select.h"
 #include "select/spec.h"
@@ -99,5 +100,12 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
                                   braid_coll_t coll, const void *sendbuf,
                                   void *recvbuf, size_t count,
                                   braid_dtype_t dtype, braid_op_t op, int root);
+/* The same for a plain call (on_stream 0) or a stream-ordered one on
+ * stream (cuda/stream.c). */
+braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
+                                     braid_coll_t coll, const void *sendbuf,
+                                     void *recvbuf, size_t count,
+                                     braid_dtype_t dtype, braid_op_t op,
+                                     int root, int on_stream, void *stream);
 
 #endif

@@ -288,7 +288,8 @@ static void test_stream(void)
     braid_nccl_comm_t *c = new_comm();
     braid_nccl_op_t o = make_op(BRAID_COLL_ALLREDUCE, buf, buf, 4, BRAID_F32,
                                 BRAID_SUM);
-    o.stream = s;
+    o.on_stream = 1;
+    o.stream    = s;
     CHECK(braid_nccl_coll_start(c, &o) == BRAID_OK &&
               braid_nccl_coll_test(c, &o) == BRAID_OK,
           "stream-ordered: done once enqueued: %s", last_msg);

@@ -112,7 +112,7 @@ braid_status_t braid_nccl_coll_start(braid_nccl_comm_t *c, braid_nccl_op_t *op)
         rop             = ncclSum;
         op->avg_on_host = 1;
     }
-    cudaStream_t stream = op->stream != NULL ? op->stream : c->stream;
+    cudaStream_t stream = op->on_stream ? op->stream : c->stream;
 
     pthread_mutex_lock(&c->lock);
     if (c->failed != BRAID_OK || c->comm == NULL) {
@@ -139,14 +139,14 @@ braid_status_t braid_nccl_coll_start(braid_nccl_comm_t *c, braid_nccl_op_t *op)
 
     pthread_mutex_lock(&c->lock);
     cudaError_t err = cudaSuccess;
-    if (op->stream == NULL)
+    if (!op->on_stream)
         err = lib->event_record(c->done, c->stream);
     else if (!op->avg_on_host)
         st = braid_nccl_comm_watch(c, op->stream);
     pthread_mutex_unlock(&c->lock);
     if (err != cudaSuccess)
         st = braid_nccl_cuda_error(lib, err, "nccl: cudaEventRecord");
-    if (st == BRAID_OK && op->stream != NULL && op->avg_on_host) {
+    if (st == BRAID_OK && op->on_stream && op->avg_on_host) {
         /* Stream order cannot be kept for a division on the host: wait. */
         err = lib->stream_synchronize(op->stream);
         st  = err == cudaSuccess ? divide_on_host(c, op)
@@ -157,7 +157,7 @@ braid_status_t braid_nccl_coll_start(braid_nccl_comm_t *c, braid_nccl_op_t *op)
 
 braid_status_t braid_nccl_coll_test(braid_nccl_comm_t *c, braid_nccl_op_t *op)
 {
-    if (op->stream != NULL)
+    if (op->on_stream)
         return BRAID_OK; /* enqueued: the stream completes it */
     cudaError_t err = c->lib->event_query(c->done);
     if (err == cudaErrorNotReady) {
@@ -174,7 +174,7 @@ void braid_nccl_coll_cancel(braid_nccl_comm_t *c, braid_nccl_op_t *op)
 {
     /* A plain call that did not complete still has a kernel waiting for
      * peers and using the buffers: only an abort stops it. */
-    if (op->stream == NULL && op->enqueued &&
+    if (!op->on_stream && op->enqueued &&
         c->lib->event_query(c->done) != cudaSuccess)
         braid_nccl_comm_abort(c, BRAID_ERR_STATE, "aborted after a collective "
                               "failed or timed out");

@@ -217,7 +217,9 @@ typedef struct braid_nccl_op {
     braid_dtype_t dtype;
     braid_op_t    op;
     int           root;
-    cudaStream_t  stream; /* NULL: the plain API (synchronous) */
+    int           on_stream; /* 0: the plain API (synchronous) */
+    cudaStream_t  stream;    /* on_stream: the caller's (NULL is CUDA's
+                                legacy default stream) */
     /* Set by start: what progress still has to do. */
     int           enqueued;
     int           avg_on_host; /* NCCL < 2.10: divide after the sum */

@@ -122,7 +122,7 @@ static braid_status_t nccl_start(braid_task_t *task)
     *op = (braid_nccl_op_t){.coll = task->coll, .sendbuf = task->sendbuf,
                             .recvbuf = task->recvbuf, .count = task->count,
                             .dtype = task->dtype, .op = task->op,
-                            .root = task->root, .stream = NULL};
+                            .root = task->root, .on_stream = 0};
     task->priv = op;
     return braid_nccl_coll_start(task->tl->tcomm, op);
 }
