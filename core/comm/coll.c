@@ -95,15 +95,6 @@ static braid_status_t validate(braid_comm_t *comm, braid_coll_t coll,
                           count * dtsize, fn);
 }
 
-braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
-                                  braid_coll_t coll, const void *sendbuf,
-                                  void *recvbuf, size_t count,
-                                  braid_dtype_t dtype, braid_op_t op, int root)
-{
-    return braid_call_prepare_on(call, comm, coll, sendbuf, recvbuf, count,
-                                 dtype, op, root, 0, NULL);
-}
-
 braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
                                      braid_coll_t coll, const void *sendbuf,
                                      void *recvbuf, size_t count,
@@ -119,8 +110,9 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
         return braid_error(BRAID_ERR_STATE, "%s: communicator failed earlier: "
                            "%s", braid_coll_name(coll), comm->failed_msg);
     st = validate(comm, coll, sendbuf, recvbuf, count, dtype, op, root);
-    /* Where the buffers live is part of the arguments (cuda/route.c). */
-    if (st == BRAID_OK)
+    /* Where the buffers live is part of the arguments (cuda/route.c);
+     * nothing to ask in a process that can have no device memory. */
+    if (st == BRAID_OK && (on_stream || braid_devptr_possible()))
         st = braid_route_call(&route, comm, coll, sendbuf, recvbuf,
                               count * braid_dtype_size(dtype), on_stream,
                               stream);

@@ -96,16 +96,22 @@ braid_status_t braid_check_call(braid_comm_t *comm, braid_coll_t coll,
 
 /* comm/coll.c: validates a call and fills it in (nothing is written on
  * error).  count is as in the public call. */
-braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
-                                  braid_coll_t coll, const void *sendbuf,
-                                  void *recvbuf, size_t count,
-                                  braid_dtype_t dtype, braid_op_t op, int root);
-/* The same for a plain call (on_stream 0) or a stream-ordered one on
- * stream (cuda/stream.c). */
 braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
                                      braid_coll_t coll, const void *sendbuf,
                                      void *recvbuf, size_t count,
                                      braid_dtype_t dtype, braid_op_t op,
                                      int root, int on_stream, void *stream);
+/* A plain call (a stream-ordered one, cuda/stream.c, is on_stream 1). */
+static inline braid_status_t braid_call_prepare(braid_call_t *call,
+                                                braid_comm_t *comm,
+                                                braid_coll_t coll,
+                                                const void *sendbuf,
+                                                void *recvbuf, size_t count,
+                                                braid_dtype_t dtype,
+                                                braid_op_t op, int root)
+{
+    return braid_call_prepare_on(call, comm, coll, sendbuf, recvbuf, count,
+                                 dtype, op, root, 0, NULL);
+}
 
 #endif

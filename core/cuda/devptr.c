@@ -1,19 +1,8 @@
-/* Device-pointer detection through the CUDA driver, when it is loaded.
- *
- * The fast path is dl_iterate_phdr stopped at the first object: it reports
- * how many objects were ever loaded and unloaded, and while those counts
- * have not changed, neither has the answer to "is libcuda.so.1 here?".
- * Only when they change are the loaded objects searched again (under a
- * lock).  A host-only process thus never calls into CUDA, never creates a
- * CUDA context, and pays a few nanoseconds per call. */
+/* Device-pointer detection through the CUDA driver (see devptr.h). */
 #include <dlfcn.h>
-#include <limits.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <string.h>
 
 #include "cuda/devptr.h"
 #include "util/log.h"
@@ -33,71 +22,47 @@ typedef int (*cu_pointer_get_attributes_fn)(unsigned n, int *attrs,
 typedef int (*cu_get_error_string_fn)(int err, const char **str);
 
 typedef struct driver {
-    cu_pointer_get_attributes_fn get_attributes; /* NULL: not loaded */
+    cu_pointer_get_attributes_fn get_attributes;
     cu_get_error_string_fn       error_string;
 } driver_t;
 
-static pthread_mutex_t    scan_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint64_t   seen_gen  = UINT64_MAX; /* adds << 32 | subs */
-static _Atomic(driver_t *) current;               /* NULL: no driver */
-static driver_t           found;
+enum { UNKNOWN = 0, NO_DRIVER, DRIVER };
 
-static int first_object(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    *(uint64_t *)arg = (uint64_t)info->dlpi_adds << 32 |
-                       ((uint64_t)info->dlpi_subs & 0xffffffffu);
-    return 1; /* stop: every entry carries the same counters */
-}
+static pthread_mutex_t find_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int     state;
+static driver_t        found;
+_Atomic int            braid_devptr_no_driver;
 
-static int find_driver(struct dl_phdr_info *info, size_t size, void *arg)
+static void find_driver(void)
 {
-    (void)size;
-    const char *name  = info->dlpi_name;
-    const char *slash = name != NULL ? strrchr(name, '/') : NULL;
-    const char *base  = slash != NULL ? slash + 1 : name;
-    if (base == NULL || strncmp(base, "libcuda.so", 10) != 0)
-        return 0;
-    snprintf(arg, PATH_MAX, "%s", name);
-    return 1;
-}
-
-/* Called when the loader's counters moved: look for the driver again. */
-static void rescan(uint64_t gen)
-{
-    pthread_mutex_lock(&scan_lock);
-    if (atomic_load(&seen_gen) != gen) {
-        char path[PATH_MAX] = "";
-        driver_t *d = NULL;
-        dl_iterate_phdr(find_driver, path);
-        /* RTLD_NOLOAD: only a reference to the copy already mapped; the
-         * reference is kept, so the functions stay valid. */
-        void *dl = path[0] ? dlopen(path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
-        if (dl != NULL && found.get_attributes == NULL) {
+    pthread_mutex_lock(&find_lock);
+    if (atomic_load(&state) == UNKNOWN) {
+        /* Kept open for the life of the process, as a CUDA program does. */
+        void *dl = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+        if (dl != NULL) {
             found.get_attributes = (cu_pointer_get_attributes_fn)dlsym(
                 dl, "cuPointerGetAttributes");
             found.error_string = (cu_get_error_string_fn)dlsym(
                 dl, "cuGetErrorString");
-            BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "CUDA driver %s loaded: "
-                      "device pointers are detected with "
-                      "cuPointerGetAttributes%s", path,
-                      found.get_attributes ? "" : " (symbol missing!)");
         }
-        if (dl != NULL && found.get_attributes != NULL)
-            d = &found;
-        atomic_store(&current, d);
-        atomic_store(&seen_gen, gen);
+        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "%s", found.get_attributes
+                  ? "CUDA driver found: buffers are checked for device memory"
+                  : "no CUDA driver (libcuda.so.1): every buffer is host "
+                    "memory");
+        atomic_store(&state, found.get_attributes ? DRIVER : NO_DRIVER);
+        atomic_store(&braid_devptr_no_driver, found.get_attributes == NULL);
     }
-    pthread_mutex_unlock(&scan_lock);
+    pthread_mutex_unlock(&find_lock);
 }
 
 static const driver_t *driver(void)
 {
-    uint64_t gen = 0;
-    dl_iterate_phdr(first_object, &gen);
-    if (gen != atomic_load_explicit(&seen_gen, memory_order_acquire))
-        rescan(gen);
-    return atomic_load_explicit(&current, memory_order_acquire);
+    int s = atomic_load_explicit(&state, memory_order_acquire);
+    if (s == UNKNOWN) {
+        find_driver();
+        s = atomic_load(&state);
+    }
+    return s == DRIVER ? &found : NULL;
 }
 
 int braid_devptr_driver_loaded(void)

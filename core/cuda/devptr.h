@@ -1,14 +1,17 @@
 /* Where a buffer lives: host memory, or CUDA device memory.
  *
- * braid never links CUDA.  A pointer can only be device memory once the
- * process has loaded the CUDA driver (libcuda.so.1: every CUDA program
- * does, whichever runtime it uses, static, shared or renamed as in
- * PyTorch's wheels), so until then every pointer is host memory and the
- * answer costs one look at the loader's object counter.  Once the driver
- * is in the process, its cuPointerGetAttributes says, per call: nothing is
- * cached about pointers, since memory is freed and reused. */
+ * braid never links CUDA.  Device memory exists only in a process that has
+ * the CUDA driver (libcuda.so.1), which every CUDA program -- static or
+ * shared runtime, PyTorch's renamed one -- loads by that name through the
+ * dynamic loader's search.  So the first query loads it the same way: if
+ * it is not there, no device memory can ever exist in this process, every
+ * pointer is host memory, and each later query costs one load of a flag.
+ * If it is, cuPointerGetAttributes answers each query: nothing is cached
+ * about pointers, since memory is freed and reused. */
 #ifndef BRAID_CORE_CUDA_DEVPTR_H
 #define BRAID_CORE_CUDA_DEVPTR_H
+
+#include <stdatomic.h>
 
 #include <braid/braid.h>
 
@@ -29,7 +32,15 @@ braid_status_t braid_devptr_buffers(braid_mem_kind_t *kind,
                                     const void *sendbuf, const void *recvbuf,
                                     const char *fn);
 
-/* Whether the CUDA driver is loaded in this process (for tests and logs). */
+/* Whether the CUDA driver is loaded for the queries (tests and logs). */
 int braid_devptr_driver_loaded(void);
+
+/* 0 once it is known that no CUDA driver can be loaded (then every buffer
+ * is host memory): lets the per-call path skip the queries with one load. */
+extern _Atomic int braid_devptr_no_driver;
+static inline int braid_devptr_possible(void)
+{
+    return !atomic_load_explicit(&braid_devptr_no_driver, memory_order_relaxed);
+}
 
 #endif

@@ -1,8 +1,10 @@
-/* Device-pointer detection (core/cuda/devptr.c) without a GPU: with no
- * CUDA driver in the process every pointer is host memory; once a driver
- * (here a stub built as libcuda.so.1) is loaded, its answers are used for
- * each call, never cached, and its failures become errors that name the
- * buffer. */
+/* Device-pointer detection (core/cuda/devptr.c) without a GPU, in two
+ * runs.  "none": no CUDA driver can be loaded, so every pointer is host
+ * memory, cheaply, even after a driver is mapped from outside the loader's
+ * search.  "stub": a stub driver (libcuda.so.1 built by the test) is on
+ * LD_LIBRARY_PATH; its answers are used for each call, never cached, and
+ * its failures become errors that name the call and the buffer.
+ *   usage: test_devptr none|stub STUB_LIBCUDA */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,65 +30,92 @@ static braid_mem_kind_t kind_of(const void *p)
     return k;
 }
 
+static void (*set_ranges)(const void *, size_t, const void *, size_t);
+static void (*fail_next)(int);
+
+static int knobs(const char *path)
+{
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    CHECK(dl != NULL, "dlopen %s: %s", path, dlerror());
+    if (dl == NULL)
+        return 0;
+    set_ranges = (void (*)(const void *, size_t, const void *, size_t))dlsym(
+        dl, "stub_cuda_set_ranges");
+    fail_next = (void (*)(int))dlsym(dl, "stub_cuda_fail_next");
+    CHECK(set_ranges && fail_next, "stub knobs");
+    return set_ranges && fail_next;
+}
+
+static void per_call(const char *what, const void *a, const void *b)
+{
+    int n = 1000000;
+    braid_mem_kind_t k;
+    double t0 = now();
+    for (int i = 0; i < n; i++)
+        braid_devptr_buffers(&k, a, b, "allreduce");
+    printf("%s: %.1f ns per call\n", what, (now() - t0) / n * 1e9);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_devptr STUB_LIBCUDA\n");
+    if (argc != 3 || (strcmp(argv[1], "none") && strcmp(argv[1], "stub"))) {
+        fprintf(stderr, "usage: test_devptr none|stub STUB_LIBCUDA\n");
         return 2;
     }
     static char host[4096], dev[4096], managed[4096];
 
-    /* 1. No driver: host, whatever the pointer. */
-    CHECK(!braid_devptr_driver_loaded(), "no CUDA driver loaded yet");
-    CHECK(kind_of(dev) == BRAID_MEM_KIND_HOST, "no driver: host");
-    CHECK(kind_of(NULL) == BRAID_MEM_KIND_HOST, "NULL: host");
-    int n = 1000000;
-    double t0 = now();
-    braid_mem_kind_t k;
-    for (int i = 0; i < n; i++)
-        braid_devptr_buffers(&k, host, host + 64, "allreduce");
-    printf("without a driver: %.1f ns per call\n", (now() - t0) / n * 1e9);
+    if (strcmp(argv[1], "none") == 0) {
+        void *real = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+        if (real != NULL) {
+            printf("SKIP: a CUDA driver is installed here, so the case "
+                   "without one cannot be run\n");
+            return 77;
+        }
+        CHECK(!braid_devptr_driver_loaded(), "no CUDA driver to load");
+        CHECK(kind_of(dev) == BRAID_MEM_KIND_HOST, "no driver: host");
+        per_call("without a driver", host, host + 64);
+        /* A driver mapped by path, outside the loader's search, is not one
+         * a CUDA program would use: still no driver, still host. */
+        if (knobs(argv[2]))
+            set_ranges(dev, sizeof(dev), NULL, 0);
+        CHECK(!braid_devptr_driver_loaded() && kind_of(dev) == BRAID_MEM_KIND_HOST,
+              "the answer stands");
+        return check_summary("devptr none");
+    }
 
-    /* 2. The driver arrives after the first calls: noticed at once. */
-    void *dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    CHECK(dl != NULL, "dlopen %s: %s", argv[1], dlerror());
-    if (dl == NULL)
-        return check_summary("devptr");
-    void (*set_ranges)(const void *, size_t, const void *, size_t) =
-        (void (*)(const void *, size_t, const void *, size_t))dlsym(
-            dl, "stub_cuda_set_ranges");
-    void (*fail_next)(int) = (void (*)(int))dlsym(dl, "stub_cuda_fail_next");
-    CHECK(set_ranges && fail_next, "stub knobs");
-    if (!set_ranges || !fail_next)
-        return check_summary("devptr");
+    /* 1. The first query loads the driver (the stub, on LD_LIBRARY_PATH). */
+    CHECK(braid_devptr_driver_loaded(), "driver found by its name");
+    if (!knobs(argv[2]))
+        return check_summary("devptr stub");
+    CHECK(kind_of(dev) == BRAID_MEM_KIND_HOST, "nothing declared yet: host");
     set_ranges(dev, sizeof(dev), managed, sizeof(managed));
-    CHECK(braid_devptr_driver_loaded(), "driver seen once loaded");
     CHECK(kind_of(dev) == BRAID_MEM_KIND_DEVICE, "device range: device");
     CHECK(kind_of(dev + 4095) == BRAID_MEM_KIND_DEVICE, "last byte: device");
     CHECK(kind_of(managed + 17) == BRAID_MEM_KIND_DEVICE, "managed: device");
     CHECK(kind_of(host) == BRAID_MEM_KIND_HOST, "host array: host");
     CHECK(kind_of(NULL) == BRAID_MEM_KIND_HOST, "NULL: host");
 
-    /* 3. Nothing is cached: the same pointer freed and reused as host. */
+    /* 2. Nothing is cached: the same pointer freed and reused as host. */
     set_ranges(NULL, 0, NULL, 0);
     CHECK(kind_of(dev) == BRAID_MEM_KIND_HOST, "range gone: host again");
     set_ranges(dev, sizeof(dev), NULL, 0);
     CHECK(kind_of(dev) == BRAID_MEM_KIND_DEVICE, "range back: device");
 
-    /* 4. Driver errors: not initialised is host; others name the buffer. */
+    /* 3. Driver errors: not initialised is host; others name the buffer. */
     fail_next(3);
     CHECK(kind_of(dev) == BRAID_MEM_KIND_HOST, "not initialised: host");
     fail_next(999);
+    braid_mem_kind_t k;
     braid_status_t st = braid_devptr_buffers(&k, host, dev, "allreduce");
     CHECK(st == BRAID_ERR_INTERNAL, "driver failure is an error (%d)", st);
     CHECK(strstr(braid_last_error(), "allreduce: cannot tell whether sendbuf") &&
               strstr(braid_last_error(), "cuPointerGetAttributes") &&
               strstr(braid_last_error(), "stub failure for the test"),
-          "message names the buffer, the call and the driver's words: %s",
+          "message names the call, the buffer and the driver's words: %s",
           braid_last_error());
     CHECK(kind_of(dev) == BRAID_MEM_KIND_DEVICE, "next query fine again");
 
-    /* 5. A call's two buffers: the same kind, or an error naming both. */
+    /* 4. A call's two buffers: the same kind, or an error naming both. */
     CHECK(braid_devptr_buffers(&k, dev, dev + 64, "allreduce") == BRAID_OK &&
               k == BRAID_MEM_KIND_DEVICE, "device + device");
     CHECK(braid_devptr_buffers(&k, host, host, "broadcast") == BRAID_OK &&
@@ -99,11 +128,6 @@ int main(int argc, char **argv)
     CHECK(st == BRAID_ERR_INVALID_ARG && strstr(braid_last_error(),
           "sendbuf is CUDA device memory but recvbuf is host memory"),
           "mixed kinds refused: %s", braid_last_error());
-
-    t0 = now();
-    for (int i = 0; i < n; i++)
-        braid_devptr_buffers(&k, host, host + 64, "allreduce");
-    printf("with the (stub) driver, a call's two buffers: %.1f ns per call\n",
-           (now() - t0) / n * 1e9);
-    return check_summary("devptr");
+    per_call("with the (stub) driver", host, host + 64);
+    return check_summary("devptr stub");
 }
