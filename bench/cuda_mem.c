@@ -68,6 +68,11 @@ int cm_open(char *why, size_t why_len)
         return -1;
     }
     int n = 0, err = get_count(&n);
+    if (err == 35 || err == 34) /* insufficient driver, stub driver */
+        return fail(why, why_len, "CUDA driver not loaded: cudaGetDeviceCount",
+                    err);
+    if (err == 100)
+        return fail(why, why_len, "no CUDA device: cudaGetDeviceCount", err);
     if (err != 0)
         return fail(why, why_len, "cudaGetDeviceCount", err);
     if (n == 0) {
