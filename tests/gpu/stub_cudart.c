@@ -4,8 +4,8 @@
  *   STUB_CUDA_COUNT_ERROR  cudaGetDeviceCount's error (35: insufficient
  *                          driver, 100: no device; default 0)
  *   STUB_CUDA_DEVICES      how many devices it reports (default 1)
- *   STUB_CUDA_EVENT        ready | pending | error: what cudaEventQuery
- *                          says (default ready) */
+ * and stub_cuda_event_mode() sets what cudaEventQuery says (threads of the
+ * plugin ask while the test changes it). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +14,12 @@
 #define EXPORT __attribute__((visibility("default")))
 
 static char stream_token, event_tokens[256];
-static int  next_event;
+static int  next_event, event_mode; /* 0 ready, 1 pending, 2 error */
+
+EXPORT void stub_cuda_event_mode(int mode)
+{
+    __atomic_store_n(&event_mode, mode, __ATOMIC_SEQ_CST);
+}
 
 static int env_int(const char *name, int fallback)
 {
@@ -77,7 +82,8 @@ EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return 0; }
 EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
 {
     (void)flags;
-    *e = (cudaEvent_t)&event_tokens[next_event++ % 256];
+    *e = (cudaEvent_t)&event_tokens[__atomic_fetch_add(&next_event, 1,
+                                                       __ATOMIC_SEQ_CST) % 256];
     return 0;
 }
 EXPORT cudaError_t cudaEventDestroy(cudaEvent_t e) { (void)e; return 0; }
@@ -90,12 +96,8 @@ EXPORT cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 EXPORT cudaError_t cudaEventQuery(cudaEvent_t e)
 {
     (void)e;
-    const char *v = getenv("STUB_CUDA_EVENT");
-    if (v != NULL && strcmp(v, "pending") == 0)
-        return cudaErrorNotReady;
-    if (v != NULL && strcmp(v, "error") == 0)
-        return 700;
-    return 0;
+    int mode = __atomic_load_n(&event_mode, __ATOMIC_SEQ_CST);
+    return mode == 1 ? cudaErrorNotReady : mode == 2 ? 700 : 0;
 }
 EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e) { return cudaEventQuery(e); }
 

@@ -1,10 +1,11 @@
 /* A stand-in for libnccl.so.2, for the tests of the NCCL plugin's probe
  * and error paths on machines without a GPU.  It runs no collective on a
  * GPU: its "device memory" is host memory (see stub_cudart.c), and it
- * behaves as the environment says:
- *   STUB_NCCL_VERSION  the code ncclGetVersion reports (default 22809)
- *   STUB_NCCL_FAIL     uid | init | coll | async: which call fails
- * It records the arguments of the last collective for the test to read. */
+ * behaves as told: STUB_NCCL_VERSION in the environment is the code
+ * ncclGetVersion reports (default 22809), and stub_nccl_fail() names the
+ * call that fails (uid, init, coll, async; "" for none).  It records the
+ * arguments of the last collective for the test to read.  The plugin's
+ * watchdog thread calls in too, so what both sides touch is atomic. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,14 +25,26 @@ static int         nranks = 1, aborts, destroys, pending_polls;
 static const char *last_error = "";
 static char        comm_storage;
 
+static const char *const fail_names[] = {"", "uid", "init", "coll", "async"};
+static int               fail_mode;
+
+EXPORT void stub_nccl_fail(const char *what)
+{
+    int mode = 0;
+    for (int i = 0; i < 5; i++)
+        if (strcmp(what, fail_names[i]) == 0)
+            mode = i;
+    __atomic_store_n(&fail_mode, mode, __ATOMIC_SEQ_CST);
+}
+
 static int fails(const char *what)
 {
-    const char *env = getenv("STUB_NCCL_FAIL");
-    return env != NULL && strcmp(env, what) == 0;
+    return strcmp(fail_names[__atomic_load_n(&fail_mode, __ATOMIC_SEQ_CST)],
+                  what) == 0;
 }
 
 EXPORT const stub_call_t *stub_nccl_last_call(void) { return &last_call; }
-EXPORT int stub_nccl_aborts(void) { return aborts; }
+EXPORT int stub_nccl_aborts(void) { return __atomic_load_n(&aborts, __ATOMIC_SEQ_CST); }
 EXPORT int stub_nccl_destroys(void) { return destroys; }
 
 EXPORT ncclResult_t ncclGetVersion(int *version)
@@ -101,7 +114,7 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
 EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
     (void)comm;
-    aborts++;
+    __atomic_fetch_add(&aborts, 1, __ATOMIC_SEQ_CST);
     return ncclSuccess;
 }
 

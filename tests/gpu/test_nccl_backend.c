@@ -22,8 +22,8 @@
 
 /* ------------------------------------------------- what the core offers */
 
-static char   last_msg[1024];
-static double timeout = 30;
+static char           last_msg[1024];
+static _Atomic double timeout = 30; /* the watchdog thread reads it */
 
 static void host_log(braid_log_level_t level, const char *comp,
                      const char *fmt, ...)
@@ -83,6 +83,9 @@ typedef struct stub_call {
 
 static const stub_call_t *(*last_call)(void);
 static int (*aborts)(void), (*destroys)(void);
+static void (*fail)(const char *what);  /* stub_nccl_fail */
+static void (*event_mode)(int mode);    /* stub_cuda_event_mode: 0 ready,
+                                           1 pending, 2 error */
 
 static const braid_nccl_lib_t *lib;
 
@@ -204,33 +207,33 @@ static void test_errors(void)
                                 BRAID_SUM);
 
     /* The set-up fails on every rank with NCCL's reason. */
-    setenv("STUB_NCCL_FAIL", "init", 1);
+    fail("init");
     braid_nccl_comm_t *c = new_comm();
     braid_status_t st = run(c, &o);
     CHECK(st == BRAID_ERR_INVALID_ARG &&
               strstr(last_msg, "NCCL error 5 (invalid usage): stub: Duplicate "
                                "GPU detected"),
           "init failure: %d %s", st, last_msg);
-    unsetenv("STUB_NCCL_FAIL");
+    fail("");
     st = run(c, &o);
     CHECK(st == BRAID_ERR_INVALID_ARG && strstr(last_msg, "failed earlier") &&
               strstr(last_msg, "Duplicate GPU"),
           "later calls repeat the cause: %s", last_msg);
     braid_nccl_comm_destroy(c);
 
-    setenv("STUB_NCCL_FAIL", "uid", 1);
+    fail("uid");
     c = new_comm();
     st = run(c, &o);
     CHECK(st == BRAID_ERR_TRANSPORT && strstr(last_msg, "rank 0") &&
               strstr(last_msg, "no network interface"),
           "unique id failure: %s", last_msg);
-    unsetenv("STUB_NCCL_FAIL");
+    fail("");
     braid_nccl_comm_destroy(c);
 
     /* A collective that NCCL refuses: the communicator is aborted. */
     c = new_comm();
     CHECK(run(c, &o) == BRAID_OK, "first call fine");
-    setenv("STUB_NCCL_FAIL", "coll", 1);
+    fail("coll");
     int before = aborts();
     st = run(c, &o);
     CHECK(st == BRAID_ERR_TRANSPORT &&
@@ -238,7 +241,7 @@ static void test_errors(void)
                                "error): stub: socket closed by peer"),
           "collective failure: %d %s", st, last_msg);
     CHECK(aborts() == before + 1, "aborted once");
-    unsetenv("STUB_NCCL_FAIL");
+    fail("");
     CHECK(run(c, &o) == BRAID_ERR_TRANSPORT && strstr(last_msg, "socket closed"),
           "and stays failed: %s", last_msg);
     braid_nccl_comm_destroy(c);
@@ -246,14 +249,14 @@ static void test_errors(void)
     /* A peer dies while the kernel waits: NCCL's asynchronous error. */
     c = new_comm();
     CHECK(run(c, &o) == BRAID_OK, "first call fine");
-    setenv("STUB_CUDA_EVENT", "pending", 1);
-    setenv("STUB_NCCL_FAIL", "async", 1);
+    event_mode(1);
+    fail("async");
     before = aborts();
     st = run(c, &o);
     CHECK(st == BRAID_ERR_PEER && strstr(last_msg, "remote process exited"),
           "asynchronous error: %d %s", st, last_msg);
     CHECK(aborts() == before + 1, "aborted");
-    unsetenv("STUB_NCCL_FAIL");
+    fail("");
     braid_nccl_comm_destroy(c);
 
     /* No error, but the call never completes: cancel (after the core's
@@ -270,13 +273,13 @@ static void test_errors(void)
     braid_nccl_comm_destroy(c);
 
     /* CUDA reports a failed kernel. */
-    setenv("STUB_CUDA_EVENT", "error", 1);
+    event_mode(2);
     c = new_comm();
     st = run(c, &o);
     CHECK(st == BRAID_ERR_TRANSPORT &&
               strstr(last_msg, "CUDA error 700 (an illegal memory access"),
           "CUDA error: %d %s", st, last_msg);
-    unsetenv("STUB_CUDA_EVENT");
+    event_mode(0);
     braid_nccl_comm_destroy(c);
 }
 
@@ -298,7 +301,7 @@ static void test_stream(void)
 
     /* It never completes: the watchdog aborts after the timeout. */
     timeout = 0.2;
-    setenv("STUB_CUDA_EVENT", "pending", 1);
+    event_mode(1);
     int before = aborts();
     CHECK(braid_nccl_coll_start(c, &o) == BRAID_OK, "enqueued");
     for (int i = 0; i < 500 && aborts() == before; i++)
@@ -307,7 +310,7 @@ static void test_stream(void)
     braid_status_t st = braid_nccl_coll_start(c, &o);
     CHECK(st == BRAID_ERR_TIMEOUT && strstr(last_msg, "BRAID_TIMEOUT=0.2"),
           "later calls say why: %d %s", st, last_msg);
-    unsetenv("STUB_CUDA_EVENT");
+    event_mode(0);
     timeout = 30;
     braid_nccl_comm_destroy(c);
 }
@@ -411,8 +414,17 @@ int main(int argc, char **argv)
     last_call = (const stub_call_t *(*)(void))dlsym(dl, "stub_nccl_last_call");
     aborts    = (int (*)(void))dlsym(dl, "stub_nccl_aborts");
     destroys  = (int (*)(void))dlsym(dl, "stub_nccl_destroys");
+    fail = (void (*)(const char *))dlsym(dl, "stub_nccl_fail");
     snprintf(path, sizeof(path), "%s/libstub-cudart.so", argv[1]);
     setenv("BRAID_CUDART_LIBRARY", path, 1);
+    void *rt = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    CHECK(rt != NULL, "stub: %s", dlerror());
+    if (rt == NULL)
+        return check_summary("nccl_backend");
+    event_mode = (void (*)(int))dlsym(rt, "stub_cuda_event_mode");
+    CHECK(last_call && aborts && destroys && fail && event_mode, "stub knobs");
+    if (!last_call || !aborts || !destroys || !fail || !event_mode)
+        return check_summary("nccl_backend");
     char why[256] = "";
     CHECK(braid_nccl_lib_open(&lib, why, sizeof(why)) == BRAID_OK,
           "open the stubs: %s", why);
