@@ -4,6 +4,7 @@
  * nodes (InfiniBand/RoCE ports, else Ethernet interfaces). */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,63 +82,57 @@ static int contains(const char *path, const char *word)
     return strstr(buf, word) != NULL;
 }
 
-/* Fastest active InfiniBand/RoCE port ("200 Gb/sec (4X HDR)"), GB/s. */
-static double ib_gbps(const char *sysfs)
+/* GB/s of one InfiniBand/RoCE device's fastest active port ("200 Gb/sec
+ * (4X HDR)"), or -1. */
+static double ib_device(const char *dir, const char *name)
 {
-    char   dir[512];
     double best = -1;
-    snprintf(dir, sizeof(dir), "%s/class/infiniband", sysfs);
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return -1;
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (e->d_name[0] == '.')
+    for (int port = 1; port <= 8; port++) {
+        char p[1024];
+        snprintf(p, sizeof(p), "%s/%s/ports/%d/state", dir, name, port);
+        if (!contains(p, "ACTIVE"))
             continue;
-        for (int port = 1; port <= 8; port++) {
-            char p[1024];
-            snprintf(p, sizeof(p), "%s/%s/ports/%d/state", dir, e->d_name, port);
-            if (!contains(p, "ACTIVE"))
-                continue;
-            snprintf(p, sizeof(p), "%s/%s/ports/%d/rate", dir, e->d_name, port);
-            double gbit = read_number(p);
-            if (gbit / 8 > best)
-                best = gbit / 8;
-        }
+        snprintf(p, sizeof(p), "%s/%s/ports/%d/rate", dir, name, port);
+        best = fmax(best, read_number(p) / 8);
     }
-    closedir(d);
     return best;
 }
 
-/* Fastest Ethernet interface that is up (speed in Mb/s), GB/s. */
-static double eth_gbps(const char *sysfs)
+/* GB/s of an Ethernet interface that is up (speed in Mb/s), or -1. */
+static double eth_device(const char *dir, const char *name)
+{
+    char p[1024];
+    if (strcmp(name, "lo") == 0)
+        return -1;
+    snprintf(p, sizeof(p), "%s/%s/operstate", dir, name);
+    if (!contains(p, "up"))
+        return -1;
+    snprintf(p, sizeof(p), "%s/%s/speed", dir, name);
+    return read_number(p) / 8000;
+}
+
+/* The best that device() says of the devices of sysfs/class/cls, or -1. */
+static double best_in_class(const char *sysfs, const char *cls,
+                            double (*device)(const char *dir, const char *name))
 {
     char   dir[512];
     double best = -1;
-    snprintf(dir, sizeof(dir), "%s/class/net", sysfs);
+    snprintf(dir, sizeof(dir), "%s/class/%s", sysfs, cls);
     DIR *d = opendir(dir);
     if (d == NULL)
         return -1;
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (e->d_name[0] == '.' || strcmp(e->d_name, "lo") == 0)
-            continue;
-        char p[1024];
-        snprintf(p, sizeof(p), "%s/%s/operstate", dir, e->d_name);
-        if (!contains(p, "up"))
-            continue;
-        snprintf(p, sizeof(p), "%s/%s/speed", dir, e->d_name);
-        double mbit = read_number(p);
-        if (mbit / 8000 > best)
-            best = mbit / 8000;
-    }
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.')
+            best = fmax(best, device(dir, e->d_name));
     closedir(d);
     return best;
 }
 
 double braid_nccl_links_net_gbps(const char *sysfs)
 {
-    double gbps = ib_gbps(sysfs);
+    double gbps = best_in_class(sysfs, "infiniband", ib_device);
     if (gbps <= 0)
-        gbps = eth_gbps(sysfs);
+        gbps = best_in_class(sysfs, "net", eth_device);
     return gbps > 0 ? gbps : NET_FALLBACK_GBPS;
 }
 
