@@ -160,7 +160,9 @@ int main(void)
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev == 0) {
-        printf("SKIP: no CUDA device (%s)\n",
+        printf("SKIP: %s (%s)\n",
+               e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary
+                   ? "CUDA driver not loaded" : "no CUDA device",
                e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
         return SKIP;
     }
