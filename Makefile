@@ -62,11 +62,12 @@ test-tsan: deps
 	  --timeout-multiplier 3
 
 # Plugins and reasons, then the benchmark with every plugin (the algo column
-# is the dispatcher's choice per size), then with the UCX fallback alone.
+# is the dispatcher's choice per size), then with the fallback alone: the
+# UCX transport and the point-to-point (ring, recursive doubling) algorithms.
 run: build
 	$(BUILD)/tools/braid-info
 	$(BUILD)/tools/braidrun -n $(RUN_RANKS) $(BUILD)/bench/braid-bench -b 8 -e 64M -f 4
-	BRAID_PLUGINS=ucx $(BUILD)/tools/braidrun -n $(RUN_RANKS) $(BUILD)/bench/braid-bench -b 8 -e 64M -f 4
+	BRAID_PLUGINS=ucx,p2p $(BUILD)/tools/braidrun -n $(RUN_RANKS) $(BUILD)/bench/braid-bench -b 8 -e 64M -f 4
 
 install: build
 	meson install -C $(BUILD)

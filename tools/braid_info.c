@@ -40,10 +40,11 @@ static void print_plugins(void)
     printf("%-10s %-8s %-12s %s\n", "plugin", "version", "state", "details");
     for (int i = 0; i < t->n; i++) {
         const braid_plugin_entry_t *e = &t->entries[i];
-        const braid_plugin_v3_t    *d = e->desc;
-        printf("%-10s %-8s %-12s %s\n", e->name,
+        const braid_plugin_t       *d = e->desc;
+        printf("%-10s %-8s %-12s %s%s\n", e->name,
                d && d->version ? d->version : "-", state_names[e->state],
-               e->state == BRAID_PLUGIN_AVAILABLE ? e->path : e->why);
+               e->state == BRAID_PLUGIN_AVAILABLE ? e->path : e->why,
+               d && e->adapted ? " (ABI 3, adapted)" : "");
         if (d == NULL)
             continue;
         for (int k = 0; k < d->n_transports && k < BRAID_LOADER_MAX_TLS; k++)
@@ -55,11 +56,18 @@ static void print_plugins(void)
                        ? " put-with-signal" : "",
                    e->tl_ok[k] ? "available" : "unavailable: ",
                    e->tl_ok[k] ? "" : e->tl_why[k]);
-        for (int k = 0; k < d->n_algos; k++)
-            printf("%-10s   algorithm %s for %s%s%s\n", "", d->algos[k]->name,
-                   braid_coll_name(d->algos[k]->coll),
-                   d->algos[k]->transport ? " on " : "",
-                   d->algos[k]->transport ? d->algos[k]->transport : "");
+        for (int k = 0; k < d->n_algos; k++) {
+            const braid_algo_t *a = d->algos[k];
+            printf("%-10s   %s %s for %s%s%s%s\n", "",
+                   a->flags & BRAID_ALGO_BACKEND ? "backend" : "algorithm",
+                   a->name, braid_coll_name(a->coll),
+                   a->transport ? " on " : "",
+                   a->transport ? a->transport : "",
+                   a->mem_types & BRAID_MEM_BIT(BRAID_MEM_CUDA)
+                       ? (a->mem_types & BRAID_MEM_BIT(BRAID_MEM_HOST)
+                              ? ", host and CUDA memory" : ", CUDA memory")
+                       : "");
+        }
     }
     braid_loader_release();
 }
@@ -90,8 +98,9 @@ static void print_table(braid_comm_t *comm)
                 const braid_candidate_t *k = &comm->sel.cands[i];
                 if (k->algo->coll != (braid_coll_t)c)
                     continue;
-                double t = braid_candidate_estimate(&comm->sel, k,
-                                                    (braid_coll_t)c, bytes);
+                double t = braid_candidate_estimate(
+                    &comm->sel, k, (braid_coll_t)c, bytes,
+                    braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST));
                 if (t >= 0)
                     printf("  %s %.1fus", k->name, t);
                 else

@@ -137,6 +137,7 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
     memset(call, 0, offsetof(braid_call_t, error));
     call->error[0] = '\0';
     braid_task_t *t = &call->task;
+    t->struct_size = sizeof(*t);
     t->coll    = coll;
     t->sendbuf = sendbuf;
     t->recvbuf = recvbuf;
@@ -154,19 +155,21 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
     size_t bytes = count * dtsize;
     if (comm->size == 1 || (bytes == 0 && coll != BRAID_COLL_BARRIER))
         return BRAID_OK; /* cand stays NULL: completed locally, in order */
+    t->send_mem = braid_mem_type_of(sendbuf);
+    t->recv_mem = sendbuf == recvbuf ? t->send_mem
+                                     : braid_mem_type_of(recvbuf);
     braid_candidate_t *cand;
-    if ((st = braid_select(&cand, &comm->sel, coll, bytes)) != BRAID_OK) {
+    if ((st = braid_select(&cand, &comm->sel, coll, bytes,
+                           braid_mem_need(t->send_mem, t->recv_mem))) !=
+        BRAID_OK) {
         comm->seq--; /* nothing was issued */
         return st;
     }
-    call->cand      = cand;
-    t->tl           = cand->tl;
-    t->comm_state   = &cand->comm_state;
-    t->stream       = comm->last_cand == cand && comm->last_coll == coll &&
-                      comm->last_bytes == bytes;
-    comm->last_cand  = cand;
-    comm->last_coll  = coll;
-    comm->last_bytes = bytes;
+    call->cand    = cand;
+    t->tl         = cand->tl;
+    t->comm_state = &cand->comm_state;
+    t->algo       = cand->algo;
+    braid_wait_note_call(comm, call, bytes);
     return BRAID_OK;
 }
 

@@ -18,6 +18,8 @@ typedef struct braid_call {
     int                started;
     int                done;
     braid_status_t     status;
+    braid_wait_t       wait;      /* what start/progress said it waits for */
+    int                stream;    /* repeats the call before it (wait.c) */
     double             t_start;   /* 0 until the first look at the clock */
     unsigned           polls;     /* progress calls that found it running */
     struct braid_call *next;
@@ -52,6 +54,9 @@ struct braid_comm {
     uint64_t                    seq;
     int                         check; /* BRAID_CHECK: compare every call */
     int                         oversubscribed; /* more ranks than cores */
+    int                         cpu_mates; /* ranks sharing this rank's CPU
+                                              (svc->cpu_mates; -1 unknown) */
+    unsigned                    sleep_polls; /* BRAID_SLEEP_POLLS */
     /* The last call issued, to tell a stream of identical calls. */
     braid_coll_t                last_coll;
     size_t                      last_bytes;
@@ -83,10 +88,30 @@ void braid_comm_close_transports(braid_comm_t *comm);
 /* comm/queue.c */
 void braid_call_enqueue(braid_comm_t *comm, braid_call_t *call);
 braid_status_t braid_comm_progress(braid_comm_t *comm);
-braid_status_t braid_call_wait(braid_comm_t *comm, braid_call_t *call);
 /* Marks the communicator failed: later calls get BRAID_ERR_STATE. */
 void braid_comm_fail(braid_comm_t *comm, braid_status_t status,
                      const char *msg);
+/* Ends the head call with st (runs finish, fails the communicator on
+ * error, dequeues); returns st. */
+braid_status_t braid_call_complete(braid_comm_t *comm, braid_call_t *call,
+                                   braid_status_t st);
+
+/* comm/wait.c: the waiting policy, all of it.  braid_call_wait polls the
+ * communicator until call is done, deciding after every poll whether to
+ * poll again, yield or sleep; braid_wait_after_start says whether the call
+ * just started should let the CPU go before its first progress;
+ * braid_wait_check is the running call's clock: the failure detector and
+ * BRAID_TIMEOUT (BRAID_INPROGRESS while it may go on, else the call's
+ * error, the call then completed). */
+braid_status_t braid_call_wait(braid_comm_t *comm, braid_call_t *call);
+int braid_wait_after_start(const braid_comm_t *comm, const braid_call_t *call);
+braid_status_t braid_wait_check(braid_comm_t *comm, braid_call_t *call);
+/* Sets call->stream and remembers the call for the next one. */
+void braid_wait_note_call(braid_comm_t *comm, braid_call_t *call,
+                          size_t bytes);
+
+/* comm/mem.c: where a buffer lives (the memory-type detection hook). */
+braid_mem_t braid_mem_type_of(const void *ptr);
 
 /* comm/check.c: compares this call's fingerprint with every rank's (valid:
  * whether this rank's arguments passed validation).  Collective. */

@@ -1,8 +1,7 @@
-/* The communicator's FIFO of calls, its progress engine, and the
- * non-blocking request API.  Only the head call progresses, which is what
- * makes calls complete in the order they were issued; every wait is bounded
- * by BRAID_TIMEOUT. */
-#include <sched.h>
+/* The communicator's FIFO of calls, the life of a call (start, progress,
+ * finish), and the non-blocking request API.  Only the head call
+ * progresses, which is what makes calls complete in the order they were
+ * issued.  How a rank waits, and the timeout, are wait.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,14 +12,6 @@
 #include "util/log.h"
 
 #define LOG_COMP "comm"
-#define BRAID_HEALTH_PERIOD_S 0.005
-/* A running call looks at the clock (for its timeout and the failure
- * detector) once every this many polls, not on every one: a small call
- * completes in one or two polls, and two clock reads a call were 4-5% of an
- * 8-byte all-reduce on an oversubscribed host.  64 polls take well under a
- * millisecond even when every poll yields, so the timeout starts that much
- * late at most. */
-#define BRAID_CLOCK_POLLS 64u /* a power of two */
 /* How long a failed call waits for the bootstrap channel's account of a
  * failure before it reports the transport's own. */
 #define BRAID_VERDICT_WAIT_S 0.25
@@ -49,14 +40,15 @@ void braid_call_enqueue(braid_comm_t *comm, braid_call_t *call)
     comm->tail = call;
 }
 
-static void call_complete(braid_comm_t *comm, braid_call_t *call,
-                          braid_status_t st)
+braid_status_t braid_call_complete(braid_comm_t *comm, braid_call_t *call,
+                                   braid_status_t st)
 {
     /* The message first: a finish() that cancels requests may go through a
      * transport that records errors of its own, which must not replace the
      * one that ended the call. */
     if (st != BRAID_OK)
         snprintf(call->error, sizeof(call->error), "%s", braid_last_error());
+    /* Once start() ran, finish() follows whatever it returned. */
     if (call->started && call->cand != NULL)
         call->cand->algo->finish(&call->task);
     call->done   = 1;
@@ -66,6 +58,7 @@ static void call_complete(braid_comm_t *comm, braid_call_t *call,
     comm->head = call->next;
     if (comm->head == NULL)
         comm->tail = NULL;
+    return st;
 }
 
 /* The local part of calls that need no communication (one rank, no data). */
@@ -110,59 +103,29 @@ static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
     if (comm->failed != BRAID_OK) {
         st = braid_error(BRAID_ERR_STATE, "communicator failed earlier: %s",
                          comm->failed_msg);
-        call_complete(comm, call, st);
-        return st;
+        return braid_call_complete(comm, call, st);
     }
     if (call->cand == NULL) {
         call_run_local(call);
-        call_complete(comm, call, BRAID_OK);
-        return BRAID_OK;
+        return braid_call_complete(comm, call, BRAID_OK);
     }
     if (!call->started) {
-        st = call->cand->algo->start(&call->task);
-        if (st != BRAID_OK) {
-            st = first_cause(call, comm, st);
-            call_complete(comm, call, st);
-            return st;
-        }
         call->started = 1;
-    }
-    call->task.remote_wait = 0;
-    st = call->cand->algo->progress(&call->task);
-    if (st == BRAID_INPROGRESS) {
-        if ((++call->polls & (BRAID_CLOCK_POLLS - 1)) != 0)
+        call->wait    = BRAID_WAIT_LOCAL;
+        st = call->cand->algo->start(&call->task, &call->wait);
+        if (st != BRAID_OK)
+            return braid_call_complete(comm, call,
+                                       first_cause(call, comm, st));
+        if (braid_wait_after_start(comm, call))
             return BRAID_INPROGRESS;
-        double now = braid_now_s();
-        if (call->t_start == 0)
-            call->t_start = now;
-        double waited = now - call->t_start;
-        /* A dead peer shows up on the bootstrap channel long before the
-         * timeout; look every few milliseconds, not on every poll. */
-        if (now - comm->last_health >= BRAID_HEALTH_PERIOD_S) {
-            comm->last_health = now;
-            st = braid_bootstrap_health(comm->bs);
-            if (st != BRAID_OK) {
-                char msg[512];
-                snprintf(msg, sizeof(msg), "%s", braid_last_error());
-                st = braid_error(st, "%s of %zu elements (%s) failed: %s",
-                                 braid_coll_name(call->task.coll),
-                                 call->task.count, call->cand->name, msg);
-                call_complete(comm, call, st);
-                return st;
-            }
-        }
-        if (waited <= comm->timeout_s)
-            return BRAID_INPROGRESS;
-        st = braid_error(BRAID_ERR_TIMEOUT, "%s of %zu elements (%s) did not "
-                         "complete within BRAID_TIMEOUT=%.1f s: a peer is "
-                         "stuck, dead, or called a different collective",
-                         braid_coll_name(call->task.coll), call->task.count,
-                         call->cand->name, comm->timeout_s);
     }
+    call->wait = BRAID_WAIT_LOCAL;
+    st = call->cand->algo->progress(&call->task, &call->wait);
+    if (st == BRAID_INPROGRESS)
+        return braid_wait_check(comm, call);
     if (st != BRAID_OK)
         st = first_cause(call, comm, st);
-    call_complete(comm, call, st);
-    return st;
+    return braid_call_complete(comm, call, st);
 }
 
 braid_status_t braid_comm_progress(braid_comm_t *comm)
@@ -172,73 +135,6 @@ braid_status_t braid_comm_progress(braid_comm_t *comm)
         if (st == BRAID_INPROGRESS)
             return st;
     }
-    return BRAID_OK;
-}
-
-/* Spinning is fastest while a waiting rank owns its core; once the wait has
- * lasted longer than a hand-off between ranks would take, the peer it waits
- * for is probably runnable on this very core (oversubscribed host, or other
- * load), and yielding after every poll lets it run. */
-#define BRAID_SPIN_BUDGET_S 20e-6
-/* Polls an oversubscribed rank may spend waiting for ranks on other CPUs
- * (task->remote_wait) before it yields anyway: a few microseconds, longer
- * than a hand-off between two ranks of another CPU takes. */
-#define BRAID_REMOTE_SPIN_POLLS 128u
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-/* Whether an oversubscribed rank should poll again rather than yield: the
- * running call waits only for ranks pinned to other CPUs (the ranks that
- * share this CPU have all done their part, so yielding would hand the CPU
- * to one that can do nothing), and it is one of a stream of identical
- * calls.  Polling then lets this rank finish the call when the data lands
- * and go straight on to post the next one, so the CPU changes hands about
- * once per call instead of twice.  It is unfair, though: a mate that
- * entered the call first finishes only after this rank moves on, so for a
- * call that is not part of a stream (a barrier before it, say) the rank
- * that started first should not wait for that, and the rank yields. */
-static int spin_for_remote(const braid_comm_t *comm, unsigned *spins)
-{
-    const braid_call_t *head = comm->head;
-    if (head == NULL || !head->task.stream || !head->task.remote_wait ||
-        *spins >= BRAID_REMOTE_SPIN_POLLS)
-        return 0;
-    ++*spins;
-    return 1;
-}
-
-braid_status_t braid_call_wait(braid_comm_t *comm, braid_call_t *call)
-{
-    unsigned polls    = 0;
-    unsigned spins    = 0;
-    int      yielding = comm->oversubscribed;
-    double   t0       = 0;
-    while (!call->done) {
-        braid_comm_progress(comm);
-        if (call->done)
-            break;
-        if (yielding) {
-            if (spin_for_remote(comm, &spins))
-                cpu_relax();
-            else
-                sched_yield();
-        } else if ((++polls & 63) == 0) {
-            double now = braid_now_s();
-            if (t0 == 0)
-                t0 = now;
-            else if (now - t0 > BRAID_SPIN_BUDGET_S)
-                yielding = 1;
-        }
-    }
-    if (call->status != BRAID_OK)
-        return braid_error(call->status, "%s", call->error);
     return BRAID_OK;
 }
 

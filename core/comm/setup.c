@@ -11,7 +11,8 @@
 
 #define LOG_COMP "comm"
 /* One scheduler hand-off between two ranks of a core (sched_yield, then
- * the next rank's poll): 0.6-1.2 us measured on this 2-core VM. */
+ * the next rank's poll), the order of magnitude measured
+ * (docs/performance.md). */
 #define BRAID_HANDOFF_US 1.0
 
 static braid_status_t oob_allgather(void *ctx, const void *sendbuf,
@@ -39,7 +40,7 @@ typedef struct config_print {
     int32_t  status;  /* this rank's parse result */
     int32_t  topo;
     int32_t  check;   /* BRAID_CHECK */
-    int32_t  pad;
+    uint32_t sleep_polls; /* BRAID_SLEEP_POLLS */
     uint64_t algo_hash;
     uint64_t tune_hash;
 } config_print_t;
@@ -53,6 +54,12 @@ static braid_status_t read_choices(braid_comm_t *comm, config_print_t *print)
         return cst;
     comm->check  = (int)check;
     print->check = (int32_t)check;
+    long long sleep_polls;
+    cst = braid_env_int("BRAID_SLEEP_POLLS", 0, 0, 1000000000, &sleep_polls);
+    if (cst != BRAID_OK)
+        return cst;
+    comm->sleep_polls  = (unsigned)sleep_polls;
+    print->sleep_polls = (uint32_t)sleep_polls;
     const char    *algo = getenv("BRAID_ALGO");
     braid_status_t st   = braid_algo_spec_parse(&comm->override, algo);
     print->algo_hash    = fnv1a(seed, algo ? algo : "", algo ? strlen(algo) : 0);
@@ -95,7 +102,9 @@ static braid_status_t agree_on_choices(braid_comm_t *comm, braid_status_t local,
                                ? "BRAID_TUNE_FILE (contents)"
                            : all[r].topo != mine->topo   ? "BRAID_TOPO"
                            : all[r].check != mine->check ? "BRAID_CHECK"
-                                                         : "";
+                           : all[r].sleep_polls != mine->sleep_polls
+                               ? "BRAID_SLEEP_POLLS"
+                               : "";
         if (what == NULL) {
             st = braid_error((braid_status_t)all[r].status, "rank %d failed to "
                              "read its configuration (%s); see its error",
@@ -123,8 +132,8 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
 
     comm->rank = braid_bootstrap_rank(comm->bs);
     comm->size = braid_bootstrap_size(comm->bs);
-    comm->oob  = (braid_oob_t){comm->rank, comm->size, comm->bs, oob_allgather,
-                               oob_barrier};
+    comm->oob  = (braid_oob_t){sizeof(braid_oob_t), comm->rank, comm->size,
+                               comm->bs, oob_allgather, oob_barrier};
     if ((st = braid_loader_acquire(&comm->plugins)) != BRAID_OK)
         return st;
     if ((st = braid_topo_detect(comm)) != BRAID_OK)
@@ -151,6 +160,12 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
     if (ncpu < 1)
         ncpu = 1;
     comm->oversubscribed = comm->topo.ppn > ncpu;
+    /* Who shares this rank's CPU (wait.c); the scratch is freed at once. */
+    unsigned char *mate = calloc((size_t)comm->size, 1);
+    if (mate == NULL)
+        return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
+    comm->cpu_mates = braid_cpu_mates(&comm->topo, comm->rank, mate);
+    free(mate);
     /* ... and the cost model charges each stage the hand-offs it then
      * needs, so that one stage beats two by more than a cache line's
      * latency (4 ranks on 2 cores: oneshot stays ahead of twoshot to a few

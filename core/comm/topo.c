@@ -113,6 +113,8 @@ braid_status_t braid_topo_detect(braid_comm_t *comm)
     for (int n = 0; n < nnodes; n++)
         ppn = count[n] > ppn ? count[n] : ppn;
 
+    comm->topo.struct_size  = sizeof(comm->topo);
+    comm->topo.size         = comm->size;
     comm->topo.nnodes       = nnodes;
     comm->topo.ppn          = ppn;
     comm->topo.node_of_rank = comm->node_of_rank;

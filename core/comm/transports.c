@@ -3,7 +3,8 @@
  * Each rank may have loaded different plugins (a node without an RDMA NIC, a
  * BRAID_PLUGINS set on one node only), so what a communicator uses is the
  * intersection over its ranks, computed through the bootstrap channel, and
- * each transport is kept only if it opened on every rank. */
+ * each transport -- and each backend, an algorithm that brings its own
+ * transport -- is kept only if it opened on every rank. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,38 +67,51 @@ static int transport_name_taken(const braid_comm_t *comm, const char *name)
     return 0;
 }
 
+/* *all_ok = whether ok is 1 on every rank; what names the thing opened. */
+static braid_status_t agree_opened(braid_comm_t *comm, int ok, int *all_ok,
+                                   const char *what)
+{
+    int32_t  mine = ok;
+    int32_t *oks  = malloc(sizeof(int32_t) * (size_t)comm->size);
+    if (oks == NULL)
+        return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
+    braid_status_t ast = braid_bootstrap_allgather(comm->bs, &mine, oks,
+                                                   sizeof(mine));
+    *all_ok = ast == BRAID_OK;
+    for (int r = 0; r < comm->size && *all_ok; r++)
+        if (!oks[r]) {
+            *all_ok = 0;
+            BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "%s did not open on rank %d: "
+                      "not used on this communicator", what, r);
+        }
+    free(oks);
+    return ast; /* a bootstrap failure is fatal; a refusal is not */
+}
+
 /* Opens one transport everywhere or nowhere. */
 static braid_status_t open_one(braid_comm_t *comm,
-                               const braid_transport_v3_t *ops)
+                               const braid_transport_t *ops)
 {
     void          *tcomm = NULL;
-    braid_status_t st    = ops->comm_create(braid_core_services(), &comm->oob,
-                                            &comm->topo, &tcomm);
+    char           what[96];
+    int            all_ok;
+    braid_status_t st    = ops->comm_create(ops, braid_core_services(),
+                                            &comm->oob, &comm->topo, &tcomm);
     if (st != BRAID_OK)
         BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "transport %s not opened: %s",
                   ops->name, braid_last_error());
-    int32_t  ok  = st == BRAID_OK;
-    int32_t *oks = malloc(sizeof(int32_t) * (size_t)comm->size);
-    if (oks == NULL)
-        return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
-    braid_status_t ast = braid_bootstrap_allgather(comm->bs, &ok, oks,
-                                                   sizeof(ok));
-    int all_ok = ast == BRAID_OK;
-    for (int r = 0; r < comm->size && all_ok; r++)
-        if (!oks[r]) {
-            all_ok = 0;
-            BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "transport %s did not open on "
-                      "rank %d: not used on this communicator", ops->name, r);
-        }
-    free(oks);
+    snprintf(what, sizeof(what), "transport %s", ops->name);
+    braid_status_t ast = agree_opened(comm, st == BRAID_OK, &all_ok, what);
     if (!all_ok) {
-        if (ok)
+        if (st == BRAID_OK)
             ops->comm_destroy(tcomm);
-        return ast; /* a bootstrap failure is fatal; a refusal is not */
+        return ast;
     }
     braid_tl_t *tl = &comm->tls[comm->ntls++];
-    tl->ops   = ops;
-    tl->tcomm = tcomm;
+    tl->struct_size      = sizeof(*tl);
+    tl->ops              = ops;
+    tl->tcomm            = tcomm;
+    tl->link.struct_size = sizeof(tl->link);
     ops->link(tcomm, &tl->link);
     BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "transport %s open: alpha %.2f us, "
               "%.2f GB/s", ops->name, tl->link.alpha_us, tl->link.beta_gbps);
@@ -140,7 +154,7 @@ static braid_status_t open_agreed_transports(braid_comm_t *comm)
             continue;
         for (int t = 0; t < e->desc->n_transports &&
                         t < BRAID_LOADER_MAX_TLS && i < local->n; t++) {
-            const braid_transport_v3_t *ops = e->desc->transports[t];
+            const braid_transport_t *ops = e->desc->transports[t];
             if (!e->tl_ok[t] || !keep[i++])
                 continue;
             if (transport_name_taken(comm, ops->name)) {
@@ -176,7 +190,26 @@ static int cand_exists(const braid_comm_t *comm, const char *name,
     return 0;
 }
 
-static void add_candidates(braid_comm_t *comm, const braid_algo_v3_t *algo,
+/* A mask of 0 means host memory only. */
+static uint32_t mem_mask(uint32_t declared)
+{
+    return declared != 0 ? declared : BRAID_MEM_BIT(BRAID_MEM_HOST);
+}
+
+static int cand_add(braid_comm_t *comm, const braid_candidate_t *c,
+                    const char *plugin)
+{
+    if (cand_exists(comm, c->name, c->algo->coll)) {
+        BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin %s brings %s for %s, "
+                  "which an earlier plugin already brought; ignored",
+                  plugin, c->name, braid_coll_name(c->algo->coll));
+        return 0;
+    }
+    comm->sel.cands[comm->sel.ncands++] = *c;
+    return 1;
+}
+
+static void add_candidates(braid_comm_t *comm, const braid_algo_t *algo,
                            const char *plugin)
 {
     for (int t = 0; t < comm->ntls; t++) {
@@ -185,22 +218,47 @@ static void add_candidates(braid_comm_t *comm, const braid_algo_v3_t *algo,
             continue;
         if (algo->transport != NULL && strcmp(algo->transport, tl->ops->name))
             continue;
-        braid_candidate_t c = {.algo = algo, .tl = tl};
-        /* A backend whose algorithm and transport share a name ("nccl") is
-         * written with that name alone. */
+        braid_candidate_t c = {.algo = algo, .tl = tl,
+                               .tl_name = tl->ops->name};
+        /* An algorithm runs on the memory both it and its transport take. */
+        c.mem_types = mem_mask(algo->mem_types) & mem_mask(tl->ops->mem_types);
+        /* An algorithm and transport that share a name ("nccl", an ABI-3
+         * backend) are written with that name alone. */
         if (strcmp(algo->name, tl->ops->name) == 0)
             snprintf(c.name, sizeof(c.name), "%s", algo->name);
         else
             snprintf(c.name, sizeof(c.name), "%s@%s", algo->name,
                      tl->ops->name);
-        if (cand_exists(comm, c.name, algo->coll)) {
-            BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin %s brings %s for %s, "
-                      "which an earlier plugin already brought; ignored",
-                      plugin, c.name, braid_coll_name(algo->coll));
-            continue;
-        }
-        comm->sel.cands[comm->sel.ncands++] = c;
+        cand_add(comm, &c, plugin);
     }
+}
+
+/* A backend (BRAID_ALGO_BACKEND) brings its own transport: the core opens
+ * its per-communicator state through the oob, everywhere or nowhere, and
+ * its candidate is written with its name alone. */
+static braid_status_t add_backend(braid_comm_t *comm, const braid_algo_t *algo,
+                                  const char *plugin)
+{
+    void          *state = NULL;
+    char           what[96];
+    int            all_ok;
+    braid_status_t st = algo->comm_create(algo, braid_core_services(),
+                                          &comm->oob, &comm->topo, &state);
+    if (st != BRAID_OK)
+        BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "backend %s not opened: %s",
+                  algo->name, braid_last_error());
+    snprintf(what, sizeof(what), "backend %s", algo->name);
+    braid_status_t ast = agree_opened(comm, st == BRAID_OK, &all_ok, what);
+    braid_candidate_t c = {.algo = algo, .tl = NULL, .tl_name = algo->name,
+                           .mem_types = mem_mask(algo->mem_types),
+                           .comm_state = state};
+    snprintf(c.name, sizeof(c.name), "%s", algo->name);
+    if (!all_ok || !cand_add(comm, &c, plugin)) {
+        if (st == BRAID_OK && algo->comm_state_free != NULL)
+            algo->comm_state_free(state, NULL);
+        return ast;
+    }
+    return BRAID_OK;
 }
 
 static braid_status_t build_candidates(braid_comm_t *comm)
@@ -224,7 +282,8 @@ static braid_status_t build_candidates(braid_comm_t *comm)
     }
     if ((st = intersect(comm, local, keep)) != BRAID_OK)
         goto out;
-    comm->sel.cands = calloc((size_t)(nalgos * (comm->ntls ? comm->ntls : 1)) + 1,
+    comm->sel.cands = calloc((size_t)(nalgos * (comm->ntls ? comm->ntls : 1)) +
+                                 (size_t)nalgos + 1,
                              sizeof(braid_candidate_t));
     if (comm->sel.cands == NULL) {
         st = braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
@@ -235,9 +294,15 @@ static braid_status_t build_candidates(braid_comm_t *comm)
         const braid_plugin_entry_t *e = &pt->entries[p];
         if (e->state != BRAID_PLUGIN_AVAILABLE)
             continue;
-        for (int a = 0; a < e->desc->n_algos && i < local->n; a++, i++)
-            if (keep[i])
-                add_candidates(comm, e->desc->algos[a], e->name);
+        for (int a = 0; a < e->desc->n_algos && i < local->n; a++, i++) {
+            const braid_algo_t *algo = e->desc->algos[a];
+            if (!keep[i])
+                continue;
+            if (!(algo->flags & BRAID_ALGO_BACKEND))
+                add_candidates(comm, algo, e->name);
+            else if ((st = add_backend(comm, algo, e->name)) != BRAID_OK)
+                goto out;
+        }
     }
     qsort(comm->sel.cands, (size_t)comm->sel.ncands, sizeof(braid_candidate_t),
           cand_cmp);

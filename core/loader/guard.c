@@ -115,18 +115,17 @@ static void take_back_alt_stack(void *lent)
  * the jump.  savemask = 1: the jump also restores the signal mask of this
  * point, which the kernel changed on entry to the handler. */
 static __attribute__((noinline)) int
-run_probe(braid_probe_fn_t probe, const braid_services_v3_t *svc, char *why,
-          size_t why_len, braid_status_t *st)
+run_probe(braid_probe_call_t probe, void *ctx, char *why, size_t why_len,
+          braid_status_t *st)
 {
     int crashed = sigsetjmp(guard_env, 1);
     if (crashed == 0)
-        *st = probe(svc, why, why_len);
+        *st = probe(ctx, why, why_len);
     return crashed;
 }
 
-int braid_loader_probe_guarded(braid_probe_fn_t probe,
-                               const braid_services_v3_t *svc, char *why,
-                               size_t why_len, braid_status_t *st)
+int braid_loader_probe_guarded(braid_probe_call_t probe, void *ctx,
+                               char *why, size_t why_len, braid_status_t *st)
 {
     struct sigaction act;
     void            *alt;
@@ -143,7 +142,7 @@ int braid_loader_probe_guarded(braid_probe_fn_t probe,
             break;
     __atomic_store_n(&guard_tid, gettid(), __ATOMIC_RELEASE);
 
-    int crashed = run_probe(probe, svc, why, why_len, st);
+    int crashed = run_probe(probe, ctx, why, why_len, st);
 
     __atomic_store_n(&guard_tid, 0, __ATOMIC_RELEASE);
     for (int i = installed - 1; i >= 0; i--) {

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loader/abi3.h"
+#include "loader/adapt.h"
 #include "loader/loader.h"
 #include "util/log.h"
 
@@ -146,7 +148,10 @@ static void reject(braid_plugin_entry_t *e, braid_plugin_state_t state,
     vsnprintf(e->why, sizeof(e->why), fmt, ap);
     va_end(ap);
     e->state = state;
-    e->desc  = NULL;
+    if (e->adapted)
+        braid_adapt_v3_free(e->desc);
+    e->adapted = 0;
+    e->desc    = NULL;
     if (e->dl != NULL) {
         dlclose(e->dl);
         e->dl = NULL;
@@ -159,55 +164,174 @@ static void reject(braid_plugin_entry_t *e, braid_plugin_state_t state,
               state == BRAID_PLUGIN_REJECTED ? "rejected" : "skipped", e->why);
 }
 
-/* Checks the descriptor's ABI before reading any other field. */
-static void check_descriptor(braid_plugin_entry_t *e)
+/* The plugin's symbol for another ABI, if it has one: its number, or 0. */
+static unsigned other_abi(void *dl)
 {
-    const braid_plugin_v3_t *d = dlsym(e->dl, BRAID_PLUGIN_SYMBOL);
-    if (d == NULL) {
-        reject(e, BRAID_PLUGIN_REJECTED, "no symbol '%s': not a braid plugin "
-               "or built for another ABI (this core speaks ABI %u)",
-               BRAID_PLUGIN_SYMBOL, BRAID_PLUGIN_ABI_VERSION);
-        return;
+    static const unsigned candidates[] = {1, 2, 5, 6, 7, 8, 9, 10, 11, 12};
+    for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+        char sym[32];
+        snprintf(sym, sizeof(sym), "braid_plugin_v%u", candidates[i]);
+        if (dlsym(dl, sym) != NULL)
+            return candidates[i];
     }
-    if (d->abi_version != BRAID_PLUGIN_ABI_VERSION) {
-        reject(e, BRAID_PLUGIN_REJECTED, "ABI version %u, this core speaks ABI "
-               "%u: rebuild the plugin against this braid", d->abi_version,
-               BRAID_PLUGIN_ABI_VERSION);
-        return;
-    }
-    if (d->struct_size < sizeof(braid_plugin_v3_t)) {
-        reject(e, BRAID_PLUGIN_REJECTED, "ABI %u descriptor of %u bytes, "
-               "expected %zu: corrupt or mismatched header", d->abi_version,
-               d->struct_size, sizeof(braid_plugin_v3_t));
-        return;
-    }
-    if (d->name == NULL || strcmp(d->name, e->name) != 0) {
-        reject(e, BRAID_PLUGIN_REJECTED, "descriptor names itself '%s' but the "
-               "file is libbraid-%s.so", d->name ? d->name : "(null)",
-               e->name);
-        return;
-    }
-    if (d->probe == NULL || d->n_transports < 0 || d->n_algos < 0 ||
-        (d->n_transports > 0 && d->transports == NULL) ||
-        (d->n_algos > 0 && d->algos == NULL)) {
-        reject(e, BRAID_PLUGIN_REJECTED, "malformed descriptor (probe, "
-               "transport or algorithm arrays missing)");
-        return;
-    }
-    /* Algorithms withdraw their requests through cancel before they free
-     * the buffers after an error; a transport without it would let late
-     * data land in freed memory. */
+    return 0;
+}
+
+static const char *abi_hint(unsigned abi)
+{
+    return abi > BRAID_PLUGIN_ABI_VERSION
+               ? "newer than this core: upgrade braid or rebuild the plugin "
+                 "against this braid's <braid/plugin.h>"
+               : "too old to adapt: rebuild the plugin against this braid's "
+                 "<braid/plugin.h>";
+}
+
+const char *braid_loader_check_arrays(int has_probe, int n_transports,
+                                      const void *transports, int n_algos,
+                                      const void *algos)
+{
+    if (!has_probe || n_transports < 0 || n_algos < 0 ||
+        (n_transports > 0 && transports == NULL) ||
+        (n_algos > 0 && algos == NULL))
+        return "malformed descriptor (probe, transport or algorithm arrays "
+               "missing)";
+    return NULL;
+}
+
+/* buf = "<kind> '<name>' descriptor of N bytes, smaller than ABI 4's". */
+static const char *too_small(char *buf, size_t len, const char *kind,
+                             const char *name, uint32_t size, size_t min)
+{
+    snprintf(buf, len, "%s '%s' descriptor of %u bytes, smaller than ABI 4's "
+             "%zu: corrupt or mismatched header", kind, name ? name : "(null)",
+             size, min);
+    return buf;
+}
+
+/* What an ABI-4 descriptor must hold before the core calls into it; NULL
+ * when it is sound. */
+static const char *check_v4(const braid_plugin_t *d, char *buf, size_t len)
+{
+    const char *bad = braid_loader_check_arrays(
+        d->probe != NULL, d->n_transports, d->transports, d->n_algos,
+        d->algos);
+    if (bad != NULL)
+        return bad;
     for (int t = 0; t < d->n_transports; t++) {
-        const braid_transport_v3_t *tl = d->transports[t];
-        if (tl == NULL || tl->cancel == NULL) {
-            reject(e, BRAID_PLUGIN_REJECTED, "transport '%s' has no cancel "
-                   "operation, which plugin ABI %u requires",
-                   tl && tl->name ? tl->name : "(null)",
-                   BRAID_PLUGIN_ABI_VERSION);
-            return;
+        const braid_transport_t *tl = d->transports[t];
+        const char *name = tl && tl->name ? tl->name : "(null)";
+        if (tl == NULL || tl->struct_size < BRAID_TRANSPORT_V4_MIN_SIZE)
+            return too_small(buf, len, "transport", name,
+                             tl ? tl->struct_size : 0,
+                             BRAID_TRANSPORT_V4_MIN_SIZE);
+        /* Algorithms withdraw their requests through cancel before they
+         * free the buffers after an error; a transport without it would
+         * let late data land in freed memory. */
+        if (tl->name == NULL || tl->cancel == NULL || tl->comm_create == NULL ||
+            tl->comm_destroy == NULL || tl->link == NULL) {
+            snprintf(buf, len, "transport '%s' lacks its name, cancel, "
+                     "comm_create, comm_destroy or link, which plugin ABI %u "
+                     "requires", name, BRAID_PLUGIN_ABI_VERSION);
+            return buf;
         }
     }
-    e->desc = d;
+    for (int a = 0; a < d->n_algos; a++) {
+        const braid_algo_t *al = d->algos[a];
+        const char *name = al && al->name ? al->name : "(null)";
+        if (al == NULL || al->struct_size < BRAID_ALGO_V4_MIN_SIZE)
+            return too_small(buf, len, "algorithm", name,
+                             al ? al->struct_size : 0,
+                             BRAID_ALGO_V4_MIN_SIZE);
+        if (al->name == NULL || (unsigned)al->coll >= BRAID_COLL_COUNT ||
+            al->estimate == NULL || al->start == NULL ||
+            al->progress == NULL || al->finish == NULL ||
+            ((al->flags & BRAID_ALGO_BACKEND) && al->comm_create == NULL)) {
+            snprintf(buf, len, "algorithm '%s' lacks its name, collective, "
+                     "estimate, start, progress or finish (or, as a backend, "
+                     "comm_create)", name);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+/* Checks the descriptor's ABI before reading any other field; adapts an
+ * ABI-3 descriptor. */
+static void check_descriptor(braid_plugin_entry_t *e)
+{
+    char buf[224];
+    const braid_plugin_t *d = dlsym(e->dl, BRAID_PLUGIN_SYMBOL);
+    if (d == NULL) {
+        const braid_plugin_v3_t *d3 = dlsym(e->dl, BRAID_PLUGIN_ABI3_SYMBOL);
+        unsigned other = d3 ? 3 : other_abi(e->dl);
+        if (other == 0) {
+            reject(e, BRAID_PLUGIN_REJECTED, "no symbol '%s' (or '%s'): not a "
+                   "braid plugin", BRAID_PLUGIN_SYMBOL,
+                   BRAID_PLUGIN_ABI3_SYMBOL);
+            return;
+        }
+        if (other != 3) {
+            reject(e, BRAID_PLUGIN_REJECTED, "built for plugin ABI %u "
+                   "(braid_plugin_v%u); this core speaks ABI %u and adapts "
+                   "ABI 3: %s", other, other, BRAID_PLUGIN_ABI_VERSION,
+                   abi_hint(other));
+            return;
+        }
+        if (d3->abi_version != 3) {
+            reject(e, BRAID_PLUGIN_REJECTED, "ABI version %u in symbol '%s', "
+                   "which only ABI 3 uses: corrupt descriptor",
+                   d3->abi_version, BRAID_PLUGIN_ABI3_SYMBOL);
+            return;
+        }
+        if (braid_adapt_v3(&e->desc, d3, buf, sizeof(buf)) != BRAID_OK) {
+            reject(e, BRAID_PLUGIN_REJECTED, "%s", buf);
+            return;
+        }
+        e->abi     = 3;
+        e->adapted = 1;
+        BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "plugin '%s' was built for ABI 3: "
+                  "loaded through the ABI-3 adapter", e->name);
+    } else {
+        if (d->abi_version != BRAID_PLUGIN_ABI_VERSION) {
+            reject(e, BRAID_PLUGIN_REJECTED, "ABI version %u, this core "
+                   "speaks ABI %u (and adapts ABI 3): %s", d->abi_version,
+                   BRAID_PLUGIN_ABI_VERSION, abi_hint(d->abi_version));
+            return;
+        }
+        if (d->struct_size < BRAID_PLUGIN_V4_MIN_SIZE) {
+            reject(e, BRAID_PLUGIN_REJECTED, "ABI %u descriptor of %u bytes, "
+                   "smaller than ABI %u's %zu: corrupt or mismatched header",
+                   d->abi_version, d->struct_size, BRAID_PLUGIN_ABI_VERSION,
+                   (size_t)BRAID_PLUGIN_V4_MIN_SIZE);
+            return;
+        }
+        const char *bad = check_v4(d, buf, sizeof(buf));
+        if (bad != NULL) {
+            reject(e, BRAID_PLUGIN_REJECTED, "%s", bad);
+            return;
+        }
+        e->desc = d;
+        e->abi  = BRAID_PLUGIN_ABI_VERSION;
+    }
+    if (e->desc->name == NULL || strcmp(e->desc->name, e->name) != 0) {
+        reject(e, BRAID_PLUGIN_REJECTED, "descriptor names itself '%s' but the "
+               "file is libbraid-%s.so",
+               e->desc->name ? e->desc->name : "(null)", e->name);
+        return;
+    }
+}
+
+typedef struct probe_ctx {
+    const braid_plugin_t    *plugin;
+    const braid_transport_t *tl; /* NULL: the plugin's own probe */
+} probe_ctx_t;
+
+static braid_status_t call_probe(void *ctx, char *why, size_t why_len)
+{
+    const probe_ctx_t *p = ctx;
+    if (p->tl != NULL)
+        return p->tl->probe(p->tl, braid_core_services(), why, why_len);
+    return p->plugin->probe(p->plugin, braid_core_services(), why, why_len);
 }
 
 /* A plugin may bring algorithms that work everywhere and a transport that
@@ -215,7 +339,7 @@ static void check_descriptor(braid_plugin_entry_t *e)
 static void probe_transports(braid_plugin_entry_t *e)
 {
     for (int t = 0; t < e->desc->n_transports; t++) {
-        const braid_transport_v3_t *tl = e->desc->transports[t];
+        const braid_transport_t *tl = e->desc->transports[t];
         if (t >= BRAID_LOADER_MAX_TLS) {
             BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin '%s': transports past "
                       "the %d-th are ignored", e->name, BRAID_LOADER_MAX_TLS);
@@ -223,9 +347,9 @@ static void probe_transports(braid_plugin_entry_t *e)
         }
         char why[sizeof(e->tl_why[0])] = "";
         braid_status_t st = BRAID_OK;
+        probe_ctx_t ctx = {e->desc, tl};
         int crash = tl->probe ? braid_loader_probe_guarded(
-                                    tl->probe, braid_core_services(), why,
-                                    sizeof(why), &st)
+                                    call_probe, &ctx, why, sizeof(why), &st)
                               : 0;
         if (crash != 0) {
             /* Only this transport goes: the plugin's algorithms may still
@@ -256,6 +380,9 @@ static void probe_crashed(braid_plugin_entry_t *e, int sig)
     snprintf(e->why, sizeof(e->why), "crashed in probe (%s)",
              braid_loader_signal_name(sig));
     e->state   = BRAID_PLUGIN_REJECTED;
+    if (e->adapted)
+        braid_adapt_v3_free(e->desc);
+    e->adapted = 0;
     e->desc    = NULL;
     e->crashed = 1;
     BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin '%s' crashed in probe (%s): "
@@ -293,9 +420,9 @@ static void load_one(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
 
     char why[sizeof(e->why)] = "";
     braid_status_t st = BRAID_OK;
-    int crash = braid_loader_probe_guarded(e->desc->probe,
-                                           braid_core_services(), why,
-                                           sizeof(why), &st);
+    probe_ctx_t ctx = {e->desc, NULL};
+    int crash = braid_loader_probe_guarded(call_probe, &ctx, why, sizeof(why),
+                                           &st);
     if (crash != 0) {
         probe_crashed(e, crash);
         return;
@@ -310,9 +437,9 @@ static void load_one(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
     }
     e->state = BRAID_PLUGIN_AVAILABLE;
     probe_transports(e);
-    BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "plugin '%s' %s loaded from %s "
-              "(%d transports, %d algorithms)", e->name,
-              e->desc->version ? e->desc->version : "?", e->path,
+    BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "plugin '%s' %s (ABI %u) loaded from "
+              "%s (%d transports, %d algorithms)", e->name,
+              e->desc->version ? e->desc->version : "?", e->abi, e->path,
               e->desc->n_transports, e->desc->n_algos);
 }
 
@@ -385,7 +512,9 @@ static void unload_all(braid_plugin_table_t *t)
         if (e->crashed)
             continue; /* stays mapped until exit: see probe_crashed() */
         if (e->desc != NULL && e->desc->unload != NULL)
-            e->desc->unload();
+            e->desc->unload(e->desc);
+        if (e->adapted)
+            braid_adapt_v3_free(e->desc);
         if (e->dl != NULL)
             dlclose(e->dl);
     }

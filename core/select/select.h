@@ -14,11 +14,19 @@
 #define BRAID_CAND_LEN 72
 
 typedef struct braid_candidate {
-    char                   name[BRAID_CAND_LEN]; /* "ring@ucx", or "nccl" */
-    const braid_algo_v3_t *algo;
-    braid_tl_t            *tl;
-    void                  *comm_state; /* the algorithm's, per communicator */
+    char                name[BRAID_CAND_LEN]; /* "ring@ucx", or "nccl" */
+    const braid_algo_t *algo;
+    braid_tl_t         *tl;        /* NULL for a backend */
+    const char         *tl_name;   /* the transport's, or the backend's name */
+    uint32_t            mem_types; /* BRAID_MEM_BIT()s of buffers it takes */
+    void               *comm_state; /* the algorithm's, per communicator */
 } braid_candidate_t;
+
+/* The memory-type bits a call needs: its send and receive buffers'. */
+static inline uint32_t braid_mem_need(braid_mem_t send, braid_mem_t recv)
+{
+    return BRAID_MEM_BIT(send) | BRAID_MEM_BIT(recv);
+}
 
 typedef struct braid_selector {
     int                      ncands;
@@ -31,22 +39,29 @@ typedef struct braid_selector {
     int                      rank;  /* rank 0 explains at BRAID_DEBUG=info */
     /* One-entry cache per collective: decode repeats one size. */
     size_t                   last_bytes[BRAID_COLL_COUNT];
+    uint32_t                 last_mem[BRAID_COLL_COUNT];
     int                      last_idx[BRAID_COLL_COUNT];
     uint64_t                 explained[BRAID_COLL_COUNT]; /* bit per log2 class */
 } braid_selector_t;
 
 void braid_selector_init(braid_selector_t *sel);
-/* The candidate for this call; BRAID_ERR_NOT_SUPPORTED with a message naming
- * what is missing when the override forces something absent or nothing can
- * run it. */
+/* The candidate for this call (mem: braid_mem_need of its buffers); only
+ * candidates that take that memory are considered.  BRAID_ERR_NOT_SUPPORTED
+ * with a message naming what is missing when the override forces something
+ * absent or nothing can run it.  Equal estimates go to the candidate whose
+ * name sorts first (strcmp), and rank 0 says so at BRAID_DEBUG=info. */
 braid_status_t braid_select(braid_candidate_t **cand, braid_selector_t *sel,
-                            braid_coll_t coll, size_t bytes);
-/* The same decision with its reason, for braid_comm_choice and braid-info. */
+                            braid_coll_t coll, size_t bytes, uint32_t mem);
+/* The same decision with its reason (and the tie, if any), for
+ * braid_comm_choice and braid-info. */
 braid_status_t braid_select_explain(braid_selector_t *sel, braid_coll_t coll,
-                                    size_t bytes, char *cand, size_t cand_len,
-                                    char *why, size_t why_len);
+                                    size_t bytes, uint32_t mem, char *cand,
+                                    size_t cand_len, char *why,
+                                    size_t why_len);
+/* Microseconds; negative when it cannot run the call (wrong collective or
+ * memory, or its own estimate says so). */
 double braid_candidate_estimate(const braid_selector_t *sel,
                                 const braid_candidate_t *cand,
-                                braid_coll_t coll, size_t bytes);
+                                braid_coll_t coll, size_t bytes, uint32_t mem);
 
 #endif

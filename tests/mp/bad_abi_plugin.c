@@ -5,9 +5,9 @@
 #include <braid/plugin.h>
 
 __attribute__((visibility("default")))
-const braid_plugin_v3_t braid_plugin_v3 = {
+const braid_plugin_t braid_plugin_v4 = {
     .abi_version = 999,
-    .struct_size = sizeof(braid_plugin_v3_t),
+    .struct_size = sizeof(braid_plugin_t),
     .name        = "badabi",
     .version     = "0",
 };

@@ -96,27 +96,30 @@ static braid_status_t maybe_crash(const char *where, char *why,
     return BRAID_ERR_UNAVAILABLE;
 }
 
-static braid_status_t plugin_probe(const braid_services_v3_t *svc, char *why,
+static braid_status_t plugin_probe(const braid_plugin_t *self,
+                                   const braid_services_t *svc, char *why,
                                    size_t why_len)
 {
-    (void)svc;
+    (void)self, (void)svc;
     return maybe_crash("plugin", why, why_len);
 }
 
-static braid_status_t tl_probe(const braid_services_v3_t *svc, char *why,
+static braid_status_t tl_probe(const braid_transport_t *self,
+                               const braid_services_t *svc, char *why,
                                size_t why_len)
 {
-    (void)svc;
+    (void)self, (void)svc;
     return maybe_crash("transport", why, why_len);
 }
 
 /* Never reached after a crash; with BRAID_TEST_CRASH=none, every
  * communicator declines it. */
-static braid_status_t tl_comm_create(const braid_services_v3_t *svc,
+static braid_status_t tl_comm_create(const braid_transport_t *self,
+                                     const braid_services_t *svc,
                                      const braid_oob_t *oob,
                                      const braid_topo_t *topo, void **tcomm)
 {
-    (void)oob;
+    (void)self, (void)oob;
     (void)topo;
     *tcomm = NULL;
     return svc->error(BRAID_ERR_UNAVAILABLE, "crashtl: a test transport");
@@ -126,8 +129,7 @@ static void tl_comm_destroy(void *tcomm) { (void)tcomm; }
 
 static void tl_link(void *tcomm, braid_link_t *link)
 {
-    (void)tcomm;
-    memset(link, 0, sizeof(*link));
+    (void)tcomm, (void)link; /* the core zero-filled it */
 }
 
 static braid_status_t tl_isend(void *tcomm, int peer, uint64_t tag,
@@ -162,7 +164,8 @@ static void tl_cancel(void *tcomm, braid_treq_t *req)
     req->active = 0;
 }
 
-static const braid_transport_v3_t crash_tl = {
+static const braid_transport_t crash_tl = {
+    .struct_size  = sizeof(braid_transport_t),
     .name         = "crashtl",
     .caps         = BRAID_CAP_SENDRECV,
     .probe        = tl_probe,
@@ -176,11 +179,11 @@ static const braid_transport_v3_t crash_tl = {
     .cancel       = tl_cancel,
 };
 
-static const braid_transport_v3_t *const transports[] = {&crash_tl};
+static const braid_transport_t *const transports[] = {&crash_tl};
 
-EXPORT const braid_plugin_v3_t braid_plugin_v3 = {
+EXPORT const braid_plugin_t braid_plugin_v4 = {
     .abi_version  = BRAID_PLUGIN_ABI_VERSION,
-    .struct_size  = sizeof(braid_plugin_v3_t),
+    .struct_size  = sizeof(braid_plugin_t),
     .name         = "crashprobe",
     .version      = "0",
     .probe        = plugin_probe,

@@ -450,23 +450,26 @@ static void child_failed(const char *what, int rc, const char *out)
          out);
 }
 
-/* A malformed BRAID_ALGO fails braid_init with BRAID_ERR_PARSE and a
- * message that says where. */
+/* A malformed BRAID_ALGO (or BRAID_SLEEP_POLLS) fails braid_init with
+ * BRAID_ERR_PARSE and a message that says where. */
 static void env_malformed_algo(void)
 {
     static const char *const bad[] = {
-        "allreduce:0-16K=oneshot,,16K-=ring",
-        "allreduce;",
-        "allreduce:5K-1K=ring",
-        "bogus:ring",
-        "allreduce:0-16Q=ring",
-        "allreduce=ring",
+        "BRAID_ALGO=allreduce:0-16K=oneshot,,16K-=ring",
+        "BRAID_ALGO=allreduce;",
+        "BRAID_ALGO=allreduce:5K-1K=ring",
+        "BRAID_ALGO=bogus:ring",
+        "BRAID_ALGO=allreduce:0-16Q=ring",
+        "BRAID_ALGO=allreduce=ring",
+        "BRAID_SLEEP_POLLS=12x",
+        "BRAID_SLEEP_POLLS=-1",
     };
     static char out[1 << 16];
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char var[256], st[32], msg[512], what[300];
-        snprintf(var, sizeof(var), "BRAID_ALGO=%s", bad[i]);
-        snprintf(what, sizeof(what), "BRAID_ALGO='%s'", bad[i]);
+        snprintf(var, sizeof(var), "%s", bad[i]);
+        snprintf(what, sizeof(what), "%.*s'%s'", (int)strcspn(bad[i], "=") + 1,
+                 bad[i], strchr(bad[i], '=') + 1);
         char *extra[] = {var, NULL};
         int rc = run_child("init", "-", extra, out, sizeof(out));
         g.checks++;

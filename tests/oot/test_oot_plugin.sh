@@ -17,8 +17,8 @@ echo "pkg-config --cflags braid: $cflags"
 case "$cflags" in *"$tmp/stage"*) ;; *) echo "FAIL: cflags do not point at the install"; exit 1;; esac
 
 mkdir -p "$tmp/plugins"
-sed -e 's/\.name        = "example"/.name        = "oot"/' \
-    -e 's/\.name       = "linear"/.name       = "ootlinear"/' \
+sed -E -e 's/\.name( +)= "example"/.name\1= "oot"/' \
+    -e 's/\.name( +)= "linear"/.name\1= "ootlinear"/' \
     "$src/plugins/example/example.c" > "$tmp/oot.c"
 grep -q '"oot"' "$tmp/oot.c" && grep -q '"ootlinear"' "$tmp/oot.c" ||
   { echo "FAIL: could not rename the example plugin"; exit 1; }

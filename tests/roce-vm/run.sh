@@ -7,7 +7,7 @@
 # with the host's userland and the build tree at their host paths, e.g.
 #     tests/roce-vm/run.sh build ibv_devinfo -v
 #     tests/roce-vm/run.sh build build/tests/unit/roce/test_roce \
-#         build/plugins/lowhop/libbraid-lowhop.so --require -n 8
+#         build/plugins/transports/roce/libbraid-roce.so --require -n 8
 # Exit status: CMD's (or the suite's); 77 (skip, reason printed) when no VM
 # can start here: no qemu, or no cached image and no way to fetch one.
 #
@@ -39,8 +39,8 @@ die()  { echo "roce-vm: $*" >&2; exit 1; }
 [ -d "$1" ] || die "no build directory $1"
 BUILD=$(cd "$1" && pwd -P)
 shift
-[ -f "$BUILD/plugins/lowhop/libbraid-lowhop.so" ] ||
-  die "$BUILD has no plugins/lowhop/libbraid-lowhop.so (build it first)"
+[ -f "$BUILD/plugins/transports/roce/libbraid-roce.so" ] ||
+  die "$BUILD has no plugins/transports/roce/libbraid-roce.so (build it first)"
 for p in "$SRC" "$BUILD"; do
   case "$p" in *[[:space:]]*) die "paths with spaces are not supported: $p" ;; esac
 done

@@ -15,7 +15,7 @@
 # assertion in braid_finalize), which is not what this lane tests.
 set -uo pipefail
 BUILD=${1:?usage: suite.sh BUILD_DIR}
-PLUGIN=$BUILD/plugins/lowhop/libbraid-lowhop.so
+PLUGIN=$BUILD/plugins/transports/roce/libbraid-roce.so
 failed=()
 
 step() {

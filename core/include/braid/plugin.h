@@ -1,12 +1,28 @@
-/* braid plugin ABI, version 3.
+/* braid plugin ABI, version 4.
  *
  * A plugin is a shared object named libbraid-<name>.so exporting one symbol,
- * `braid_plugin_v3` (a const braid_plugin_v3_t).  The core reads abi_version
- * and struct_size before anything else and refuses a mismatch.  Any change to
- * the layout of a struct in this file bumps BRAID_PLUGIN_ABI_VERSION.
+ * `braid_plugin_v4` (a const braid_plugin_t).  The core reads abi_version
+ * and struct_size before anything else.  It also loads plugins built for
+ * ABI 3 (symbol braid_plugin_v3) through an adapter, and refuses, saying
+ * why, anything older, newer, or with a struct smaller than ABI 4's.
+ *
+ * Growth.  Every struct below carries its size in struct_size (the first
+ * field; braid_plugin_t: the second, after abi_version), and fields are only
+ * ever appended.  So the core and a plugin built against different minor
+ * revisions of this header still agree:
+ *   - a struct the plugin fills (plugin, transport, algorithm) may be larger
+ *     than the core knows (the core ignores the tail) but never smaller than
+ *     ABI 4's first revision (the loader refuses it);
+ *   - a struct the core fills (services, task, topology, ...) may be smaller
+ *     than the plugin knows: read a field appended later only when
+ *     BRAID_HAS(ptr, type, field) says the core wrote it.
+ * The exceptions are braid_treq_t and braid_rmem_t: callers embed them by
+ * value (arrays of requests), so their layout is fixed for good; a transport
+ * keeps anything more behind their handle/impl pointer.
  *
  * A plugin sees only this header, braid.h, and the services the core hands it
- * (braid_services_v3_t); it never links against core internals. */
+ * (braid_services_t); it never links against core internals.
+ * docs/writing-a-plugin.md is the guide; every rule is also stated here. */
 #ifndef BRAID_PLUGIN_H
 #define BRAID_PLUGIN_H
 
@@ -20,8 +36,49 @@
 extern "C" {
 #endif
 
-#define BRAID_PLUGIN_ABI_VERSION 3u
-#define BRAID_PLUGIN_SYMBOL      "braid_plugin_v3"
+#define BRAID_PLUGIN_ABI_VERSION 4u
+#define BRAID_PLUGIN_SYMBOL      "braid_plugin_v4"
+
+/* Whether *ptr (a struct of this header that the core filled) has field. */
+#define BRAID_HAS(ptr, type, field)                                         \
+    ((ptr)->struct_size >=                                                  \
+     offsetof(type, field) + sizeof(((const type *)0)->field))
+
+/* ------------------------------------------------------------ memory types */
+
+/* Where a buffer lives.  Every buffer of a call has one; an algorithm (and
+ * a transport) declares the types it takes as a mask of BRAID_MEM_BIT()s,
+ * and the core never offers a candidate a call whose buffers it cannot
+ * take.  0 in a mask means host memory only. */
+typedef enum {
+    BRAID_MEM_HOST = 0, /* ordinary process memory */
+    BRAID_MEM_CUDA = 1, /* CUDA device memory */
+    BRAID_MEM_KINDS
+} braid_mem_t;
+
+#define BRAID_MEM_BIT(m) (1u << (m))
+
+/* ---------------------------------------------------------------- topology */
+
+typedef enum {
+    BRAID_TOPO_SINGLE_HOST = 0, /* every rank on one host */
+    BRAID_TOPO_SWITCH,          /* hosts behind one switch: any pair one hop */
+    BRAID_TOPO_RING,            /* hosts cabled as a ring: i <-> i+1 direct */
+} braid_topo_kind_t;
+
+typedef struct braid_topo {
+    uint32_t          struct_size;
+    int               size;         /* ranks of the communicator */
+    braid_topo_kind_t kind;
+    int               nnodes;       /* distinct hosts */
+    int               ppn;          /* max ranks per host */
+    const int        *node_of_rank; /* [size] host index, hosts numbered in
+                                       order of their lowest rank */
+    /* [size] the one CPU a rank is pinned to (braidrun's default, mpirun
+     * --bind-to core), -1 when it may run on several.  Ranks on one node
+     * with the same CPU >= 0 take turns on it: svc->cpu_mates lists them. */
+    const int        *cpu_of_rank;
+} braid_topo_t;
 
 /* ---------------------------------------------------------------- services */
 
@@ -34,7 +91,8 @@ typedef enum {
 } braid_log_level_t;
 
 /* Handed by the core to every plugin entry point. */
-typedef struct braid_services_v3 {
+typedef struct braid_services {
+    uint32_t struct_size;
     /* Logging, filtered by BRAID_DEBUG.  component: "ucx", "example", ... */
     void (*log)(braid_log_level_t level, const char *component,
                 const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -51,11 +109,25 @@ typedef struct braid_services_v3 {
     /* buf[i] /= n for BRAID_AVG; no-op for other ops. */
     void (*finish_avg)(void *buf, size_t count, braid_dtype_t dtype,
                        braid_op_t op, int n);
-    /* Seconds a single wait may last before it is an error (BRAID_TIMEOUT). */
+    /* BRAID_TIMEOUT in seconds.  The core enforces it on every call; a
+     * plugin uses it only to bound what it does on its own (a collective
+     * setup step, a cancel, a teardown), never on a pending request. */
     double (*timeout_s)(void);
     /* Monotonic clock in seconds. */
     double (*now)(void);
-} braid_services_v3_t;
+    /* The ranks that take turns with `rank` on its CPU: mate[r] = 1 for
+     * every other rank pinned to the same CPU of the same host, else 0
+     * (mate has topo->size entries).  Returns how many, or -1 -- all 0 --
+     * when rank is not pinned to one CPU: who shares it is then unknown,
+     * so no wait of it may be reported as BRAID_WAIT_REMOTE. */
+    int (*cpu_mates)(const braid_topo_t *topo, int rank, unsigned char *mate);
+    /* Polls in a row reporting BRAID_WAIT_PEER after which the core sleeps
+     * in the transport's wait() on a host with more ranks than cores
+     * (BRAID_SLEEP_POLLS; the same on every rank of a communicator; 0:
+     * never).  A transport whose wait() sleeps wakes sleeping peers while
+     * this is > 0 and may skip that work when it is 0. */
+    unsigned (*sleep_polls)(void);
+} braid_services_t;
 
 /* --------------------------------------------------------------- bootstrap */
 
@@ -63,46 +135,30 @@ typedef struct braid_services_v3 {
  * bootstrap).  Collective: every rank of the communicator calls it in the same
  * order.  Valid for the whole life of the communicator. */
 typedef struct braid_oob {
-    int   rank;
-    int   size;
-    void *ctx;
+    uint32_t struct_size;
+    int      rank;
+    int      size;
+    void    *ctx;
     /* recvbuf receives size*len bytes, rank r's contribution at r*len. */
     braid_status_t (*allgather)(void *ctx, const void *sendbuf, void *recvbuf,
                                 size_t len);
     braid_status_t (*barrier)(void *ctx);
 } braid_oob_t;
 
-/* ---------------------------------------------------------------- topology */
-
-typedef enum {
-    BRAID_TOPO_SINGLE_HOST = 0, /* every rank on one host */
-    BRAID_TOPO_SWITCH,          /* hosts behind one switch: any pair one hop */
-    BRAID_TOPO_RING,            /* hosts cabled as a ring: i <-> i+1 direct */
-} braid_topo_kind_t;
-
-typedef struct braid_topo {
-    braid_topo_kind_t kind;
-    int               nnodes;       /* distinct hosts */
-    int               ppn;          /* max ranks per host */
-    const int        *node_of_rank; /* [size] host index, hosts numbered in
-                                       order of their lowest rank */
-    /* [size] the one CPU a rank is pinned to (braidrun's default, mpirun
-     * --bind-to core), -1 when it may run on several.  Ranks on one node
-     * with the same CPU >= 0 take turns on it: see task->remote_wait. */
-    const int        *cpu_of_rank;
-} braid_topo_t;
-
 /* Link parameters of a transport on one communicator.  The two-sided and
  * one-sided paths of one transport can differ a lot (shm's send/recv copies
  * twice through bounded cells, its put copies once), so each is declared on
  * its own: algorithms built on isend/irecv read alpha/beta, algorithms built
  * on put_signal read put_alpha/put_beta.  A transport without
- * BRAID_CAP_PUT_SIGNAL leaves the put pair 0. */
+ * BRAID_CAP_PUT_SIGNAL leaves the put pair 0.  The core zero-fills it and
+ * sets struct_size; link() sets the fields it knows, one by one (never by
+ * copying a whole struct over it). */
 typedef struct braid_link {
-    double alpha_us;      /* two-sided: per-message latency, microseconds */
-    double beta_gbps;     /* two-sided: bandwidth, GB/s (1e9 bytes/s) */
-    double put_alpha_us;  /* put_signal: until the flag is visible */
-    double put_beta_gbps; /* put_signal: bandwidth, GB/s */
+    uint32_t struct_size;
+    double   alpha_us;      /* two-sided: per-message latency, microseconds */
+    double   beta_gbps;     /* two-sided: bandwidth, GB/s (1e9 bytes/s) */
+    double   put_alpha_us;  /* put_signal: until the flag is visible */
+    double   put_beta_gbps; /* put_signal: bandwidth, GB/s */
 } braid_link_t;
 
 /* --------------------------------------------------------------- transport */
@@ -114,36 +170,48 @@ typedef struct braid_link {
 #define BRAID_TAG(seq, step) \
     ((((uint64_t)(seq) & 0xffffffull) << 16) | ((uint64_t)(step) & 0xffffull))
 
-/* Request storage owned by the caller (usually inside algorithm state). */
+/* Request storage owned by the caller (usually inside algorithm state).
+ * Fixed layout (see the top).  A request may already be complete when
+ * isend/irecv/put_signal returns: then active is 0, and test() of an
+ * inactive request returns BRAID_OK at once. */
 typedef struct braid_treq {
     void *handle; /* transport's; NULL when completed or never posted */
     int   active; /* 1 while posted and not yet seen complete by test */
 } braid_treq_t;
 
-/* Registered memory area allocated collectively on every rank. */
+/* Registered memory area allocated collectively on every rank.  Fixed
+ * layout (see the top). */
 typedef struct braid_rmem {
     void  *local; /* this rank's area (len bytes, zero-filled) */
     size_t len;
     void  *impl;  /* transport's keys */
 } braid_rmem_t;
 
-typedef struct braid_transport_v3 {
-    const char *name; /* "ucx", "shm", "roce": the part after '@' */
-    uint32_t    caps; /* BRAID_CAP_* */
+typedef struct braid_transport {
+    uint32_t    struct_size; /* sizeof(braid_transport_t) */
+    uint32_t    caps;        /* BRAID_CAP_* */
+    uint32_t    mem_types;   /* BRAID_MEM_BIT()s its operations take; 0:
+                                host only */
+    const char *name;        /* "ucx", "shm", "roce": the part after '@' */
 
     /* Whether this transport can work on this machine (called once by the
      * loader after the plugin's probe).  NULL means always.  Like the plugin
      * probe: BRAID_ERR_UNAVAILABLE with a reason ("no RDMA device") is normal
-     * and only removes this transport, not the plugin's algorithms. */
-    braid_status_t (*probe)(const braid_services_v3_t *svc, char *why,
+     * and only removes this transport, not the plugin's algorithms.  self is
+     * this descriptor (one function may serve several). */
+    braid_status_t (*probe)(const struct braid_transport *self,
+                            const braid_services_t *svc, char *why,
                             size_t why_len);
 
     /* Per-communicator endpoint set: connects to every peer through oob.
      * Collective.  Returns BRAID_ERR_UNAVAILABLE (with a reason) when this
-     * transport cannot serve this communicator. */
-    braid_status_t (*comm_create)(const braid_services_v3_t *svc,
+     * transport cannot serve this communicator.  oob and topo stay valid
+     * until comm_destroy. */
+    braid_status_t (*comm_create)(const struct braid_transport *self,
+                                  const braid_services_t *svc,
                                   const braid_oob_t *oob,
                                   const braid_topo_t *topo, void **tcomm);
+    /* Not collective; must return promptly even when peers are dead. */
     void (*comm_destroy)(void *tcomm);
     /* Link parameters for this communicator (measured or declared). */
     void (*link)(void *tcomm, braid_link_t *link);
@@ -151,13 +219,18 @@ typedef struct braid_transport_v3 {
     /* Two-sided.  A message (peer, tag) matches only a receive with the same
      * (peer, tag); buffers stay owned by the caller until test says done.
      * Tags use the low BRAID_TAG_BITS bits (the transport may use the rest);
-     * BRAID_TAG() builds one from the call's seq and a step number. */
+     * BRAID_TAG() builds one from the call's seq and a step number.
+     * Zero-length messages are allowed (buf may then be NULL): they match
+     * and complete like any other.  A request may complete inside the
+     * call (req->active 0 on return). */
     braid_status_t (*isend)(void *tcomm, int peer, uint64_t tag,
                             const void *buf, size_t len, braid_treq_t *req);
     braid_status_t (*irecv)(void *tcomm, int peer, uint64_t tag, void *buf,
                             size_t len, braid_treq_t *req);
-    /* BRAID_OK once complete (req->active becomes 0), BRAID_INPROGRESS, or an
-     * error (peer lost, truncation).  Drives progress itself. */
+    /* BRAID_OK once complete (req->active becomes 0; at once for an
+     * inactive request), BRAID_INPROGRESS, or an error (peer lost,
+     * truncation).  Drives progress itself.  Never blocks, never sleeps,
+     * and never times a request out: the core bounds every call. */
     braid_status_t (*test)(void *tcomm, braid_treq_t *req);
     /* Drives progress without a request (needed while polling flags). */
     braid_status_t (*progress)(void *tcomm);
@@ -165,7 +238,7 @@ typedef struct braid_transport_v3 {
      * communicator torn down mid-call): when it returns, the transport will
      * never again read or write the request's buffer, so the caller may free
      * it.  req->active becomes 0.  Must not block longer than the timeout;
-     * a no-op for a request that is not active. */
+     * a no-op for a request that is not active.  Required. */
     void (*cancel)(void *tcomm, braid_treq_t *req);
 
     /* One-sided (BRAID_CAP_PUT_SIGNAL; NULL otherwise).  mem_alloc is
@@ -175,24 +248,38 @@ typedef struct braid_transport_v3 {
     /* Writes len bytes from src to peer's area at dst_off, then stores the
      * 8-byte value flag_val at flag_off of peer's area, ordered after the
      * data.  The target sees the flag with an acquire load on its local area
-     * (while calling progress).  src may be reused once req completes. */
+     * (while calling progress).  src may be reused once req completes.  len
+     * may be 0 (the flag alone). */
     braid_status_t (*put_signal)(void *tcomm, braid_rmem_t *mem, int peer,
                                  size_t dst_off, const void *src, size_t len,
                                  size_t flag_off, uint64_t flag_val,
                                  braid_treq_t *req);
-} braid_transport_v3_t;
+
+    /* Optional (NULL: the core never sleeps on this transport).  Blocks
+     * until a peer gives this rank something to do on this communicator
+     * through send/receive (a message arrives, a full queue gets room) or
+     * max_s seconds pass; returns at once when there is something already,
+     * or when it cannot sleep here.  The core alone decides when to call it
+     * (after svc->sleep_polls() polls in a row that reported
+     * BRAID_WAIT_PEER, on a host with more ranks than cores). */
+    void (*wait)(void *tcomm, double max_s);
+} braid_transport_t;
 
 /* Handle of one transport on one communicator, handed to algorithms. */
 typedef struct braid_tl {
-    const braid_transport_v3_t *ops;
-    void                       *tcomm;
-    braid_link_t                link;
+    uint32_t                 struct_size;
+    const braid_transport_t *ops;
+    void                    *tcomm;
+    braid_link_t             link;
 } braid_tl_t;
 
 /* --------------------------------------------------------------- algorithm */
 
+struct braid_algo;
+
 /* Inputs to an algorithm's time estimate. */
 typedef struct braid_cost_in {
+    uint32_t          struct_size;
     braid_coll_t      coll;
     size_t            bytes;   /* per-rank buffer: allreduce/broadcast count,
                                   allgather sendcount, reduce_scatter
@@ -201,7 +288,8 @@ typedef struct braid_cost_in {
     int               nnodes;
     int               ppn;
     braid_topo_kind_t topo;
-    braid_link_t      link;    /* of the transport being considered */
+    braid_link_t      link;    /* of the transport being considered (all 0
+                                  for a BRAID_ALGO_BACKEND) */
     double            reduce_gbps; /* local reduction throughput */
     /* Added to every stage's latency (every message of a two-sided
      * algorithm, every put round of a one-sided one): 0 while every rank has
@@ -209,10 +297,32 @@ typedef struct braid_cost_in {
      * once each rank of a core has been scheduled, so it costs about
      * ranks-per-core scheduler hand-offs.  The same on every rank. */
     double            stage_us;
+    braid_mem_t       mem;     /* where the call's buffers live */
 } braid_cost_in_t;
+
+/* What a call that is not done waits for, as progress() reports it.  The
+ * core alone decides from it whether to poll again at once, yield the CPU,
+ * or sleep, and it bounds every call with BRAID_TIMEOUT
+ * (docs/architecture.md, "Waiting").  An algorithm only says what it knows;
+ * BRAID_WAIT_LOCAL is always correct, the others make waiting cheaper. */
+typedef enum {
+    /* Waits (maybe) for a rank sharing this rank's CPU, or does not know.
+     * The default: the core preset it before every start/progress. */
+    BRAID_WAIT_LOCAL = 0,
+    /* Waits only for ranks that do not share this rank's CPU (on other CPUs
+     * or hosts): every rank of svc->cpu_mates has done its part.  Yielding
+     * would hand the CPU to a rank that can do nothing. */
+    BRAID_WAIT_REMOTE,
+    /* Everything is posted; nothing changes until a request of task->tl
+     * completes through a peer's send or receive (not a put_signal flag,
+     * which transports need not signal).  The core may sleep in
+     * tl->ops->wait. */
+    BRAID_WAIT_PEER,
+} braid_wait_t;
 
 /* One collective call as the algorithm sees it. */
 typedef struct braid_task {
+    uint32_t            struct_size;
     braid_coll_t        coll;
     const void         *sendbuf; /* == recvbuf (or the rank's slot) in place */
     void               *recvbuf;
@@ -226,67 +336,85 @@ typedef struct braid_task {
     uint64_t            seq;     /* call number on this communicator: make
                                     tags unique per call with it */
     const braid_topo_t *topo;
-    braid_tl_t         *tl;
-    const braid_services_v3_t *svc;
+    braid_tl_t         *tl;      /* NULL for a BRAID_ALGO_BACKEND */
+    const braid_services_t *svc;
     void              **comm_state; /* persists across calls on this
                                        (communicator, candidate); freed by
                                        algo->comm_state_free */
-    void               *priv;       /* the algorithm's per-call state */
-    /* Set by progress when it returns BRAID_INPROGRESS (the core clears it
-     * before every progress call): 1 when everything this call still waits for
-     * comes from ranks that do not share this rank's CPU (topo->cpu_of_rank)
-     * -- every rank pinned to this CPU has done its part.  With more ranks
-     * than cores, the core then polls instead of yielding the CPU to ranks
-     * that could not help, if the call is one of a stream of identical
-     * calls (docs/architecture.md, "Waiting").  Leaving it 0 is always
-     * correct. */
-    int                 remote_wait;
-    /* Set by the core: 1 when this call repeats the one before it on this
-     * communicator (same collective, size and candidate), as in a decode
-     * loop; 0 for a call on its own (after a barrier, say).  With ranks
-     * taking turns on a CPU, throughput matters for the first and each
-     * rank's latency for the second (architecture.md, "Waiting"). */
-    int                 stream;
+    void               *priv;       /* the algorithm's per-call state; NULL
+                                       when start() runs */
+    const struct braid_algo *algo;  /* the descriptor this call runs */
+    braid_mem_t         send_mem;   /* where sendbuf lives */
+    braid_mem_t         recv_mem;   /* where recvbuf lives */
 } braid_task_t;
 
-typedef struct braid_algo_v3 {
+/* The algorithm brings its own transport (a whole-collective library such
+ * as NCCL): it needs no braid transport, its candidate is written with its
+ * name alone, and the core creates its per-communicator state through
+ * comm_create. */
+#define BRAID_ALGO_BACKEND (1u << 0)
+
+typedef struct braid_algo {
+    uint32_t     struct_size; /* sizeof(braid_algo_t) */
+    uint32_t     flags;       /* BRAID_ALGO_* */
     const char  *name;  /* "ring", "recdbl", "oneshot": the part before '@' */
     braid_coll_t coll;
     uint32_t     needs_caps; /* transport must have these BRAID_CAP_* bits */
+    uint32_t     mem_types;  /* BRAID_MEM_BIT()s of buffers it takes; 0:
+                                host only */
     const char  *transport;  /* NULL: any transport with the caps; else only
-                                this one (a backend such as nccl) */
+                                this one */
     /* Estimated time in microseconds; negative when it cannot run these
      * inputs.  Pure: every rank must compute the same value. */
-    double (*estimate)(const braid_cost_in_t *in);
-    /* Prepares task->priv.  BRAID_ERR_NOT_SUPPORTED if it cannot run it. */
-    braid_status_t (*start)(braid_task_t *task);
-    /* BRAID_OK when the call is complete, BRAID_INPROGRESS, or an error. */
-    braid_status_t (*progress)(braid_task_t *task);
-    /* Frees task->priv (called after completion and after errors). */
+    double (*estimate)(const struct braid_algo *self,
+                       const braid_cost_in_t *in);
+    /* Runs when the call reaches the head of its communicator's queue: at
+     * once for a blocking call or a non-blocking one issued onto an empty
+     * queue, else inside the braid_test/braid_wait/later call that finds
+     * every earlier call done.  Prepares task->priv and may post the first
+     * step; *wait as for progress.  BRAID_ERR_NOT_SUPPORTED if it cannot
+     * run the call.  Whatever it returns, finish() follows. */
+    braid_status_t (*start)(braid_task_t *task, braid_wait_t *wait);
+    /* BRAID_OK when the call is complete, BRAID_INPROGRESS (with *wait:
+     * what it waits for), or an error.  Never blocks. */
+    braid_status_t (*progress)(braid_task_t *task, braid_wait_t *wait);
+    /* Called exactly once per start(), after completion, after an error,
+     * and after a start() that failed (task->priv then holds whatever
+     * start left there, maybe NULL).  Cancels every request still active,
+     * then frees task->priv. */
     void (*finish)(braid_task_t *task);
     /* Frees *task->comm_state when the communicator is destroyed (may be
-     * NULL when the algorithm keeps none). */
+     * NULL when the algorithm keeps none).  tl is NULL for a backend. */
     void (*comm_state_free)(void *state, braid_tl_t *tl);
-} braid_algo_v3_t;
+    /* BRAID_ALGO_BACKEND only: creates the per-communicator state (through
+     * oob, collectively), which the core then hands every call in
+     * *task->comm_state and finally to comm_state_free.  BRAID_ERR_
+     * UNAVAILABLE with a reason when it cannot serve this communicator. */
+    braid_status_t (*comm_create)(const struct braid_algo *self,
+                                  const braid_services_t *svc,
+                                  const braid_oob_t *oob,
+                                  const braid_topo_t *topo, void **state);
+} braid_algo_t;
 
 /* ------------------------------------------------------------------ plugin */
 
-typedef struct braid_plugin_v3 {
+typedef struct braid_plugin {
     uint32_t    abi_version; /* BRAID_PLUGIN_ABI_VERSION: must stay first */
-    uint32_t    struct_size; /* sizeof(braid_plugin_v3_t) */
+    uint32_t    struct_size; /* sizeof(braid_plugin_t) */
     const char *name;        /* "ucx": matches BRAID_PLUGINS entries */
     const char *version;
     /* BRAID_OK when usable here; BRAID_ERR_UNAVAILABLE with a reason in why
      * ("no RDMA device", ...) otherwise.  Unavailable is normal. */
-    braid_status_t (*probe)(const braid_services_v3_t *svc, char *why,
+    braid_status_t (*probe)(const struct braid_plugin *self,
+                            const braid_services_t *svc, char *why,
                             size_t why_len);
-    int                                n_transports;
-    const braid_transport_v3_t *const *transports;
-    int                                n_algos;
-    const braid_algo_v3_t *const      *algos;
+    int                              n_transports;
+    const braid_transport_t *const *transports;
+    int                              n_algos;
+    const braid_algo_t *const       *algos;
     /* Called once before dlclose; may be NULL. */
-    void (*unload)(void);
-} braid_plugin_v3_t;
+    void (*unload)(const struct braid_plugin *self);
+} braid_plugin_t;
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,8 @@
 /* The loader against a directory of good and broken plugins: every broken one
- * is reported with its reason and skipped; the good ones load; BRAID_PLUGINS
- * and shadowing work; the current directory is never searched. */
+ * is reported with its reason and skipped; the good ones load; an ABI-3
+ * plugin loads through the adapter and works; BRAID_PLUGINS and shadowing
+ * work; the current directory is never searched. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,81 @@ static void expect(const braid_plugin_table_t *t, const char *name,
           "%s: reason '%s' mentions '%s'", name, e->why, why_part);
 }
 
+/* The ABI-3 plugin "tv3" through the adapter: its transport and its
+ * algorithm, driven through their ABI-4 views as the core would. */
+static void test_adapted(const braid_plugin_entry_t *e)
+{
+    CHECK(e->abi == 3 && e->adapted && e->desc != NULL &&
+              e->desc->abi_version == BRAID_PLUGIN_ABI_VERSION &&
+              e->desc->n_transports == 1 && e->desc->n_algos == 1,
+          "tv3: adapted descriptor");
+    if (e->desc == NULL || e->desc->n_transports != 1 || e->desc->n_algos != 1)
+        return;
+    const braid_transport_t *tl = e->desc->transports[0];
+    const braid_algo_t      *al = e->desc->algos[0];
+    const int *stream = dlsym(e->dl, "tv3_last_stream");
+    CHECK(tl->struct_size >= BRAID_TRANSPORT_V4_MIN_SIZE &&
+              !strcmp(tl->name, "loop3") && tl->caps == BRAID_CAP_SENDRECV &&
+              tl->mem_types == 0 && tl->cancel != NULL && tl->wait == NULL,
+          "tv3: transport view");
+    CHECK(al->struct_size >= BRAID_ALGO_V4_MIN_SIZE &&
+              !strcmp(al->name, "copy3") && al->mem_types == 0 &&
+              al->flags == 0 && al->coll == BRAID_COLL_ALLREDUCE,
+          "tv3: algorithm view (host memory only, no backend)");
+
+    int          nodes[1] = {0}, cpus[1] = {-1};
+    braid_oob_t  oob  = {sizeof(oob), 0, 1, NULL, NULL, NULL};
+    braid_topo_t topo = {sizeof(topo), 1, BRAID_TOPO_SINGLE_HOST, 1, 1, nodes,
+                         cpus};
+    braid_tl_t   h    = {.struct_size = sizeof(h), .ops = tl,
+                         .link = {.struct_size = sizeof(braid_link_t)}};
+    CHECK(tl->comm_create(tl, braid_core_services(), &oob, &topo, &h.tcomm) ==
+              BRAID_OK,
+          "tv3: comm_create through the adapter: %s", braid_last_error());
+    if (h.tcomm == NULL)
+        return;
+    tl->link(h.tcomm, &h.link);
+    CHECK(h.link.alpha_us == 2.5 && h.link.beta_gbps == 4.0 &&
+              h.link.struct_size == sizeof(braid_link_t),
+          "tv3: link %g us %g GB/s", h.link.alpha_us, h.link.beta_gbps);
+    braid_cost_in_t in = {.struct_size = sizeof(in),
+                          .coll = BRAID_COLL_ALLREDUCE, .bytes = 4000,
+                          .nranks = 1, .nnodes = 1, .ppn = 1,
+                          .link = h.link, .reduce_gbps = 8};
+    CHECK(al->estimate(al, &in) == 3.5, "tv3: estimate %g, want 3.5",
+          al->estimate(al, &in));
+
+    void *state = NULL;
+    for (int call = 0; call < 2; call++) {
+        int          src[4] = {1, 2, 3, 4 + call}, dst[4] = {0};
+        braid_task_t t = {.struct_size = sizeof(t),
+                          .coll = BRAID_COLL_ALLREDUCE, .sendbuf = src,
+                          .recvbuf = dst, .count = 4, .dtype = BRAID_I32,
+                          .op = BRAID_SUM, .dtsize = 4, .rank = 0, .size = 1,
+                          .seq = (uint64_t)(10 + call), .topo = &topo,
+                          .tl = &h, .svc = braid_core_services(),
+                          .comm_state = &state, .algo = al};
+        braid_wait_t w = BRAID_WAIT_LOCAL;
+        braid_status_t st = al->start(&t, &w);
+        CHECK(st == BRAID_OK && w == BRAID_WAIT_LOCAL, "tv3: start %d", st);
+        CHECK(stream != NULL && *stream == call,
+              "tv3: call %d: ABI 3 task->stream %d, want %d", call,
+              stream ? *stream : -9, call);
+        st = al->progress(&t, &w);
+        CHECK(st == BRAID_INPROGRESS && w == BRAID_WAIT_REMOTE,
+              "tv3: remote_wait becomes BRAID_WAIT_REMOTE (%d, %d)", st, w);
+        w  = BRAID_WAIT_REMOTE;
+        st = al->progress(&t, &w);
+        CHECK(st == BRAID_OK, "tv3: done on the second progress (%d)", st);
+        al->finish(&t);
+        CHECK(t.priv == NULL && memcmp(src, dst, sizeof(src)) == 0,
+              "tv3: the call copied through the adapted transport");
+    }
+    CHECK(state != NULL, "tv3: the adapter keeps per-communicator state");
+    al->comm_state_free(state, &h);
+    tl->comm_destroy(h.tcomm);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -73,9 +150,18 @@ int main(int argc, char **argv)
           "descriptor of the good plugin is kept");
     expect(t, "tunavail", BRAID_PLUGIN_UNAVAILABLE, "no widget");
     expect(t, "tbadabi", BRAID_PLUGIN_REJECTED, "ABI version 999");
+    expect(t, "tbadabi", BRAID_PLUGIN_REJECTED, "newer than this core");
     expect(t, "tnosym", BRAID_PLUGIN_REJECTED, "no symbol");
     expect(t, "twrongname", BRAID_PLUGIN_REJECTED, "someoneelse");
     expect(t, "tshort", BRAID_PLUGIN_REJECTED, "8 bytes");
+    expect(t, "tfuture", BRAID_PLUGIN_REJECTED, "ABI 5");
+    expect(t, "tfuture", BRAID_PLUGIN_REJECTED, "newer than this core");
+    expect(t, "tabi2", BRAID_PLUGIN_REJECTED, "too old to adapt");
+    expect(t, "tsmalltl", BRAID_PLUGIN_REJECTED, "smaller than ABI 4");
+    expect(t, "tv3bad", BRAID_PLUGIN_REJECTED, "lacks its name, cancel");
+    expect(t, "tv3", BRAID_PLUGIN_AVAILABLE, NULL);
+    if (find(t, "tv3", 0) != NULL)
+        test_adapted(find(t, "tv3", 0));
     CHECK(find(t, "tbadabi", 0) && find(t, "tbadabi", 0)->desc == NULL &&
               find(t, "tbadabi", 0)->dl == NULL,
           "rejected plugin is closed");

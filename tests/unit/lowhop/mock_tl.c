@@ -154,11 +154,12 @@ void mock_tl_free(mock_tl_t *t)
 long mock_tl_allocs(const mock_tl_t *t) { return t->allocs; }
 long mock_tl_live_areas(const mock_tl_t *t) { return t->live; }
 
-static braid_status_t mock_comm_create(const braid_services_v3_t *svc,
+static braid_status_t mock_comm_create(const braid_transport_t *self,
+                                       const braid_services_t *svc,
                                        const braid_oob_t *oob,
                                        const braid_topo_t *topo, void **tcomm)
 {
-    (void)svc, (void)oob, (void)topo, (void)tcomm;
+    (void)self, (void)svc, (void)oob, (void)topo, (void)tcomm;
     return BRAID_ERR_NOT_SUPPORTED; /* tests make endpoints with mock_tl_new */
 }
 
@@ -303,7 +304,8 @@ static void mock_cancel(void *tcomm, braid_treq_t *req)
     free(op);
 }
 
-const braid_transport_v3_t mock_transport = {
+const braid_transport_t mock_transport = {
+    .struct_size  = sizeof(braid_transport_t),
     .name         = "mock",
     .caps         = BRAID_CAP_PUT_SIGNAL,
     .comm_create  = mock_comm_create,

@@ -21,7 +21,7 @@
 typedef struct mock_world mock_world_t;
 typedef struct mock_tl    mock_tl_t;
 
-extern const braid_transport_v3_t mock_transport;
+extern const braid_transport_t mock_transport;
 
 /* A world of n ranks; chaos 0: every put lands at once, 1: unkind. */
 mock_world_t *mock_world_new(int n, uint64_t seed, int chaos);

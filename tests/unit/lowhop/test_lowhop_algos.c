@@ -37,7 +37,7 @@
 #define CALL_LIMIT_S 30.0
 #define MAX_REPORTS 20
 
-static const braid_algo_v3_t *const algos[NALGOS] = {
+static const braid_algo_t *const algos[NALGOS] = {
     &braid_lowhop_oneshot_algo,
     &braid_lowhop_twoshot_algo,
     &braid_lowhop_allgather_direct_algo,
@@ -104,7 +104,18 @@ static double svc_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static const braid_services_v3_t svc = {
+/* The threads are not pinned: who shares a CPU is unknown. */
+static int svc_cpu_mates(const braid_topo_t *topo, int rank,
+                         unsigned char *mate)
+{
+    (void)rank;
+    memset(mate, 0, (size_t)topo->size);
+    return -1;
+}
+
+static const braid_services_t svc = {
+    .struct_size = sizeof(braid_services_t),
+    .cpu_mates  = svc_cpu_mates,
     .log        = svc_log,
     .error      = svc_error,
     .reduce     = braid_kernel_reduce,
@@ -278,9 +289,11 @@ static void failf(rank_t *r, const call_case_t *c, const char *fmt, ...)
 static braid_status_t run_call(rank_t *r, const call_case_t *c,
                                const void *sendbuf, void *recvbuf)
 {
-    const braid_algo_v3_t *a = algos[c->algo];
+    const braid_algo_t *a = algos[c->algo];
     braid_task_t t;
     memset(&t, 0, sizeof(t));
+    t.struct_size = sizeof(t);
+    t.algo       = a;
     t.coll       = a->coll;
     t.sendbuf    = sendbuf;
     t.recvbuf    = recvbuf;
@@ -295,12 +308,13 @@ static braid_status_t run_call(rank_t *r, const call_case_t *c,
     t.svc        = &svc;
     t.comm_state = &r->state[c->algo];
 
-    braid_status_t st = a->start(&t);
-    if (st != BRAID_OK)
-        return st;
+    braid_wait_t   wait = BRAID_WAIT_LOCAL;
+    braid_status_t st   = a->start(&t, &wait);
     double t0 = svc_now();
     long   spins = 0;
-    while ((st = a->progress(&t)) == BRAID_INPROGRESS) {
+    while (st == BRAID_OK || st == BRAID_INPROGRESS) {
+        if ((st = a->progress(&t, &wait)) != BRAID_INPROGRESS)
+            break;
         if (++spins % 16 == 0) {
             sched_yield();
             if (svc_now() - t0 > CALL_LIMIT_S) {
@@ -655,6 +669,8 @@ static long run_world(int n)
         r->w         = &w;
         r->rank      = i;
         r->tcomm     = mock_tl_new(w.mw, i);
+        r->tl.struct_size      = sizeof(r->tl);
+        r->tl.link.struct_size = sizeof(r->tl.link);
         r->tl.ops    = &mock_transport;
         r->tl.tcomm  = r->tcomm;
         mock_transport.link(r->tcomm, &r->tl.link);

@@ -1,6 +1,6 @@
-/* The lowhop cost model (plugins/lowhop/cost.c) against the ring all-reduce
- * it competes with (plugins/ucx/cost.c's formula, restated here with the
- * same link so that only the shapes are compared):
+/* The lowhop cost model (plugins/algorithms/lowhop/cost.c) against the ring
+ * all-reduce it competes with (plugins/algorithms/p2p/cost.c's formula,
+ * restated here with the same link so that only the shapes are compared):
  *
  *  - for n = 2, 4, 8 on one host (ucx's declared 0.6 us, 6 GB/s) and behind
  *    a switch (10 us, 1.5 GB/s), scanning sizes from 1 B to 32 MiB, the
@@ -295,11 +295,11 @@ static braid_status_t no_error(braid_status_t st, const char *fmt, ...)
 /* start() refuses above the cap before it touches the transport (tl NULL). */
 static void test_start_cap(void)
 {
-    braid_services_v3_t svc;
+    braid_services_t svc;
     memset(&svc, 0, sizeof(svc));
     svc.error = no_error;
     static const struct {
-        const braid_algo_v3_t *a;
+        const braid_algo_t *a;
         size_t cap;
     } algs[] = {
         {&braid_lowhop_oneshot_algo, BRAID_LOWHOP_ONESHOT_MAX_BYTES},
@@ -319,7 +319,8 @@ static void test_start_cap(void)
         t.size       = 4;
         t.svc        = &svc;
         t.comm_state = &state;
-        braid_status_t st = algs[i].a->start(&t);
+        braid_wait_t   wait;
+        braid_status_t st = algs[i].a->start(&t, &wait);
         check(st == BRAID_ERR_NOT_SUPPORTED && t.priv == NULL &&
                   state == NULL,
               "%s: start above the cap returned %d", algs[i].a->name,

@@ -1,9 +1,9 @@
-/* Unit test of the roce transport of libbraid-lowhop.so.
+/* Unit test of the roce transport (libbraid-roce.so).
  *
  *   test_roce PLUGIN.so [-n RANKS] [--iters N] [--require] [--large]
  *             [--puts-only]
  *
- * Loads the plugin as the core would (dlopen, braid_plugin_v3, the transport
+ * Loads the plugin as the core would (dlopen, braid_plugin_v4, the transport
  * named "roce") and drives it with its own services and an out-of-band
  * channel over shared memory, one forked process per rank:
  *   - parsing of BRAID_ROCE_* (works without a device);
@@ -88,7 +88,8 @@ static double svc_now(void)
 
 static double svc_timeout(void) { return timeout_s; }
 
-static const braid_services_v3_t svc = {
+static const braid_services_t svc = {
+    .struct_size = sizeof(braid_services_t),
     .log       = svc_log,
     .error     = svc_error,
     .timeout_s = svc_timeout,
@@ -150,7 +151,7 @@ static braid_status_t oob_allgather(void *ctx, const void *sendbuf,
 
 /* ----------------------------------------------------------- checking */
 
-static const braid_transport_v3_t *tl;
+static const braid_transport_t *tl;
 static int                         g_rank = -1;
 
 #define CHECK(cond, ...)                                                   \
@@ -239,16 +240,16 @@ static void wait_flag(void *tc, const braid_rmem_t *m, int src,
 
 static void *open_comm(shm_oob_t *shm, int rank, oob_ctx_t *ctx)
 {
-    braid_oob_t  oob = {.rank = rank, .size = shm->size, .ctx = ctx,
+    braid_oob_t  oob = {.struct_size = sizeof(braid_oob_t), .rank = rank, .size = shm->size, .ctx = ctx,
                         .allgather = oob_allgather, .barrier = oob_barrier};
     int          nodes[MAX_RANKS] = {0};
-    braid_topo_t topo = {.kind = BRAID_TOPO_SINGLE_HOST, .nnodes = 1,
+    braid_topo_t topo = {.struct_size = sizeof(braid_topo_t), .kind = BRAID_TOPO_SINGLE_HOST, .nnodes = 1,
                          .ppn = shm->size, .node_of_rank = nodes};
     void        *tc = NULL;
 
     ctx->shm  = shm;
     ctx->rank = rank;
-    CHECK_OK(tl->comm_create(&svc, &oob, &topo, &tc), "comm_create");
+    CHECK_OK(tl->comm_create(tl, &svc, &oob, &topo, &tc), "comm_create");
     CHECK(tc != NULL, "comm_create gave no communicator");
     return tc;
 }
@@ -352,7 +353,7 @@ static int rank_main(shm_oob_t *shm, int rank, int iters)
     int          n = shm->size;
     oob_ctx_t    ctx;
     braid_rmem_t area[2], extra;
-    braid_link_t link;
+    braid_link_t link = {.struct_size = sizeof(braid_link_t)};
     uint8_t     *heap[MAX_RANKS];
     void        *tc;
     double       t0 = svc_now();
@@ -554,10 +555,10 @@ static int refuse_main(shm_oob_t *shm, int rank)
 {
     int          n = shm->size, to = (rank + 1) % n, from = (rank + n - 1) % n;
     oob_ctx_t    ctx = {shm, rank};
-    braid_oob_t  oob = {.rank = rank, .size = n, .ctx = &ctx,
+    braid_oob_t  oob = {.struct_size = sizeof(braid_oob_t), .rank = rank, .size = n, .ctx = &ctx,
                         .allgather = oob_allgather, .barrier = oob_barrier};
     int          nodes[MAX_RANKS] = {0};
-    braid_topo_t topo = {.kind = BRAID_TOPO_SINGLE_HOST, .nnodes = 1,
+    braid_topo_t topo = {.struct_size = sizeof(braid_topo_t), .kind = BRAID_TOPO_SINGLE_HOST, .nnodes = 1,
                          .ppn = n, .node_of_rank = nodes};
     braid_rmem_t m;
     braid_treq_t req;
@@ -568,7 +569,7 @@ static int refuse_main(shm_oob_t *shm, int rank)
     g_rank = rank;
     if (rank == 1)
         setenv("BRAID_ROCE_DEV", "nosuch0", 1);
-    st = tl->comm_create(&svc, &oob, &topo, &tc);
+    st = tl->comm_create(tl, &svc, &oob, &topo, &tc);
     unsetenv("BRAID_ROCE_DEV");
     CHECK(st == BRAID_ERR_UNAVAILABLE && tc == NULL, "comm_create with a "
           "refusing rank 1 gave %d", (int)st);
@@ -679,9 +680,9 @@ static void expect_refused(const char *var, const char *value,
 {
     shm_oob_t   *shm = calloc(1, sizeof(*shm));
     oob_ctx_t    ctx = {shm, 0};
-    braid_oob_t  oob = {.rank = 0, .size = 1, .ctx = &ctx,
+    braid_oob_t  oob = {.struct_size = sizeof(braid_oob_t), .rank = 0, .size = 1, .ctx = &ctx,
                         .allgather = oob_allgather, .barrier = oob_barrier};
-    braid_topo_t topo = {.kind = BRAID_TOPO_SINGLE_HOST, .nnodes = 1,
+    braid_topo_t topo = {.struct_size = sizeof(braid_topo_t), .kind = BRAID_TOPO_SINGLE_HOST, .nnodes = 1,
                          .ppn = 1};
     void        *tc = (void *)1;
     braid_status_t st;
@@ -690,7 +691,7 @@ static void expect_refused(const char *var, const char *value,
     shm->size = 1;
     setenv(var, value, 1);
     last_err[0] = '\0';
-    st = tl->comm_create(&svc, &oob, &topo, &tc);
+    st = tl->comm_create(tl, &svc, &oob, &topo, &tc);
     unsetenv(var);
     CHECK(st == want && tc == NULL, "%s='%s': comm_create gave %d (want %d)",
           var, value, (int)st, (int)want);
@@ -729,7 +730,7 @@ static void env_checks(int device)
     expect_refused("BRAID_ROCE_GID_INDEX", "9999", BRAID_ERR_UNAVAILABLE,
                    "GID entries");
     setenv("BRAID_ROCE_GBPS", "fast", 1);
-    CHECK(tl->probe(&svc, why, sizeof(why)) == BRAID_ERR_PARSE &&
+    CHECK(tl->probe(tl, &svc, why, sizeof(why)) == BRAID_ERR_PARSE &&
           strstr(why, "BRAID_ROCE_GBPS") != NULL,
           "probe accepts BRAID_ROCE_GBPS=fast: %s", why);
     unsetenv("BRAID_ROCE_GBPS");
@@ -737,15 +738,15 @@ static void env_checks(int device)
 
 /* ---------------------------------------------------------------- main */
 
-static const braid_transport_v3_t *find_roce(const char *path)
+static const braid_transport_t *find_roce(const char *path)
 {
     void                    *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    const braid_plugin_v3_t *p;
+    const braid_plugin_t *p;
 
     CHECK(dl != NULL, "dlopen %s: %s", path, dlerror());
     p = dlsym(dl, BRAID_PLUGIN_SYMBOL);
     CHECK(p != NULL && p->abi_version == BRAID_PLUGIN_ABI_VERSION,
-          "%s: no braid_plugin_v3 of ABI %u", path, BRAID_PLUGIN_ABI_VERSION);
+          "%s: no braid_plugin_v4 of ABI %u", path, BRAID_PLUGIN_ABI_VERSION);
     for (int i = 0; i < p->n_transports; i++)
         if (strcmp(p->transports[i]->name, "roce") == 0)
             return p->transports[i];
@@ -797,7 +798,7 @@ int main(int argc, char **argv)
 
     device = have_rdma_device();
     env_checks(device);
-    braid_status_t st = tl->probe(&svc, why, sizeof(why));
+    braid_status_t st = tl->probe(tl, &svc, why, sizeof(why));
     if (st != BRAID_OK) {
         if (!device)
             CHECK(strstr(why, "no RDMA device") != NULL, "no device, but "

@@ -165,25 +165,43 @@ static void test_tune(void)
 
 /* ---- dispatcher over mock candidates (estimates are linear in bytes) ---- */
 
-static double est_flat(const braid_cost_in_t *in) { return 10.0 + in->bytes * 0.001; }
-static double est_steep(const braid_cost_in_t *in) { return 1.0 + in->bytes * 0.01; }
-static double est_never(const braid_cost_in_t *in) { (void)in; return -1.0; }
+static double est_flat(const braid_algo_t *self, const braid_cost_in_t *in)
+{
+    (void)self;
+    return 10.0 + in->bytes * 0.001;
+}
+
+static double est_steep(const braid_algo_t *self, const braid_cost_in_t *in)
+{
+    (void)self;
+    return 1.0 + in->bytes * 0.01;
+}
+
+static double est_never(const braid_algo_t *self, const braid_cost_in_t *in)
+{
+    (void)self, (void)in;
+    return -1.0;
+}
+
+#define HOST_MEM BRAID_MEM_BIT(BRAID_MEM_HOST)
+#define CUDA_MEM BRAID_MEM_BIT(BRAID_MEM_CUDA)
 
 static void test_dispatch(void)
 {
-    braid_transport_v3_t ucx = {.name = "ucx"}, shm = {.name = "shm"};
+    braid_transport_t ucx = {.name = "ucx"}, shm = {.name = "shm"};
     braid_tl_t tl_ucx = {.ops = &ucx}, tl_shm = {.ops = &shm};
-    braid_algo_v3_t ring = {.name = "ring", .coll = BRAID_COLL_ALLREDUCE,
+    braid_algo_t ring = {.name = "ring", .coll = BRAID_COLL_ALLREDUCE,
                             .estimate = est_flat};
-    braid_algo_v3_t oneshot = {.name = "oneshot", .coll = BRAID_COLL_ALLREDUCE,
+    braid_algo_t oneshot = {.name = "oneshot", .coll = BRAID_COLL_ALLREDUCE,
                                .estimate = est_steep};
-    braid_algo_v3_t broken = {.name = "broken", .coll = BRAID_COLL_ALLREDUCE,
+    braid_algo_t broken = {.name = "broken", .coll = BRAID_COLL_ALLREDUCE,
                               .estimate = est_never};
     braid_candidate_t cands[] = {
-        {"broken@ucx", &broken, &tl_ucx, NULL},
-        {"oneshot@shm", &oneshot, &tl_shm, NULL},
-        {"ring@ucx", &ring, &tl_ucx, NULL},
+        {"broken@ucx", &broken, &tl_ucx, "ucx", HOST_MEM, NULL},
+        {"oneshot@shm", &oneshot, &tl_shm, "shm", HOST_MEM, NULL},
+        {"ring@ucx", &ring, &tl_ucx, "ucx", HOST_MEM, NULL},
     };
+    const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
     braid_algo_spec_t none, over;
     braid_tune_t      tune = {0};
     braid_algo_spec_parse(&none, NULL);
@@ -192,13 +210,14 @@ static void test_dispatch(void)
                             .ppn = 4, .rank = 1};
     braid_selector_init(&sel);
     braid_candidate_t *c;
-    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8) == BRAID_OK &&
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, host) == BRAID_OK &&
               c == &cands[1],
           "cost model: oneshot cheaper at 8 B");
-    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 1 << 20) == BRAID_OK &&
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 1 << 20, host) ==
+                  BRAID_OK &&
               c == &cands[2],
           "cost model: ring cheaper at 1 MiB");
-    CHECK(braid_select(&c, &sel, BRAID_COLL_BROADCAST, 8) ==
+    CHECK(braid_select(&c, &sel, BRAID_COLL_BROADCAST, 8, host) ==
               BRAID_ERR_NOT_SUPPORTED,
           "no broadcast candidate is an error");
 
@@ -206,8 +225,8 @@ static void test_dispatch(void)
     CHECK(braid_tune_parse(&tune, "allreduce * * 0 inf ring@ucx\n", "t") ==
               BRAID_OK, "tune parse");
     braid_selector_init(&sel);
-    char name[80], why[80];
-    CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 8, name,
+    char name[80], why[200];
+    CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 8, host, name,
                                sizeof(name), why, sizeof(why)) == BRAID_OK &&
               !strcmp(name, "ring@ucx") && !strcmp(why, "tuning file"),
           "tuning file wins: %s by %s", name, why);
@@ -215,14 +234,14 @@ static void test_dispatch(void)
     CHECK(braid_algo_spec_parse(&over, "allreduce:oneshot") == BRAID_OK, "ov");
     sel.override = &over;
     braid_selector_init(&sel);
-    CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 1 << 20, name,
+    CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 1 << 20, host, name,
                                sizeof(name), why, sizeof(why)) == BRAID_OK &&
               !strcmp(name, "oneshot@shm") && strstr(why, "BRAID_ALGO"),
           "override wins: %s by %s", name, why);
     /* A forced candidate that cannot run is an error, not a fallback. */
     CHECK(braid_algo_spec_parse(&over, "allreduce:broken") == BRAID_OK, "ov2");
     braid_selector_init(&sel);
-    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8) ==
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, host) ==
               BRAID_ERR_NOT_SUPPORTED &&
               strstr(braid_last_error(), "broken") &&
               strstr(braid_last_error(), "ring@ucx"),
@@ -230,15 +249,132 @@ static void test_dispatch(void)
     CHECK(braid_algo_spec_parse(&over, "allreduce:nosuch,ring") == BRAID_OK,
           "ov3");
     braid_selector_init(&sel);
-    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8) == BRAID_OK &&
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, host) == BRAID_OK &&
               c == &cands[2],
           "second listed candidate is used when the first is absent");
     CHECK(braid_algo_spec_parse(&over, "allreduce:ring@shm") == BRAID_OK, "ov4");
     braid_selector_init(&sel);
-    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8) ==
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, host) ==
               BRAID_ERR_NOT_SUPPORTED,
           "transport part must match");
     braid_tune_free(&tune);
+}
+
+/* Device memory: a host-only candidate is never offered, whether the cost
+ * model or BRAID_ALGO asks; a backend (no braid transport) that takes CUDA
+ * memory is. */
+static void test_memory(void)
+{
+    braid_transport_t shm = {.name = "shm"};
+    braid_tl_t        tl_shm = {.ops = &shm};
+    braid_algo_t oneshot = {.name = "oneshot", .coll = BRAID_COLL_ALLREDUCE,
+                            .estimate = est_steep};
+    braid_algo_t gpu = {.name = "gpu", .coll = BRAID_COLL_ALLREDUCE,
+                        .flags = BRAID_ALGO_BACKEND, .estimate = est_flat,
+                        .mem_types = HOST_MEM | CUDA_MEM};
+    braid_candidate_t cands[] = {
+        {"gpu", &gpu, NULL, "gpu", HOST_MEM | CUDA_MEM, NULL},
+        {"oneshot@shm", &oneshot, &tl_shm, "shm", HOST_MEM, NULL},
+    };
+    const uint32_t host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    const uint32_t dev  = braid_mem_need(BRAID_MEM_CUDA, BRAID_MEM_CUDA);
+    const uint32_t mix  = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_CUDA);
+    braid_algo_spec_t none, over;
+    braid_tune_t      tune = {0};
+    braid_algo_spec_parse(&none, NULL);
+    braid_selector_t sel = {.ncands = 2, .cands = cands, .override = &none,
+                            .tune = &tune, .nranks = 4, .nnodes = 1,
+                            .ppn = 4, .rank = 1};
+    braid_candidate_t *c;
+    braid_selector_init(&sel);
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, host) == BRAID_OK &&
+              c == &cands[1],
+          "host memory: the cheaper host candidate");
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, dev) == BRAID_OK &&
+              c == &cands[0],
+          "device memory: only the candidate that takes it");
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, mix) == BRAID_OK &&
+              c == &cands[0],
+          "host send buffer, device receive buffer: both needed");
+    CHECK(braid_candidate_estimate(&sel, &cands[1], BRAID_COLL_ALLREDUCE, 8,
+                                   dev) < 0,
+          "a host-only candidate cannot run device memory");
+    CHECK(braid_candidate_estimate(&sel, &cands[0], BRAID_COLL_ALLREDUCE, 8,
+                                   dev) > 0,
+          "a backend estimates without a braid transport");
+    CHECK(braid_algo_spec_parse(&over, "allreduce:oneshot") == BRAID_OK, "ov");
+    sel.override = &over;
+    braid_selector_init(&sel);
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, dev) ==
+                  BRAID_ERR_NOT_SUPPORTED &&
+              strstr(braid_last_error(), "device memory") &&
+              strstr(braid_last_error(), "available: gpu"),
+          "forcing a host-only candidate on device memory: %s",
+          braid_last_error());
+    cands[0].mem_types = HOST_MEM;
+    sel.override       = &none;
+    braid_selector_init(&sel);
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, dev) ==
+                  BRAID_ERR_NOT_SUPPORTED &&
+              strstr(braid_last_error(), "device memory"),
+          "no candidate for device memory: %s", braid_last_error());
+}
+
+/* Equal estimates: the first in name order wins, and the reason says so. */
+static void test_ties(void)
+{
+    braid_transport_t ucx = {.name = "ucx"}, shm = {.name = "shm"};
+    braid_tl_t tl_ucx = {.ops = &ucx}, tl_shm = {.ops = &shm};
+    braid_algo_t ring = {.name = "ring", .coll = BRAID_COLL_ALLREDUCE,
+                         .estimate = est_flat};
+    braid_candidate_t cands[] = { /* sorted by name, as the core keeps them */
+        {"ring@shm", &ring, &tl_shm, "shm", HOST_MEM, NULL},
+        {"ring@ucx", &ring, &tl_ucx, "ucx", HOST_MEM, NULL},
+    };
+    const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    braid_algo_spec_t none;
+    braid_tune_t      tune = {0};
+    braid_algo_spec_parse(&none, NULL);
+    braid_selector_t sel = {.ncands = 2, .cands = cands, .override = &none,
+                            .tune = &tune, .nranks = 4, .nnodes = 1,
+                            .ppn = 4, .rank = 1};
+    braid_selector_init(&sel);
+    braid_candidate_t *c;
+    char name[80], why[200];
+    CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 64, host) == BRAID_OK &&
+              c == &cands[0],
+          "tie: the first name wins");
+    CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 64, host, name,
+                               sizeof(name), why, sizeof(why)) == BRAID_OK &&
+              !strcmp(name, "ring@shm") && strstr(why, "tie with ring@ucx") &&
+              strstr(why, "name order"),
+          "tie reported: %s by %s", name, why);
+    /* Forced "ring" leaves the transport to the cost model: the same tie. */
+    braid_algo_spec_t over;
+    CHECK(braid_algo_spec_parse(&over, "allreduce:ring") == BRAID_OK, "ov");
+    sel.override = &over;
+    braid_selector_init(&sel);
+    CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 64, host, name,
+                               sizeof(name), why, sizeof(why)) == BRAID_OK &&
+              !strcmp(name, "ring@shm") && strstr(why, "BRAID_ALGO") &&
+              strstr(why, "tie with ring@ucx"),
+          "tie under an override: %s by %s", name, why);
+    /* Forced "ring@ucx": nothing left to tie with. */
+    CHECK(braid_algo_spec_parse(&over, "allreduce:ring@ucx") == BRAID_OK,
+          "ov2");
+    braid_selector_init(&sel);
+    CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 64, host, name,
+                               sizeof(name), why, sizeof(why)) == BRAID_OK &&
+              !strcmp(name, "ring@ucx") && !strstr(why, "tie"),
+          "a forced candidate ties with nothing: %s by %s", name, why);
+    sel.override = &none;
+    cands[1].algo = &(braid_algo_t){.name = "ring",
+                                     .coll = BRAID_COLL_ALLREDUCE,
+                                     .estimate = est_steep};
+    CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 64, host, name,
+                               sizeof(name), why, sizeof(why)) == BRAID_OK &&
+              !strstr(why, "tie"),
+          "no tie, no tie in the reason: %s", why);
 }
 
 static void test_topo(void)
@@ -272,5 +408,7 @@ int main(void)
     test_filter();
     test_tune();
     test_dispatch();
+    test_memory();
+    test_ties();
     return check_summary("test_select");
 }

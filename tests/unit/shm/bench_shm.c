@@ -61,7 +61,8 @@ static braid_topo_t one_host(th_rank_t *r, int *nodes)
     for (int i = 0; i < r->size; i++) {
         nodes[i] = 0;
     }
-    return (braid_topo_t){BRAID_TOPO_SINGLE_HOST, 1, r->size, nodes, NULL};
+    return (braid_topo_t){sizeof(braid_topo_t), r->size,
+                          BRAID_TOPO_SINGLE_HOST, 1, r->size, nodes, NULL};
 }
 
 /* As the core's wait loop: poll, yield on an oversubscribed host. */
@@ -206,7 +207,7 @@ static int body(th_rank_t *r, void *arg)
         sched_setaffinity(0, sizeof(set), &set);
     }
 
-    if (r->tl->comm_create(r->svc, &r->oob, &topo, &tc) != BRAID_OK ||
+    if (r->tl->comm_create(r->tl, r->svc, &r->oob, &topo, &tc) != BRAID_OK ||
         r->tl->mem_alloc(tc, (size_t)r->size * 128 + 64, &mem) != BRAID_OK) {
         fprintf(stderr, "setup failed: %s\n", th_last_error());
         return 1;
@@ -240,7 +241,7 @@ int main(int argc, char **argv)
                                 "sr-bw"};
     const char *tests[8];
     int         ntests = 0, n = 2, iters = 1000, batches = 201, pin = 0;
-    const braid_transport_v3_t *tl;
+    const braid_transport_t *tl;
 
     if (argc < 2) {
         fprintf(stderr, "usage: %s PLUGIN.so [-n RANKS] [-i ITERS] "

@@ -114,7 +114,22 @@ static void svc_finish_avg(void *buf, size_t count, braid_dtype_t dtype,
 
 static double svc_timeout(void) { return 20.0; }
 
-static const braid_services_v3_t services = {
+static int svc_cpu_mates(const braid_topo_t *topo, int rank,
+                         unsigned char *mate)
+{
+    (void)rank;
+    memset(mate, 0, (size_t)topo->size);
+    return -1;
+}
+
+unsigned th_sleep_polls;
+
+static unsigned svc_sleep_polls(void) { return th_sleep_polls; }
+
+static const braid_services_t services = {
+    .struct_size = sizeof(braid_services_t),
+    .cpu_mates  = svc_cpu_mates,
+    .sleep_polls = svc_sleep_polls,
     .log        = svc_log,
     .error      = svc_error,
     .reduce     = svc_reduce,
@@ -124,13 +139,13 @@ static const braid_services_v3_t services = {
     .now        = th_now,
 };
 
-const braid_services_v3_t *th_services(void) { return &services; }
+const braid_services_t *th_services(void) { return &services; }
 const char *th_last_error(void) { return last_error; }
 
-const braid_transport_v3_t *th_load(const char *path)
+const braid_transport_t *th_load(const char *path)
 {
     void                    *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    const braid_plugin_v3_t *p;
+    const braid_plugin_t *p;
 
     if (h == NULL) {
         fprintf(stderr, "cannot dlopen %s: %s\n", path, dlerror());
@@ -139,7 +154,8 @@ const braid_transport_v3_t *th_load(const char *path)
     p = dlsym(h, BRAID_PLUGIN_SYMBOL);
     if (p == NULL || p->abi_version != BRAID_PLUGIN_ABI_VERSION ||
         p->struct_size != sizeof(*p) || strcmp(p->name, "shm") != 0) {
-        fprintf(stderr, "%s: not a braid ABI-1 plugin named shm\n", path);
+        fprintf(stderr, "%s: not a braid ABI-%u plugin named shm\n", path,
+                BRAID_PLUGIN_ABI_VERSION);
         exit(1);
     }
     for (int t = 0; t < p->n_transports; t++) {
@@ -209,7 +225,7 @@ static braid_status_t oob_barrier(void *ctx)
 
 /* ------------------------------------------------------------------ ranks */
 
-int th_run(const braid_transport_v3_t *tl, int n, th_body_fn body, void *arg,
+int th_run(const braid_transport_t *tl, int n, th_body_fn body, void *arg,
            int timeout_s, const char *label)
 {
     size_t               bytes = sizeof(th_board_t) + (size_t)n * TH_SLOT;
@@ -242,7 +258,8 @@ int th_run(const braid_transport_v3_t *tl, int n, th_body_fn body, void *arg,
             th_rank_t r = {.rank = i, .size = n, .board = board,
                            .oversub = n > (ncpu > 0 ? ncpu : 1),
                            .svc = &services, .tl = tl};
-            r.oob = (braid_oob_t){i, n, &r, oob_allgather, oob_barrier};
+            r.oob = (braid_oob_t){sizeof(braid_oob_t), i, n, &r,
+                                  oob_allgather, oob_barrier};
             alarm((unsigned)timeout_s); /* a hung rank dies loudly */
             th_failures = 0;
             int f = body(&r, arg) + th_failures;
@@ -332,7 +349,7 @@ int th_count_shm_names(long pid)
 braid_status_t th_wait(th_rank_t *r, void *tcomm, braid_treq_t *reqs, int n)
 {
     double   deadline = th_now() + 15.0;
-    unsigned polls    = 0;
+    unsigned polls    = 0, idle = 0;
 
     for (;;) {
         int pending = 0;
@@ -352,6 +369,14 @@ braid_status_t th_wait(th_rank_t *r, void *tcomm, braid_treq_t *reqs, int n)
         }
         if (th_now() > deadline) {
             return BRAID_ERR_TIMEOUT;
+        }
+        /* As the core's policy does: sleep in the transport's wait hook
+         * after th_sleep_polls idle polls, on an oversubscribed host. */
+        if (th_sleep_polls > 0 && r->oversub && ++idle >= th_sleep_polls &&
+            r->tl->wait != NULL) {
+            idle = 0;
+            r->tl->wait(tcomm, 1e-3);
+            continue;
         }
         th_relax(r, &polls);
     }

@@ -22,8 +22,8 @@ typedef struct th_rank {
     int                         oversub; /* more ranks than cores: yield */
     th_board_t                 *board;
     braid_oob_t                 oob;
-    const braid_services_v3_t  *svc;
-    const braid_transport_v3_t *tl;
+    const braid_services_t  *svc;
+    const braid_transport_t *tl;
 } th_rank_t;
 
 /* One rank's work: returns the number of failed checks. */
@@ -42,13 +42,13 @@ void th_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* dlopens path and finds transport "shm"; exits on failure. */
-const braid_transport_v3_t *th_load(const char *path);
-const braid_services_v3_t  *th_services(void);
+const braid_transport_t *th_load(const char *path);
+const braid_services_t  *th_services(void);
 const char                 *th_last_error(void);
 
 /* Forks n ranks running body (each under a watchdog of timeout_s), waits
  * for them; returns the number of ranks that failed. */
-int th_run(const braid_transport_v3_t *tl, int n, th_body_fn body, void *arg,
+int th_run(const braid_transport_t *tl, int n, th_body_fn body, void *arg,
            int timeout_s, const char *label);
 
 /* The oob over the board, usable from a body. */
@@ -65,6 +65,9 @@ int th_count_shm_names(long pid);
 
 /* Waits for n requests; returns the first error, or BRAID_OK. */
 braid_status_t th_wait(th_rank_t *r, void *tcomm, braid_treq_t *reqs, int n);
+/* What svc->sleep_polls() returns (0 by default): th_wait then sleeps in
+ * the transport's wait hook as the core would. */
+extern unsigned th_sleep_polls;
 
 double th_now(void);
 /* Call in a poll loop: yields like the core's wait loop (every poll with more

@@ -55,7 +55,8 @@ static braid_topo_t one_host(th_rank_t *r, int *nodes)
     for (int i = 0; i < r->size; i++) {
         nodes[i] = 0;
     }
-    return (braid_topo_t){BRAID_TOPO_SINGLE_HOST, 1, r->size, nodes, NULL};
+    return (braid_topo_t){sizeof(braid_topo_t), r->size,
+                          BRAID_TOPO_SINGLE_HOST, 1, r->size, nodes, NULL};
 }
 
 /* ------------------------------------------------------------ put_signal */
@@ -181,6 +182,41 @@ static void test_put_signal(th_rank_t *r, void *tc)
 
 /* Every rank exchanges with every rank (itself included), sizes around the
  * cell payload, many rounds. */
+/* The contract of plugin.h: zero-length messages (NULL buffers) match and
+ * complete; a request may be complete when isend returns (shm completes a
+ * small send into a ring with room at once), and test() of an inactive
+ * request is BRAID_OK at once. */
+static void test_zero_and_inline(th_rank_t *r, void *tc)
+{
+    const int      n = r->size, to = (r->rank + 1) % n,
+                   from = (r->rank + n - 1) % n;
+    braid_treq_t   reqs[2];
+    uint64_t       v = 42, got = 0;
+    braid_status_t st;
+
+    memset(reqs, 0, sizeof(reqs));
+    TH_CHECK(r->tl->irecv(tc, from, BRAID_TAG(1, 9), NULL, 0, &reqs[0]) ==
+                 BRAID_OK &&
+                 r->tl->isend(tc, to, BRAID_TAG(1, 9), NULL, 0, &reqs[1]) ==
+                     BRAID_OK,
+             "zero-length isend/irecv with NULL buffers");
+    st = th_wait(r, tc, reqs, 2);
+    TH_CHECK(st == BRAID_OK, "zero-length messages complete: %s",
+             th_status_str(st));
+    th_barrier(r);
+    TH_CHECK(r->tl->isend(tc, to, BRAID_TAG(2, 9), &v, sizeof(v), &reqs[1]) ==
+                     BRAID_OK &&
+                 !reqs[1].active && reqs[1].handle == NULL,
+             "an 8-byte send into an empty ring is complete on return");
+    TH_CHECK(r->tl->test(tc, &reqs[1]) == BRAID_OK,
+             "test() of a request complete on return");
+    TH_CHECK(r->tl->irecv(tc, from, BRAID_TAG(2, 9), &got, sizeof(got),
+                          &reqs[0]) == BRAID_OK &&
+                 th_wait(r, tc, reqs, 1) == BRAID_OK && got == 42,
+             "the message of the inline send arrives");
+    th_barrier(r);
+}
+
 static void test_all_pairs(th_rank_t *r, void *tc)
 {
     static const size_t sizes[] = {0, 1, 8, 100, 16352, 16353, 40000, 70001};
@@ -395,7 +431,7 @@ static void test_mismatch(th_rank_t *r, void *tc)
 #define CANCEL_LEN ((size_t)700000) /* more than a ring holds */
 static void test_cancel(th_rank_t *r, void *tc)
 {
-    const braid_transport_v3_t *tl = r->tl;
+    const braid_transport_t *tl = r->tl;
     const int      n = r->size, right = (r->rank + 1) % n,
                    left = (r->rank - 1 + n) % n;
     unsigned char *sbuf = malloc(CANCEL_LEN), *rbuf = malloc(CANCEL_LEN);
@@ -488,36 +524,36 @@ static unsigned char *test_abandon(th_rank_t *r, void *tc)
 
 /* -------------------------------------------------------------- scenario */
 
-/* arg: NULL, or a BRAID_SHM_SPIN value for rank 0 only (the others keep
- * the default: all must adopt rank 0's). */
+/* arg: NULL, or the BRAID_SLEEP_POLLS every rank is given (the core's
+ * sleep policy, which th_wait plays). */
 static int scenario(th_rank_t *r, void *arg)
 {
-    const braid_transport_v3_t *tl = r->tl;
+    const braid_transport_t *tl = r->tl;
     int          nodes[16], two_hosts[16];
     char         why[256] = "";
     void        *tc = NULL;
     braid_topo_t topo = one_host(r, nodes);
     int          fds0 = th_count_fds();
-    braid_link_t link;
+    braid_link_t link = {.struct_size = sizeof(braid_link_t)};
 
-    if (arg != NULL && r->rank == 0) {
-        setenv("BRAID_SHM_SPIN", arg, 1);
+    if (arg != NULL) {
+        th_sleep_polls = (unsigned)atoi(arg);
     }
-    TH_CHECK(tl->probe(r->svc, why, sizeof(why)) == BRAID_OK, "probe: %s", why);
+    TH_CHECK(tl->probe(tl, r->svc, why, sizeof(why)) == BRAID_OK, "probe: %s", why);
     TH_CHECK(tl->caps == (BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV), "caps");
 
     for (int i = 0; i < r->size; i++) {
         two_hosts[i] = i % 2;
     }
-    braid_topo_t multi = {BRAID_TOPO_SWITCH, 2, (r->size + 1) / 2, two_hosts,
-                         NULL};
+    braid_topo_t multi = {sizeof(braid_topo_t), r->size, BRAID_TOPO_SWITCH, 2,
+                          (r->size + 1) / 2, two_hosts, NULL};
     tc = (void *)1;
-    TH_CHECK(tl->comm_create(r->svc, &r->oob, &multi, &tc) ==
+    TH_CHECK(tl->comm_create(tl, r->svc, &r->oob, &multi, &tc) ==
                  BRAID_ERR_UNAVAILABLE && tc == NULL,
              "comm_create refuses 2 hosts");
     TH_CHECK(strstr(th_last_error(), "2 hosts") != NULL, "refusal says why");
 
-    TH_CHECK(tl->comm_create(r->svc, &r->oob, &topo, &tc) == BRAID_OK,
+    TH_CHECK(tl->comm_create(tl, r->svc, &r->oob, &topo, &tc) == BRAID_OK,
              "comm_create");
     if (tc == NULL) {
         return 1;
@@ -529,6 +565,7 @@ static int scenario(th_rank_t *r, void *arg)
              "link %g us %g GB/s", link.alpha_us, link.beta_gbps);
 
     test_put_signal(r, tc);
+    test_zero_and_inline(r, tc);
     test_all_pairs(r, tc);
     test_reverse_order(r, tc, 1);
     test_reverse_order(r, tc, 0);
@@ -551,7 +588,7 @@ static int scenario(th_rank_t *r, void *arg)
  * every rank, leaving nothing behind, and the ranks can try again. */
 static int failure_paths(th_rank_t *r, void *arg)
 {
-    const braid_transport_v3_t *tl = r->tl;
+    const braid_transport_t *tl = r->tl;
     int           nodes[16];
     braid_topo_t  topo = one_host(r, nodes);
     int           fds0 = th_count_fds(), victim = r->rank == r->size - 1;
@@ -571,7 +608,7 @@ static int failure_paths(th_rank_t *r, void *arg)
             setrlimit(RLIMIT_NOFILE, &low);
         }
         braid_status_t st = step == 0
-                                ? tl->comm_create(r->svc, &r->oob, &topo, &tc)
+                                ? tl->comm_create(tl, r->svc, &r->oob, &topo, &tc)
                                 : tl->mem_alloc(tc, 4096, &mem);
         if (victim) {
             setrlimit(RLIMIT_NOFILE, &old);
@@ -586,7 +623,7 @@ static int failure_paths(th_rank_t *r, void *arg)
         TH_CHECK(th_count_fds() == fds0, "fds after the failure");
         TH_CHECK(th_count_shm_names(getpid()) == 0, "names after the failure");
         if (step == 0) {
-            TH_CHECK(tl->comm_create(r->svc, &r->oob, &topo, &tc) == BRAID_OK,
+            TH_CHECK(tl->comm_create(tl, r->svc, &r->oob, &topo, &tc) == BRAID_OK,
                      "comm_create after a failed one");
             maps1 = th_count_shm_maps(); /* the fifo segments */
             TH_CHECK(maps1 == r->size, "one fifo mapping per rank: %d", maps1);
@@ -604,7 +641,7 @@ static int failure_paths(th_rank_t *r, void *arg)
  * it never writes end in BRAID_ERR_PEER naming it, not in the timeout. */
 static int dead_peer(th_rank_t *r, void *arg)
 {
-    const braid_transport_v3_t *tl = r->tl;
+    const braid_transport_t *tl = r->tl;
     int            nodes[16];
     braid_topo_t   topo = one_host(r, nodes);
     void          *tc   = NULL;
@@ -617,7 +654,7 @@ static int dead_peer(th_rank_t *r, void *arg)
     const int      dead = r->size - 1;
 
     (void)arg;
-    if (tl->comm_create(r->svc, &r->oob, &topo, &tc) != BRAID_OK ||
+    if (tl->comm_create(tl, r->svc, &r->oob, &topo, &tc) != BRAID_OK ||
         tl->mem_alloc(tc, 4096, &mem) != BRAID_OK) {
         TH_CHECK(0, "setup");
         return 1;
@@ -648,7 +685,7 @@ static int dead_peer(th_rank_t *r, void *arg)
 int main(int argc, char **argv)
 {
     int    counts[16] = {1, 2, 3, 4, 8}, ncounts = 5;
-    const braid_transport_v3_t *tl;
+    const braid_transport_t *tl;
     int    failed = 0;
     double t0     = th_now();
 
@@ -675,11 +712,11 @@ int main(int argc, char **argv)
                counts[i], th_now() - t);
         failed += f;
     }
-    /* Sleeping waiters (oversubscribed only), agreed from rank 0. */
+    /* Sleeping waiters (oversubscribed only), in the wait hook. */
     if (argc == 2) {
-        int f = th_run(tl, 8, scenario, "2", 60, "scenario, BRAID_SHM_SPIN=2");
-        printf("%s scenario with 8 ranks, futex sleep on (rank 0's "
-               "BRAID_SHM_SPIN=2)\n", f ? "FAIL" : "ok");
+        int f = th_run(tl, 8, scenario, "2", 60, "scenario, sleep polls 2");
+        printf("%s scenario with 8 ranks, futex sleep on (wait() after 2 "
+               "idle polls)\n", f ? "FAIL" : "ok");
         failed += f;
     }
     if (argc == 2) {

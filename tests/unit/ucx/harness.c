@@ -59,7 +59,21 @@ static double svc_timeout(void)
     return TH_TIMEOUT_S;
 }
 
-const braid_services_v3_t th_svc = {
+/* Who shares a CPU is unknown here (threads are not pinned). */
+static int svc_cpu_mates(const braid_topo_t *topo, int rank,
+                         unsigned char *mate)
+{
+    (void)rank;
+    memset(mate, 0, (size_t)topo->size);
+    return -1;
+}
+
+static unsigned svc_sleep_polls(void) { return 0; }
+
+const braid_services_t th_svc = {
+    .struct_size = sizeof(braid_services_t),
+    .cpu_mates  = svc_cpu_mates,
+    .sleep_polls = svc_sleep_polls,
     .log        = svc_log,
     .error      = svc_error,
     .reduce     = ts_reduce,
@@ -169,6 +183,7 @@ void th_oob(braid_oob_t *oob, th_oob_ctx_t *ctx, th_board_t *b, int rank)
 {
     ctx->board     = b;
     ctx->rank      = rank;
+    oob->struct_size = sizeof(*oob);
     oob->rank      = rank;
     oob->size      = b->n;
     oob->ctx       = ctx;
@@ -178,24 +193,35 @@ void th_oob(braid_oob_t *oob, th_oob_ctx_t *ctx, th_board_t *b, int rank)
 
 /* ------------------------------------------------------------- plugin */
 
-int th_plugin_load(th_plugin_t *p, const char *path)
+static const braid_plugin_t *open_desc(void **dl, const char *path)
+{
+    const braid_plugin_t *d;
+
+    *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (*dl == NULL) {
+        fprintf(stderr, "dlopen(%s): %s\n", path, dlerror());
+        return NULL;
+    }
+    d = dlsym(*dl, BRAID_PLUGIN_SYMBOL);
+    if (d == NULL) {
+        fprintf(stderr, "%s: no symbol %s\n", path, BRAID_PLUGIN_SYMBOL);
+        return NULL;
+    }
+    if (d->abi_version != BRAID_PLUGIN_ABI_VERSION ||
+        d->struct_size != sizeof(braid_plugin_t)) {
+        fprintf(stderr, "%s: ABI %u/%u, expected %u/%zu\n", path,
+                d->abi_version, d->struct_size, BRAID_PLUGIN_ABI_VERSION,
+                sizeof(braid_plugin_t));
+        return NULL;
+    }
+    return d;
+}
+
+int th_plugin_load(th_plugin_t *p, const char *path, const char *algo_path)
 {
     memset(p, 0, sizeof(*p));
-    p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (p->dl == NULL) {
-        fprintf(stderr, "dlopen(%s): %s\n", path, dlerror());
-        return -1;
-    }
-    p->desc = dlsym(p->dl, BRAID_PLUGIN_SYMBOL);
-    if (p->desc == NULL) {
-        fprintf(stderr, "%s: no symbol %s\n", path, BRAID_PLUGIN_SYMBOL);
-        return -1;
-    }
-    if (p->desc->abi_version != BRAID_PLUGIN_ABI_VERSION ||
-        p->desc->struct_size != sizeof(braid_plugin_v3_t)) {
-        fprintf(stderr, "%s: ABI %u/%u, expected %u/%zu\n", path,
-                p->desc->abi_version, p->desc->struct_size,
-                BRAID_PLUGIN_ABI_VERSION, sizeof(braid_plugin_v3_t));
+    if ((p->desc = open_desc(&p->dl, path)) == NULL ||
+        (p->adesc = open_desc(&p->adl, algo_path)) == NULL) {
         return -1;
     }
     for (int i = 0; i < p->desc->n_transports; i++) {
@@ -213,7 +239,10 @@ int th_plugin_load(th_plugin_t *p, const char *path)
 void th_plugin_unload(th_plugin_t *p)
 {
     if (p->desc != NULL && p->desc->unload != NULL) {
-        p->desc->unload();
+        p->desc->unload(p->desc);
+    }
+    if (p->adl != NULL) {
+        dlclose(p->adl);
     }
     if (p->dl != NULL) {
         dlclose(p->dl);
@@ -221,11 +250,11 @@ void th_plugin_unload(th_plugin_t *p)
     memset(p, 0, sizeof(*p));
 }
 
-const braid_algo_v3_t *th_find_algo(const th_plugin_t *p, braid_coll_t coll,
+const braid_algo_t *th_find_algo(const th_plugin_t *p, braid_coll_t coll,
                                     const char *name)
 {
-    for (int i = 0; i < p->desc->n_algos; i++) {
-        const braid_algo_v3_t *a = p->desc->algos[i];
+    for (int i = 0; i < p->adesc->n_algos; i++) {
+        const braid_algo_t *a = p->adesc->algos[i];
         if (a->coll == coll && strcmp(a->name, name) == 0) {
             return a;
         }
@@ -233,17 +262,18 @@ const braid_algo_v3_t *th_find_algo(const th_plugin_t *p, braid_coll_t coll,
     return NULL;
 }
 
-braid_status_t th_drive(const braid_algo_v3_t *algo, braid_task_t *task)
+braid_status_t th_drive(const braid_algo_t *algo, braid_task_t *task)
 {
     double         deadline = th_now() + 2 * TH_TIMEOUT_S;
     braid_status_t st;
 
+    braid_wait_t   wait;
+
     task->priv = NULL;
-    st = algo->start(task);
-    if (st != BRAID_OK) {
-        return st;
-    }
-    while ((st = algo->progress(task)) == BRAID_INPROGRESS) {
+    st = algo->start(task, &wait);
+    while (st == BRAID_OK || st == BRAID_INPROGRESS) {
+        if ((st = algo->progress(task, &wait)) != BRAID_INPROGRESS)
+            break;
         if (th_now() > deadline) {
             st = svc_error(BRAID_ERR_TIMEOUT, "test: %s did not finish",
                            algo->name);
@@ -251,6 +281,6 @@ braid_status_t th_drive(const braid_algo_v3_t *algo, braid_task_t *task)
         }
         sched_yield(); /* 8 rank threads share 2 cores */
     }
-    algo->finish(task);
+    algo->finish(task); /* after a failed start too */
     return st;
 }

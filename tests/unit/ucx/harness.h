@@ -32,23 +32,24 @@ void th_board_destroy(th_board_t *b);
 /* The braid_oob_t of one rank on the board (ctx must outlive it). */
 void th_oob(braid_oob_t *oob, th_oob_ctx_t *ctx, th_board_t *b, int rank);
 
-extern const braid_services_v3_t th_svc;
+extern const braid_services_t th_svc;
 const char *th_last_error(void); /* this thread's last svc->error message */
 double      th_now(void);
 
-/* Loaded plugin. */
+/* The loaded plugins: the ucx transport's and the p2p algorithms'. */
 typedef struct th_plugin {
-    void                       *dl;
-    const braid_plugin_v3_t    *desc;
-    const braid_transport_v3_t *tl;
+    void                       *dl, *adl;
+    const braid_plugin_t    *desc;  /* libbraid-ucx.so */
+    const braid_plugin_t    *adesc; /* libbraid-p2p.so */
+    const braid_transport_t *tl;
 } th_plugin_t;
 
-int  th_plugin_load(th_plugin_t *p, const char *path);
+int  th_plugin_load(th_plugin_t *p, const char *path, const char *algo_path);
 void th_plugin_unload(th_plugin_t *p);
-const braid_algo_v3_t *th_find_algo(const th_plugin_t *p, braid_coll_t coll,
+const braid_algo_t *th_find_algo(const th_plugin_t *p, braid_coll_t coll,
                                     const char *name);
 
 /* Runs task to completion (start, progress with sched_yield, finish). */
-braid_status_t th_drive(const braid_algo_v3_t *algo, braid_task_t *task);
+braid_status_t th_drive(const braid_algo_t *algo, braid_task_t *task);
 
 #endif

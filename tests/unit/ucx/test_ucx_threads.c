@@ -1,6 +1,6 @@
-/* Unit test of the ucx plugin: N threads (1..8) act as ranks of one
- * communicator each, over an in-memory OOB, and run every algorithm of the
- * plugin over every collective, checking results against a reference
+/* Unit test of the ucx transport plugin with the p2p algorithms over it: N
+ * threads (1..8) act as ranks of one communicator each, over an in-memory
+ * OOB, and run every p2p algorithm over every collective, checking results against a reference
  * computed locally from deterministic per-rank inputs (exact for integers
  * and for the float inputs chosen to sum exactly, within a tolerance
  * otherwise), bitwise equality across ranks, untouched send buffers, and
@@ -16,7 +16,7 @@
  * alone; UCX_WARN_UNUSED_ENV_VARS=n only silences UCX's banner about
  * unrelated UCX_* variables.  Nothing else is needed under ASan either.
  *
- * Usage: test_ucx_threads PATH/libbraid-ucx.so */
+ * Usage: test_ucx_threads PATH/libbraid-ucx.so PATH/libbraid-p2p.so */
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -33,7 +33,7 @@
 #define MAX_PRINTED 40
 
 typedef struct tcase {
-    const braid_algo_v3_t *algo;
+    const braid_algo_t *algo;
     braid_dtype_t          dt;
     braid_op_t             op;
     size_t                 count;
@@ -240,6 +240,8 @@ static void job_prepare(job_t *j, const tcase_t *c, int n, int r,
         memcpy(j->scopy, j->sbuf, j->in_el * j->dts);
     }
 
+    j->task.struct_size = sizeof(j->task);
+    j->task.algo       = c->algo;
     j->task.coll       = coll;
     j->task.sendbuf    = j->sbuf;
     j->task.recvbuf    = j->rbuf;
@@ -402,10 +404,10 @@ static void cross_check(world_t *w, int r, const job_t *j)
 
 /* ------------------------------------------------------------- ranks */
 
-static int algo_index(const th_plugin_t *p, const braid_algo_v3_t *a)
+static int algo_index(const th_plugin_t *p, const braid_algo_t *a)
 {
-    for (int i = 0; i < p->desc->n_algos; i++) {
-        if (p->desc->algos[i] == a) {
+    for (int i = 0; i < p->adesc->n_algos; i++) {
+        if (p->adesc->algos[i] == a) {
             return i;
         }
     }
@@ -439,7 +441,7 @@ static void run_cases(world_t *w, int r, braid_tl_t *tl, void **state,
  * share the algorithm's comm_state (the second must not take the first's
  * scratch) and must not mix up their messages. */
 static void run_overlap(world_t *w, int r, braid_tl_t *tl, void **state,
-                        uint64_t *seq, const braid_algo_v3_t *algo)
+                        uint64_t *seq, const braid_algo_t *algo)
 {
     tcase_t        ca = {algo, BRAID_I32, BRAID_SUM, 1007, 0, 0};
     tcase_t        cb = {algo, BRAID_F32, BRAID_SUM, 300001, 1, 0};
@@ -451,16 +453,23 @@ static void run_overlap(world_t *w, int r, braid_tl_t *tl, void **state,
 
     job_prepare(&a, &ca, w->n, r, (*seq)++, tl, st, &w->topo);
     job_prepare(&b, &cb, w->n, r, (*seq)++, tl, st, &w->topo);
-    sa     = algo->start(&a.task);
-    sb     = algo->start(&b.task);
+    braid_wait_t wait;
+    sa     = algo->start(&a.task, &wait);
+    sb     = algo->start(&b.task, &wait);
     done_a = sa != BRAID_OK;
     done_b = sb != BRAID_OK;
+    if (done_a)
+        algo->finish(&a.task); /* finish follows a failed start too */
+    if (done_b)
+        algo->finish(&b.task);
     while (!done_a || !done_b) {
-        if (!done_a && (sa = algo->progress(&a.task)) != BRAID_INPROGRESS) {
+        if (!done_a &&
+            (sa = algo->progress(&a.task, &wait)) != BRAID_INPROGRESS) {
             algo->finish(&a.task);
             done_a = 1;
         }
-        if (!done_b && (sb = algo->progress(&b.task)) != BRAID_INPROGRESS) {
+        if (!done_b &&
+            (sb = algo->progress(&b.task, &wait)) != BRAID_INPROGRESS) {
             algo->finish(&b.task);
             done_b = 1;
         }
@@ -570,6 +579,33 @@ static void run_put_signal(world_t *w, int r, braid_tl_t *tl)
  * once (AddressSanitizer would flag UCX touching them later).  The send can
  * only go by closing its endpoint, so this runs last, and the teardown
  * that follows must still be prompt. */
+/* plugin.h's rule: zero-length messages with NULL buffers match and
+ * complete, and test() of a request no longer active is BRAID_OK. */
+static void run_zero(world_t *w, int r, braid_tl_t *tl)
+{
+    const int      n = w->n, right = (r + 1) % n, left = (r + n - 1) % n;
+    braid_treq_t   reqs[2] = {{0}};
+    braid_status_t st = tl->ops->irecv(tl->tcomm, left, BRAID_TAG(0xfffffe, 1),
+                                       NULL, 0, &reqs[0]);
+    double         t0 = th_now();
+
+    if (st == BRAID_OK) {
+        st = tl->ops->isend(tl->tcomm, right, BRAID_TAG(0xfffffe, 1), NULL, 0,
+                            &reqs[1]);
+    }
+    for (int i = 0; i < 2 && st == BRAID_OK; i++) {
+        while ((st = tl->ops->test(tl->tcomm, &reqs[i])) == BRAID_INPROGRESS &&
+               th_now() - t0 < TH_TIMEOUT_S) {
+            sched_yield();
+        }
+    }
+    if (st != BRAID_OK || reqs[0].active || reqs[1].active) {
+        fail(w, r, NULL, "zero-length send/receive: %s", th_last_error());
+    } else if (tl->ops->test(tl->tcomm, &reqs[1]) != BRAID_OK) {
+        fail(w, r, NULL, "test() of an inactive request is not BRAID_OK");
+    }
+}
+
 static void run_cancel(world_t *w, int r, braid_tl_t *tl)
 {
     const int      n = w->n, right = (r + 1) % n, left = (r + n - 1) % n;
@@ -649,14 +685,15 @@ static void *rank_main(void *arg)
     const int    r    = ra->rank;
     th_oob_ctx_t octx;
     braid_oob_t  oob;
-    braid_tl_t   tl    = {0};
+    braid_tl_t   tl    = {.struct_size = sizeof(braid_tl_t),
+                          .link = {.struct_size = sizeof(braid_link_t)}};
     void        *state[32] = {0};
     uint64_t     seq   = 1;
     braid_status_t st;
 
     th_oob(&oob, &octx, &w->board, r);
     tl.ops = w->plug->tl;
-    st     = tl.ops->comm_create(&th_svc, &oob, &w->topo, &tl.tcomm);
+    st     = tl.ops->comm_create(tl.ops, &th_svc, &oob, &w->topo, &tl.tcomm);
     if (st != BRAID_OK) {
         fail(w, r, NULL, "comm_create: %s", th_last_error());
         return NULL; /* collective: every rank failed alike */
@@ -671,10 +708,11 @@ static void *rank_main(void *arg)
                     BRAID_COLL_ALLREDUCE, "recdbl"));
     }
     run_put_signal(w, r, &tl);
+    run_zero(w, r, &tl);
     run_cancel(w, r, &tl);
 
-    for (int i = 0; i < w->plug->desc->n_algos; i++) {
-        const braid_algo_v3_t *a = w->plug->desc->algos[i];
+    for (int i = 0; i < w->plug->adesc->n_algos; i++) {
+        const braid_algo_t *a = w->plug->adesc->algos[i];
         if (state[i] != NULL && a->comm_state_free != NULL) {
             a->comm_state_free(state[i], &tl);
         }
@@ -692,7 +730,7 @@ static void *rank_main(void *arg)
 
 /* ------------------------------------------------------------- cases */
 
-static void add(caselist_t *l, const braid_algo_v3_t *a, braid_dtype_t dt,
+static void add(caselist_t *l, const braid_algo_t *a, braid_dtype_t dt,
                 braid_op_t op, size_t count, int inplace, int root)
 {
     if (l->n == l->cap) {
@@ -712,8 +750,8 @@ static void build_cases(caselist_t *l, const th_plugin_t *p, int n)
     static const braid_op_t    ops[] = {BRAID_SUM, BRAID_MAX, BRAID_AVG};
     static const size_t        counts[] = {0, 1, 7};
 
-    for (int ai = 0; ai < p->desc->n_algos; ai++) {
-        const braid_algo_v3_t *a   = p->desc->algos[ai];
+    for (int ai = 0; ai < p->adesc->n_algos; ai++) {
+        const braid_algo_t *a   = p->adesc->algos[ai];
         int                    red = a->coll == BRAID_COLL_ALLREDUCE ||
                                      a->coll == BRAID_COLL_REDUCE_SCATTER;
 
@@ -799,6 +837,8 @@ static void run_world(world_t *w, const th_plugin_t *p, int n, int nnodes,
     for (int r = 0; r < n; r++) {
         w->node_of_rank[r] = r * nnodes / n;
     }
+    w->topo.struct_size  = sizeof(w->topo);
+    w->topo.size         = n;
     w->topo.kind         = nnodes == 1 ? BRAID_TOPO_SINGLE_HOST
                                        : BRAID_TOPO_SWITCH;
     w->topo.nnodes       = nnodes;
@@ -830,8 +870,8 @@ static void *link_main(void *arg)
     void        *tcomm = NULL;
 
     th_oob(&oob, &octx, &w->board, ra->rank);
-    seen_status[ra->rank] =
-        w->plug->tl->comm_create(&th_svc, &oob, &w->topo, &tcomm);
+    seen_status[ra->rank] = w->plug->tl->comm_create(w->plug->tl, &th_svc,
+                                                     &oob, &w->topo, &tcomm);
     snprintf(seen_error[ra->rank], sizeof(seen_error[0]), "%s",
              th_last_error());
     if (seen_status[ra->rank] == BRAID_OK) {
@@ -912,14 +952,15 @@ static void *loss_main(void *arg)
     world_t     *w  = ra->w;
     th_oob_ctx_t octx;
     braid_oob_t  oob;
-    braid_tl_t   tl = {0};
+    braid_tl_t   tl = {.struct_size = sizeof(braid_tl_t)};
     braid_treq_t req = {0};
     char         buf[64];
     double       t0;
 
     th_oob(&oob, &octx, &w->board, ra->rank);
     tl.ops = w->plug->tl;
-    if (tl.ops->comm_create(&th_svc, &oob, &w->topo, &tl.tcomm) != BRAID_OK) {
+    if (tl.ops->comm_create(tl.ops, &th_svc, &oob, &w->topo, &tl.tcomm) !=
+        BRAID_OK) {
         snprintf(loss_error, sizeof(loss_error), "%s", th_last_error());
         loss_status = BRAID_ERR_INTERNAL;
         return NULL;
@@ -936,8 +977,15 @@ static void *loss_main(void *arg)
     t0          = th_now();
     loss_status = tl.ops->irecv(tl.tcomm, 1, 77, buf, sizeof(buf), &req);
     if (loss_status == BRAID_OK) {
+        /* The transport never times a request out (the core's job): the
+         * test bounds the wait itself. */
         while ((loss_status = tl.ops->test(tl.tcomm, &req)) ==
                BRAID_INPROGRESS) {
+            if (th_now() - t0 > TH_TIMEOUT_S) {
+                loss_status = BRAID_ERR_TIMEOUT;
+                tl.ops->cancel(tl.tcomm, &req);
+                break;
+            }
             sched_yield();
         }
     }
@@ -967,12 +1015,15 @@ static int check_peer_loss(const th_plugin_t *p)
 static double est(const th_plugin_t *p, braid_coll_t coll, const char *name,
                   int n, size_t bytes)
 {
-    const braid_algo_v3_t *a  = th_find_algo(p, coll, name);
-    braid_cost_in_t        in = {coll, bytes, n, 1, n, BRAID_TOPO_SINGLE_HOST,
-                                 {0.6, 6.0, 1.8, 3.0}, 10.0, 0.0};
-    double                 t  = a->estimate(&in);
+    const braid_algo_t *a  = th_find_algo(p, coll, name);
+    braid_cost_in_t     in = {
+        .struct_size = sizeof(in), .coll = coll, .bytes = bytes, .nranks = n,
+        .nnodes = 1, .ppn = n, .topo = BRAID_TOPO_SINGLE_HOST,
+        .link = {sizeof(braid_link_t), 0.6, 6.0, 1.8, 3.0},
+        .reduce_gbps = 10.0};
+    double              t  = a->estimate(a, &in);
 
-    if (a->estimate(&in) != t) {
+    if (a->estimate(a, &in) != t) {
         return -2.0; /* not deterministic */
     }
     return t;
@@ -1009,12 +1060,16 @@ static int check_costs(const th_plugin_t *p)
         double want = 6 * 0.6 + 1.5 * 1e6 / 6e3 + 0.75 * 1e6 / 10e3;
         EXPECT(t > want - 1e-9 && t < want + 1e-9);
     }
-    for (int i = 0; i < p->desc->n_algos; i++) {
-        braid_cost_in_t in = {p->desc->algos[i]->coll, 1024, 4, 1, 4,
-                              BRAID_TOPO_SINGLE_HOST, {0.6, 0.0, 1.8, 0.0},
-                              10.0, 0.0};
-        EXPECT(p->desc->algos[i]->estimate(&in) < 0); /* no bandwidth */
-        EXPECT(est(p, p->desc->algos[i]->coll, p->desc->algos[i]->name, 5,
+    for (int i = 0; i < p->adesc->n_algos; i++) {
+        const braid_algo_t *a = p->adesc->algos[i];
+        braid_cost_in_t in = {
+            .struct_size = sizeof(in), .coll = a->coll, .bytes = 1024,
+            .nranks = 4, .nnodes = 1, .ppn = 4,
+            .topo = BRAID_TOPO_SINGLE_HOST,
+            .link = {sizeof(braid_link_t), 0.6, 0.0, 1.8, 0.0},
+            .reduce_gbps = 10.0};
+        EXPECT(a->estimate(a, &in) < 0); /* no bandwidth */
+        EXPECT(est(p, p->adesc->algos[i]->coll, p->adesc->algos[i]->name, 5,
                    4096) > 0);
     }
 #undef EXPECT
@@ -1031,15 +1086,16 @@ int main(int argc, char **argv)
     int         failures = 0, total = 0;
     double      t0 = th_now();
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s PATH/libbraid-ucx.so\n", argv[0]);
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s PATH/libbraid-ucx.so PATH/libbraid-p2p.so"
+                "\n", argv[0]);
         return 2;
     }
     setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 0);
-    if (th_plugin_load(&plug, argv[1]) != 0) {
+    if (th_plugin_load(&plug, argv[1], argv[2]) != 0) {
         return 1;
     }
-    if (plug.desc->probe(&th_svc, why, sizeof(why)) != BRAID_OK) {
+    if (plug.desc->probe(plug.desc, &th_svc, why, sizeof(why)) != BRAID_OK) {
         fprintf(stderr, "FAIL probe: %s\n", why);
         return 1;
     }

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Alternated rounds of two braid builds at one size (an old build against a
+# new one): R rounds, each one braid-bench run of A then one of B, so that
+# both see the same machine; prints every round, the medians and B/A.
+#   bench/ab.sh BUILD_A BUILD_B RANKS [SIZE=8] [ROUNDS=5] [TIMING=percall]
+#   ITERS=3000 (calls per run)
+set -uo pipefail
+usage="usage: ab.sh BUILD_A BUILD_B RANKS [SIZE] [ROUNDS] [percall|batch]"
+a=${1:?$usage} b=${2:?$usage} n=${3:?$usage}
+size=${4:-8} rounds=${5:-5} timing=${6:-percall} iters=${ITERS:-3000}
+
+median() { sort -n | awk '{ a[NR] = $1 } END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+one() { # BUILD: "time algo" of one run
+  "$1/tools/braidrun" -n "$n" "$1/bench/braid-bench" -b "$size" -e "$size" \
+    -n "$iters" -w $((iters / 10)) -c 0 -i 0 -t "$timing" 2>/dev/null |
+    awk -v s="$size" '$2 == s { print $7, $6 }'
+}
+as=() bs=()
+for ((r = 1; r <= rounds; r++)); do
+  x=$(one "$a") y=$(one "$b")
+  echo "round $r: A ${x% *} us (${x#* }), B ${y% *} us (${y#* })"
+  as+=("${x%% *}") bs+=("${y%% *}")
+done
+ma=$(printf '%s\n' "${as[@]}" | median)
+mb=$(printf '%s\n' "${bs[@]}" | median)
+awk -v n="$n" -v s="$size" -v t="$timing" -v a="$ma" -v b="$mb" 'BEGIN {
+  printf "%d ranks, %d B, %s: median A %.2f us, B %.2f us: B/A %.3f\n",
+         n, s, t, a, b, b / a }'

@@ -1,0 +1,23 @@
+/* allreduce "ring": ring reduce-scatter then ring allgather over n uneven
+ * chunks, each chunk pipelined in segments (see ring.c). */
+#include "ring.h"
+
+static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
+{
+    (void)wait;
+    return braid_p2p_ring_start(task, BRAID_P2P_RING_ALLREDUCE);
+}
+
+const braid_algo_t braid_p2p_allreduce_ring = {
+    .struct_size     = sizeof(braid_algo_t),
+    .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
+    .name            = "ring",
+    .coll            = BRAID_COLL_ALLREDUCE,
+    .needs_caps      = BRAID_CAP_SENDRECV,
+    .transport       = NULL,
+    .estimate        = braid_p2p_cost_allreduce_ring,
+    .start           = start,
+    .progress        = braid_p2p_ring_progress,
+    .finish          = braid_p2p_ring_finish,
+    .comm_state_free = braid_p2p_comm_state_free,
+};

@@ -1,0 +1,24 @@
+/* broadcast "ring": a chain root -> root+1 -> ... pipelined in segments, so
+ * a large message costs about one transfer plus n-2 segment latencies
+ * (see ring.c). */
+#include "ring.h"
+
+static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
+{
+    (void)wait;
+    return braid_p2p_ring_start(task, BRAID_P2P_RING_BCAST);
+}
+
+const braid_algo_t braid_p2p_bcast_ring = {
+    .struct_size     = sizeof(braid_algo_t),
+    .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
+    .name            = "ring",
+    .coll            = BRAID_COLL_BROADCAST,
+    .needs_caps      = BRAID_CAP_SENDRECV,
+    .transport       = NULL,
+    .estimate        = braid_p2p_cost_bcast_ring,
+    .start           = start,
+    .progress        = braid_p2p_ring_progress,
+    .finish          = braid_p2p_ring_finish,
+    .comm_state_free = braid_p2p_comm_state_free,
+};
