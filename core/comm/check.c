@@ -15,7 +15,7 @@ typedef struct fingerprint {
     uint64_t count;
     int32_t  coll, dtype, op, root;
     int32_t  valid; /* the rank's arguments passed validation */
-    int32_t  pad;
+    uint32_t need;  /* memory types and stream order (cuda/route.c) */
 } fingerprint_t;
 
 static void describe(char *buf, size_t len, const fingerprint_t *f)
@@ -40,11 +40,17 @@ static void describe(char *buf, size_t len, const fingerprint_t *f)
                  (unsigned long long)f->count,
                  braid_dtype_name((braid_dtype_t)f->dtype),
                  braid_op_name((braid_op_t)f->op));
+    size_t o = strlen(buf);
+    if (f->need & BRAID_NEED_STREAM)
+        snprintf(buf + o, len - o, " stream-ordered");
+    else if (f->need & BRAID_MEM_BIT(BRAID_MEM_CUDA))
+        snprintf(buf + o, len - o, " on device memory");
 }
 
 braid_status_t braid_check_call(braid_comm_t *comm, braid_coll_t coll,
                                 size_t count, braid_dtype_t dtype,
-                                braid_op_t op, int root, int valid)
+                                braid_op_t op, int root, uint32_t need,
+                                int valid)
 {
     fingerprint_t mine = {0};
     mine.seq   = comm->seq;
@@ -56,6 +62,7 @@ braid_status_t braid_check_call(braid_comm_t *comm, braid_coll_t coll,
                      ? (int32_t)op : 0;
     mine.root  = coll == BRAID_COLL_BROADCAST ? root : 0;
     mine.valid = valid;
+    mine.need  = need;
 
     fingerprint_t *all = calloc((size_t)comm->size, sizeof(*all));
     if (all == NULL)

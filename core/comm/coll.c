@@ -103,6 +103,7 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
 {
     braid_status_t st;
     braid_route_t  route;
+    braid_route_host(&route);
     if (comm == NULL)
         return braid_error(BRAID_ERR_INVALID_ARG, "%s: comm is NULL",
                            braid_coll_name(coll));
@@ -113,7 +114,7 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
     /* Where the buffers live is part of the arguments (cuda/route.c);
      * nothing to ask in a process that can have no device memory. */
     if (st == BRAID_OK && (on_stream || braid_devptr_possible()))
-        st = braid_route_call(&route, comm, coll, sendbuf, recvbuf,
+        st = braid_route_call(&route, coll, sendbuf, recvbuf,
                               count * braid_dtype_size(dtype), on_stream,
                               stream);
     if (comm->check) {
@@ -122,7 +123,7 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
         char msg[512];
         snprintf(msg, sizeof(msg), "%s", braid_last_error());
         braid_status_t cst = braid_check_call(comm, coll, count, dtype, op,
-                                              root, st == BRAID_OK);
+                                              root, route.need, st == BRAID_OK);
         if (st != BRAID_OK || cst != BRAID_OK) {
             /* Nothing is issued anywhere, but every rank counted the call,
              * so later fingerprints stay comparable. */
@@ -153,14 +154,19 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
     t->svc     = braid_core_services();
 
     size_t bytes = count * dtsize;
-    if (comm->size == 1 || (bytes == 0 && coll != BRAID_COLL_BARRIER))
-        return BRAID_OK; /* cand stays NULL: completed locally, in order */
-    t->send_mem = braid_mem_type_of(sendbuf);
-    t->recv_mem = sendbuf == recvbuf ? t->send_mem
-                                     : braid_mem_type_of(recvbuf);
+    /* Completed locally, in order (cand stays NULL): no data, or one rank
+     * with host memory.  One rank's device memory or stream still needs a
+     * candidate that can copy there. */
+    if ((bytes == 0 && coll != BRAID_COLL_BARRIER) ||
+        (comm->size == 1 &&
+         (route.mem == BRAID_MEM_HOST || coll == BRAID_COLL_BARRIER)))
+        return BRAID_OK;
+    t->send_mem  = route.mem;
+    t->recv_mem  = route.mem;
+    t->on_stream = route.on_stream;
+    t->stream    = route.stream;
     braid_candidate_t *cand;
-    if ((st = braid_select(&cand, &comm->sel, coll, bytes,
-                           braid_mem_need(t->send_mem, t->recv_mem))) !=
+    if ((st = braid_select(&cand, &comm->sel, coll, bytes, route.need)) !=
         BRAID_OK) {
         comm->seq--; /* nothing was issued */
         return st;

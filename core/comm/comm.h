@@ -110,14 +110,12 @@ braid_status_t braid_wait_check(braid_comm_t *comm, braid_call_t *call);
 void braid_wait_note_call(braid_comm_t *comm, braid_call_t *call,
                           size_t bytes);
 
-/* comm/mem.c: where a buffer lives (the memory-type detection hook). */
-braid_mem_t braid_mem_type_of(const void *ptr);
-
 /* comm/check.c: compares this call's fingerprint with every rank's (valid:
  * whether this rank's arguments passed validation).  Collective. */
 braid_status_t braid_check_call(braid_comm_t *comm, braid_coll_t coll,
                                 size_t count, braid_dtype_t dtype,
-                                braid_op_t op, int root, int valid);
+                                braid_op_t op, int root, uint32_t need,
+                                int valid);
 
 /* comm/coll.c: validates a call and fills it in (nothing is written on
  * error).  count is as in the public call. */

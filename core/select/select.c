@@ -53,6 +53,7 @@ double braid_candidate_estimate(const braid_selector_t *sel,
         .reduce_gbps = REDUCE_GBPS,
         .stage_us    = sel->stage_us,
         .mem         = cost_mem(mem),
+        .comm_state  = cand->comm_state,
     };
     return cand->algo->estimate(cand->algo, &in);
 }
@@ -88,6 +89,8 @@ static int cheapest(const braid_selector_t *sel, const braid_cand_ref_t *ref,
 
 static const char *mem_note(uint32_t mem)
 {
+    if (mem & BRAID_NEED_STREAM)
+        return " on device memory, stream-ordered";
     return mem == BRAID_MEM_BIT(BRAID_MEM_HOST) ? "" : " on device memory";
 }
 

@@ -70,7 +70,8 @@ static braid_status_t oob_allgather(void *ctx, const void *send, void *recv,
     return BRAID_OK;
 }
 static braid_status_t oob_barrier(void *ctx) { (void)ctx; return BRAID_OK; }
-static const braid_oob_t oob = {0, 2, NULL, oob_allgather, oob_barrier};
+static const braid_oob_t oob = {.rank = 0, .size = 2, .allgather = oob_allgather,
+                                .barrier = oob_barrier};
 
 /* ----------------------------------------------------------- the stubs */
 

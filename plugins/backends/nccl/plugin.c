@@ -1,21 +1,15 @@
 /* The NCCL backend as a braid plugin: the only file that speaks the plugin
- * ABI (version 3 here).  Everything else in this folder takes plain
- * arguments, so a new ABI changes this file only.
+ * ABI (version 4).  Everything else in this folder takes plain arguments,
+ * so a new ABI changes this file only.
  *
- * NCCL is a whole-collective library: it brings its own transport, here a
- * transport named "nccl" with no send/recv or put capabilities (so no
- * generic algorithm runs on it) whose per-communicator state is the NCCL
- * side of the communicator, and one algorithm per collective restricted to
- * it, which the core names "nccl".
- *
- * ABI 3 has no memory types: a task does not say whether its buffers are
- * device memory, and the estimate cannot either.  Host memory must never
- * reach NCCL, so under ABI 3 the candidate declines every call (estimate
- * -1) and the core refuses device buffers itself (core/cuda/route.c).  With
- * ABI 4's memory types the estimate becomes braid_nccl_model_time for
- * device buffers only, and the stream of a stream-ordered call reaches
- * start (see docs/nccl.md, "Porting"). */
-#include <stdio.h>
+ * NCCL is a whole-collective library: one backend algorithm per collective
+ * (BRAID_ALGO_BACKEND, no braid transport), written "nccl", taking CUDA
+ * device memory only (so the core never hands it host memory, nor a host
+ * algorithm device memory) and stream-ordered calls (BRAID_ALGO_STREAM).
+ * The core creates each algorithm's per-communicator state through
+ * comm_create; the five share one NCCL side of the communicator (a
+ * braid_nccl_comm_t), found by the communicator's oob channel. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "nccl.h"
@@ -25,145 +19,155 @@
 braid_nccl_host_t braid_nccl_host;
 static const braid_nccl_lib_t *lib;
 
-static braid_status_t nccl_probe(const braid_services_v3_t *svc, char *why,
+static braid_status_t nccl_probe(const braid_plugin_t *self,
+                                 const braid_services_t *svc, char *why,
                                  size_t why_len)
 {
+    (void)self;
     braid_nccl_host = (braid_nccl_host_t){svc->log, svc->error,
                                           svc->finish_avg, svc->timeout_s,
                                           svc->now};
     return braid_nccl_lib_open(&lib, why, why_len);
 }
 
-/* --------------------------------------------------------------- transport */
+/* ------------------------------------------- one NCCL side per communicator */
 
-static braid_status_t tl_comm_create(const braid_services_v3_t *svc,
-                                     const braid_oob_t *oob,
-                                     const braid_topo_t *topo, void **tcomm)
+typedef struct shared {
+    const braid_oob_t *oob; /* the communicator's: the key */
+    braid_nccl_comm_t *c;
+    int                refs;
+    struct shared     *next;
+} shared_t;
+
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static shared_t       *shared_list;
+
+/* Every rank calls the five comm_create in the same order, so every rank
+ * makes the NCCL side (collectively) in the first. */
+static braid_status_t nccl_comm_create(const braid_algo_t *self,
+                                       const braid_services_t *svc,
+                                       const braid_oob_t *oob,
+                                       const braid_topo_t *topo, void **state)
 {
-    (void)svc;
-    (void)topo;
-    return braid_nccl_comm_create((braid_nccl_comm_t **)tcomm, lib, oob);
+    (void)self, (void)svc, (void)topo;
+    braid_status_t st = BRAID_OK;
+    pthread_mutex_lock(&shared_lock);
+    shared_t *s = shared_list;
+    while (s != NULL && s->oob != oob)
+        s = s->next;
+    if (s == NULL) {
+        s = calloc(1, sizeof(*s));
+        if (s == NULL)
+            st = braid_nccl_fail(BRAID_ERR_NO_MEMORY, "nccl: out of memory");
+        else if ((st = braid_nccl_comm_create(&s->c, lib, oob)) != BRAID_OK) {
+            free(s);
+            s = NULL;
+        } else {
+            s->oob      = oob;
+            s->next     = shared_list;
+            shared_list = s;
+        }
+    }
+    if (s != NULL) {
+        s->refs++;
+        *state = s;
+    }
+    pthread_mutex_unlock(&shared_lock);
+    return st;
 }
 
-static void tl_comm_destroy(void *tcomm)
+static void nccl_comm_state_free(void *state, braid_tl_t *tl)
 {
-    braid_nccl_comm_destroy(tcomm);
+    (void)tl;
+    shared_t *s = state;
+    pthread_mutex_lock(&shared_lock);
+    int last = --s->refs == 0;
+    if (last)
+        for (shared_t **p = &shared_list; *p != NULL; p = &(*p)->next)
+            if (*p == s) {
+                *p = s->next;
+                break;
+            }
+    pthread_mutex_unlock(&shared_lock);
+    if (last) {
+        braid_nccl_comm_destroy(s->c);
+        free(s);
+    }
 }
 
-/* NCCL's model needs more than a latency and a bandwidth; under ABI 3 its
- * inputs travel in the link: alpha_us holds the intra-node link class,
- * beta_gbps its bandwidth, put_beta_gbps the network's. */
-static void tl_link(void *tcomm, braid_link_t *link)
+static braid_nccl_comm_t *comm_of(const braid_task_t *task)
 {
-    const braid_nccl_comm_t *c = tcomm;
-    *link = (braid_link_t){(double)c->model.intra, c->model.intra_gbps, 0,
-                           c->model.inter_gbps};
+    return ((shared_t *)*task->comm_state)->c;
 }
-
-static braid_status_t tl_none(void *tcomm, int peer, uint64_t tag,
-                              const void *buf, size_t len, braid_treq_t *req)
-{
-    (void)tcomm, (void)peer, (void)tag, (void)buf, (void)len, (void)req;
-    return braid_nccl_fail(BRAID_ERR_NOT_SUPPORTED, "nccl: the nccl "
-                           "transport has no point-to-point operations");
-}
-
-static braid_status_t tl_none_recv(void *tcomm, int peer, uint64_t tag,
-                                   void *buf, size_t len, braid_treq_t *req)
-{
-    return tl_none(tcomm, peer, tag, buf, len, req);
-}
-
-static braid_status_t tl_test(void *tcomm, braid_treq_t *req)
-{
-    (void)tcomm;
-    req->active = 0;
-    return BRAID_OK;
-}
-
-static braid_status_t tl_progress(void *tcomm)
-{
-    (void)tcomm;
-    return BRAID_OK;
-}
-
-static void tl_cancel(void *tcomm, braid_treq_t *req)
-{
-    (void)tcomm;
-    req->active = 0;
-}
-
-static const braid_transport_v3_t nccl_transport = {
-    .name        = "nccl",
-    .caps        = 0,
-    .comm_create = tl_comm_create,
-    .comm_destroy = tl_comm_destroy,
-    .link        = tl_link,
-    .isend       = tl_none,
-    .irecv       = tl_none_recv,
-    .test        = tl_test,
-    .progress    = tl_progress,
-    .cancel      = tl_cancel,
-};
 
 /* --------------------------------------------------------------- algorithm */
 
-static double nccl_estimate(const braid_cost_in_t *in)
+static double nccl_estimate(const braid_algo_t *self, const braid_cost_in_t *in)
 {
-    (void)in;
-    return -1.0; /* ABI 3: the memory type is unknown (see the top) */
+    (void)self;
+    const shared_t *s = BRAID_HAS(in, braid_cost_in_t, comm_state)
+                            ? in->comm_state : NULL;
+    if (in->mem != BRAID_MEM_CUDA || s == NULL)
+        return -1.0;
+    return braid_nccl_model_time(&s->c->model, in->coll, in->bytes,
+                                 in->nranks, in->nnodes, in->ppn, NULL);
 }
 
-static braid_status_t nccl_start(braid_task_t *task)
+static braid_status_t nccl_start(braid_task_t *task, braid_wait_t *wait)
 {
+    (void)wait; /* the GPU works meanwhile: any waiting suits it */
     braid_nccl_op_t *op = calloc(1, sizeof(*op));
     if (op == NULL)
         return braid_nccl_fail(BRAID_ERR_NO_MEMORY, "nccl: out of memory");
+    int on_stream = BRAID_HAS(task, braid_task_t, stream) && task->on_stream;
     *op = (braid_nccl_op_t){.coll = task->coll, .sendbuf = task->sendbuf,
                             .recvbuf = task->recvbuf, .count = task->count,
                             .dtype = task->dtype, .op = task->op,
-                            .root = task->root, .on_stream = 0};
+                            .root = task->root, .on_stream = on_stream,
+                            .stream = on_stream ? task->stream : NULL};
     task->priv = op;
-    return braid_nccl_coll_start(task->tl->tcomm, op);
+    return braid_nccl_coll_start(comm_of(task), op);
 }
 
-static braid_status_t nccl_progress(braid_task_t *task)
+static braid_status_t nccl_progress(braid_task_t *task, braid_wait_t *wait)
 {
-    return braid_nccl_coll_test(task->tl->tcomm, task->priv);
+    (void)wait;
+    return braid_nccl_coll_test(comm_of(task), task->priv);
 }
 
 static void nccl_finish(braid_task_t *task)
 {
     if (task->priv != NULL)
-        braid_nccl_coll_cancel(task->tl->tcomm, task->priv);
+        braid_nccl_coll_cancel(comm_of(task), task->priv);
     free(task->priv);
     task->priv = NULL;
 }
 
 #define NCCL_ALGO(c)                                                         \
     {                                                                        \
-        .name = "nccl", .coll = (c), .needs_caps = 0, .transport = "nccl",  \
+        .struct_size = sizeof(braid_algo_t),                                 \
+        .flags = BRAID_ALGO_BACKEND | BRAID_ALGO_STREAM, .name = "nccl",     \
+        .coll = (c), .mem_types = BRAID_MEM_BIT(BRAID_MEM_CUDA),             \
         .estimate = nccl_estimate, .start = nccl_start,                      \
         .progress = nccl_progress, .finish = nccl_finish,                    \
+        .comm_state_free = nccl_comm_state_free,                             \
+        .comm_create = nccl_comm_create,                                     \
     }
 
-static const braid_algo_v3_t algos[] = {
+static const braid_algo_t algos[] = {
     NCCL_ALGO(BRAID_COLL_ALLREDUCE), NCCL_ALGO(BRAID_COLL_REDUCE_SCATTER),
     NCCL_ALGO(BRAID_COLL_ALLGATHER), NCCL_ALGO(BRAID_COLL_BROADCAST),
     NCCL_ALGO(BRAID_COLL_BARRIER),
 };
-static const braid_algo_v3_t *const algo_list[] = {
+static const braid_algo_t *const algo_list[] = {
     &algos[0], &algos[1], &algos[2], &algos[3], &algos[4]};
-static const braid_transport_v3_t *const transports[] = {&nccl_transport};
 
-EXPORT const braid_plugin_v3_t braid_plugin_v3 = {
-    .abi_version  = BRAID_PLUGIN_ABI_VERSION,
-    .struct_size  = sizeof(braid_plugin_v3_t),
-    .name         = "nccl",
-    .version      = "1.0",
-    .probe        = nccl_probe,
-    .n_transports = 1,
-    .transports   = transports,
-    .n_algos      = 5,
-    .algos        = algo_list,
+EXPORT const braid_plugin_t braid_plugin_v4 = {
+    .abi_version = BRAID_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(braid_plugin_t),
+    .name        = "nccl",
+    .version     = "1.0",
+    .probe       = nccl_probe,
+    .n_algos     = 5,
+    .algos       = algo_list,
 };
