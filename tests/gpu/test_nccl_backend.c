@@ -162,9 +162,10 @@ static void test_mapping(void)
     CHECK(run(c, &o) == BRAID_OK && last_call()->coll == 0 &&
               last_call()->count == 1 && last_call()->dtype == 2,
           "barrier: an all-reduce of one int32 on scratch memory");
-    int before = destroys();
+    int before = destroys(), aborted = aborts();
     braid_nccl_comm_destroy(c);
-    CHECK(destroys() == before + 1, "a healthy communicator is destroyed");
+    CHECK(destroys() == before + 1 && aborts() == aborted,
+          "a healthy communicator is finalised and destroyed");
 }
 
 static void test_avg(void)

@@ -414,10 +414,20 @@ void braid_nccl_comm_destroy(braid_nccl_comm_t *c)
         pthread_mutex_unlock(&c->lock);
         pthread_join(c->watch->thread, NULL);
     }
-    /* A healthy communicator is destroyed, which waits for its last
-     * calls; a failed one was aborted already. */
-    if (c->comm != NULL)
-        lib->comm_destroy(c->comm);
+    /* A healthy communicator is finalised (its last calls flushed; in the
+     * background for a non-blocking one, waited for within the timeout)
+     * and destroyed; one that cannot finish in time, or a failed one, is
+     * aborted. */
+    if (c->comm != NULL) {
+        ncclResult_t res = lib->comm_finalize != NULL
+                               ? lib->comm_finalize(c->comm) : ncclSuccess;
+        if ((res == ncclSuccess || res == ncclInProgress) &&
+            (!c->nonblocking ||
+             settle(c, c->comm, NULL, "nccl: finalising") == BRAID_OK))
+            lib->comm_destroy(c->comm);
+        else
+            lib->comm_abort(c->comm);
+    }
     if (c->watch != NULL) {
         for (int i = 0; i < WATCH_SLOTS; i++)
             lib->event_destroy(c->watch->events[i]);

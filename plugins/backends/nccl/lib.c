@@ -75,6 +75,7 @@ static int open_nccl(char *why, size_t why_len)
         SYM(ncclGetUniqueId, get_unique_id),
         SYM(ncclCommInitRank, comm_init_rank),
         OPT(ncclCommInitRankConfig, comm_init_rank_config),
+        OPT(ncclCommFinalize, comm_finalize),
         SYM(ncclCommDestroy, comm_destroy),
         SYM(ncclCommAbort, comm_abort),
         SYM(ncclCommGetAsyncError, comm_get_async_error),

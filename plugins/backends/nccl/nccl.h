@@ -52,6 +52,7 @@ typedef struct braid_nccl_lib {
     ncclResult_t (*comm_init_rank_config)(ncclComm_t *comm, int nranks,
                                           ncclUniqueId id, int rank,
                                           nccl_config_t *config);
+    ncclResult_t (*comm_finalize)(ncclComm_t comm); /* NULL before 2.14 */
     ncclResult_t (*comm_destroy)(ncclComm_t comm);
     ncclResult_t (*comm_abort)(ncclComm_t comm);
     ncclResult_t (*comm_get_async_error)(ncclComm_t comm, ncclResult_t *err);
