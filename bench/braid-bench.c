@@ -25,6 +25,7 @@
 
 #include <braid/braid.h>
 
+#include "cuda_mem.h"
 #include "numeric.h"
 
 #define PERIOD 7 /* inputs repeat every PERIOD elements: cheap reference */
@@ -41,12 +42,18 @@ typedef struct {
     const char   *algo;
     int           csv;
     int           batch;  /* time back-to-back batches, not single calls */
+    int           cuda;   /* -M cuda: the call's buffers are device memory */
 } opts_t;
 
 typedef struct {
     braid_comm_t *comm;
     int           rank, size;
     unsigned char *sbuf, *rbuf; /* allocated for the largest size */
+    /* -M cuda: the device copies the calls use; sbuf/rbuf are then where
+     * inputs are written and results checked, copied over before and
+     * after (outside the timed loop). */
+    unsigned char *dsbuf, *drbuf;
+    size_t        cap;          /* bytes of each of the four */
     double       *times, *tmax; /* per iteration */
     double        bw_sum;
     int           bw_n;
@@ -93,6 +100,8 @@ static void usage(FILE *f)
         "                       ranks aligned by a barrier first; batch:\n"
         "                       %d batches of -n calls back to back, time\n"
         "                       per call of each batch\n"
+        "  -M, --memory MEM     host (default) or cuda: buffers in CUDA device\n"
+        "                       memory (the device of the local rank)\n"
         "      --csv            machine-readable rows only\n"
         "  -h, --help           this text\n"
         "size is the larger buffer; time is the median over iterations (or\n"
@@ -159,6 +168,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         {"algo", required_argument, NULL, 'A'},
         {"csv", no_argument, NULL, 'S'},
         {"timing", required_argument, NULL, 't'},
+        {"memory", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -168,7 +178,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
                   .op = BRAID_SUM, .coll = BRAID_COLL_ALLREDUCE,
                   .place = -1};
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:C:i:r:t:h", longs,
+    while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:C:i:r:t:M:h", longs,
                             NULL)) != -1) {
         switch (c) {
         case 'b':
@@ -237,6 +247,14 @@ static void parse_opts(int argc, char **argv, opts_t *o)
                 o->batch = 1;
             else
                 bad_usage("bad --timing '%s' (percall or batch)", optarg);
+            break;
+        case 'M':
+            if (strcmp(optarg, "host") == 0)
+                o->cuda = 0;
+            else if (strcmp(optarg, "cuda") == 0)
+                o->cuda = 1;
+            else
+                bad_usage("bad -M memory '%s' (host or cuda)", optarg);
             break;
         case 'h':
             usage(stdout);
@@ -346,9 +364,22 @@ static bufs_t place_buffers(const opts_t *o, const bench_t *b,
     return r;
 }
 
+/* -M cuda: the device address of a place in sbuf or rbuf. */
+static void *dev_of(const bench_t *b, const void *p)
+{
+    const unsigned char *q = p;
+    if (q >= b->sbuf && q < b->sbuf + b->cap)
+        return b->dsbuf + (q - b->sbuf);
+    return b->drbuf + (q - b->rbuf);
+}
+
 static braid_status_t call(const opts_t *o, bench_t *b, const shape_t *sh,
                            bufs_t bf)
 {
+    if (o->cuda) {
+        bf.send = dev_of(b, bf.send);
+        bf.recv = dev_of(b, bf.recv);
+    }
     switch (o->coll) {
     case BRAID_COLL_ALLREDUCE:
         return braid_allreduce(bf.send, bf.recv, sh->per_rank, o->dtype,
@@ -359,10 +390,34 @@ static braid_status_t call(const opts_t *o, bench_t *b, const shape_t *sh,
     case BRAID_COLL_ALLGATHER:
         return braid_allgather(bf.send, bf.recv, sh->per_rank, o->dtype,
                                b->comm);
-    default:
-        return braid_broadcast(b->rbuf, sh->per_rank, o->dtype, o->root,
+    default: /* place_buffers: recv is rbuf */
+        return braid_broadcast(bf.recv, sh->per_rank, o->dtype, o->root,
                                b->comm);
     }
+}
+
+static void die_cuda(const bench_t *b, const char *why)
+{
+    fprintf(stderr, "braid-bench rank %d: %s\n", b->rank, why);
+    exit(1);
+}
+
+/* -M cuda: sbuf and rbuf (what a call reads and writes) to the device,
+ * and back. */
+static void upload(const opts_t *o, const bench_t *b, const shape_t *sh)
+{
+    char why[256];
+    if (o->cuda && (cm_to_device(b->dsbuf, b->sbuf, sh->bytes, why, sizeof(why)) ||
+                    cm_to_device(b->drbuf, b->rbuf, sh->bytes, why, sizeof(why))))
+        die_cuda(b, why);
+}
+
+static void download(const opts_t *o, const bench_t *b, const shape_t *sh)
+{
+    char why[256];
+    if (o->cuda && (cm_to_host(b->sbuf, b->dsbuf, sh->bytes, why, sizeof(why)) ||
+                    cm_to_host(b->rbuf, b->drbuf, sh->bytes, why, sizeof(why))))
+        die_cuda(b, why);
 }
 
 /* Writes this rank's input where the call reads it. */
@@ -383,6 +438,7 @@ static void fill_inputs(const opts_t *o, bench_t *b, const shape_t *sh,
             fill(o, o->root, b->rbuf, 0, sh->count);
         break;
     }
+    upload(o, b, sh);
 }
 
 /* Wrong elements of this rank's result. */
@@ -481,6 +537,7 @@ static int64_t check_call(const opts_t *o, bench_t *b, const shape_t *sh,
     braid_status_t st = call(o, b, sh, bf);
     if (st != BRAID_OK)
         die(b, st, "checked call");
+    download(o, b, sh);
     int64_t mine = count_wrong(o, b, sh, bf), all = 0;
     st = braid_allreduce(&mine, &all, 1, BRAID_I64, BRAID_SUM, b->comm);
     if (st != BRAID_OK)
@@ -523,6 +580,9 @@ static void print_header(const opts_t *o, const bench_t *b)
                o->root);
     printf("#  BRAID_ALGO=%s BRAID_PLUGINS=%s\n", env ? env : "(auto)",
            pl ? pl : "(all found)");
+    if (o->cuda)
+        printf("#  buffers in CUDA device memory (rank 0: device %d)\n",
+               cm_device());
     if (o->batch)
         printf("#  time = per call in batches of %d back-to-back calls, "
                "median over %d batches of the slowest rank\n", o->iters,
@@ -680,6 +740,11 @@ int main(int argc, char **argv)
         snprintf(env, sizeof(env), "%s:%s", coll_names[o.coll], o.algo);
         setenv("BRAID_ALGO", env, 1);
     }
+    char why[256];
+    if (o.cuda && cm_open(why, sizeof(why)) != 0) {
+        fprintf(stderr, "braid-bench: -M cuda: %s\n", why);
+        return 1;
+    }
     braid_status_t st = braid_init(&b.comm);
     if (st != BRAID_OK)
         die(NULL, st, "braid_init");
@@ -693,8 +758,12 @@ int main(int argc, char **argv)
         return 2;
     }
     size_t cap = shape_of(&o, &b, o.maxbytes).bytes + 64;
+    b.cap   = cap;
     b.sbuf  = malloc(cap);
     b.rbuf  = malloc(cap);
+    if (o.cuda && (cm_alloc((void **)&b.dsbuf, cap, why, sizeof(why)) ||
+                   cm_alloc((void **)&b.drbuf, cap, why, sizeof(why))))
+        die_cuda(&b, why);
     size_t ntimes = o.iters > BATCHES ? (size_t)o.iters : BATCHES;
     b.times = calloc(ntimes, sizeof(double));
     b.tmax  = calloc(ntimes, sizeof(double));
@@ -727,6 +796,8 @@ int main(int argc, char **argv)
     fflush(stdout);
     free(b.sbuf);
     free(b.rbuf);
+    cm_free(b.dsbuf);
+    cm_free(b.drbuf);
     free(b.times);
     free(b.tmax);
     st = braid_finalize(b.comm);

@@ -15,7 +15,7 @@ typedef struct fingerprint {
     uint64_t    seq;
     braid_sig_t sig;
     int32_t     valid; /* the rank's arguments passed validation */
-    int32_t     pad;
+    uint32_t    need;  /* memory types and stream order (cuda/route.c) */
 } fingerprint_t;
 
 static void describe(char *buf, size_t len, const fingerprint_t *f)
@@ -24,17 +24,24 @@ static void describe(char *buf, size_t len, const fingerprint_t *f)
         snprintf(buf, len, "invalid arguments");
     else
         braid_sig_describe(buf, len, &f->sig);
+    size_t o = strlen(buf);
+    if (f->need & BRAID_NEED_STREAM)
+        snprintf(buf + o, len - o, " stream-ordered");
+    else if (f->need & BRAID_MEM_BIT(BRAID_MEM_CUDA))
+        snprintf(buf + o, len - o, " on device memory");
 }
 
 braid_status_t braid_check_call(braid_comm_t *comm, braid_coll_t coll,
                                 size_t count, braid_dtype_t dtype,
-                                braid_op_t op, int root, int valid)
+                                braid_op_t op, int root, uint32_t need,
+                                int valid)
 {
     fingerprint_t mine;
     memset(&mine, 0, sizeof(mine)); /* compared with memcmp: padding too */
     mine.seq   = comm->seq;
     mine.sig   = braid_sig_make(coll, count, dtype, op, root);
     mine.valid = valid;
+    mine.need  = need;
 
     fingerprint_t *all = calloc((size_t)comm->size, sizeof(*all));
     if (all == NULL)

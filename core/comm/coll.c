@@ -98,24 +98,33 @@ static braid_status_t validate(braid_comm_t *comm, const char *fn,
                           count * dtsize, fn);
 }
 
-braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
-                                  const char *fn, braid_coll_t coll,
-                                  const void *sendbuf, void *recvbuf,
-                                  size_t count, braid_dtype_t dtype,
-                                  braid_op_t op, int root)
+braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
+                                     const char *fn, braid_coll_t coll,
+                                     const void *sendbuf, void *recvbuf,
+                                     size_t count, braid_dtype_t dtype,
+                                     braid_op_t op, int root, int on_stream,
+                                     void *stream)
 {
     braid_status_t st;
+    braid_route_t  route;
+    braid_route_host(&route);
     if (comm->failed != BRAID_OK)
         return braid_error(BRAID_ERR_STATE, "%s: communicator failed earlier: "
                            "%s", fn, comm->failed_msg);
     st = validate(comm, fn, coll, sendbuf, recvbuf, count, dtype, op, root);
+    /* Where the buffers live is part of the arguments (cuda/route.c);
+     * nothing to ask in a process that can have no device memory. */
+    if (st == BRAID_OK && (on_stream || braid_devptr_possible()))
+        st = braid_route_call(&route, coll, sendbuf, recvbuf,
+                              count * braid_dtype_size(dtype), on_stream,
+                              stream);
     if (comm->check) {
         /* Every rank takes part, valid or not, so that nobody waits for a
          * rank that already returned; its own error message wins. */
         char msg[512];
         snprintf(msg, sizeof(msg), "%s", braid_last_error());
         braid_status_t cst = braid_check_call(comm, coll, count, dtype, op,
-                                              root, st == BRAID_OK);
+                                              root, route.need, st == BRAID_OK);
         if (st != BRAID_OK || cst != BRAID_OK) {
             /* Nothing is issued anywhere, but every rank counted the call,
              * so later fingerprints stay comparable.  No call of this
@@ -170,14 +179,19 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
     braid_progress_enter(comm->progress, t->seq, &sig);
 
     size_t bytes = count * dtsize;
-    if (comm->size == 1 || (bytes == 0 && coll != BRAID_COLL_BARRIER))
-        return BRAID_OK; /* cand stays NULL: completed locally, in order */
-    t->send_mem = braid_mem_type_of(sendbuf);
-    t->recv_mem = sendbuf == recvbuf ? t->send_mem
-                                     : braid_mem_type_of(recvbuf);
+    /* Completed locally, in order (cand stays NULL): no data, or one rank
+     * with host memory.  One rank's device memory or stream still needs a
+     * candidate that can copy there. */
+    if ((bytes == 0 && coll != BRAID_COLL_BARRIER) ||
+        (comm->size == 1 &&
+         (route.mem == BRAID_MEM_HOST || coll == BRAID_COLL_BARRIER)))
+        return BRAID_OK;
+    t->send_mem  = route.mem;
+    t->recv_mem  = route.mem;
+    t->on_stream = route.on_stream;
+    t->stream    = route.stream;
     braid_candidate_t *cand;
-    if ((st = braid_select(&cand, &comm->sel, coll, bytes,
-                           braid_mem_need(t->send_mem, t->recv_mem))) !=
+    if ((st = braid_select(&cand, &comm->sel, coll, bytes, route.need)) !=
         BRAID_OK) {
         comm->seq--; /* nothing was issued */
         atomic_store(&comm->progress->entered, comm->seq);
@@ -192,10 +206,11 @@ braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
     return BRAID_OK;
 }
 
-static braid_status_t run(braid_comm_t *comm, braid_api_t api,
-                          braid_coll_t coll, const void *sendbuf,
-                          void *recvbuf, size_t count, braid_dtype_t dtype,
-                          braid_op_t op, int root)
+braid_status_t braid_coll_run(braid_comm_t *comm, braid_api_t api,
+                              braid_coll_t coll, const void *sendbuf,
+                              void *recvbuf, size_t count,
+                              braid_dtype_t dtype, braid_op_t op, int root,
+                              int on_stream, void *stream)
 {
     braid_call_t   call;
     braid_status_t st;
@@ -205,8 +220,8 @@ static braid_status_t run(braid_comm_t *comm, braid_api_t api,
         return braid_error(BRAID_ERR_INVALID_ARG, "%s: comm is NULL", fn);
     if ((st = braid_comm_enter(comm, api)) != BRAID_OK)
         return st;
-    st = braid_call_prepare(&call, comm, fn, coll, sendbuf, recvbuf, count,
-                            dtype, op, root);
+    st = braid_call_prepare_on(&call, comm, fn, coll, sendbuf, recvbuf, count,
+                               dtype, op, root, on_stream, stream);
     if (st == BRAID_OK) {
         braid_call_enqueue(comm, &call);
         st = braid_call_wait(comm, &call);
@@ -219,8 +234,8 @@ BRAID_API braid_status_t braid_allreduce(const void *sendbuf, void *recvbuf,
                                          size_t count, braid_dtype_t dtype,
                                          braid_op_t op, braid_comm_t *comm)
 {
-    return run(comm, BRAID_API_ALLREDUCE, BRAID_COLL_ALLREDUCE, sendbuf,
-               recvbuf, count, dtype, op, 0);
+    return braid_coll_run(comm, BRAID_API_ALLREDUCE, BRAID_COLL_ALLREDUCE, sendbuf,
+               recvbuf, count, dtype, op, 0, 0, NULL);
 }
 
 BRAID_API braid_status_t braid_reduce_scatter(const void *sendbuf,
@@ -228,28 +243,28 @@ BRAID_API braid_status_t braid_reduce_scatter(const void *sendbuf,
                                               braid_dtype_t dtype,
                                               braid_op_t op, braid_comm_t *comm)
 {
-    return run(comm, BRAID_API_REDUCE_SCATTER, BRAID_COLL_REDUCE_SCATTER,
-               sendbuf, recvbuf, recvcount, dtype, op, 0);
+    return braid_coll_run(comm, BRAID_API_REDUCE_SCATTER, BRAID_COLL_REDUCE_SCATTER,
+               sendbuf, recvbuf, recvcount, dtype, op, 0, 0, NULL);
 }
 
 BRAID_API braid_status_t braid_allgather(const void *sendbuf, void *recvbuf,
                                          size_t sendcount, braid_dtype_t dtype,
                                          braid_comm_t *comm)
 {
-    return run(comm, BRAID_API_ALLGATHER, BRAID_COLL_ALLGATHER, sendbuf,
-               recvbuf, sendcount, dtype, BRAID_SUM, 0);
+    return braid_coll_run(comm, BRAID_API_ALLGATHER, BRAID_COLL_ALLGATHER, sendbuf,
+               recvbuf, sendcount, dtype, BRAID_SUM, 0, 0, NULL);
 }
 
 BRAID_API braid_status_t braid_broadcast(void *buf, size_t count,
                                          braid_dtype_t dtype, int root,
                                          braid_comm_t *comm)
 {
-    return run(comm, BRAID_API_BROADCAST, BRAID_COLL_BROADCAST, buf, buf,
-               count, dtype, BRAID_SUM, root);
+    return braid_coll_run(comm, BRAID_API_BROADCAST, BRAID_COLL_BROADCAST, buf, buf,
+               count, dtype, BRAID_SUM, root, 0, NULL);
 }
 
 BRAID_API braid_status_t braid_barrier(braid_comm_t *comm)
 {
-    return run(comm, BRAID_API_BARRIER, BRAID_COLL_BARRIER, NULL, NULL, 0,
-               BRAID_U8, BRAID_SUM, 0);
+    return braid_coll_run(comm, BRAID_API_BARRIER, BRAID_COLL_BARRIER, NULL, NULL, 0,
+               BRAID_U8, BRAID_SUM, 0, 0, NULL);
 }

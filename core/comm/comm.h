@@ -8,6 +8,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "comm/sig.h"
+#include "cuda/route.h"
 #include "loader/loader.h"
 #include "select/select.h"
 #include "select/spec.h"
@@ -192,14 +193,13 @@ void braid_comm_fail(braid_comm_t *comm, braid_status_t status,
 braid_status_t braid_call_complete(braid_comm_t *comm, braid_call_t *call,
                                    braid_status_t st);
 
-/* comm/mem.c: where a buffer lives (the memory-type detection hook). */
-braid_mem_t braid_mem_type_of(const void *ptr);
 
 /* comm/check.c: compares this call's fingerprint with every rank's (valid:
  * whether this rank's arguments passed validation).  Collective. */
 braid_status_t braid_check_call(braid_comm_t *comm, braid_coll_t coll,
                                 size_t count, braid_dtype_t dtype,
-                                braid_op_t op, int root, int valid);
+                                braid_op_t op, int root, uint32_t need,
+                                int valid);
 
 /* comm/avg.c: integer BRAID_AVG runs as a SUM of 64-bit integers in a
  * scratch buffer.  widen replaces the call's buffers, count, dtype and op;
@@ -217,12 +217,33 @@ void braid_avg_finish(braid_call_t *call, int size, braid_status_t st);
 
 /* comm/coll.c: validates a call and fills it in (nothing is written on
  * error).  count is as in the public call; fn names the call in messages
- * ("allreduce", "iallreduce").  The caller has entered comm. */
-braid_status_t braid_call_prepare(braid_call_t *call, braid_comm_t *comm,
-                                  const char *fn, braid_coll_t coll,
-                                  const void *sendbuf, void *recvbuf,
-                                  size_t count, braid_dtype_t dtype,
-                                  braid_op_t op, int root);
+ * ("allreduce", "iallreduce"); on_stream marks a stream-ordered call
+ * (cuda/stream.c) on that stream.  The caller has entered comm. */
+braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
+                                     const char *fn, braid_coll_t coll,
+                                     const void *sendbuf, void *recvbuf,
+                                     size_t count, braid_dtype_t dtype,
+                                     braid_op_t op, int root, int on_stream,
+                                     void *stream);
+static inline braid_status_t braid_call_prepare(braid_call_t *call,
+                                                braid_comm_t *comm,
+                                                const char *fn,
+                                                braid_coll_t coll,
+                                                const void *sendbuf,
+                                                void *recvbuf, size_t count,
+                                                braid_dtype_t dtype,
+                                                braid_op_t op, int root)
+{
+    return braid_call_prepare_on(call, comm, fn, coll, sendbuf, recvbuf,
+                                 count, dtype, op, root, 0, NULL);
+}
+/* A blocking collective from entry to completion (the public calls, and
+ * the stream-ordered ones of cuda/stream.c). */
+braid_status_t braid_coll_run(braid_comm_t *comm, braid_api_t api,
+                              braid_coll_t coll, const void *sendbuf,
+                              void *recvbuf, size_t count,
+                              braid_dtype_t dtype, braid_op_t op, int root,
+                              int on_stream, void *stream);
 
 /* comm/wait.h and wait.c: the waiting policy. */
 #include "comm/wait.h"

@@ -196,6 +196,14 @@ static uint32_t mem_mask(uint32_t declared)
     return declared != 0 ? declared : BRAID_MEM_BIT(BRAID_MEM_HOST);
 }
 
+/* What calls an algorithm takes: its memory types, and stream-ordered
+ * calls if it says so. */
+static uint32_t takes(const braid_algo_t *algo)
+{
+    return mem_mask(algo->mem_types) |
+           (algo->flags & BRAID_ALGO_STREAM ? BRAID_NEED_STREAM : 0);
+}
+
 static int cand_add(braid_comm_t *comm, const braid_candidate_t *c,
                     const char *plugin)
 {
@@ -221,7 +229,8 @@ static void add_candidates(braid_comm_t *comm, const braid_algo_t *algo,
         braid_candidate_t c = {.algo = algo, .tl = tl,
                                .tl_name = tl->ops->name};
         /* An algorithm runs on the memory both it and its transport take. */
-        c.mem_types = mem_mask(algo->mem_types) & mem_mask(tl->ops->mem_types);
+        c.mem_types = takes(algo) & (mem_mask(tl->ops->mem_types) |
+                                     BRAID_NEED_STREAM);
         /* An algorithm and transport that share a name ("nccl", an ABI-3
          * backend) are written with that name alone. */
         if (strcmp(algo->name, tl->ops->name) == 0)
@@ -250,7 +259,7 @@ static braid_status_t add_backend(braid_comm_t *comm, const braid_algo_t *algo,
     snprintf(what, sizeof(what), "backend %s", algo->name);
     braid_status_t ast = agree_opened(comm, st == BRAID_OK, &all_ok, what);
     braid_candidate_t c = {.algo = algo, .tl = NULL, .tl_name = algo->name,
-                           .mem_types = mem_mask(algo->mem_types),
+                           .mem_types = takes(algo),
                            .comm_state = state};
     snprintf(c.name, sizeof(c.name), "%s", algo->name);
     if (!all_ok || !cand_add(comm, &c, plugin)) {

@@ -53,6 +53,7 @@ double braid_candidate_estimate(const braid_selector_t *sel,
         .reduce_gbps = REDUCE_GBPS,
         .stage_us    = sel->stage_us,
         .mem         = cost_mem(mem),
+        .comm_state  = cand->comm_state,
     };
     return cand->algo->estimate(cand->algo, &in);
 }
@@ -88,6 +89,8 @@ static int cheapest(const braid_selector_t *sel, const braid_cand_ref_t *ref,
 
 static const char *mem_note(uint32_t mem)
 {
+    if (mem & BRAID_NEED_STREAM)
+        return " on device memory, stream-ordered";
     return mem == BRAID_MEM_BIT(BRAID_MEM_HOST) ? "" : " on device memory";
 }
 
@@ -209,15 +212,27 @@ static void explain_once(braid_selector_t *sel, braid_coll_t coll,
     for (int i = 0; i < sel->ncands; i++) {
         if (i == idx || sel->cands[i].algo->coll != coll)
             continue;
-        double t = braid_candidate_estimate(sel, &sel->cands[i], coll, bytes,
-                                            mem);
+        const braid_candidate_t *c = &sel->cands[i];
+        double t = braid_candidate_estimate(sel, c, coll, bytes, mem);
         size_t o = strlen(others);
-        if (t >= 0)
+        if (t >= 0) {
             snprintf(others + o, sizeof(others) - o, "%s %s %.2f us",
-                     o ? "," : "", sel->cands[i].name, t);
+                     o ? "," : "", c->name, t);
+            continue;
+        }
+        /* Not for this call's memory: what it would cost on its own (NCCL
+         * next to the host candidates, for either kind of call). */
+        uint32_t own = c->mem_types & ~BRAID_NEED_STREAM;
+        double   t2  = (c->mem_types & mem) != mem && own != 0
+                           ? braid_candidate_estimate(sel, c, coll, bytes, own)
+                           : -1;
+        if (t2 >= 0)
+            snprintf(others + o, sizeof(others) - o, "%s %s %.2f us on %s "
+                     "memory only", o ? "," : "", c->name, t2,
+                     own & BRAID_MEM_BIT(BRAID_MEM_HOST) ? "host" : "device");
         else
             snprintf(others + o, sizeof(others) - o, "%s %s cannot run",
-                     o ? "," : "", sel->cands[i].name);
+                     o ? "," : "", c->name);
     }
     char reason[320];
     why_text(reason, sizeof(reason), sel, ref, idx, why, coll, bytes, mem);

@@ -27,6 +27,10 @@ static inline uint32_t braid_mem_need(braid_mem_t send, braid_mem_t recv)
 {
     return BRAID_MEM_BIT(send) | BRAID_MEM_BIT(recv);
 }
+/* In a call's need and a candidate's mem_types (core-internal, above every
+ * memory type): a stream-ordered call, which only BRAID_ALGO_STREAM
+ * candidates take. */
+#define BRAID_NEED_STREAM (1u << 31)
 
 typedef struct braid_selector {
     int                      ncands;

@@ -298,6 +298,10 @@ typedef struct braid_cost_in {
      * ranks-per-core scheduler hand-offs.  The same on every rank. */
     double            stage_us;
     braid_mem_t       mem;     /* where the call's buffers live */
+    /* A backend's per-communicator state (what its comm_create made), so
+     * that its estimate can use what it learned there (links agreed on by
+     * every rank); NULL for other algorithms. */
+    const void       *comm_state;
 } braid_cost_in_t;
 
 /* What a call that is not done waits for, as progress() reports it.  The
@@ -346,6 +350,12 @@ typedef struct braid_task {
     const struct braid_algo *algo;  /* the descriptor this call runs */
     braid_mem_t         send_mem;   /* where sendbuf lives */
     braid_mem_t         recv_mem;   /* where recvbuf lives */
+    /* A stream-ordered call (braid/cuda.h; only BRAID_ALGO_STREAM
+     * algorithms get one): queue the work on `stream` (a cudaStream_t; NULL
+     * is CUDA's legacy default stream) and complete the call once it is
+     * queued.  0 for a plain call. */
+    int                 on_stream;
+    void               *stream;
 } braid_task_t;
 
 /* The algorithm brings its own transport (a whole-collective library such
@@ -353,6 +363,9 @@ typedef struct braid_task {
  * name alone, and the core creates its per-communicator state through
  * comm_create. */
 #define BRAID_ALGO_BACKEND (1u << 0)
+/* The algorithm runs stream-ordered calls (task->on_stream): it queues
+ * their work on the caller's CUDA stream.  Only such algorithms get them. */
+#define BRAID_ALGO_STREAM (1u << 1)
 
 typedef struct braid_algo {
     uint32_t     struct_size; /* sizeof(braid_algo_t) */
