@@ -331,6 +331,10 @@ braid_status_t braid_bootstrap_init(const braid_launch_t *launch,
         goto cleanup;
 
     double deadline  = braid_deadline_from_now();
+    if (launch->rdv == BRAID_RDV_STORE || launch->rdv == BRAID_RDV_PROBE) {
+        st = braid_bs_torch_init(bs, launch, deadline);
+        goto cleanup;
+    }
     int    file_mode = launch->host[0] == '\0';
     if (file_mode && (st = braid_rdv_path(launch, path, sizeof(path))) !=
                          BRAID_OK)

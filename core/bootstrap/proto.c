@@ -59,8 +59,12 @@ const char *braid_bs_refuse_str(uint32_t reason)
     switch (reason) {
     case BRAID_BS_REFUSE_MALFORMED: return "malformed hello";
     case BRAID_BS_REFUSE_VERSION:   return "protocol version mismatch";
-    case BRAID_BS_REFUSE_KEY:       return "wrong job key (MAC mismatch)";
-    case BRAID_BS_REFUSE_SIZE:      return "job size mismatch";
+    case BRAID_BS_REFUSE_KEY:       return "wrong job key (MAC mismatch: "
+                                           "another BRAID_JOB_KEY than rank "
+                                           "0's, or another job)";
+    case BRAID_BS_REFUSE_SIZE:      return "job size mismatch (rank 0 was "
+                                           "started for another number of "
+                                           "ranks)";
     case BRAID_BS_REFUSE_RANK:      return "rank out of range";
     case BRAID_BS_REFUSE_DUPLICATE: return "rank already connected";
     }

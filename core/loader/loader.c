@@ -155,7 +155,7 @@ static void reject(braid_plugin_entry_t *e, braid_plugin_state_t state,
      * the user excluded or that is a duplicate only matters when debugging. */
     braid_log_level_t level = state == BRAID_PLUGIN_REJECTED ? BRAID_LOG_WARN
                                                              : BRAID_LOG_INFO;
-    BRAID_LOG(level, LOG_COMP, "plugin '%s' (%s) %s: %s", e->name, e->path,
+    BRAID_LOG_HOST(level, LOG_COMP, "plugin '%s' (%s) %s: %s", e->name, e->path,
               state == BRAID_PLUGIN_REJECTED ? "rejected" : "skipped", e->why);
 }
 
@@ -235,7 +235,7 @@ static void probe_transports(braid_plugin_entry_t *e)
             e->crashed  = 1;
             snprintf(e->tl_why[t], sizeof(e->tl_why[t]), "crashed in probe "
                      "(%s)", braid_loader_signal_name(crash));
-            BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "transport '%s' of plugin "
+            BRAID_LOG_HOST(BRAID_LOG_WARN, LOG_COMP, "transport '%s' of plugin "
                       "'%s' crashed in probe (%s): skipped", tl->name,
                       e->name, braid_loader_signal_name(crash));
             continue;
@@ -258,7 +258,7 @@ static void probe_crashed(braid_plugin_entry_t *e, int sig)
     e->state   = BRAID_PLUGIN_REJECTED;
     e->desc    = NULL;
     e->crashed = 1;
-    BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin '%s' crashed in probe (%s): "
+    BRAID_LOG_HOST(BRAID_LOG_WARN, LOG_COMP, "plugin '%s' crashed in probe (%s): "
               "skipped (%s)", e->name, braid_loader_signal_name(sig), e->path);
 }
 

@@ -112,7 +112,7 @@ static braid_status_t decide(int *idx, why_t *why, braid_selector_t *sel,
          * class, and let the cost model decide. */
         char name[80];
         braid_cand_ref_format(name, sizeof(name), &row->cand);
-        BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "tuning file names %s for %s of "
+        BRAID_LOG_JOB(BRAID_LOG_WARN, LOG_COMP, "tuning file names %s for %s of "
                   "%zu bytes, which this communicator does not have; using "
                   "the cost model", name, braid_coll_name(coll), bytes);
     }

@@ -110,7 +110,9 @@ braid_status_t braid_algo_spec_parse(braid_algo_spec_t *spec, const char *text)
 
     braid_status_t st;
     do {
-        braid_coll_t coll;
+        /* Set on success only; initialized so that -O3 sees no path that
+         * reads it unset (a release build is -Werror too in CI). */
+        braid_coll_t coll = BRAID_COLL_COUNT;
         if ((st = parse_coll(&lx, &coll)) != BRAID_OK)
             return st;
         if (!braid_lex_accept(&lx, ':'))
