@@ -1,5 +1,7 @@
 /* Finds, checks and probes plugins.  Search order: BRAID_PLUGIN_PATH, then
- * <directory of libbraid.so>/braid (the install, relocatable), then the
+ * <directory of libbraid.so>/braid (the install, relocatable) or, for a
+ * program with the core linked in, the plugin directory relative to its
+ * bindir, then the
  * configured install directory, then -- only when this libbraid is the one in
  * the build tree -- the build tree's plugin folders.  Only absolute paths are
  * handed to dlopen, so the current directory is never searched. */
@@ -63,12 +65,21 @@ static void search_dirs(dir_list_t *list)
 
     Dl_info info;
     char    self[PATH_MAX] = "";
+    /* A program that links the core statically (braid-info) is named as it
+     * was started, maybe through PATH: /proc/self/exe is where it is. */
     if (dladdr((void *)&braid_loader_acquire, &info) && info.dli_fname &&
-        realpath(info.dli_fname, self) != NULL) {
+        (realpath(info.dli_fname, self) != NULL ||
+         realpath("/proc/self/exe", self) != NULL)) {
         char dir[PATH_MAX + 8];
         char *slash = strrchr(self, '/');
         if (slash != NULL) {
             snprintf(dir, sizeof(dir), "%.*s/braid", (int)(slash - self), self);
+            dir_list_add(list, dir);
+            /* self is a program that links the core statically (braid-info)
+             * in an install's bindir, maybe staged or moved: its plugins
+             * are at the same place relative to it. */
+            snprintf(dir, sizeof(dir), "%.*s/%s", (int)(slash - self), self,
+                     BRAID_PLUGIN_DIR_FROM_BIN);
             dir_list_add(list, dir);
         }
     }
