@@ -20,6 +20,7 @@ void braid_selector_init(braid_selector_t *sel)
         sel->last_bytes[c] = SIZE_MAX;
         sel->last_idx[c]   = -1;
         sel->explained[c]  = 0;
+        sel->none_why[c][0] = '\0';
     }
 }
 
@@ -118,12 +119,17 @@ static braid_status_t decide(int *idx, why_t *why, braid_selector_t *sel,
     }
     *idx = cheapest(sel, NULL, coll, bytes);
     *why = WHY_COST;
+    if (*idx < 0 && sel->none_why[coll][0] != '\0')
+        return braid_error(BRAID_ERR_NOT_SUPPORTED, "no candidate can run %s "
+                           "on this communicator: %s", braid_coll_name(coll),
+                           sel->none_why[coll]);
     if (*idx < 0)
         return braid_error(BRAID_ERR_NOT_SUPPORTED, "no candidate can run %s "
-                           "of %zu bytes on %d ranks (is any plugin with a %s "
-                           "algorithm available? see braid-info)",
-                           braid_coll_name(coll), bytes, sel->nranks,
-                           braid_coll_name(coll));
+                           "of %zu bytes on %d ranks: each of this "
+                           "communicator's %s candidates declines that size "
+                           "(see braid-info -n %d)", braid_coll_name(coll),
+                           bytes, sel->nranks, braid_coll_name(coll),
+                           sel->nranks);
     return BRAID_OK;
 }
 

@@ -33,6 +33,9 @@ typedef struct braid_selector {
     size_t                   last_bytes[BRAID_COLL_COUNT];
     int                      last_idx[BRAID_COLL_COUNT];
     uint64_t                 explained[BRAID_COLL_COUNT]; /* bit per log2 class */
+    /* Collectives without any candidate: why (validate.c), for the error
+     * of a call; "" otherwise. */
+    char                     none_why[BRAID_COLL_COUNT][512];
 } braid_selector_t;
 
 void braid_selector_init(braid_selector_t *sel);
