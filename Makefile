@@ -11,7 +11,8 @@ DEV_OPTS   := -Dwerror=true
 DEBS       := gcc clang pkg-config meson ninja-build libucx-dev openmpi-bin \
               libopenmpi-dev libibverbs-dev ibverbs-providers \
               libopenblas-dev libcjson-dev libpcre2-dev gnuplot-nox \
-              python3-numpy python3-torch libtorch-dev g++ python3-dev
+              python3-numpy python3-torch libtorch-dev g++ python3-dev \
+              pybind11-dev iproute2
 # The real-verbs lane boots Debian's kernel in qemu (tests/roce-vm).
 VM_DEBS    := qemu-system-x86 kmod cpio iproute2
 ROCE_VM_CACHE ?= /var/cache/braid-roce-vm
@@ -49,7 +50,7 @@ test: build
 
 test-asan: deps
 	@[ -f $(ASAN_BUILD)/build.ninja ] || \
-	  meson setup $(ASAN_BUILD) $(DEV_OPTS) -Db_sanitize=address,undefined -Db_lundef=false
+	  meson setup $(ASAN_BUILD) $(DEV_OPTS) -Dtorch=disabled -Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C $(ASAN_BUILD)
 	@.ci/meson-test.sh $(ASAN_BUILD) --suite unit --suite mp-quick
 
@@ -60,7 +61,7 @@ test-asan: deps
 # cores), hence the longer limits.
 test-tsan: deps
 	@[ -f $(TSAN_BUILD)/build.ninja ] || \
-	  meson setup $(TSAN_BUILD) $(DEV_OPTS) -Db_sanitize=thread -Db_lundef=false
+	  meson setup $(TSAN_BUILD) $(DEV_OPTS) -Dtorch=disabled -Db_sanitize=thread -Db_lundef=false
 	ninja -C $(TSAN_BUILD)
 	@.ci/meson-test.sh $(TSAN_BUILD) --suite unit --suite mp-quick \
 	  --timeout-multiplier 3
@@ -101,7 +102,7 @@ FUZZ_SECONDS ?= 20
 fuzz: deps
 	@command -v clang >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq clang; }
 	@[ -f $(FUZZ_BUILD)/build.ninja ] || CC=clang meson setup $(FUZZ_BUILD) \
-	  $(DEV_OPTS) -Dfuzz=true -Dfuzz_seconds=$(FUZZ_SECONDS) -Db_sanitize=address,undefined -Db_lundef=false
+	  $(DEV_OPTS) -Dtorch=disabled -Dfuzz=true -Dfuzz_seconds=$(FUZZ_SECONDS) -Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C $(FUZZ_BUILD) tests/fuzz/fuzz_algo tests/fuzz/fuzz_plugins \
 	  tests/fuzz/fuzz_topo tests/fuzz/fuzz_tune
 	@.ci/meson-test.sh $(FUZZ_BUILD) --no-rebuild --suite fuzz

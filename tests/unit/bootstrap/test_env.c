@@ -348,6 +348,22 @@ static void test_launch_srun(void)
     unsetenv("BRAID_JOB_KEY");
 }
 
+/* Which rendezvous addresses other hosts can reach. */
+static void test_loopback(void)
+{
+    CHECK(braid_host_is_loopback("127.0.0.1"));
+    CHECK(braid_host_is_loopback("127.3.2.1"));
+    CHECK(braid_host_is_loopback("::1"));
+    CHECK(braid_host_is_loopback("::ffff:127.0.0.1"));
+    CHECK(braid_host_is_loopback("localhost"));
+    CHECK(!braid_host_is_loopback("10.0.0.1"));
+    CHECK(!braid_host_is_loopback("192.0.2.7"));
+    CHECK(!braid_host_is_loopback("fd00::2"));
+    CHECK(!braid_host_is_loopback("0.0.0.0"));
+    CHECK(!braid_host_is_loopback(""));               /* every interface */
+    CHECK(!braid_host_is_loopback("no-such-host.invalid")); /* unknown */
+}
+
 static void test_launch_torchrun(void)
 {
     braid_launch_t l;
@@ -480,6 +496,7 @@ int main(void)
     test_launch_braidrun();
     test_launch_mpirun();
     test_launch_srun();
+    test_loopback();
     test_launch_torchrun();
     test_rendezvous_file();
     if (test_failures == 0)
