@@ -1,5 +1,4 @@
 /* Rendezvous through a key-value store (see kv.h). */
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,7 +132,6 @@ braid_status_t braid_bootstrap_init_kv(int rank, int size,
                                        const braid_kv_t *kv,
                                        braid_bootstrap_t **out)
 {
-    static atomic_uint seq;
     braid_bootstrap_t *bs = NULL;
     braid_launch_t     l;
     braid_status_t     st;
@@ -156,7 +154,10 @@ braid_status_t braid_bootstrap_init_kv(int rank, int size,
     }
     if ((st = braid_bs_create(rank, size, l.key, &bs)) != BRAID_OK)
         return st;
-    snprintf(key, sizeof(key), "braid/rdv/%u", atomic_fetch_add(&seq, 1));
+    /* One key: a counter of calls would differ between the members of a
+     * subgroup (each has its own history), and the caller's store is
+     * fresh per communicator anyway. */
+    snprintf(key, sizeof(key), "braid/rdv");
     if (size == 1)
         goto out;
 

@@ -112,8 +112,9 @@ typedef struct braid_kv {
 } braid_kv_t;
 
 /* Collective over rank 0..size-1, as braid_init, with rank and size given and
- * rank 0's address exchanged through kv.  Keys used: "braid/rdv/<n>", n
- * counting this process's calls. */
+ * rank 0's address exchanged through kv, under the key "braid/rdv": give
+ * each communicator a fresh store or prefix (torch gives every process
+ * group its own). */
 braid_status_t braid_init_kv(braid_comm_t **comm, int rank, int size,
                              const braid_kv_t *kv);
 
