@@ -73,9 +73,10 @@ def main():
     groups = {"braid": dist.group.WORLD,
               "gloo": dist.new_group(backend="gloo")}
     sizes, s = [], a.b
-    while s <= a.e:
+    while s < a.e:  # multiply, and land on -e exactly
         sizes.append(s)
         s *= a.f
+    sizes.append(a.e)
     rows = []
     for nbytes in sizes:
         n = max(1, nbytes // 4)

@@ -93,6 +93,16 @@ static void usage(FILE *f)
                "  -h, --help      this text\n", MAX_RANKS);
 }
 
+/* An option of two values, `on` or "none": 1, 0, or -1 after saying why. */
+static int two_way(const char *opt, const char *value, const char *on)
+{
+    if (strcmp(value, on) == 0 || strcmp(value, "none") == 0)
+        return strcmp(value, on) == 0;
+    fprintf(stderr, "braidrun: %s='%s': expected '%s' or 'none'\n", opt, value,
+            on);
+    return -1;
+}
+
 static void on_signal(int sig)
 {
     int           saved = errno;
@@ -457,29 +467,15 @@ int main(int argc, char **argv)
             }
             break;
         case 'b':
-            if (strcmp(optarg, "core") == 0)
-                bind_cores = 1;
-            else if (strcmp(optarg, "none") == 0)
-                bind_cores = 0;
-            else {
-                fprintf(stderr, "braidrun: --bind='%s': expected 'core' or "
-                        "'none'\n", optarg);
+        case 'p': {
+            int *flag = opt == 'b' ? &bind_cores : &prefix_rank;
+            if ((*flag = two_way(opt == 'b' ? "--bind" : "--prefix", optarg,
+                                 opt == 'b' ? "core" : "rank")) < 0) {
                 usage(stderr);
                 return 2;
             }
             break;
-        case 'p':
-            if (strcmp(optarg, "rank") == 0)
-                prefix_rank = 1;
-            else if (strcmp(optarg, "none") == 0)
-                prefix_rank = 0;
-            else {
-                fprintf(stderr, "braidrun: --prefix='%s': expected 'rank' or "
-                        "'none'\n", optarg);
-                usage(stderr);
-                return 2;
-            }
-            break;
+        }
         case 'h':
             usage(stdout);
             return 0;

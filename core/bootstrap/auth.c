@@ -432,8 +432,7 @@ braid_status_t braid_auth_join(int fd, const uint8_t key[16], int rank,
     if (st != BRAID_OK)
         return st;
     braid_bs_hdr_unpack(raw, &h);
-    if (h.magic == BRAID_BS_MAGIC && h.type == BRAID_BS_ABORT &&
-        h.length == BRAID_BS_ABORT_LEN) {
+    if (braid_bs_hdr_is_abort(&h)) {
         uint8_t ab[BRAID_BS_ABORT_LEN];
         char    text[BRAID_BS_ABORT_TEXT_LEN + 1];
         st = braid_sock_recv(fd, ab, sizeof(ab), deadline, root, "abort");

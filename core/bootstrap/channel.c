@@ -112,8 +112,7 @@ static braid_status_t chan_recv(braid_bootstrap_t *bs, int fd, int from,
     if (st != BRAID_OK)
         return st;
     braid_bs_hdr_unpack(raw, &h);
-    if (h.magic == BRAID_BS_MAGIC && h.type == BRAID_BS_ABORT &&
-        h.length == BRAID_BS_ABORT_LEN) {
+    if (braid_bs_hdr_is_abort(&h)) {
         uint8_t ab[BRAID_BS_ABORT_LEN];
         st = braid_sock_recv(fd, ab, sizeof(ab), deadline, peer, "abort");
         if (st == BRAID_ERR_PEER)

@@ -71,6 +71,12 @@ const char *braid_bs_refuse_str(uint32_t reason)
     return "unknown reason";
 }
 
+int braid_bs_hdr_is_abort(const braid_bs_hdr_t *h)
+{
+    return h->magic == BRAID_BS_MAGIC && h->type == BRAID_BS_ABORT &&
+           h->length == BRAID_BS_ABORT_LEN;
+}
+
 void braid_bs_hdr_pack(uint8_t out[BRAID_BS_HDR_LEN], uint32_t type,
                        uint64_t length)
 {
