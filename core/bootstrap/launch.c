@@ -392,39 +392,3 @@ braid_status_t braid_launch_from_env(braid_launch_t *l)
     }
     return BRAID_OK;
 }
-
-void braid_launch_describe(const braid_launch_t *l, char *buf, size_t len)
-{
-    char host[256];
-    if (gethostname(host, sizeof(host)) != 0)
-        snprintf(host, sizeof(host), "?");
-    host[sizeof(host) - 1] = '\0';
-    int n = snprintf(buf, len, "host %s, rank %d of %d (%s)", host, l->rank,
-                     l->size, l->rank_from[0] ? l->rank_from : l->launcher);
-    if (n < 0 || (size_t)n >= len || l->size < 2)
-        return;
-    if (l->host[0] != '\0')
-        snprintf(buf + n, len - (size_t)n, ", rendezvous %s%s%s:%d (%s)",
-                 strchr(l->host, ':') ? "[" : "", l->host,
-                 strchr(l->host, ':') ? "]" : "", l->port, l->addr_from);
-    else
-        snprintf(buf + n, len - (size_t)n, ", rendezvous file in %s (job %s)",
-                 l->rendezvous_dir[0] ? l->rendezvous_dir : "/tmp",
-                 l->job_id);
-}
-
-braid_status_t braid_launch_failed(braid_status_t st, const braid_launch_t *l)
-{
-    char saved[1024], where[600];
-    snprintf(saved, sizeof(saved), "%s", braid_last_error());
-    if (l != NULL) {
-        braid_launch_describe(l, where, sizeof(where));
-    } else {
-        char host[256];
-        if (gethostname(host, sizeof(host)) != 0)
-            snprintf(host, sizeof(host), "?");
-        host[sizeof(host) - 1] = '\0';
-        snprintf(where, sizeof(where), "host %s", host);
-    }
-    return braid_error(st, "braid_init on %s: %s", where, saved);
-}
