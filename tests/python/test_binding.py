@@ -10,17 +10,11 @@ import sys
 import numpy as np
 
 import braid
+from checks import Checks
 
 comm = braid.init()
 rank, size = comm.rank, comm.size
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"rank {rank}: FAIL {what}", file=sys.stderr, flush=True)
+check = Checks(f"rank {rank}")
 
 
 def data(r, n, dtype):
@@ -115,5 +109,6 @@ raises(lambda: comm.broadcast(np.zeros(2, dtype=np.float32), root=size),
 comm.barrier()  # still usable after argument errors
 
 comm.finalize()
-print(f"rank {rank}: {'ok' if failures == 0 else f'{failures} failures'}")
-sys.exit(1 if failures else 0)
+print(f"rank {rank}: " + ("ok" if check.failures == 0
+                           else f"{check.failures} failures"))
+sys.exit(1 if check.failures else 0)

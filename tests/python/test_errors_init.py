@@ -16,9 +16,11 @@ import subprocess
 import sys
 import time
 
+from checks import Checks
+
 braidrun, braid_info, pypath = sys.argv[1:4]
 HOST = socket.gethostname()
-failures = 0
+check = Checks()
 PROG = ("import sys, braid, numpy as np\n"
         "try:\n"
         "    c = braid.init()\n"
@@ -34,12 +36,6 @@ PROG = ("import sys, braid, numpy as np\n"
         "    print('ERROR', e, flush=True); sys.exit(3)\n"
         "print('OK')\n")
 
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"FAIL: {what}", flush=True)
 
 
 def run(env, n=2, coll="", launcher=True):
@@ -201,5 +197,6 @@ check("was started for a job of 3 ranks, rank 0 for 2" in outs[0],
       f"wrong size, rank 0:\n{outs[0]}")
 check("job size mismatch" in outs[1], f"wrong size, rank 1:\n{outs[1]}")
 
-print("errors at init: " + ("ok" if failures == 0 else f"{failures} failed"))
-sys.exit(1 if failures else 0)
+print("errors at init: " + ("ok" if check.failures == 0
+                             else f"{check.failures} failed"))
+sys.exit(1 if check.failures else 0)

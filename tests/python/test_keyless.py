@@ -13,8 +13,10 @@ import subprocess
 import sys
 import time
 
+from checks import Checks
+
 pypath = sys.argv[1]
-failures = 0
+check = Checks()
 PROG = ("import sys, braid, numpy as np\n"
         "try:\n"
         "    c = braid.init(); x = np.ones(4, dtype=np.float32)\n"
@@ -24,12 +26,6 @@ PROG = ("import sys, braid, numpy as np\n"
         "print('OK', flush=True)\n")
 KEY = "0123456789abcdef0123456789abcdef"
 
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"FAIL: {what}", flush=True)
 
 
 def global_ipv4():
@@ -114,8 +110,9 @@ def main():
                                       "MASTER_PORT": str(port)})
     check(rcs == [0, 0], f"loopback without a key: exits {rcs}:\n{outs}")
 
-    print("keyless: " + ("ok" if failures == 0 else f"{failures} failed"))
-    return 1 if failures else 0
+    print("keyless: " + ("ok" if check.failures == 0
+                         else f"{check.failures} failed"))
+    return 1 if check.failures else 0
 
 
 sys.exit(main())

@@ -19,17 +19,13 @@ import torch.distributed as dist
 import braid
 import braid.distributed  # registers the backend
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+from checks import Checks  # noqa: E402
+
 dist.init_process_group("braid")
 rank, size = dist.get_rank(), dist.get_world_size()
 gloo = dist.new_group(backend="gloo")
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"rank {rank}: FAIL {what}", file=sys.stderr, flush=True)
+check = Checks(f"rank {rank}")
 
 
 def data(n, dtype, r=None):
@@ -143,6 +139,7 @@ comm.finalize()
 
 dist.destroy_process_group()
 print(f"rank {rank}/{size} ({os.environ.get('TORCHELASTIC_USE_AGENT_STORE')}"
-      f" agent store): {'ok' if failures == 0 else f'{failures} FAILED'}",
+      " agent store): " + ("ok" if check.failures == 0
+                           else f"{check.failures} FAILED"),
       flush=True)
-sys.exit(1 if failures else 0)
+sys.exit(1 if check.failures else 0)
