@@ -5,16 +5,21 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 MESON_OPTS ?=
+# Warnings are errors in every build the Makefile configures (developers,
+# CI); meson's own default leaves them warnings for users' builds.
+DEV_OPTS   := -Dwerror=true
 DEBS       := gcc clang pkg-config meson ninja-build libucx-dev openmpi-bin \
               libopenmpi-dev libibverbs-dev ibverbs-providers \
               libopenblas-dev libcjson-dev libpcre2-dev gnuplot-nox \
-              python3-numpy python3-torch libtorch-dev g++ python3-dev
+              python3-numpy python3-torch libtorch-dev g++ python3-dev \
+              pybind11-dev iproute2
 # The real-verbs lane boots Debian's kernel in qemu (tests/roce-vm).
 VM_DEBS    := qemu-system-x86 kmod cpio iproute2
 ROCE_VM_CACHE ?= /var/cache/braid-roce-vm
 RUN_RANKS  ?= 4
 
-.PHONY: all deps build test run test-asan test-tsan fuzz soak test-roce-vm install clean
+.PHONY: all deps build test run test-asan test-tsan fuzz soak test-roce-vm install clean \
+        test-builds
 
 all: build
 
@@ -34,7 +39,7 @@ deps:
 	fi
 
 $(BUILD)/build.ninja:
-	meson setup $(BUILD) $(MESON_OPTS)
+	meson setup $(BUILD) $(DEV_OPTS) $(MESON_OPTS)
 
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -45,7 +50,7 @@ test: build
 
 test-asan: deps
 	@[ -f $(ASAN_BUILD)/build.ninja ] || \
-	  meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false
+	  meson setup $(ASAN_BUILD) $(DEV_OPTS) -Dtorch=disabled -Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C $(ASAN_BUILD)
 	@.ci/meson-test.sh $(ASAN_BUILD) --suite unit --suite mp-quick
 
@@ -56,7 +61,7 @@ test-asan: deps
 # cores), hence the longer limits.
 test-tsan: deps
 	@[ -f $(TSAN_BUILD)/build.ninja ] || \
-	  meson setup $(TSAN_BUILD) -Db_sanitize=thread -Db_lundef=false
+	  meson setup $(TSAN_BUILD) $(DEV_OPTS) -Dtorch=disabled -Db_sanitize=thread -Db_lundef=false
 	ninja -C $(TSAN_BUILD)
 	@.ci/meson-test.sh $(TSAN_BUILD) --suite unit --suite mp-quick \
 	  --timeout-multiplier 3
@@ -73,7 +78,24 @@ install: build
 	meson install -C $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(BUILDS_DIR)
+
+# The builds users make: release with gcc, debug with clang, both -Werror
+# (configure and compile only; one "test" each in the summary line).
+BUILDS_DIR ?= build-variants
+test-builds: deps
+	@pass=0; fail=0; \
+	for v in "gcc release" "clang debug"; do \
+	  set -- $$v; d=$(BUILDS_DIR)/$$1-$$2; mkdir -p $(BUILDS_DIR); \
+	  if { [ -f $$d/build.ninja ] || CC=$$1 CXX=$$( [ $$1 = clang ] && echo clang++ || echo g++ ) \
+	         meson setup $$d $(DEV_OPTS) --buildtype=$$2 >$$d.log 2>&1; } && \
+	     ninja -C $$d >>$$d.log 2>&1; then \
+	    echo "ok: $$1 $$2 build"; pass=$$((pass + 1)); \
+	  else \
+	    echo "FAIL: $$1 $$2 build (log: $$d.log)"; tail -n 20 $$d.log; fail=$$((fail + 1)); \
+	  fi; \
+	done; \
+	echo "$$pass passed, $$fail failed"; [ $$fail -eq 0 ]
 
 # libFuzzer smoke runs of every parser of user input (clang).
 FUZZ_BUILD ?= build-fuzz
@@ -81,7 +103,7 @@ FUZZ_SECONDS ?= 20
 fuzz: deps
 	@command -v clang >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq clang; }
 	@[ -f $(FUZZ_BUILD)/build.ninja ] || CC=clang meson setup $(FUZZ_BUILD) \
-	  -Dfuzz=true -Dfuzz_seconds=$(FUZZ_SECONDS) -Db_sanitize=address,undefined -Db_lundef=false
+	  $(DEV_OPTS) -Dtorch=disabled -Dfuzz=true -Dfuzz_seconds=$(FUZZ_SECONDS) -Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C $(FUZZ_BUILD) tests/fuzz/fuzz_algo tests/fuzz/fuzz_plugins \
 	  tests/fuzz/fuzz_topo tests/fuzz/fuzz_tune
 	@.ci/meson-test.sh $(FUZZ_BUILD) --no-rebuild --suite fuzz

@@ -14,6 +14,7 @@
  * "count" is the number of elements in it.  algbw = size / time and busbw =
  * algbw * factor, the factor turning it into what each link carries:
  * allreduce 2(n-1)/n, reduce_scatter and allgather (n-1)/n, broadcast 1. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -40,7 +41,9 @@ typedef struct {
     int           place;  /* -1 both groups, 0 out-of-place, 1 in-place */
     int           root;
     const char   *algo;
-    int           csv;
+    int           csv;      /* rows as CSV only, on stdout (--csv) */
+    const char   *csv_path; /* and/or into this file (--csv FILE) */
+    FILE         *csv_out;  /* rank 0: where CSV rows go, or NULL */
     int           batch;  /* time back-to-back batches, not single calls */
     int           cuda;   /* -M cuda: the call's buffers are device memory */
 } opts_t;
@@ -74,8 +77,14 @@ static const char *coll_names[] = {"allreduce", "reduce_scatter",
 
 static void die(const bench_t *b, braid_status_t st, const char *what)
 {
-    fprintf(stderr, "braid-bench rank %d: %s failed: %s: %s\n",
-            b ? b->rank : -1, what, braid_status_str(st), braid_last_error());
+    /* Before braid_init there is no rank to name: the message of a failed
+     * init names host and launcher variables itself. */
+    if (b != NULL)
+        fprintf(stderr, "braid-bench rank %d: %s failed: %s: %s\n", b->rank,
+                what, braid_status_str(st), braid_last_error());
+    else
+        fprintf(stderr, "braid-bench: %s failed: %s: %s\n", what,
+                braid_status_str(st), braid_last_error());
     exit(1);
 }
 
@@ -102,7 +111,8 @@ static void usage(FILE *f)
         "                       per call of each batch\n"
         "  -M, --memory MEM     host (default) or cuda: buffers in CUDA device\n"
         "                       memory (the device of the local rank)\n"
-        "      --csv            machine-readable rows only\n"
+        "      --csv [FILE]     CSV rows: on stdout instead of the table, or\n"
+        "                       into FILE (rank 0) next to the table\n"
         "  -h, --help           this text\n"
         "size is the larger buffer; time is the median over iterations (or\n"
         "batches) of the slowest rank.  A size that a forced --algo cannot\n"
@@ -166,7 +176,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         {"inplace", required_argument, NULL, 'i'},
         {"root", required_argument, NULL, 'r'},
         {"algo", required_argument, NULL, 'A'},
-        {"csv", no_argument, NULL, 'S'},
+        {"csv", optional_argument, NULL, 'S'},
         {"timing", required_argument, NULL, 't'},
         {"memory", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
@@ -238,7 +248,16 @@ static void parse_opts(int argc, char **argv, opts_t *o)
             o->algo = optarg;
             break;
         case 'S':
-            o->csv = 1;
+            /* "--csv FILE" as well as "--csv=FILE": braid-bench takes no
+             * other operands, so a word after --csv is its file. */
+            if (optarg == NULL && optind < argc && argv[optind][0] != '-')
+                optarg = argv[optind++];
+            if (optarg == NULL)
+                o->csv = 1;
+            else if (*optarg == '\0')
+                bad_usage("bad --csv file '%s'", optarg);
+            else
+                o->csv_path = optarg;
             break;
         case 't':
             if (strcmp(optarg, "percall") == 0)
@@ -562,11 +581,11 @@ static double bus_factor(braid_coll_t c, int n)
 
 static void print_header(const opts_t *o, const bench_t *b)
 {
-    if (o->csv) {
-        printf("coll,nranks,size,count,type,redop,algo,placement,time_us,"
-               "algbw_gbps,busbw_gbps,wrong\n");
+    if (o->csv_out != NULL)
+        fprintf(o->csv_out, "coll,nranks,size,count,type,redop,algo,"
+                "placement,time_us,algbw_gbps,busbw_gbps,wrong\n");
+    if (o->csv)
         return;
-    }
     const char *env = getenv("BRAID_ALGO"), *pl = getenv("BRAID_PLUGINS");
     printf("# braid-bench %d.%d.%d: %s, %d ranks\n", BRAID_VERSION_MAJOR,
            BRAID_VERSION_MINOR, BRAID_VERSION_PATCH, coll_names[o->coll],
@@ -640,18 +659,16 @@ static void print_row(const opts_t *o, const bench_t *b, const shape_t *sh,
                       const char *algo, const result_t res[2])
 {
     const char *redop = is_reduction(o->coll) ? nm_op_name(o->op) : "none";
-    if (o->csv) {
-        for (int k = 0; k < 2; k++) {
-            if (!res[k].ran)
-                continue;
-            printf("%s,%d,%zu,%zu,%s,%s,%s,%s,%.3f,%.4f,%.4f,%" PRId64 "\n",
-                   coll_names[o->coll], b->size, sh->bytes, sh->count,
-                   nm_name(o->dtype), redop, algo,
-                   k ? "in-place" : "out-of-place", res[k].us, res[k].algbw,
-                   res[k].busbw, res[k].wrong);
-        }
-        return;
+    for (int k = 0; k < 2 && o->csv_out != NULL; k++) {
+        if (!res[k].ran)
+            continue;
+        fprintf(o->csv_out, "%s,%d,%zu,%zu,%s,%s,%s,%s,%.3f,%.4f,%.4f,%" PRId64
+                "\n", coll_names[o->coll], b->size, sh->bytes, sh->count,
+                nm_name(o->dtype), redop, algo, k ? "in-place" : "out-of-place",
+                res[k].us, res[k].algbw, res[k].busbw, res[k].wrong);
     }
+    if (o->csv)
+        return;
     printf("  %10zu %12zu %6s %6s %16s", sh->bytes, sh->count,
            nm_name(o->dtype), redop, algo);
     for (int k = 0; k < 2; k++) {
@@ -771,6 +788,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "braid-bench: cannot allocate %zu bytes\n", cap);
         return 1;
     }
+    /* Rank 0 writes the CSV; every rank learns whether it could. */
+    int32_t csv_ok = 1;
+    if (b.rank == 0 && o.csv)
+        o.csv_out = stdout;
+    if (b.rank == 0 && o.csv_path != NULL &&
+        (o.csv_out = fopen(o.csv_path, "w")) == NULL) {
+        fprintf(stderr, "braid-bench: --csv '%s': %s\n", o.csv_path,
+                strerror(errno));
+        csv_ok = 0;
+    }
+    if (o.csv_path != NULL &&
+        (st = braid_broadcast(&csv_ok, 1, BRAID_I32, 0, b.comm)) != BRAID_OK)
+        die(&b, st, "broadcast of the CSV file's state");
+    if (!csv_ok)
+        return 2;
     if (b.rank == 0)
         print_header(&o, &b);
     print_ranks(&o, &b);
@@ -794,6 +826,11 @@ int main(int argc, char **argv)
                b.bw_n ? b.bw_sum / b.bw_n : 0.0);
     }
     fflush(stdout);
+    if (o.csv_out != NULL && o.csv_out != stdout && fclose(o.csv_out) != 0) {
+        fprintf(stderr, "braid-bench: --csv '%s': %s\n", o.csv_path,
+                strerror(errno));
+        return 2;
+    }
     free(b.sbuf);
     free(b.rbuf);
     cm_free(b.dsbuf);

@@ -25,7 +25,8 @@ static void usage(FILE *f)
                "            part of (run under braidrun or another launcher)\n");
 }
 
-static void print_plugins(void)
+/* Returns the number of plugins found. */
+static int print_plugins(void)
 {
     const braid_plugin_table_t *t;
     char path[8192];
@@ -35,7 +36,20 @@ static void print_plugins(void)
     printf("plugin search path: %s\n\n", path[0] ? path : "(none)");
     if (braid_loader_acquire(&t) != BRAID_OK) {
         printf("cannot load plugins: %s\n", braid_last_error());
-        return;
+        return 0;
+    }
+    if (t->n == 0) {
+        /* Say where we looked rather than print an empty table. */
+        const char *env = getenv("BRAID_PLUGIN_PATH");
+        printf("no plugins found: no libbraid-<name>.so in the directories "
+               "above (those that exist of: BRAID_PLUGIN_PATH%s%s%s, the "
+               "folder braid/ next to libbraid, the install's plugin folder "
+               "relative to this program and as configured, and the build "
+               "tree's plugins/ for programs inside it). Set "
+               "BRAID_PLUGIN_PATH to the folder with the plugins.\n",
+               env ? "='" : " (unset)", env ? env : "", env ? "'" : "");
+        braid_loader_release();
+        return 0;
     }
     printf("%-10s %-8s %-12s %s\n", "plugin", "version", "state", "details");
     for (int i = 0; i < t->n; i++) {
@@ -69,7 +83,9 @@ static void print_plugins(void)
                        : "");
         }
     }
+    int n = t->n;
     braid_loader_release();
+    return n;
 }
 
 static void print_table(braid_comm_t *comm)
@@ -182,6 +198,5 @@ int main(int argc, char **argv)
         self[len] = '\0';
         return spawn_ranks(self, n);
     }
-    print_plugins();
-    return 0;
+    return print_plugins() > 0 ? 0 : 1;
 }

@@ -1,7 +1,7 @@
 /* braidrun: start N ranks of a braid program on this host.
  *
  *   braidrun -n N [-t|--timeout SECONDS] [-g|--grace SECONDS] [-b core|none]
- *            [--] prog
+ *            [-p|--prefix rank|none] [--] prog
  *            args...
  *
  * braidrun binds rank 0's listening socket itself (127.0.0.1, ephemeral
@@ -93,6 +93,7 @@ static int     out_dead[3]; /* our stdout/stderr went away */
 static rank_t *ranks;
 static int     nranks;
 static int     bind_cores = 1; /* --bind: 1 core (round robin), 0 none */
+static int     prefix_rank = 1; /* --prefix: 1 "[rank] " before lines, 0 none */
 
 static void usage(FILE *f)
 {
@@ -107,7 +108,21 @@ static void usage(FILE *f)
                "  -b, --bind B    'core' (default): pin rank r to allowed CPU "
                "r mod ncpu;\n"
                "                  'none': leave placement to the scheduler\n"
+               "  -p, --prefix P  'rank' (default): \"[rank] \" before every "
+               "line of output;\n"
+               "                  'none': the ranks' lines as they are (CSV, "
+               "scripts)\n"
                "  -h, --help      this text\n", MAX_RANKS);
+}
+
+/* An option of two values, `on` or "none": 1, 0, or -1 after saying why. */
+static int two_way(const char *opt, const char *value, const char *on)
+{
+    if (strcmp(value, on) == 0 || strcmp(value, "none") == 0)
+        return strcmp(value, on) == 0;
+    fprintf(stderr, "braidrun: %s='%s': expected '%s' or 'none'\n", opt, value,
+            on);
+    return -1;
 }
 
 static void on_signal(int sig)
@@ -142,6 +157,20 @@ static void emit_line(int rank, int fd, const char *line, size_t n)
     char   stackbuf[512];
     char  *buf = stackbuf;
     size_t cap = n + 24;
+    if (!prefix_rank) {
+        /* Whole lines still: one write each, lines never interleave. */
+        if (n + 1 > sizeof(stackbuf) && (buf = malloc(n + 1)) == NULL) {
+            emit(fd, line, n);
+            emit(fd, "\n", 1);
+            return;
+        }
+        memcpy(buf, line, n);
+        buf[n] = '\n';
+        emit(fd, buf, n + 1);
+        if (buf != stackbuf)
+            free(buf);
+        return;
+    }
     if (cap > sizeof(stackbuf) && (buf = malloc(cap)) == NULL) {
         char pre[24];
         int  k = snprintf(pre, sizeof(pre), "[%d] ", rank);
@@ -521,6 +550,7 @@ int main(int argc, char **argv)
         {"timeout", required_argument, NULL, 't'},
         {"grace", required_argument, NULL, 'g'},
         {"bind", required_argument, NULL, 'b'},
+        {"prefix", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     long long   n       = -1;
@@ -530,7 +560,7 @@ int main(int argc, char **argv)
 
     opterr = 0;
     /* '+': options end at the program name, whose own options are its. */
-    while ((opt = getopt_long(argc, argv, "+n:t:g:b:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+n:t:g:b:p:h", longopts, NULL)) != -1) {
         switch (opt) {
         case 'n':
             if (braid_parse_int("-n", optarg, 1, MAX_RANKS, &n) != BRAID_OK) {
@@ -565,22 +595,21 @@ int main(int argc, char **argv)
             }
             break;
         case 'b':
-            if (strcmp(optarg, "core") == 0)
-                bind_cores = 1;
-            else if (strcmp(optarg, "none") == 0)
-                bind_cores = 0;
-            else {
-                fprintf(stderr, "braidrun: --bind='%s': expected 'core' or "
-                        "'none'\n", optarg);
+        case 'p': {
+            int *flag = opt == 'b' ? &bind_cores : &prefix_rank;
+            if ((*flag = two_way(opt == 'b' ? "--bind" : "--prefix", optarg,
+                                 opt == 'b' ? "core" : "rank")) < 0) {
                 usage(stderr);
                 return 2;
             }
             break;
+        }
         case 'h':
             usage(stdout);
             return 0;
         default:
-            if (optopt == 'n' || optopt == 't' || optopt == 'g' || optopt == 'b')
+            if (optopt == 'n' || optopt == 't' || optopt == 'g' ||
+                optopt == 'b' || optopt == 'p')
                 fprintf(stderr, "braidrun: option -%c needs a value\n",
                         optopt);
             else if (optopt != 0)

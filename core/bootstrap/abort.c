@@ -79,8 +79,8 @@ int braid_bs_abort_find(const braid_bootstrap_t *bs,
 
 /* The text of an ABORT payload, printable characters only (it comes from
  * the network and ends up in messages and logs). */
-static void abort_text(const uint8_t payload[BRAID_BS_ABORT_LEN], char *out,
-                       size_t len)
+void braid_bs_abort_text(const uint8_t payload[BRAID_BS_ABORT_LEN],
+                         char *out, size_t len)
 {
     const uint8_t *t = payload + 8;
     size_t         n = 0;
@@ -90,8 +90,8 @@ static void abort_text(const uint8_t payload[BRAID_BS_ABORT_LEN], char *out,
     out[n] = '\0';
 }
 
-static void frame_pack(uint8_t frame[ABORT_FRAME_LEN], braid_status_t st,
-                       int lost, const char *text)
+void braid_bs_abort_pack(uint8_t frame[ABORT_FRAME_LEN], braid_status_t st,
+                         int lost, const char *text)
 {
     memset(frame, 0, ABORT_FRAME_LEN);
     braid_bs_hdr_pack(frame, BRAID_BS_ABORT, BRAID_BS_ABORT_LEN);
@@ -140,7 +140,7 @@ static braid_status_t fail_with(braid_bootstrap_t *bs, braid_status_t st,
                  braid_last_error());
         BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "rank %d: channel failed: %s",
                   bs->rank, bs->failed_msg);
-        frame_pack(frame, st, lost, bs->failed_msg);
+        braid_bs_abort_pack(frame, st, lost, bs->failed_msg);
         if (bs->fds != NULL) {
             for (int r = 1; r < bs->size; r++)
                 abort_close(&bs->fds[r], frame);
@@ -163,7 +163,7 @@ braid_status_t braid_bs_aborted(braid_bootstrap_t *bs,
 {
     char text[BRAID_BS_ABORT_TEXT_LEN + 1];
     int  lost = (int)(int32_t)braid_get_u32(payload + 4);
-    abort_text(payload, text, sizeof(text));
+    braid_bs_abort_text(payload, text, sizeof(text));
     if (lost == BRAID_BS_VERDICT) {
         /* The root's verdict: every rank reports it word for word. */
         braid_status_t st = wire_status(braid_get_u32(payload));
@@ -229,7 +229,7 @@ braid_status_t braid_bs_rank_failed(braid_bootstrap_t *bs, int r,
     char text[BRAID_BS_ABORT_TEXT_LEN + 1];
     if (bs->failed != BRAID_OK)
         return braid_error(bs->failed, "%s", bs->failed_msg);
-    abort_text(payload, text, sizeof(text));
+    braid_bs_abort_text(payload, text, sizeof(text));
     braid_error(BRAID_ERR_PEER, "%s failed: %s",
                 braid_bs_rank_desc(bs, r, desc, sizeof(desc)), text);
     braid_sock_close(&bs->fds[r]); /* it is gone already */
@@ -250,7 +250,7 @@ static int describe_lost(braid_bootstrap_t *bs, int r, int with_reason,
         return 0;
     braid_bs_rank_desc(bs, r, desc, sizeof(desc));
     if (failed)
-        abort_text(payload, text, sizeof(text));
+        braid_bs_abort_text(payload, text, sizeof(text));
     int k = snprintf(msg + *off, len - *off, "%s%s %s%s", *off ? "; " : "",
                      desc, failed ? "failed: " : "was lost",
                      failed ? text : "");

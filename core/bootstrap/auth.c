@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bootstrap/auth.h"
+#include "bootstrap/channel.h"
 #include "bootstrap/proto.h"
 #include "bootstrap/sock.h"
 #include "util/env.h"
@@ -39,6 +40,10 @@ typedef struct {
     int            joined;
     pending_t      pend[MAX_PENDING];
     int            npend;
+    /* Set when a connection shows that the job cannot start (a rank of it
+     * with another key or another size): the rendezvous ends at once on
+     * every side instead of at the timeout. */
+    braid_status_t fatal;
 } server_t;
 
 /* MACs are compared without an early exit, so that timing does not tell an
@@ -181,12 +186,29 @@ static void handle_hello(server_t *s, int i)
     if (!mac_equal(mac, braid_bs_mac(s->key, 'C', p->nonce, rank, size,
                                      cnonce))) {
         snprintf(detail, sizeof(detail), " (claimed rank %d)", (int)rank);
+        /* Claiming a free slot of this job: most likely one of its ranks
+         * was given another BRAID_JOB_KEY, and it will never get in.  This
+         * lets whoever reaches the port fail the rendezvous (not join it);
+         * see the threat model in the README. */
+        if (size == s->size && rank >= 1 && rank < s->size &&
+            s->fds[rank] < 0)
+            s->fatal = braid_error(BRAID_ERR_AUTH, "rank %d of %d "
+                                   "(connecting from %s) does not have this "
+                                   "job's key: was it given another "
+                                   "BRAID_JOB_KEY, or started for another "
+                                   "job? The job cannot start", (int)rank,
+                                   (int)size, p->name);
         refuse(s, i, BRAID_BS_REFUSE_KEY, detail);
         return;
     }
     if (size != s->size) {
         snprintf(detail, sizeof(detail), " (rank %d claims size %d, job has "
                  "%d)", (int)rank, (int)size, s->size);
+        s->fatal = braid_error(BRAID_ERR_MISMATCH, "rank %d (connecting from "
+                               "%s) was started for a job of %d ranks, rank 0 "
+                               "for %d: every rank must be given the same "
+                               "size", (int)rank, p->name, (int)size,
+                               s->size);
         refuse(s, i, BRAID_BS_REFUSE_SIZE, detail);
         return;
     }
@@ -291,6 +313,10 @@ braid_status_t braid_auth_serve(int lfd, const uint8_t key[16], int size,
             if (pfd[1 + i].revents != 0)
                 handle_hello(s, i);
         }
+        if (s->fatal != BRAID_OK) {
+            st = s->fatal; /* its message is the thread's last error */
+            goto cleanup;
+        }
         if (pfd[0].revents != 0) {
             st = accept_new(s, lfd);
             if (st != BRAID_OK)
@@ -305,8 +331,15 @@ cleanup:
         pending_remove(s, 0, 1);
     }
     if (st != BRAID_OK) {
-        for (int r = 1; r < size; r++)
+        /* The ranks already in wait for READY: an ABORT instead tells them
+         * why the job ends. */
+        uint8_t frame[BRAID_BS_HDR_LEN + BRAID_BS_ABORT_LEN];
+        braid_bs_abort_pack(frame, st, -1, braid_last_error());
+        for (int r = 1; r < size; r++) {
+            if (fds[r] >= 0)
+                (void)send_now(fds[r], frame, sizeof(frame));
             braid_sock_close(&fds[r]);
+        }
     }
     free(pfd);
     free(s);
@@ -394,5 +427,22 @@ braid_status_t braid_auth_join(int fd, const uint8_t key[16], int rank,
                            "is not rank 0 of this job (stale rendezvous "
                            "address, or another job on the port)", root);
 
-    return braid_bs_recv(fd, BRAID_BS_READY, NULL, 0, deadline, root);
+    /* READY, or an ABORT when the rendezvous failed at the root. */
+    st = braid_sock_recv(fd, raw, sizeof(raw), deadline, root, "READY");
+    if (st != BRAID_OK)
+        return st;
+    braid_bs_hdr_unpack(raw, &h);
+    if (braid_bs_hdr_is_abort(&h)) {
+        uint8_t ab[BRAID_BS_ABORT_LEN];
+        char    text[BRAID_BS_ABORT_TEXT_LEN + 1];
+        st = braid_sock_recv(fd, ab, sizeof(ab), deadline, root, "abort");
+        if (st != BRAID_OK)
+            return st;
+        braid_bs_abort_text(ab, text, sizeof(text));
+        int32_t code = (int32_t)braid_get_u32(ab);
+        return braid_error(code < 0 && code >= BRAID_ERR_INTERNAL
+                               ? (braid_status_t)code : BRAID_ERR_PEER,
+                           "%s gave up the rendezvous: %s", root, text);
+    }
+    return braid_bs_hdr_check(&h, BRAID_BS_READY, 0, root);
 }

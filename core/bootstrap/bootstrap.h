@@ -35,7 +35,24 @@ typedef struct braid_launch {
     char     ifaddr[64];   /* BRAID_IFADDR: where rank 0 listens in the file
                               rendezvous ("" = 127.0.0.1) */
     char     rendezvous_dir[512]; /* BRAID_RENDEZVOUS_DIR ("" = /tmp) */
+    int      rdv;          /* BRAID_RDV_BY_HOST (0), _STORE or _PROBE */
+    char     rank_from[64]; /* "RANK/WORLD_SIZE": for messages */
+    char     addr_from[64]; /* "MASTER_ADDR/MASTER_PORT", "BRAID_ADDR" */
 } braid_launch_t;
+
+/* How the ranks find rank 0 (launch->rdv). */
+enum {
+    /* host "": the file rendezvous; else rank 0 listens on host:port. */
+    BRAID_RDV_BY_HOST = 0,
+    /* host:port is a torch TCPStore (torchrun's agent store): rank 0 listens
+     * on an ephemeral port of the interface facing it and publishes where;
+     * the others read it there. */
+    BRAID_RDV_STORE,
+    /* host:port is torch's TCPStore or nothing yet (RANK/WORLD_SIZE without
+     * torchrun's agent store): rank 0 listens there if the port is free and
+     * uses the store otherwise; the others ask whoever answers there. */
+    BRAID_RDV_PROBE,
+};
 
 /* Reads BRAID_RANK/BRAID_SIZE/BRAID_ADDR/BRAID_JOB_KEY (braidrun), Open MPI's
  * OMPI_COMM_WORLD_RANK/SIZE, Slurm's SLURM_PROCID/SLURM_NTASKS, and
@@ -43,6 +60,24 @@ typedef struct braid_launch {
  * all means a single rank.  Malformed values are BRAID_ERR_PARSE naming the
  * variable and position. */
 braid_status_t braid_launch_from_env(braid_launch_t *launch);
+
+/* "host vm, rank 2 of 4 (RANK/WORLD_SIZE), rendezvous 10.0.0.1:29500
+ * (MASTER_ADDR/MASTER_PORT)": where an init failure happened and which of
+ * the launcher's variables it came from. */
+void braid_launch_describe(const braid_launch_t *launch, char *buf,
+                           size_t len);
+/* Returns st with the last error prefixed by "braid_init on <describe>: "
+ * (launch NULL: only the host, when the launch could not be read). */
+braid_status_t braid_launch_failed(braid_status_t st,
+                                   const braid_launch_t *launch);
+
+/* secure.c.  1 when every address host resolves to is a loopback address:
+ * a rendezvous there is reachable from this host only. */
+int braid_host_is_loopback(const char *host);
+/* BRAID_ERR_AUTH: a rendezvous at host:port (from `from`) is reachable from
+ * other hosts and has no BRAID_JOB_KEY; says how to make and pass one. */
+braid_status_t braid_key_required_error(const char *host, int port,
+                                        const char *from);
 
 /* BRAID_JOB_KEY format: exactly 32 hex digits.  name is used in messages. */
 braid_status_t braid_parse_job_key(const char *name, const char *value,
@@ -63,6 +98,11 @@ typedef struct braid_bootstrap braid_bootstrap_t;
  * operation returns BRAID_ERR_STATE with the first error's message. */
 braid_status_t braid_bootstrap_init(const braid_launch_t *launch,
                                     braid_bootstrap_t **bs);
+/* World channel of rank of size through a caller's key-value store (see
+ * braid_init_kv). */
+braid_status_t braid_bootstrap_init_kv(int rank, int size,
+                                       const braid_kv_t *kv,
+                                       braid_bootstrap_t **bs);
 /* Collective over parent: a new channel for the ranks sharing color, ranked by
  * (key, parent rank).  color == BRAID_UNDEFINED gives *child = NULL. */
 braid_status_t braid_bootstrap_split(braid_bootstrap_t *parent, int color,

@@ -119,8 +119,7 @@ static braid_status_t chan_recv(braid_bootstrap_t *bs, int fd, int from,
     if (st != BRAID_OK)
         return st;
     braid_bs_hdr_unpack(raw, &h);
-    if (h.magic == BRAID_BS_MAGIC && h.type == BRAID_BS_ABORT &&
-        h.length == BRAID_BS_ABORT_LEN) {
+    if (braid_bs_hdr_is_abort(&h)) {
         uint8_t ab[BRAID_BS_ABORT_LEN];
         st = braid_sock_recv(fd, ab, sizeof(ab), deadline, peer, "abort");
         if (st == BRAID_ERR_PEER)
@@ -359,6 +358,10 @@ braid_status_t braid_bootstrap_init(const braid_launch_t *launch,
         goto cleanup;
 
     double deadline  = braid_deadline_from_now();
+    if (launch->rdv == BRAID_RDV_STORE || launch->rdv == BRAID_RDV_PROBE) {
+        st = braid_bs_torch_init(bs, launch, deadline);
+        goto cleanup;
+    }
     int    file_mode = launch->host[0] == '\0';
     if (file_mode && (st = braid_rdv_path(launch, path, sizeof(path))) !=
                          BRAID_OK)

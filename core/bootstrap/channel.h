@@ -51,6 +51,10 @@ braid_status_t braid_bs_serve(braid_bootstrap_t *bs, int *lfd,
 braid_status_t braid_bs_join(braid_bootstrap_t *bs, const char *host,
                              int port, double connect_deadline,
                              double deadline);
+/* torchrun.c: rendezvous of a BRAID_RDV_STORE or BRAID_RDV_PROBE launch,
+ * on a channel from braid_bs_create. */
+braid_status_t braid_bs_torch_init(braid_bootstrap_t *bs,
+                                   const braid_launch_t *l, double deadline);
 /* Any socket of the channel (to learn which interface it uses), or -1. */
 int braid_bs_any_fd(const braid_bootstrap_t *bs);
 
@@ -93,6 +97,12 @@ braid_status_t braid_bs_rank_failed(braid_bootstrap_t *bs, int r,
  * copies its payload when there is one, 0 otherwise.  Consumes nothing. */
 int braid_bs_abort_find(const braid_bootstrap_t *bs,
                         uint8_t payload[BRAID_BS_ABORT_LEN]);
+/* An ABORT frame (header and payload) of status st, lost rank (-1: none) and
+ * text; and the printable text of a received payload. */
+void braid_bs_abort_pack(uint8_t frame[BRAID_BS_HDR_LEN + BRAID_BS_ABORT_LEN],
+                         braid_status_t st, int lost, const char *text);
+void braid_bs_abort_text(const uint8_t payload[BRAID_BS_ABORT_LEN],
+                         char *out, size_t len);
 /* Whether fd's peer has closed or broken the connection (poll, no wait);
  * data it sent before may still be unread. */
 int braid_bs_hung_up(int fd);

@@ -268,15 +268,23 @@ braid_status_t braid_launch_from_env(braid_launch_t *l)
             snprintf(id, sizeof(id), "ppid%ld", (long)getppid());
         hosts = env_count("SLURM_STEP_NUM_NODES");
     } else if (braid_env_get("RANK") && braid_env_get("WORLD_SIZE")) {
-        /* Rank 0 listens on MASTER_PORT itself.  Under torchrun with
-         * TORCHELASTIC_USE_AGENT_STORE=True the agent's store already holds
-         * that port; the bind error then says to set BRAID_ADDR. */
+        /* MASTER_PORT is torch's (torchrun.c): under torchrun's static
+         * rendezvous (TORCHELASTIC_USE_AGENT_STORE=True) the agent's
+         * TCPStore holds it; otherwise it is free, or init_process_group
+         * put a store there. */
         snprintf(l->launcher, sizeof(l->launcher), "torchrun");
         if ((st = rank_size(l, "RANK", "WORLD_SIZE", NULL)) != BRAID_OK)
             return st;
         master = braid_env_get("MASTER_ADDR");
+        v      = braid_env_get("TORCHELASTIC_USE_AGENT_STORE");
+        l->rdv = v != NULL && strcmp(v, "True") == 0 ? BRAID_RDV_STORE
+                                                     : BRAID_RDV_PROBE;
+        /* A restarted worker group must not read the old group's
+         * address. */
         if ((v = braid_env_get("TORCHELASTIC_RUN_ID")) != NULL)
-            snprintf(id, sizeof(id), "%s", v);
+            snprintf(id, sizeof(id), "%s.%s", v,
+                     braid_env_get("TORCHELASTIC_RESTART_COUNT")
+                         ? getenv("TORCHELASTIC_RESTART_COUNT") : "0");
         else if (master != NULL)
             snprintf(id, sizeof(id), "%s:%s", master,
                      braid_env_get("MASTER_PORT") ? getenv("MASTER_PORT")
@@ -286,10 +294,19 @@ braid_status_t braid_launch_from_env(braid_launch_t *l)
     }
     set_job_id(l, id);
 
+    snprintf(l->rank_from, sizeof(l->rank_from), "%s",
+             !strcmp(l->launcher, "braidrun") ? "BRAID_RANK/BRAID_SIZE"
+             : !strcmp(l->launcher, "mpirun") ? "OMPI_COMM_WORLD_RANK/SIZE"
+             : !strcmp(l->launcher, "srun")   ? "SLURM_PROCID/SLURM_NTASKS"
+             : !strcmp(l->launcher, "torchrun") ? "RANK/WORLD_SIZE"
+                                                : "no launcher variables");
+
     /* Where rank 0 is. */
     if (addr != NULL) {
         if ((st = parse_addr("BRAID_ADDR", addr, l)) != BRAID_OK)
             return st;
+        l->rdv = BRAID_RDV_BY_HOST; /* rank 0 listens there, whoever ran us */
+        snprintf(l->addr_from, sizeof(l->addr_from), "BRAID_ADDR");
     } else if (l->size > 1 && strcmp(l->launcher, "torchrun") == 0) {
         const char *port;
         long long   p;
@@ -306,6 +323,9 @@ braid_status_t braid_launch_from_env(braid_launch_t *l)
                                sizeof(l->host) - 1);
         snprintf(l->host, sizeof(l->host), "%s", master);
         l->port = (int)p;
+        snprintf(l->addr_from, sizeof(l->addr_from), "MASTER_ADDR/"
+                 "MASTER_PORT%s", l->rdv == BRAID_RDV_STORE
+                                      ? ", torchrun's store" : "");
     } else if (l->size > 1 && strcmp(l->launcher, "braidrun") == 0) {
         return braid_error(BRAID_ERR_PARSE, "BRAID_ADDR is not set (BRAID_RANK"
                            " and BRAID_SIZE=%d are: rank 0's host:port is "
@@ -347,11 +367,14 @@ braid_status_t braid_launch_from_env(braid_launch_t *l)
         l->key_set = 1;
     } else if (l->host[0] == '\0') {
         l->key_set = 0; /* rank 0 draws one for the rendezvous file */
+    } else if (l->size > 1 && !braid_host_is_loopback(l->host)) {
+        return braid_key_required_error(l->host, l->port, l->addr_from);
     } else {
         derive_key(l->launcher, l->job_id, l->key);
         l->key_set = 1;
         BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "BRAID_JOB_KEY not set: key "
-                  "derived from the %s job id '%s' (identity, not secrecy)",
+                  "derived from the %s job id '%s' (identity, not secrecy: "
+                  "fine on loopback)",
                   l->launcher, l->job_id);
     }
 

@@ -60,12 +60,22 @@ const char *braid_bs_refuse_str(uint32_t reason)
     switch (reason) {
     case BRAID_BS_REFUSE_MALFORMED: return "malformed hello";
     case BRAID_BS_REFUSE_VERSION:   return "protocol version mismatch";
-    case BRAID_BS_REFUSE_KEY:       return "wrong job key (MAC mismatch)";
-    case BRAID_BS_REFUSE_SIZE:      return "job size mismatch";
+    case BRAID_BS_REFUSE_KEY:       return "wrong job key (MAC mismatch: "
+                                           "another BRAID_JOB_KEY than rank "
+                                           "0's, or another job)";
+    case BRAID_BS_REFUSE_SIZE:      return "job size mismatch (rank 0 was "
+                                           "started for another number of "
+                                           "ranks)";
     case BRAID_BS_REFUSE_RANK:      return "rank out of range";
     case BRAID_BS_REFUSE_DUPLICATE: return "rank already connected";
     }
     return "unknown reason";
+}
+
+int braid_bs_hdr_is_abort(const braid_bs_hdr_t *h)
+{
+    return h->magic == BRAID_BS_MAGIC && h->type == BRAID_BS_ABORT &&
+           h->length == BRAID_BS_ABORT_LEN;
 }
 
 void braid_bs_hdr_pack(uint8_t out[BRAID_BS_HDR_LEN], uint32_t type,

@@ -119,6 +119,9 @@ void braid_bs_hdr_unpack(const uint8_t in[BRAID_BS_HDR_LEN],
 braid_status_t braid_bs_hdr_check(const braid_bs_hdr_t *h, uint32_t type,
                                   uint64_t length, const char *peer);
 
+/* Whether h announces an ABORT frame (abort.c's payload follows). */
+int braid_bs_hdr_is_abort(const braid_bs_hdr_t *h);
+
 /* One framed message: header and payload. */
 braid_status_t braid_bs_send(int fd, uint32_t type, const void *payload,
                              size_t len, double deadline, const char *peer);

@@ -197,6 +197,12 @@ static braid_status_t listen_on(const struct sockaddr *sa, socklen_t len,
 
 braid_status_t braid_sock_listen(const char *host, int port, int *fd)
 {
+    return braid_sock_listen_try(host, port, fd, NULL);
+}
+
+braid_status_t braid_sock_listen_try(const char *host, int port, int *fd,
+                                     int *in_use)
+{
     struct addrinfo hints = {.ai_family   = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
                              .ai_flags    = AI_PASSIVE | AI_NUMERICSERV};
@@ -238,12 +244,52 @@ braid_status_t braid_sock_listen(const char *host, int port, int *fd)
                 goto out;
         }
     }
+    if (in_use != NULL)
+        *in_use = err == EADDRINUSE;
     st = braid_error(BRAID_ERR_IO, "cannot listen on %s:%d: %s%s",
                      host ? host : "*", port, strerror(err),
                      err == EADDRINUSE ? " (the port is taken: set BRAID_ADDR "
                                          "to a free host:port)" : "");
 out:
     freeaddrinfo(res);
+    return st;
+}
+
+braid_status_t braid_sock_route_src(const char *host, char *out, size_t n)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM,
+                             .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *res  = NULL;
+    int              rc   = getaddrinfo(host, "9", &hints, &res);
+    if (rc != 0)
+        return braid_error(BRAID_ERR_IO, "cannot resolve '%s': %s", host,
+                           gai_strerror(rc));
+    braid_status_t st = BRAID_ERR_IO;
+    int            err = 0;
+    for (struct addrinfo *ai = res; ai != NULL && st != BRAID_OK;
+         ai = ai->ai_next) {
+        /* connect() on a datagram socket only picks the route. */
+        int s = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (s < 0 || connect(s, ai->ai_addr, ai->ai_addrlen) != 0) {
+            err = errno;
+            if (s >= 0)
+                close(s);
+            continue;
+        }
+        struct sockaddr_storage ss;
+        socklen_t               len = sizeof(ss);
+        int                     port;
+        if (getsockname(s, (struct sockaddr *)&ss, &len) == 0)
+            st = braid_sockaddr_host((struct sockaddr *)&ss, len, out, n,
+                                     &port);
+        else
+            err = errno;
+        close(s);
+    }
+    freeaddrinfo(res);
+    if (st != BRAID_OK && err != 0)
+        st = braid_error(BRAID_ERR_IO, "no route to '%s': %s", host,
+                         strerror(err));
     return st;
 }
 

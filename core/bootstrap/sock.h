@@ -47,6 +47,13 @@ void braid_sock_close(int *fd);
  * ephemeral).  When host is not an address of this machine (a NATed or
  * public MASTER_ADDR) the wildcard address is used instead. */
 braid_status_t braid_sock_listen(const char *host, int port, int *fd);
+/* As braid_sock_listen; *in_use (if not NULL) is 1 when the port was taken
+ * (EADDRINUSE), so that the caller can try someone else's service there. */
+braid_status_t braid_sock_listen_try(const char *host, int port, int *fd,
+                                     int *in_use);
+/* Numeric address of the interface this host would use to reach host (a
+ * route lookup: nothing is sent). */
+braid_status_t braid_sock_route_src(const char *host, char *out, size_t n);
 /* Listening socket on an ephemeral port of the interface that the connected
  * socket via uses; *host and *port say where peers should connect. */
 braid_status_t braid_sock_listen_like(int via, int *fd, char *host, size_t n,

@@ -44,9 +44,32 @@ BRAID_API braid_status_t braid_init(braid_comm_t **comm)
     if ((st = braid_env_timeout(&timeout)) != BRAID_OK)
         return st;
     if ((st = braid_launch_from_env(&launch)) != BRAID_OK)
-        return st;
+        return braid_launch_failed(st, NULL);
     braid_log_set_rank(launch.rank);
-    if ((st = braid_bootstrap_init(&launch, &bs)) != BRAID_OK)
+    if ((st = braid_bootstrap_init(&launch, &bs)) != BRAID_OK ||
+        (st = comm_create(comm, bs)) != BRAID_OK)
+        return braid_launch_failed(st, &launch);
+    (*comm)->world = 1;
+    braid_launcher_init();
+    return BRAID_OK;
+}
+
+BRAID_API braid_status_t braid_init_kv(braid_comm_t **comm, int rank,
+                                       int size, const braid_kv_t *kv)
+{
+    braid_bootstrap_t *bs;
+    braid_status_t     st;
+    double             timeout;
+
+    braid_error_clear();
+    if (comm == NULL)
+        return braid_error(BRAID_ERR_INVALID_ARG, "braid_init_kv: comm is "
+                           "NULL");
+    *comm = NULL;
+    if ((st = braid_env_timeout(&timeout)) != BRAID_OK)
+        return st;
+    braid_log_set_rank(rank);
+    if ((st = braid_bootstrap_init_kv(rank, size, kv, &bs)) != BRAID_OK)
         return st;
     if ((st = comm_create(comm, bs)) != BRAID_OK)
         return st;

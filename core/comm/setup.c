@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "select/validate.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -68,6 +69,11 @@ static braid_status_t read_choices(braid_comm_t *comm, config_print_t *print)
     const char    *algo = getenv("BRAID_ALGO");
     braid_status_t st   = braid_algo_spec_parse(&comm->override, algo);
     print->algo_hash    = fnv1a(seed, algo ? algo : "", algo ? strlen(algo) : 0);
+    /* Names checked against the plugins found (validate.c). */
+    if (st == BRAID_OK)
+        st = braid_validate_plugins(getenv("BRAID_PLUGINS"), comm->plugins);
+    if (st == BRAID_OK)
+        st = braid_validate_algo(&comm->override, algo, comm->plugins);
     if (st != BRAID_OK)
         return st;
     const char *tune = getenv("BRAID_TUNE_FILE");
@@ -154,6 +160,7 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
     braid_comm_inquiry_attach(comm);
 
     braid_selector_init(&comm->sel);
+    braid_validate_why_none(&comm->sel, comm->plugins, comm->tls, comm->ntls);
     comm->sel.override = &comm->override;
     comm->sel.tune     = &comm->tune;
     comm->sel.nranks   = comm->size;

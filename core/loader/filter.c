@@ -53,8 +53,12 @@ braid_status_t braid_plugin_filter_parse(braid_plugin_filter_t *filter,
         if (spec[pos] == '\0')
             return BRAID_OK;
         if (spec[pos] != ',')
-            return fail(spec, pos, "unexpected character (expected ',' or the "
-                        "end)");
+            return fail(spec, pos, spec[pos] == ';' || spec[pos] == ':' ||
+                                       spec[pos] == ' '
+                                   ? "unexpected character (names are "
+                                     "separated by ',': did you mean ','?)"
+                                   : "unexpected character (expected ',' or "
+                                     "the end)");
         pos++;
     }
 }

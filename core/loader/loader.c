@@ -1,5 +1,7 @@
 /* Finds, checks and probes plugins.  Search order: BRAID_PLUGIN_PATH, then
- * <directory of libbraid.so>/braid (the install, relocatable), then the
+ * <directory of libbraid.so>/braid (the install, relocatable) or, for a
+ * program with the core linked in, the plugin directory relative to its
+ * bindir, then the
  * configured install directory, then -- only when this libbraid is the one in
  * the build tree -- the build tree's plugin folders.  Only absolute paths are
  * handed to dlopen, so the current directory is never searched. */
@@ -65,12 +67,21 @@ static void search_dirs(dir_list_t *list)
 
     Dl_info info;
     char    self[PATH_MAX] = "";
+    /* A program that links the core statically (braid-info) is named as it
+     * was started, maybe through PATH: /proc/self/exe is where it is. */
     if (dladdr((void *)&braid_loader_acquire, &info) && info.dli_fname &&
-        realpath(info.dli_fname, self) != NULL) {
+        (realpath(info.dli_fname, self) != NULL ||
+         realpath("/proc/self/exe", self) != NULL)) {
         char dir[PATH_MAX + 8];
         char *slash = strrchr(self, '/');
         if (slash != NULL) {
             snprintf(dir, sizeof(dir), "%.*s/braid", (int)(slash - self), self);
+            dir_list_add(list, dir);
+            /* self is a program that links the core statically (braid-info)
+             * in an install's bindir, maybe staged or moved: its plugins
+             * are at the same place relative to it. */
+            snprintf(dir, sizeof(dir), "%.*s/%s", (int)(slash - self), self,
+                     BRAID_PLUGIN_DIR_FROM_BIN);
             dir_list_add(list, dir);
         }
     }
@@ -160,7 +171,7 @@ static void reject(braid_plugin_entry_t *e, braid_plugin_state_t state,
      * the user excluded or that is a duplicate only matters when debugging. */
     braid_log_level_t level = state == BRAID_PLUGIN_REJECTED ? BRAID_LOG_WARN
                                                              : BRAID_LOG_INFO;
-    BRAID_LOG(level, LOG_COMP, "plugin '%s' (%s) %s: %s", e->name, e->path,
+    BRAID_LOG_HOST(level, LOG_COMP, "plugin '%s' (%s) %s: %s", e->name, e->path,
               state == BRAID_PLUGIN_REJECTED ? "rejected" : "skipped", e->why);
 }
 
@@ -359,7 +370,7 @@ static void probe_transports(braid_plugin_entry_t *e)
             e->crashed  = 1;
             snprintf(e->tl_why[t], sizeof(e->tl_why[t]), "crashed in probe "
                      "(%s)", braid_loader_signal_name(crash));
-            BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "transport '%s' of plugin "
+            BRAID_LOG_HOST(BRAID_LOG_WARN, LOG_COMP, "transport '%s' of plugin "
                       "'%s' crashed in probe (%s): skipped", tl->name,
                       e->name, braid_loader_signal_name(crash));
             continue;
@@ -385,7 +396,7 @@ static void probe_crashed(braid_plugin_entry_t *e, int sig)
     e->adapted = 0;
     e->desc    = NULL;
     e->crashed = 1;
-    BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin '%s' crashed in probe (%s): "
+    BRAID_LOG_HOST(BRAID_LOG_WARN, LOG_COMP, "plugin '%s' crashed in probe (%s): "
               "skipped (%s)", e->name, braid_loader_signal_name(sig), e->path);
 }
 

@@ -21,6 +21,7 @@ void braid_selector_init(braid_selector_t *sel)
         sel->last_mem[c]   = 0;
         sel->last_idx[c]   = -1;
         sel->explained[c]  = 0;
+        sel->none_why[c][0] = '\0';
     }
 }
 
@@ -146,18 +147,23 @@ static braid_status_t decide(int *idx, why_t *why,
          * class, and let the cost model decide. */
         char name[80];
         braid_cand_ref_format(name, sizeof(name), &row->cand);
-        BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "tuning file names %s for %s of "
+        BRAID_LOG_JOB(BRAID_LOG_WARN, LOG_COMP, "tuning file names %s for %s of "
                   "%zu bytes, which this communicator does not have; using "
                   "the cost model", name, braid_coll_name(coll), bytes);
     }
     *idx = cheapest(sel, NULL, coll, bytes, mem);
     *why = WHY_COST;
+    if (*idx < 0 && sel->none_why[coll][0] != '\0')
+        return braid_error(BRAID_ERR_NOT_SUPPORTED, "no candidate can run %s "
+                           "on this communicator: %s", braid_coll_name(coll),
+                           sel->none_why[coll]);
     if (*idx < 0)
         return braid_error(BRAID_ERR_NOT_SUPPORTED, "no candidate can run %s "
-                           "of %zu bytes%s on %d ranks (is any plugin with a "
-                           "%s algorithm for that memory available? see "
-                           "braid-info)", braid_coll_name(coll), bytes,
-                           mem_note(mem), sel->nranks, braid_coll_name(coll));
+                           "of %zu bytes%s on %d ranks: each of this "
+                           "communicator's %s candidates declines it (see "
+                           "braid-info -n %d)", braid_coll_name(coll), bytes,
+                           mem_note(mem), sel->nranks, braid_coll_name(coll),
+                           sel->nranks);
     return BRAID_OK;
 }
 

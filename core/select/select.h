@@ -46,6 +46,9 @@ typedef struct braid_selector {
     uint32_t                 last_mem[BRAID_COLL_COUNT];
     int                      last_idx[BRAID_COLL_COUNT];
     uint64_t                 explained[BRAID_COLL_COUNT]; /* bit per log2 class */
+    /* Collectives without any candidate: why (validate.c), for the error
+     * of a call; "" otherwise. */
+    char                     none_why[BRAID_COLL_COUNT][512];
 } braid_selector_t;
 
 void braid_selector_init(braid_selector_t *sel);

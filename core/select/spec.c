@@ -6,6 +6,7 @@
 #include "select/lex.h"
 #include "select/spec.h"
 #include "util/log.h"
+#include "util/suggest.h"
 
 static const struct {
     const char  *name;
@@ -46,9 +47,26 @@ static braid_status_t parse_coll(braid_lex_t *lx, braid_coll_t *coll)
     size_t      start = (braid_lex_skip_blanks(lx), lx->pos);
     size_t      n     = braid_lex_name(lx, &s);
     if (n == 0 || !braid_coll_from_name(coll, s, n)) {
+        static const char *const names[] = {"allreduce", "reduce_scatter",
+                                            "allgather", "broadcast",
+                                            "barrier"};
+        char   expected[320], hint[96];
+        size_t before = start;
+        while (before > 0 && (lx->text[before - 1] == ' ' ||
+                              lx->text[before - 1] == '\t'))
+            before--;
+        braid_suggest_phrase(hint, sizeof(hint), s, n, names, 5);
+        /* "allreduce:ring;recdbl": a second candidate after ';', which
+         * starts a new collective's rule.  The likely fix is ','. */
+        if (hint[0] == '\0' && n > 0 && before > 0 &&
+            lx->text[before - 1] == ';' && braid_lex_peek(lx) != ':')
+            snprintf(hint, sizeof(hint), " (';' starts another collective's "
+                     "rules: list more candidates for one collective with "
+                     "',')");
+        snprintf(expected, sizeof(expected), "a collective (allreduce, "
+                 "reduce_scatter, allgather, broadcast, barrier)%s", hint);
         lx->pos = start;
-        return braid_lex_fail(lx, "a collective (allreduce, reduce_scatter, "
-                              "allgather, broadcast, barrier)");
+        return braid_lex_fail(lx, expected);
     }
     return BRAID_OK;
 }
@@ -110,7 +128,9 @@ braid_status_t braid_algo_spec_parse(braid_algo_spec_t *spec, const char *text)
 
     braid_status_t st;
     do {
-        braid_coll_t coll;
+        /* Set on success only; initialized so that -O3 sees no path that
+         * reads it unset (a release build is -Werror too in CI). */
+        braid_coll_t coll = BRAID_COLL_COUNT;
         if ((st = parse_coll(&lx, &coll)) != BRAID_OK)
             return st;
         if (!braid_lex_accept(&lx, ':'))

@@ -325,7 +325,7 @@ double braid_timeout_s(void)
         timeout_warned = 1;
         pthread_mutex_unlock(&timeout_lock);
         if (warn)
-            BRAID_LOG(BRAID_LOG_WARN, "env", "%s; using %g s", timeout_msg,
+            BRAID_LOG_JOB(BRAID_LOG_WARN, "env", "%s; using %g s", timeout_msg,
                       BRAID_TIMEOUT_DEFAULT_S);
     }
     return s;

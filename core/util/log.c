@@ -9,9 +9,40 @@
 static int             log_level = -1;
 static int             log_rank  = -1;
 static pthread_once_t  log_once  = PTHREAD_ONCE_INIT;
-static _Thread_local char last_error[512];
+static _Thread_local char last_error[1024];
 
 static const char *level_names[] = {"error", "warn", "info", "debug", "trace"};
+
+/* The first of these variables that holds a number, or -1. */
+static int env_number(const char *const *names)
+{
+    for (int i = 0; names[i] != NULL; i++) {
+        const char *v = getenv(names[i]);
+        char       *end;
+        if (v == NULL || *v == '\0')
+            continue;
+        long n = strtol(v, &end, 10);
+        if (*end == '\0' && n >= 0 && n < (1 << 24))
+            return (int)n;
+    }
+    return -1;
+}
+
+int braid_log_speaks(int per_host)
+{
+    static const char *const global[] = {"BRAID_RANK", "OMPI_COMM_WORLD_RANK",
+                                         "SLURM_PROCID", "RANK", NULL};
+    static const char *const local[]  = {"LOCAL_RANK",
+                                         "OMPI_COMM_WORLD_LOCAL_RANK",
+                                         "SLURM_LOCALID", NULL};
+    if (per_host) {
+        int l = env_number(local);
+        if (l >= 0)
+            return l == 0;
+    }
+    int r = log_rank >= 0 ? log_rank : env_number(global);
+    return r <= 0;
+}
 
 /* A malformed BRAID_DEBUG must not be silent, but the logger cannot fail
  * init either: it says so on stderr and keeps the default. */
@@ -27,8 +58,9 @@ static void log_init(void)
             return;
         }
     }
-    fprintf(stderr, "braid: BRAID_DEBUG='%s' at position 0: expected one of "
-            "error, warn, info, debug, trace; using warn\n", s);
+    if (braid_log_speaks(0))
+        fprintf(stderr, "braid: BRAID_DEBUG='%s' at position 0: expected one "
+                "of error, warn, info, debug, trace; using warn\n", s);
 }
 
 int braid_log_level(void)

@@ -15,6 +15,27 @@
             braid_log((level), (comp), __VA_ARGS__);                   \
     } while (0)
 
+/* Messages about the whole job's configuration (BRAID_ALGO, BRAID_DEBUG, a
+ * tuning file: every rank reads the same) are printed by one rank only, and
+ * messages about this host's installation (a plugin rejected) by one rank
+ * per host, so that a job of 64 ranks does not print them 64 times. */
+#define BRAID_LOG_JOB(level, comp, ...)                                \
+    do {                                                               \
+        if ((int)(level) <= braid_log_level() && braid_log_speaks(0))  \
+            braid_log((level), (comp), __VA_ARGS__);                   \
+    } while (0)
+#define BRAID_LOG_HOST(level, comp, ...)                               \
+    do {                                                               \
+        if ((int)(level) <= braid_log_level() && braid_log_speaks(1))  \
+            braid_log((level), (comp), __VA_ARGS__);                   \
+    } while (0)
+
+/* 1 when this process speaks for the job (per_host 0: it is rank 0) or for
+ * its host (per_host 1: its launcher's local rank is 0, or it is rank 0 when
+ * the launcher gives no local rank).  Before braid_log_set_rank, the rank
+ * comes from the launcher's variables; a process without any is rank 0. */
+int braid_log_speaks(int per_host);
+
 int  braid_log_level(void);
 void braid_log(braid_log_level_t level, const char *component, const char *fmt,
                ...) __attribute__((format(printf, 3, 4)));

@@ -201,7 +201,7 @@ static int parse(int argc, char **argv, opts_t *o)
     o->iters      = 200;
     o->max_bytes  = 256 * 1024;
     o->watchdog_s = 60.0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (v == NULL)
             goto bad;
@@ -228,7 +228,6 @@ static int parse(int argc, char **argv, opts_t *o)
             o->fault = (fault_t)k;
         } else
             goto bad;
-        i++;
     }
     if (o->algo == NULL || o->death_file == NULL || o->iters < 2 ||
         o->max_bytes < 64)

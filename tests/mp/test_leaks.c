@@ -20,8 +20,11 @@
  *                      split where one rank opts out
  *   invalid-args       invalid calls on a working communicator
  *   check-mismatch     BRAID_CHECK=1 calls whose count differs on one rank
- *   forced-missing     all-reduce forced onto a candidate that does not
- *                      exist, and one whose transport does not exist
+ *   forced-missing     comm_split with BRAID_ALGO naming an algorithm and
+ *                      a transport that no plugin has (NOT_FOUND at
+ *                      split), and an all-reduce forced onto a candidate
+ *                      that exists but declines the size (NOT_SUPPORTED
+ *                      at the call)
  *   init-bad-algo      single-rank braid_init with a malformed BRAID_ALGO
  *   init-finalize      single-rank braid_init + braid_finalize
  *
@@ -133,7 +136,7 @@ static void measure(const char *name, void (*path)(void), int warm,
 
 /* ---------------------------------------------------------------- paths */
 
-static braid_comm_t *world, *checked, *forced, *forced_tl;
+static braid_comm_t *world, *checked, *forced;
 static int           not_null; /* *out starts here: a failure must clear it */
 
 static void expect_status(const char *what, braid_status_t got,
@@ -256,13 +259,19 @@ static void path_check_mismatch(void)
                   BRAID_ERR_MISMATCH);
 }
 
+/* oneshot stops at 4 MiB: forced above it, the call must fail, not fall
+ * back silently. */
+#define OVER_CAP (8u << 20)
+
 static void forced_call(braid_comm_t *c, const char *what)
 {
-    float in[8] = {1}, out[8];
-    braid_status_t st = braid_allreduce(in, out, 8, BRAID_F32, BRAID_SUM, c);
+    static float in[OVER_CAP / 4], out[OVER_CAP / 4];
+    braid_status_t st = braid_allreduce(in, out, OVER_CAP / 4, BRAID_F32,
+                                        BRAID_SUM, c);
     expect_status(what, st, BRAID_ERR_NOT_SUPPORTED);
     braid_request_t *req = NULL;
-    st = braid_iallreduce(in, out, 8, BRAID_F32, BRAID_SUM, c, &req);
+    st = braid_iallreduce(in, out, OVER_CAP / 4, BRAID_F32, BRAID_SUM, c,
+                          &req);
     if (st == BRAID_OK && req != NULL)
         st = braid_wait(req);
     expect_status(what, st, BRAID_ERR_NOT_SUPPORTED);
@@ -270,8 +279,19 @@ static void forced_call(braid_comm_t *c, const char *what)
 
 static void path_forced_missing(void)
 {
-    forced_call(forced, "allreduce forced onto nosuch@ucx");
-    forced_call(forced_tl, "allreduce forced onto ring@nosuchtl");
+    braid_comm_t *c = (braid_comm_t *)&not_null;
+    expect_status("split with BRAID_ALGO=allreduce:nosuch@ucx",
+                  split_with_algo("allreduce:nosuch@ucx", 0, &c),
+                  BRAID_ERR_NOT_FOUND);
+    if (c != NULL)
+        fail("a failed split left *newcomm set");
+    c = (braid_comm_t *)&not_null;
+    expect_status("split with BRAID_ALGO=allreduce:ring@nosuchtl",
+                  split_with_algo("allreduce:ring@nosuchtl", 0, &c),
+                  BRAID_ERR_NOT_FOUND);
+    if (c != NULL)
+        fail("a failed split left *newcomm set");
+    forced_call(forced, "allreduce of 8 MiB forced onto oneshot@shm");
 }
 
 /* Launcher variables hidden, braid_init makes a lone single-rank process. */
@@ -375,8 +395,7 @@ int main(int argc, char **argv)
     }
     step = "set-up";
     checked   = split_or_die(NULL, "1");
-    forced    = split_or_die("allreduce:nosuch@ucx", NULL);
-    forced_tl = split_or_die("allreduce:ring@nosuchtl", NULL);
+    forced    = split_or_die("allreduce:oneshot@shm", NULL);
 
     run("split-bad-algo", path_split_bad_algo, 3, 10 * scale);
     run("split-mismatch", path_split_mismatch, 3, 10 * scale);
@@ -393,7 +412,6 @@ int main(int argc, char **argv)
     st = braid_barrier(world);
     if (st != BRAID_OK)
         mp_fatal(PROG, rank, st, "final barrier");
-    braid_finalize(forced_tl);
     braid_finalize(forced);
     braid_finalize(checked);
     braid_finalize(world);

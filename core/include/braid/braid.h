@@ -111,11 +111,39 @@ const char *braid_coll_name(braid_coll_t coll);
 /* Communicators.
  * braid_init reads rank, size and rendezvous from the environment: braidrun's
  * BRAID_RANK/BRAID_SIZE/BRAID_ADDR, Open MPI's OMPI_COMM_WORLD_*, Slurm's
- * SLURM_PROCID/SLURM_NTASKS, or torchrun's RANK/WORLD_SIZE/MASTER_ADDR/PORT. */
+ * SLURM_PROCID/SLURM_NTASKS, or torchrun's RANK/WORLD_SIZE/MASTER_ADDR/PORT
+ * (under torchrun, rank 0 publishes its address in torch's TCP store on
+ * MASTER_PORT instead of listening there). */
 braid_status_t braid_init(braid_comm_t **comm);
 braid_status_t braid_finalize(braid_comm_t *comm);
 int braid_comm_rank(const braid_comm_t *comm);
 int braid_comm_size(const braid_comm_t *comm);
+/* Rendezvous through a key-value store the caller already shares with every
+ * rank (torch.distributed's Store, a job scheduler's KV service), for
+ * frameworks that know rank and size themselves.  set publishes a value to
+ * every rank; get blocks until the key exists (up to the store's own
+ * timeout) and copies at most cap bytes, returning the value's full length,
+ * or -1.  On failure either writes a message into err (errlen bytes).
+ * host, if not NULL, is a host every rank reaches (the store's): rank 0
+ * listens on its interface facing it; otherwise on BRAID_IFADDR, or on
+ * loopback (one host).  A rendezvous reachable from other hosts needs
+ * BRAID_JOB_KEY, as with braid_init. */
+typedef struct braid_kv {
+    void       *ctx;
+    int         (*set)(void *ctx, const char *key, const void *value,
+                       size_t len, char *err, size_t errlen);
+    long        (*get)(void *ctx, const char *key, void *value, size_t cap,
+                       char *err, size_t errlen);
+    const char *host;
+} braid_kv_t;
+
+/* Collective over rank 0..size-1, as braid_init, with rank and size given and
+ * rank 0's address exchanged through kv, under the key "braid/rdv": give
+ * each communicator a fresh store or prefix (torch gives every process
+ * group its own). */
+braid_status_t braid_init_kv(braid_comm_t **comm, int rank, int size,
+                             const braid_kv_t *kv);
+
 /* Collective over comm.  Ranks with the same color form a new communicator,
  * ordered by (key, old rank).  color == BRAID_UNDEFINED yields *newcomm = NULL. */
 braid_status_t braid_comm_split(braid_comm_t *comm, int color, int key,

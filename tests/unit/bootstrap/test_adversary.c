@@ -74,9 +74,9 @@ static int role_admission(int role, int n, void *arg)
         close(fd);
         return 0;
     }
-    case 4: /* wrong key, claiming the late rank's slot */
+    case 4: /* wrong key, claiming no slot of this job */
         test_sleep(0.05);
-        RCHECK(intruder(wrong, 2, size) == BRAID_ERR_AUTH);
+        RCHECK(intruder(wrong, 2, size + 5) == BRAID_ERR_AUTH);
         RCHECK(strstr(braid_last_error(), "wrong job key") != NULL);
         return 0;
     case 5: /* right key, rank out of range */
@@ -84,10 +84,10 @@ static int role_admission(int role, int n, void *arg)
         RCHECK(intruder(test_key(), 7, size) == BRAID_ERR_AUTH);
         RCHECK(strstr(braid_last_error(), "rank out of range") != NULL);
         return 0;
-    case 6: /* right key, wrong size */
-        test_sleep(0.15);
-        RCHECK(intruder(test_key(), 2, size + 1) == BRAID_ERR_AUTH);
-        RCHECK(strstr(braid_last_error(), "size mismatch") != NULL);
+    case 6: /* wrong key, the slot of rank 1 once rank 1 is in */
+        test_sleep(0.45);
+        RCHECK(intruder(wrong, 1, size) == BRAID_ERR_AUTH);
+        RCHECK(strstr(braid_last_error(), "wrong job key") != NULL);
         return 0;
     case 7: /* right key, rank 1 again once rank 1 is in */
         test_sleep(0.4);
@@ -246,6 +246,51 @@ static int role_bad_rank(int role, int size, void *arg)
     return 0;
 }
 
+/* ------------------------------- a rank of the job with another key/size */
+
+/* Rank 2 was given another key or another size: it can
+ * never join, so every rank fails at once, each naming the cause, instead
+ * of rank 0 (and the ranks already in) waiting for BRAID_TIMEOUT. */
+enum { WRONG_KEY, WRONG_SIZE };
+static int wrong_kind;
+
+static int role_wrong(int role, int n, void *arg)
+{
+    (void)n;
+    (void)arg;
+    const int          size = 3;
+    braid_launch_t     l    = test_launch(role, size, net.lfd, net.port);
+    braid_bootstrap_t *bs   = NULL;
+    if (role != 0)
+        close(net.lfd);
+    if (role == 2) {
+        test_sleep(0.3); /* rank 1 is in by then */
+        if (wrong_kind == WRONG_KEY)
+            l.key[0] ^= 1;
+        else
+            l.size = size + 1;
+    }
+    double         t0 = test_now();
+    braid_status_t st = braid_bootstrap_init(&l, &bs);
+    double         dt = test_now() - t0;
+    const char    *e  = braid_last_error();
+    RCHECK(bs == NULL);
+    RCHECK(dt < 5.0); /* BRAID_TIMEOUT is 30 s here */
+    if (wrong_kind == WRONG_KEY) {
+        RCHECK(st == BRAID_ERR_AUTH);
+        RCHECK(strstr(e, role == 2 ? "wrong job key" : "rank 2 of 3 "
+                      "(connecting from 127.0.0.1:") != NULL);
+        RCHECK(role == 2 || strstr(e, "another BRAID_JOB_KEY") != NULL);
+    } else {
+        RCHECK(st == (role == 2 ? BRAID_ERR_AUTH : BRAID_ERR_MISMATCH));
+        RCHECK(strstr(e, role == 2 ? "job size mismatch" : "was started for "
+                      "a job of 4 ranks, rank 0 for 3") != NULL);
+    }
+    /* Rank 1 was in already: rank 0 told it why the job ends. */
+    RCHECK(role != 1 || strstr(e, "gave up the rendezvous") != NULL);
+    return 0;
+}
+
 /* ----------------------------------------------- a rank that never comes */
 
 static int role_missing(int role, int n, void *arg)
@@ -307,6 +352,11 @@ int main(void)
     bad_kind = BAD_KILLED;
     run("rank killed mid-allgather", 3, role_bad_rank);
     run("rank never shows up", 2, role_missing);
+    test_set_timeout("30");
+    wrong_kind = WRONG_KEY;
+    run("rank with another key: all fail at once", 3, role_wrong);
+    wrong_kind = WRONG_SIZE;
+    run("rank with another size: all fail at once", 3, role_wrong);
     if (test_failures == 0)
         printf("adversary: all checks passed\n");
     return test_failures != 0;

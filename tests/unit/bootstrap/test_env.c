@@ -14,7 +14,8 @@ static const char *launcher_vars[] = {
     "PMIX_NAMESPACE", "OMPI_MCA_orte_num_nodes", "SLURM_PROCID",
     "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_JOB_ID", "SLURM_STEP_ID",
     "SLURM_STEPID", "SLURM_STEP_NUM_NODES", "RANK", "WORLD_SIZE",
-    "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", NULL};
+    "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_USE_AGENT_STORE", NULL};
 
 static void clear_env(void)
 {
@@ -263,10 +264,12 @@ static void test_launch_mpirun(void)
     CHECK_STATUS(braid_launch_from_env(&l), BRAID_OK);
     CHECK(strcmp(l.job_id, "prterun-host-42_1_x") == 0);
 
-    /* BRAID_ADDR overrides; the key is derived from the job id. */
-    setenv("BRAID_ADDR", "10.0.0.1:7000", 1);
+    /* BRAID_ADDR overrides; on loopback the key is derived from the job
+     * id. */
+    setenv("BRAID_ADDR", "127.0.0.2:7000", 1);
     CHECK_STATUS(braid_launch_from_env(&l), BRAID_OK);
-    CHECK(strcmp(l.host, "10.0.0.1") == 0 && l.port == 7000 && l.key_set);
+    CHECK(strcmp(l.host, "127.0.0.2") == 0 && l.port == 7000 && l.key_set);
+    CHECK(l.rdv == BRAID_RDV_BY_HOST);
     CHECK_STATUS(braid_launch_from_env(&l2), BRAID_OK);
     CHECK(memcmp(l.key, l2.key, 16) == 0); /* same job, same key */
     setenv("PMIX_NAMESPACE", "other-job", 1);
@@ -275,7 +278,15 @@ static void test_launch_mpirun(void)
     setenv("BRAID_JOB_KEY", "ffffffffffffffffffffffffffffffff", 1);
     CHECK_STATUS(braid_launch_from_env(&l2), BRAID_OK);
     CHECK(l2.key_set && l2.key[0] == 0xff && l2.key[15] == 0xff);
+    /* Reachable from other hosts: a key is required, and said how. */
+    setenv("BRAID_ADDR", "10.0.0.1:7000", 1);
+    CHECK_STATUS(braid_launch_from_env(&l2), BRAID_OK);
     unsetenv("BRAID_JOB_KEY");
+    launch_fails(BRAID_ERR_AUTH, "BRAID_JOB_KEY is not set, and the "
+                 "rendezvous 10.0.0.1:7000 (BRAID_ADDR) is reachable from "
+                 "other hosts");
+    CHECK_MSG("openssl rand -hex 16");
+    CHECK_MSG("mpirun needs -x BRAID_JOB_KEY");
     unsetenv("BRAID_ADDR");
 
     /* Across hosts there is no shared file system to rely on. */
@@ -329,8 +340,28 @@ static void test_launch_srun(void)
     setenv("SLURM_STEP_NUM_NODES", "4", 1);
     launch_fails(BRAID_ERR_NOT_SUPPORTED, "srun spans 4 hosts");
     setenv("BRAID_ADDR", "node1:29500", 1);
+    launch_fails(BRAID_ERR_AUTH, "rendezvous node1:29500 (BRAID_ADDR) is "
+                 "reachable from other hosts");
+    setenv("BRAID_JOB_KEY", "0123456789abcdef0123456789abcdef", 1);
     CHECK_STATUS(braid_launch_from_env(&l), BRAID_OK);
     CHECK(strcmp(l.host, "node1") == 0 && l.port == 29500 && l.key_set);
+    unsetenv("BRAID_JOB_KEY");
+}
+
+/* Which rendezvous addresses other hosts can reach. */
+static void test_loopback(void)
+{
+    CHECK(braid_host_is_loopback("127.0.0.1"));
+    CHECK(braid_host_is_loopback("127.3.2.1"));
+    CHECK(braid_host_is_loopback("::1"));
+    CHECK(braid_host_is_loopback("::ffff:127.0.0.1"));
+    CHECK(braid_host_is_loopback("localhost"));
+    CHECK(!braid_host_is_loopback("10.0.0.1"));
+    CHECK(!braid_host_is_loopback("192.0.2.7"));
+    CHECK(!braid_host_is_loopback("fd00::2"));
+    CHECK(!braid_host_is_loopback("0.0.0.0"));
+    CHECK(!braid_host_is_loopback(""));               /* every interface */
+    CHECK(!braid_host_is_loopback("no-such-host.invalid")); /* unknown */
 }
 
 static void test_launch_torchrun(void)
@@ -341,11 +372,43 @@ static void test_launch_torchrun(void)
     setenv("WORLD_SIZE", "4", 1);
     setenv("MASTER_ADDR", "master.example", 1);
     setenv("MASTER_PORT", "29500", 1);
+    launch_fails(BRAID_ERR_AUTH, "rendezvous master.example:29500 "
+                 "(MASTER_ADDR/MASTER_PORT) is reachable from other hosts");
+    setenv("BRAID_JOB_KEY", "0123456789abcdef0123456789abcdef", 1);
     CHECK_STATUS(braid_launch_from_env(&l), BRAID_OK);
     CHECK(strcmp(l.launcher, "torchrun") == 0);
     CHECK(l.rank == 3 && l.size == 4);
     CHECK(strcmp(l.host, "master.example") == 0 && l.port == 29500);
-    CHECK(l.key_set);
+    CHECK(l.key_set && l.key[0] == 0x01);
+    /* No agent store: the port may be free or a TCPStore's. */
+    CHECK(l.rdv == BRAID_RDV_PROBE);
+    char desc[512];
+    braid_launch_describe(&l, desc, sizeof(desc));
+    CHECK(strstr(desc, "rank 3 of 4 (RANK/WORLD_SIZE), rendezvous "
+                 "master.example:29500 (MASTER_ADDR/MASTER_PORT)") != NULL);
+    unsetenv("BRAID_JOB_KEY");
+
+    /* Under torchrun's static rendezvous the agent's store holds the port;
+     * on loopback the key is derived from the run id and restart count. */
+    braid_launch_t l2;
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
+    setenv("TORCHELASTIC_RUN_ID", "none", 1);
+    setenv("TORCHELASTIC_RESTART_COUNT", "0", 1);
+    CHECK_STATUS(braid_launch_from_env(&l), BRAID_OK);
+    CHECK(l.rdv == BRAID_RDV_STORE && l.key_set);
+    CHECK(strcmp(l.job_id, "none.0") == 0);
+    setenv("TORCHELASTIC_RESTART_COUNT", "1", 1);
+    CHECK_STATUS(braid_launch_from_env(&l2), BRAID_OK);
+    CHECK(memcmp(l.key, l2.key, 16) != 0); /* a restart is another job */
+    setenv("TORCHELASTIC_USE_AGENT_STORE", "False", 1);
+    CHECK_STATUS(braid_launch_from_env(&l), BRAID_OK);
+    CHECK(l.rdv == BRAID_RDV_PROBE);
+    setenv("MASTER_ADDR", "master.example", 1);
+    unsetenv("TORCHELASTIC_USE_AGENT_STORE");
+    unsetenv("TORCHELASTIC_RUN_ID");
+    unsetenv("TORCHELASTIC_RESTART_COUNT");
+    setenv("BRAID_JOB_KEY", "0123456789abcdef0123456789abcdef", 1);
 
     setenv("MASTER_PORT", "29x", 1);
     launch_fails(BRAID_ERR_PARSE, "MASTER_PORT='29x': unexpected 'x' at position 2");
@@ -433,6 +496,7 @@ int main(void)
     test_launch_braidrun();
     test_launch_mpirun();
     test_launch_srun();
+    test_loopback();
     test_launch_torchrun();
     test_rendezvous_file();
     if (test_failures == 0)
