@@ -523,6 +523,9 @@ static void print_header(const opts_t *o, const bench_t *b)
                o->root);
     printf("#  BRAID_ALGO=%s BRAID_PLUGINS=%s\n", env ? env : "(auto)",
            pl ? pl : "(all found)");
+    char topo[512];
+    if (braid_comm_topology(b->comm, topo, sizeof(topo)) == BRAID_OK)
+        printf("#  topology: %s\n", topo);
     if (o->batch)
         printf("#  time = per call in batches of %d back-to-back calls, "
                "median over %d batches of the slowest rank\n", o->iters,

@@ -1,8 +1,12 @@
 /* braidrun: start N ranks of a braid program on this host.
  *
  *   braidrun -n N [-t|--timeout SECONDS] [-g|--grace SECONDS] [-b core|none]
- *            [--] prog
- *            args...
+ *            [--netns switch|ring [--ranks-per-host K] [--link-rate RATE]
+ *             [--link-delay US]] [--] prog args...
+ *
+ * With --netns the ranks run on an emulated cluster: each group of K ranks
+ * in a network namespace of its own (an emulated host), the hosts joined
+ * by a bridge or cabled as a ring (tools/netns.h).
  *
  * braidrun binds rank 0's listening socket itself (127.0.0.1, ephemeral
  * port) and hands it down as an inherited descriptor, BRAID_LISTEN_FD, so
@@ -41,6 +45,7 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
+#include "netns.h"
 #include "bootstrap/proto.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -71,6 +76,8 @@ static int     out_dead[3]; /* our stdout/stderr went away */
 static rank_t *ranks;
 static int     nranks;
 static int     bind_cores = 1; /* --bind: 1 core (round robin), 0 none */
+static braid_netns_t netns;      /* --netns: the emulated cluster */
+static int           use_netns;
 
 static void usage(FILE *f)
 {
@@ -85,6 +92,16 @@ static void usage(FILE *f)
                "  -b, --bind B    'core' (default): pin rank r to allowed CPU "
                "r mod ncpu;\n"
                "                  'none': leave placement to the scheduler\n"
+               "  --netns T       run on an emulated cluster of network "
+               "namespaces (root):\n"
+               "                  'switch' (hosts on one bridge) or 'ring' "
+               "(hosts cabled\n"
+               "                  to their neighbours, forwarding for the "
+               "others)\n"
+               "  --ranks-per-host K  ranks per emulated host (default 1)\n"
+               "  --link-rate R   shape every link direction to R (100mbit,"
+               " 1gbit, ...)\n"
+               "  --link-delay US one-way delay per link (needs netem)\n"
                "  -h, --help      this text\n", MAX_RANKS);
 }
 
@@ -284,6 +301,13 @@ static void child_exec(int rank, int lfd, int out_w, int err_w, char **argv,
     } else {
         unsetenv("BRAID_LISTEN_FD");
     }
+    if (use_netns) {
+        char err[512];
+        if (braid_netns_enter(&netns, rank, err, sizeof(err)) != 0) {
+            fprintf(stderr, "braidrun: rank %d: %s\n", rank, err);
+            _exit(127);
+        }
+    }
     snprintf(num, sizeof(num), "%d", rank);
     setenv("BRAID_RANK", num, 1);
     snprintf(num, sizeof(num), "%d", nranks);
@@ -324,6 +348,11 @@ static int make_listener(char *addr, size_t n)
     }
     snprintf(addr, n, "127.0.0.1:%d", ntohs(sa.sin_port));
     return fd;
+}
+
+static void netns_cleanup(void)
+{
+    braid_netns_destroy(&netns);
 }
 
 static int any_running(void)
@@ -394,7 +423,13 @@ int main(int argc, char **argv)
         {"grace", required_argument, NULL, 'g'},
         {"bind", required_argument, NULL, 'b'},
         {"help", no_argument, NULL, 'h'},
+        {"netns", required_argument, NULL, 1000},
+        {"ranks-per-host", required_argument, NULL, 1001},
+        {"link-rate", required_argument, NULL, 1002},
+        {"link-delay", required_argument, NULL, 1003},
         {NULL, 0, NULL, 0}};
+    braid_netns_opts_t nso = {.ppn = 1};
+    int                ns_extra = 0; /* a --netns-only option was given */
     long long   n       = -1;
     const char *timeout = NULL;
     double      grace   = 0.0;
@@ -451,10 +486,41 @@ int main(int argc, char **argv)
         case 'h':
             usage(stdout);
             return 0;
+        case 1000: case 1001: case 1002: case 1003: {
+            char      err[256];
+            long long k   = 0;
+            int       bad = 0;
+            if (opt == 1000) {
+                bad       = braid_netns_parse_kind(&nso.kind, optarg, err,
+                                                   sizeof(err));
+                use_netns = 1;
+            } else if (opt == 1001) {
+                bad = braid_parse_int("--ranks-per-host", optarg, 1,
+                                      MAX_RANKS, &k) != BRAID_OK;
+                snprintf(err, sizeof(err), "%s", braid_last_error());
+                nso.ppn = (int)k;
+            } else if (opt == 1002) {
+                bad = braid_netns_parse_rate(&nso.rate_bps, optarg, err,
+                                             sizeof(err));
+            } else {
+                bad = braid_netns_parse_delay(&nso.delay_us, optarg, err,
+                                              sizeof(err));
+            }
+            if (bad) {
+                fprintf(stderr, "braidrun: %s\n", err);
+                usage(stderr);
+                return 2;
+            }
+            ns_extra |= opt != 1000;
+            break;
+        }
         default:
             if (optopt == 'n' || optopt == 't' || optopt == 'g' || optopt == 'b')
                 fprintf(stderr, "braidrun: option -%c needs a value\n",
                         optopt);
+            else if (optopt >= 1000 && optopt <= 1003)
+                fprintf(stderr, "braidrun: option %s needs a value\n",
+                        argv[optind - 1]);
             else if (optopt != 0)
                 fprintf(stderr, "braidrun: unknown option -%c\n", optopt);
             else
@@ -476,6 +542,12 @@ int main(int argc, char **argv)
     }
     char **prog = argv + optind;
     nranks      = (int)n;
+    if (ns_extra && !use_netns) {
+        fprintf(stderr, "braidrun: --ranks-per-host, --link-rate and "
+                "--link-delay need --netns switch|ring\n");
+        usage(stderr);
+        return 2;
+    }
 
     char    addr[64], keyhex[33];
     uint8_t key[16];
@@ -484,7 +556,24 @@ int main(int argc, char **argv)
         return 1;
     }
     braid_format_job_key(key, keyhex);
-    int lfd = make_listener(addr, sizeof(addr));
+    int lfd;
+    if (use_netns) {
+        char err[512], what[512];
+        nso.nranks = nranks;
+        if (braid_netns_create(&netns, &nso, err, sizeof(err)) != 0) {
+            fprintf(stderr, "braidrun: %s\n", err);
+            return 1;
+        }
+        atexit(netns_cleanup); /* on every way out of main */
+        braid_netns_describe(&netns, what, sizeof(what));
+        fprintf(stderr, "braidrun: %s\n", what);
+        lfd = braid_netns_listener(&netns, addr, sizeof(addr), err,
+                                   sizeof(err));
+        if (lfd < 0)
+            fprintf(stderr, "braidrun: %s\n", err);
+    } else {
+        lfd = make_listener(addr, sizeof(addr));
+    }
     if (lfd < 0)
         return 1;
 

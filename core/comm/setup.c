@@ -150,7 +150,9 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
     long ncpu         = sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu < 1)
         ncpu = 1;
-    comm->oversubscribed = comm->topo.ppn > ncpu;
+    /* Ranks on one machine share its cores even on different (emulated)
+     * hosts. */
+    comm->oversubscribed = comm->machine_ppn > ncpu;
     /* ... and the cost model charges each stage the hand-offs it then
      * needs, so that one stage beats two by more than a cache line's
      * latency (4 ranks on 2 cores: oneshot stays ahead of twoshot to a few
