@@ -11,6 +11,7 @@
 #   turn, so that all see the same machine; the median over rounds is kept)
 #   CANDS="auto ring@ucx recdbl@ucx oneshot@ucx twoshot@ucx"  MPI="tcp ucx"
 #
+# OUT.log collects the tools' messages.
 # OUT.csv (default stdout): topo,ranks,ppn,candidate,bytes,time_us -- f32
 # sum, out of place, median over ITERS of the slowest rank (braid-bench and
 # mpi-allreduce-bench measure alike).  candidate is a braid candidate,
@@ -38,8 +39,9 @@ mpibench=$build/bench/mpi-allreduce-bench
 [ "$(id -u)" = 0 ] || { echo "sweep.sh: braidrun --netns needs root" >&2; exit 1; }
 rateopt=(); [ -n "$rate" ] && rateopt=(--link-rate "$rate")
 
-raw=$(mktemp) choices=${out%.csv}.choices.csv
-[ "$out" = /dev/stdout ] && choices=/dev/stderr
+raw=$(mktemp) choices=${out%.csv}.choices.csv log=${out%.csv}.log
+[ "$out" = /dev/stdout ] && choices=/dev/stderr log=/dev/null
+: >"$log"
 trap 'rm -f "$raw"' EXIT
 
 # braid, one candidate, every size: "bytes time algo" lines.
@@ -48,7 +50,7 @@ braid_run() {
   [ "$cand" = auto ] || algo=(--algo "$cand")
   "$braidrun" --netns "$topo" -n "$n" --ranks-per-host "$ppn" "${rateopt[@]}" \
       "$bench" -b "$min" -e "$max" -f "$step" -n "$iters" -w "$warmup" \
-      -i 0 -c 0 -t "$timing" --csv "${algo[@]}" 2>/dev/null |
+      -i 0 -c 0 -t "$timing" --csv "${algo[@]}" 2>>"$log" |
     sed -n 's/^\[0\] allreduce,[0-9]*,\([0-9]*\),[0-9]*,f32,sum,\([^,]*\),out-of-place,\([0-9.]*\),.*/\1 \3 \2/p'
 }
 
@@ -60,10 +62,11 @@ mpi_run() {
   hosts=$(mktemp)
   for ((h = 0; h < nhosts; h++)); do echo "10.77.0.$((h + 1)) slots=$ppn"; done >"$hosts"
   "$braidrun" --netns "$topo" -n "$n" --ranks-per-host "$ppn" "${rateopt[@]}" \
-      sleep 3600 2>/dev/null &
+      sleep 3600 2>>"$log" &
   local holder=$!
-  # Up once braidrun has started its placeholder ranks.
-  for ((i = 0; i < 200 && $(pgrep -c -P "$holder" || true) < n; i++)); do sleep 0.05; done
+  # Up once braidrun has started its placeholder ranks (its reaper is a
+  # child too).
+  for ((i = 0; i < 1200 && $(pgrep -c -P "$holder" || true) <= n; i++)); do sleep 0.05; done
   if [ "$flavour" = tcp ]; then
     opts=(--mca pml ob1 --mca btl tcp,vader,self --mca btl_tcp_if_include eth0)
   else
@@ -75,7 +78,7 @@ mpi_run() {
       timeout 1800 mpirun --hostfile "$hosts" --mca plm_rsh_agent "$here/nsrsh" \
       -x NSRSH_OWNER -np "$n" --bind-to none --mca mpi_yield_when_idle 1 \
       "${opts[@]}" "$mpibench" -b "$min" -e "$max" -f "$step" -n "$iters" \
-      -w "$warmup" -t "$timing" 2>/dev/null | awk '$1 ~ /^[0-9]+$/ { print $1, $3 }'
+      -w "$warmup" -t "$timing" 2>>"$log" | awk '$1 ~ /^[0-9]+$/ { print $1, $3 }'
   kill -INT "$holder" 2>/dev/null
   wait "$holder" 2>/dev/null
   rm -f "$hosts"
