@@ -9,6 +9,8 @@ DEBS       := gcc clang pkg-config meson ninja-build libucx-dev openmpi-bin \
               libopenmpi-dev libibverbs-dev ibverbs-providers \
               libopenblas-dev libcjson-dev libpcre2-dev gnuplot-nox \
               python3-numpy python3-torch libtorch-dev g++ python3-dev
+# Emulated clusters (braidrun --netns, tests/netns): ip and tc.
+DEBS       += iproute2
 # The real-verbs lane boots Debian's kernel in qemu (tests/roce-vm).
 VM_DEBS    := qemu-system-x86 kmod cpio iproute2
 ROCE_VM_CACHE ?= /var/cache/braid-roce-vm

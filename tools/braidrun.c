@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
@@ -324,13 +325,22 @@ static void child_exec(int rank, int lfd, int out_w, int err_w, char **argv,
     _exit(127);
 }
 
-/* Rank 0's listening socket on 127.0.0.1, ephemeral port. */
-static int make_listener(char *addr, size_t n)
+/* Rank 0's listening socket on arg->ip (127.0.0.1, or host 0's address
+ * inside its namespace with --netns), ephemeral port. */
+typedef struct {
+    const char *ip;
+    char       *addr; /* "ip:port" */
+    size_t      n;
+    int         fd;
+} listener_t;
+
+static int make_listener(void *arg, char *err, size_t errn)
 {
-    struct sockaddr_in sa = {.sin_family      = AF_INET,
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    listener_t        *l  = arg;
+    struct sockaddr_in sa = {.sin_family = AF_INET};
     socklen_t          len = sizeof(sa);
     int                one = 1;
+    inet_pton(AF_INET, l->ip, &sa.sin_addr);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     /* SO_REUSEADDR is inherited by the accepted connections: a rank 0 that
      * initializes again can then bind the port while those linger in
@@ -340,14 +350,14 @@ static int make_listener(char *addr, size_t n)
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
         listen(fd, SOMAXCONN) != 0 ||
         getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
-        fprintf(stderr, "braidrun: cannot listen on 127.0.0.1: %s\n",
-                strerror(errno));
+        snprintf(err, errn, "cannot listen on %s: %s", l->ip, strerror(errno));
         if (fd >= 0)
             close(fd);
         return -1;
     }
-    snprintf(addr, n, "127.0.0.1:%d", ntohs(sa.sin_port));
-    return fd;
+    snprintf(l->addr, l->n, "%s:%d", l->ip, ntohs(sa.sin_port));
+    l->fd = fd;
+    return 0;
 }
 
 static void netns_cleanup(void)
@@ -556,26 +566,29 @@ int main(int argc, char **argv)
         return 1;
     }
     braid_format_job_key(key, keyhex);
-    int lfd;
+    char       err[512], ip[32] = "127.0.0.1";
+    listener_t lis = {ip, addr, sizeof(addr), -1};
+    int        rc;
     if (use_netns) {
-        char err[512], what[512];
         nso.nranks = nranks;
         if (braid_netns_create(&netns, &nso, err, sizeof(err)) != 0) {
             fprintf(stderr, "braidrun: %s\n", err);
             return 1;
         }
         atexit(netns_cleanup); /* on every way out of main */
-        braid_netns_describe(&netns, what, sizeof(what));
-        fprintf(stderr, "braidrun: %s\n", what);
-        lfd = braid_netns_listener(&netns, addr, sizeof(addr), err,
-                                   sizeof(err));
-        if (lfd < 0)
-            fprintf(stderr, "braidrun: %s\n", err);
+        braid_netns_describe(&netns, err, sizeof(err));
+        fprintf(stderr, "braidrun: %s\n", err);
+        braid_netns_host_ip(ip, sizeof(ip), 0);
+        rc = braid_netns_in_host(&netns, 0, make_listener, &lis, err,
+                                 sizeof(err));
     } else {
-        lfd = make_listener(addr, sizeof(addr));
+        rc = make_listener(&lis, err, sizeof(err));
     }
-    if (lfd < 0)
+    if (rc != 0) {
+        fprintf(stderr, "braidrun: %s\n", err);
         return 1;
+    }
+    int lfd = lis.fd;
 
     ranks = calloc((size_t)nranks, sizeof(*ranks));
     if (ranks == NULL || pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {

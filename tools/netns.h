@@ -65,10 +65,13 @@ int braid_netns_create(braid_netns_t *net, const braid_netns_opts_t *o,
                        char *err, size_t n);
 /* Removes the cluster and stops the reaper.  Idempotent. */
 void braid_netns_destroy(braid_netns_t *net);
-/* Rank 0's listening socket, inside host 0 on its address; "addr:port"
- * into addr.  Returns the descriptor or -1 (err says why). */
-int braid_netns_listener(const braid_netns_t *net, char *addr, size_t n,
-                         char *err, size_t errn);
+/* Runs fn inside host h's namespace (braid_netns_within): rank 0's
+ * listener is made in host 0, on the address braid_netns_host_ip gives. */
+int braid_netns_in_host(const braid_netns_t *net, int h,
+                        int (*fn)(void *arg, char *err, size_t n), void *arg,
+                        char *err, size_t n);
+/* Host h's address, "10.77.0.<h+1>". */
+void braid_netns_host_ip(char *buf, size_t n, int h);
 /* In a rank's child before exec: moves it into its host's namespace and
  * sets what its environment needs (BRAID_HOSTNAME, UCX_NET_DEVICES,
  * UCX_TLS).  Returns 0 or -1 (err says why). */
@@ -77,15 +80,30 @@ int braid_netns_enter(const braid_netns_t *net, int rank, char *err,
 /* One line for braidrun to print: what was built. */
 void braid_netns_describe(const braid_netns_t *net, char *buf, size_t n);
 
+/* netns.c: "braid-<owner>-h<host>", or "braid-<owner>-sw" for host -1 (the
+ * switch). */
+void braid_netns_name(char *buf, size_t n, pid_t owner, int host);
+/* The same under /run/netns. */
+void braid_netns_path(char *buf, size_t n, pid_t owner, int host);
+
+/* netns_links.c: namespaces, links, addresses, routes, forwarding and
+ * qdiscs of the cluster net describes.  0 or -1 (err). */
+int braid_netns_build(const braid_netns_t *net, char *err, size_t n);
+
 /* netns_cmd.c: namespaces by name, and the iproute2 tools. */
-/* "/run/netns/braid-<owner>-<suffix>" */
-void braid_netns_path(char *buf, size_t n, pid_t owner, const char *suffix);
 /* Runs `tool -n ns -batch -` (ns NULL: no -n) feeding it script; 0 on exit
  * status 0, else -1 with the tool's first error line in err. */
 int braid_netns_batch(const char *tool, const char *ns, const char *script,
                       char *err, size_t n);
 /* Enters the namespace at path (setns); 0 or -1 with errno set. */
 int braid_netns_setns_path(const char *path);
+/* Runs fn inside the namespace at path, then returns to the caller's
+ * (sockets made meanwhile stay in the namespace they were made in).
+ * fn's result, or -1 with err when the namespace cannot be entered or
+ * left. */
+int braid_netns_within(const char *path, int (*fn)(void *arg, char *err,
+                                                   size_t n),
+                       void *arg, char *err, size_t n);
 /* Writes value to /proc/sys/<key> inside namespace path, returning to the
  * caller's namespace after; 0 or -1 (err). */
 int braid_netns_sysctl(const char *path, const char *key, const char *value,

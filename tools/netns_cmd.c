@@ -16,12 +16,6 @@
 
 #include "netns.h"
 
-void braid_netns_path(char *buf, size_t n, pid_t owner, const char *suffix)
-{
-    snprintf(buf, n, "%s/%s%ld-%s", BRAID_NETNS_DIR, BRAID_NETNS_PREFIX,
-             (long)owner, suffix);
-}
-
 /* The tool on PATH, else in the sbin directories (a root shell started
  * without a login may lack them on PATH). */
 static int find_tool(char *out, size_t n, const char *tool)
@@ -155,11 +149,11 @@ int braid_netns_setns_path(const char *path)
     return rc;
 }
 
-int braid_netns_sysctl(const char *path, const char *key, const char *value,
-                       char *err, size_t n)
+int braid_netns_within(const char *path, int (*fn)(void *arg, char *err,
+                                                   size_t n),
+                       void *arg, char *err, size_t n)
 {
-    char file[256];
-    int  home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    int home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
     if (home < 0) {
         snprintf(err, n, "open /proc/self/ns/net: %s", strerror(errno));
         return -1;
@@ -169,22 +163,41 @@ int braid_netns_sysctl(const char *path, const char *key, const char *value,
         close(home);
         return -1;
     }
-    /* /proc/sys/net shows the namespace of whoever opens the file. */
-    snprintf(file, sizeof(file), "/proc/sys/%s", key);
-    int rc = -1;
-    int fd = open(file, O_WRONLY | O_CLOEXEC);
-    if (fd >= 0 && write(fd, value, strlen(value)) == (ssize_t)strlen(value))
-        rc = 0;
-    else
-        snprintf(err, n, "cannot set %s to %s in %s: %s", file, value, path,
-                 strerror(errno));
-    if (fd >= 0)
-        close(fd);
-    if (setns(home, CLONE_NEWNET) != 0 && rc == 0) {
+    int rc = fn(arg, err, n);
+    if (setns(home, CLONE_NEWNET) != 0) {
+        /* Nothing braidrun does after this would be where it belongs. */
         snprintf(err, n, "cannot return to braidrun's namespace: %s",
                  strerror(errno));
         rc = -1;
     }
     close(home);
     return rc;
+}
+
+typedef struct {
+    const char *key, *value, *path;
+} sysctl_t;
+
+static int write_sysctl(void *arg, char *err, size_t n)
+{
+    const sysctl_t *c = arg;
+    char            file[256];
+    /* /proc/sys/net shows the namespace of whoever opens the file. */
+    snprintf(file, sizeof(file), "/proc/sys/%s", c->key);
+    int fd = open(file, O_WRONLY | O_CLOEXEC);
+    int rc = fd >= 0 && write(fd, c->value, strlen(c->value)) ==
+                            (ssize_t)strlen(c->value) ? 0 : -1;
+    if (rc != 0)
+        snprintf(err, n, "cannot set %s to %s in %s: %s", file, c->value,
+                 c->path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+int braid_netns_sysctl(const char *path, const char *key, const char *value,
+                       char *err, size_t n)
+{
+    sysctl_t c = {key, value, path};
+    return braid_netns_within(path, write_sysctl, &c, err, n);
 }

@@ -240,7 +240,7 @@ braid_status_t braid_bootstrap_hops(braid_bootstrap_t *bs,
             p.leaders[node_of_rank[r]] = all[r];
 
     /* heard[r * nnodes + j]: rank r (a leader) got host j's probe. */
-    memset(heard, 1, (size_t)size * (size_t)nnodes);
+    memset(heard, 0, (size_t)size * (size_t)nnodes);
     for (int round = 0; round < ROUNDS; round++) {
         int done = 1;
         for (int j = 0; j < nnodes && p.fd >= 0; j++) {
