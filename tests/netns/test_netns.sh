@@ -32,18 +32,20 @@ left_behind() {
   ls "/run/braid-netns-$1.lock" 2>/dev/null
 }
 
-# Waits up to 5 s for braidrun PID's last host to exist.
+# Waits up to 30 s for braidrun PID to have started its N ranks (its
+# signal handlers are in place by then; a background job of a script
+# ignores SIGINT until they are).  Its reaper is a child too.
 wait_up() {
-  for ((i = 0; i < 100; i++)); do
-    [ -e "/run/netns/braid-$1-h$2" ] && [ "$(pgrep -c -P "$1")" -gt 1 ] && return 0
+  for ((i = 0; i < 600; i++)); do
+    [ "$(pgrep -c -P "$1")" -gt "$2" ] && return 0
     sleep 0.05
   done
   return 1
 }
 
-# Waits up to 5 s for braidrun PID's namespaces to be gone.
+# Waits up to 10 s for braidrun PID's namespaces to be gone.
 wait_gone() {
-  for ((i = 0; i < 100; i++)); do
+  for ((i = 0; i < 200; i++)); do
     [ -z "$(left_behind "$1")" ] && return 0
     sleep 0.05
   done
@@ -127,7 +129,7 @@ rc=$?
 # 6. SIGINT to braidrun: forwarded, and the namespaces go.
 "$BRAIDRUN" --netns ring -n 3 sleep 30 >"$out" 2>&1 &
 pid=$!
-wait_up "$pid" 2 || fail "SIGINT: cluster never came up"
+wait_up "$pid" 3 || fail "SIGINT: cluster never came up"
 kill -INT "$pid"
 wait "$pid"
 rc=$?
@@ -137,7 +139,7 @@ rc=$?
 # 7. SIGKILL to braidrun: its reaper removes the namespaces.
 "$BRAIDRUN" --netns switch -n 2 sleep 30 >"$out" 2>&1 &
 pid=$!
-wait_up "$pid" 1 || fail "SIGKILL: cluster never came up"
+wait_up "$pid" 2 || fail "SIGKILL: cluster never came up"
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 wait_gone "$pid" || fail "SIGKILL: left behind: $(left_behind "$pid")"
