@@ -175,17 +175,43 @@ int braid_netns_enter(const braid_netns_t *net, int rank, char *err, size_t n)
     return 0;
 }
 
+/* 1 when a UCX_TLS list may let UCX use shared memory (or a transport
+ * that does): everything but a plain list of tcp, self and RDMA names. */
+static int tls_may_share_memory(const char *tls)
+{
+    static const char *net_only[] = {"tcp", "self", "rc", "ud", "dc", "rc_v",
+                                     "rc_x", "ud_v", "ud_x", "dc_x", "ib"};
+    char copy[256];
+    if (tls[0] == '^' || strlen(tls) >= sizeof(copy))
+        return 1;
+    snprintf(copy, sizeof(copy), "%s", tls);
+    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t != NULL;
+         t = strtok_r(NULL, ",", &save)) {
+        int ok = 0;
+        for (size_t i = 0; i < sizeof(net_only) / sizeof(net_only[0]); i++)
+            ok |= strcmp(t, net_only[i]) == 0;
+        if (!ok)
+            return 1;
+    }
+    return 0;
+}
+
 void braid_netns_describe(const braid_netns_t *net, char *buf, size_t n)
 {
-    char rate[64] = "not rate-limited", delay[48] = "";
+    char        rate[64] = "links not rate-limited", delay[48] = "";
+    char        note[200] = "";
+    const char *tls       = getenv("UCX_TLS");
     if (net->o.rate_bps > 0)
-        snprintf(rate, sizeof(rate), "links %.6g Mbit/s each way",
+        snprintf(rate, sizeof(rate), "each host sends at %.6g Mbit/s",
                  (double)net->o.rate_bps / 1e6);
     if (net->o.delay_us > 0)
         snprintf(delay, sizeof(delay), ", %ld us delay", net->o.delay_us);
+    if (tls != NULL && tls_may_share_memory(tls))
+        snprintf(note, sizeof(note), "; note: your UCX_TLS=%.60s may let UCX "
+                 "join emulated hosts through shared memory", tls);
     snprintf(buf, n, "emulated %s of %d host%s (%d rank%s each, 10.77.0.1"
-             "-%d), %s%s", net->o.kind == BRAID_NETNS_SWITCH ? "switch"
-                                                             : "ring",
+             "-%d), %s%s%s", net->o.kind == BRAID_NETNS_SWITCH ? "switch"
+                                                               : "ring",
              net->nhosts, net->nhosts == 1 ? "" : "s", net->o.ppn,
-             net->o.ppn == 1 ? "" : "s", net->nhosts, rate, delay);
+             net->o.ppn == 1 ? "" : "s", net->nhosts, rate, delay, note);
 }
