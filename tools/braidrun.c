@@ -46,8 +46,8 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
-#include "netns.h"
 #include "bootstrap/proto.h"
+#include "netns.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -93,16 +93,7 @@ static void usage(FILE *f)
                "  -b, --bind B    'core' (default): pin rank r to allowed CPU "
                "r mod ncpu;\n"
                "                  'none': leave placement to the scheduler\n"
-               "  --netns T       run on an emulated cluster of network "
-               "namespaces (root):\n"
-               "                  'switch' (hosts on one bridge) or 'ring' "
-               "(hosts cabled\n"
-               "                  to their neighbours, forwarding for the "
-               "others)\n"
-               "  --ranks-per-host K  ranks per emulated host (default 1)\n"
-               "  --link-rate R   shape every link direction to R (100mbit,"
-               " 1gbit, ...)\n"
-               "  --link-delay US one-way delay per link (needs netem)\n"
+               BRAID_NETNS_USAGE
                "  -h, --help      this text\n", MAX_RANKS);
 }
 
@@ -433,10 +424,7 @@ int main(int argc, char **argv)
         {"grace", required_argument, NULL, 'g'},
         {"bind", required_argument, NULL, 'b'},
         {"help", no_argument, NULL, 'h'},
-        {"netns", required_argument, NULL, 1000},
-        {"ranks-per-host", required_argument, NULL, 1001},
-        {"link-rate", required_argument, NULL, 1002},
-        {"link-delay", required_argument, NULL, 1003},
+        BRAID_NETNS_LONGOPTS,
         {NULL, 0, NULL, 0}};
     braid_netns_opts_t nso = {.ppn = 1};
     int                ns_extra = 0; /* a --netns-only option was given */
@@ -496,39 +484,24 @@ int main(int argc, char **argv)
         case 'h':
             usage(stdout);
             return 0;
-        case 1000: case 1001: case 1002: case 1003: {
-            char      err[256];
-            long long k   = 0;
-            int       bad = 0;
-            if (opt == 1000) {
-                bad       = braid_netns_parse_kind(&nso.kind, optarg, err,
-                                                   sizeof(err));
-                use_netns = 1;
-            } else if (opt == 1001) {
-                bad = braid_parse_int("--ranks-per-host", optarg, 1,
-                                      MAX_RANKS, &k) != BRAID_OK;
-                snprintf(err, sizeof(err), "%s", braid_last_error());
-                nso.ppn = (int)k;
-            } else if (opt == 1002) {
-                bad = braid_netns_parse_rate(&nso.rate_bps, optarg, err,
-                                             sizeof(err));
-            } else {
-                bad = braid_netns_parse_delay(&nso.delay_us, optarg, err,
-                                              sizeof(err));
-            }
-            if (bad) {
+        case BRAID_NETNS_OPT_KIND: case BRAID_NETNS_OPT_PPN:
+        case BRAID_NETNS_OPT_RATE: case BRAID_NETNS_OPT_DELAY: {
+            char err[256];
+            if (braid_netns_option(&nso, opt, optarg, err, sizeof(err))) {
                 fprintf(stderr, "braidrun: %s\n", err);
                 usage(stderr);
                 return 2;
             }
-            ns_extra |= opt != 1000;
+            use_netns |= opt == BRAID_NETNS_OPT_KIND;
+            ns_extra |= opt != BRAID_NETNS_OPT_KIND;
             break;
         }
         default:
             if (optopt == 'n' || optopt == 't' || optopt == 'g' || optopt == 'b')
                 fprintf(stderr, "braidrun: option -%c needs a value\n",
                         optopt);
-            else if (optopt >= 1000 && optopt <= 1003)
+            else if (optopt >= BRAID_NETNS_OPT_KIND &&
+                     optopt <= BRAID_NETNS_OPT_DELAY)
                 fprintf(stderr, "braidrun: option %s needs a value\n",
                         argv[optind - 1]);
             else if (optopt != 0)

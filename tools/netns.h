@@ -50,8 +50,34 @@ typedef struct braid_netns {
     int                created;   /* namespaces may exist: remove them */
 } braid_netns_t;
 
+/* braidrun's options for the cluster, as getopt_long entries (their
+ * values are the codes below). */
+enum {
+    BRAID_NETNS_OPT_KIND = 1000, /* --netns switch|ring */
+    BRAID_NETNS_OPT_PPN,         /* --ranks-per-host K */
+    BRAID_NETNS_OPT_RATE,        /* --link-rate RATE */
+    BRAID_NETNS_OPT_DELAY,       /* --link-delay US */
+};
+#define BRAID_NETNS_LONGOPTS                                             \
+    {"netns", required_argument, NULL, BRAID_NETNS_OPT_KIND},            \
+    {"ranks-per-host", required_argument, NULL, BRAID_NETNS_OPT_PPN},    \
+    {"link-rate", required_argument, NULL, BRAID_NETNS_OPT_RATE},        \
+    {"link-delay", required_argument, NULL, BRAID_NETNS_OPT_DELAY}
+#define BRAID_NETNS_USAGE                                                   \
+    "  --netns T       run on an emulated cluster of network namespaces "  \
+    "(root):\n"                                                            \
+    "                  'switch' (hosts on one bridge) or 'ring' (hosts "    \
+    "cabled\n"                                                             \
+    "                  to their neighbours, forwarding for the others)\n"  \
+    "  --ranks-per-host K  ranks per emulated host (default 1)\n"          \
+    "  --link-rate R   what each host may send: 100mbit, 1gbit, ...\n"     \
+    "  --link-delay US one-way delay per link (needs the kernel's netem)\n"
+
 /* netns_opts.c.  Each returns 0, or -1 with a message in err naming the
  * option, the value and the position of the fault. */
+/* One of the options above into o. */
+int braid_netns_option(braid_netns_opts_t *o, int code, const char *arg,
+                       char *err, size_t n);
 int braid_netns_parse_kind(braid_netns_kind_t *kind, const char *s, char *err,
                            size_t n);
 /* "100mbit", "1gbit", "2.5gbit", "800kbit", "1000000bit" (decimal, bits). */

@@ -8,6 +8,36 @@
 
 #include "netns.h"
 
+int braid_netns_option(braid_netns_opts_t *o, int code, const char *arg,
+                       char *err, size_t n)
+{
+    switch (code) {
+    case BRAID_NETNS_OPT_KIND:
+        return braid_netns_parse_kind(&o->kind, arg, err, n);
+    case BRAID_NETNS_OPT_RATE:
+        return braid_netns_parse_rate(&o->rate_bps, arg, err, n);
+    case BRAID_NETNS_OPT_DELAY:
+        return braid_netns_parse_delay(&o->delay_us, arg, err, n);
+    default: {
+        const char *p = arg;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        if (p == arg || *p != '\0') {
+            snprintf(err, n, "--ranks-per-host='%s': unexpected '%s' at "
+                     "position %zu (expected a whole number)", arg,
+                     *p ? p : "end", (size_t)(p - arg));
+            return -1;
+        }
+        if (p - arg > 4 || atoi(arg) < 1 || atoi(arg) > 1024) {
+            snprintf(err, n, "--ranks-per-host='%s': outside 1..1024", arg);
+            return -1;
+        }
+        o->ppn = atoi(arg);
+        return 0;
+    }
+    }
+}
+
 int braid_netns_parse_kind(braid_netns_kind_t *kind, const char *s, char *err,
                            size_t n)
 {
