@@ -602,6 +602,9 @@ static void print_header(const opts_t *o, const bench_t *b)
     if (o->cuda)
         printf("#  buffers in CUDA device memory (rank 0: device %d)\n",
                cm_device());
+    char topo[512];
+    if (braid_comm_topology(b->comm, topo, sizeof(topo)) == BRAID_OK)
+        printf("#  topology: %s\n", topo);
     if (o->batch)
         printf("#  time = per call in batches of %d back-to-back calls, "
                "median over %d batches of the slowest rank\n", o->iters,

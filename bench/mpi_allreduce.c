@@ -65,7 +65,10 @@ int main(int argc, char **argv)
                "%d %s\n%12s %12s %12s %10s %10s\n", size, nt,
                batch ? "batches of back-to-back calls" : "single calls",
                "size", "count", "time(us)", "algbw", "busbw");
-    for (size_t bytes = minb; bytes <= maxb; bytes *= (size_t)factor) {
+    /* As braid-bench: the last size is maxb even off the geometric steps. */
+    for (size_t bytes = minb; bytes <= maxb;
+         bytes = bytes < maxb && bytes * (size_t)factor > maxb
+                     ? maxb : bytes * (size_t)factor) {
         int count = (int)(bytes / sizeof(float));
         for (int i = 0; i < warmup; i++)
             MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -86,6 +89,8 @@ int main(int argc, char **argv)
         if (rank == 0)
             printf("%12zu %12d %12.2f %10.3f %10.3f\n", bytes, count, us, algbw,
                    algbw * 2.0 * (size - 1) / size);
+        if (bytes == maxb)
+            break;
     }
     free(send);
     free(recv);

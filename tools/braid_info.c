@@ -92,11 +92,10 @@ static void print_table(braid_comm_t *comm)
 {
     static const size_t sizes[] = {8, 64, 512, 4096, 16384, 65536, 262144,
                                    1 << 20, 4 << 20, 16 << 20, 64 << 20};
-    printf("\nselection table: %d ranks on %d nodes (ppn %d), topology %s\n",
-           comm->size, comm->topo.nnodes, comm->topo.ppn,
-           comm->topo.kind == BRAID_TOPO_RING     ? "ring"
-           : comm->topo.kind == BRAID_TOPO_SWITCH ? "switch"
-                                                  : "single host");
+    char topo[512];
+    braid_topo_describe(comm, topo, sizeof(topo));
+    printf("\nselection table: %d ranks on %d nodes (ppn %d)\ntopology: %s\n",
+           comm->size, comm->topo.nnodes, comm->topo.ppn, topo);
     for (int c = 0; c < BRAID_COLL_COUNT; c++) {
         printf("\n%s\n", braid_coll_name((braid_coll_t)c));
         int nsizes = c == BRAID_COLL_BARRIER ? 1 : (int)(sizeof(sizes) /

@@ -1,8 +1,13 @@
 /* braidrun: start N ranks of a braid program on this host.
  *
  *   braidrun -n N [-t|--timeout SECONDS] [-g|--grace SECONDS] [-b core|none]
- *            [-p|--prefix rank|none] [--] prog
- *            args...
+ *            [-p|--prefix rank|none]
+ *            [--netns switch|ring [--ranks-per-host K] [--link-rate RATE]
+ *             [--link-delay US]] [--] prog args...
+ *
+ * With --netns the ranks run on an emulated cluster: each group of K ranks
+ * in a network namespace of its own (an emulated host), the hosts joined
+ * by a bridge or cabled as a ring (tools/netns.h).
  *
  * braidrun binds rank 0's listening socket itself (127.0.0.1, ephemeral
  * port) and hands it down as an inherited descriptor, BRAID_LISTEN_FD, so
@@ -38,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
@@ -53,6 +59,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/proto.h"
+#include "netns.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/proc.h"
@@ -94,6 +101,8 @@ static rank_t *ranks;
 static int     nranks;
 static int     bind_cores = 1; /* --bind: 1 core (round robin), 0 none */
 static int     prefix_rank = 1; /* --prefix: 1 "[rank] " before lines, 0 none */
+static braid_netns_t netns;      /* --netns: the emulated cluster */
+static int           use_netns;
 
 static void usage(FILE *f)
 {
@@ -112,6 +121,7 @@ static void usage(FILE *f)
                "line of output;\n"
                "                  'none': the ranks' lines as they are (CSV, "
                "scripts)\n"
+               BRAID_NETNS_USAGE
                "  -h, --help      this text\n", MAX_RANKS);
 }
 
@@ -425,6 +435,13 @@ static void child_exec(int rank, int lfd, int out_w, int err_w, int ctl_w,
     } else {
         unsetenv("BRAID_LAUNCHER_FD");
     }
+    if (use_netns) {
+        char err[512];
+        if (braid_netns_enter(&netns, rank, err, sizeof(err)) != 0) {
+            fprintf(stderr, "braidrun: rank %d: %s\n", rank, err);
+            _exit(127);
+        }
+    }
     snprintf(num, sizeof(num), "%d", rank);
     setenv("BRAID_RANK", num, 1);
     snprintf(num, sizeof(num), "%d", nranks);
@@ -441,13 +458,22 @@ static void child_exec(int rank, int lfd, int out_w, int err_w, int ctl_w,
     _exit(127);
 }
 
-/* Rank 0's listening socket on 127.0.0.1, ephemeral port. */
-static int make_listener(char *addr, size_t n)
+/* Rank 0's listening socket on arg->ip (127.0.0.1, or host 0's address
+ * inside its namespace with --netns), ephemeral port. */
+typedef struct {
+    const char *ip;
+    char       *addr; /* "ip:port" */
+    size_t      n;
+    int         fd;
+} listener_t;
+
+static int make_listener(void *arg, char *err, size_t errn)
 {
-    struct sockaddr_in sa = {.sin_family      = AF_INET,
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    listener_t        *l  = arg;
+    struct sockaddr_in sa = {.sin_family = AF_INET};
     socklen_t          len = sizeof(sa);
     int                one = 1;
+    inet_pton(AF_INET, l->ip, &sa.sin_addr);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     /* SO_REUSEADDR is inherited by the accepted connections: a rank 0 that
      * initializes again can then bind the port while those linger in
@@ -457,14 +483,19 @@ static int make_listener(char *addr, size_t n)
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
         listen(fd, SOMAXCONN) != 0 ||
         getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
-        fprintf(stderr, "braidrun: cannot listen on 127.0.0.1: %s\n",
-                strerror(errno));
+        snprintf(err, errn, "cannot listen on %s: %s", l->ip, strerror(errno));
         if (fd >= 0)
             close(fd);
         return -1;
     }
-    snprintf(addr, n, "127.0.0.1:%d", ntohs(sa.sin_port));
-    return fd;
+    snprintf(l->addr, l->n, "%s:%d", l->ip, ntohs(sa.sin_port));
+    l->fd = fd;
+    return 0;
+}
+
+static void netns_cleanup(void)
+{
+    braid_netns_destroy(&netns);
 }
 
 static int any_running(void)
@@ -552,7 +583,10 @@ int main(int argc, char **argv)
         {"bind", required_argument, NULL, 'b'},
         {"prefix", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
+        BRAID_NETNS_LONGOPTS,
         {NULL, 0, NULL, 0}};
+    braid_netns_opts_t nso = {.ppn = 1};
+    int                ns_extra = 0; /* a --netns-only option was given */
     long long   n       = -1;
     const char *timeout = NULL;
     double      grace   = 0.0;
@@ -607,11 +641,27 @@ int main(int argc, char **argv)
         case 'h':
             usage(stdout);
             return 0;
+        case BRAID_NETNS_OPT_KIND: case BRAID_NETNS_OPT_PPN:
+        case BRAID_NETNS_OPT_RATE: case BRAID_NETNS_OPT_DELAY: {
+            char err[256];
+            if (braid_netns_option(&nso, opt, optarg, err, sizeof(err))) {
+                fprintf(stderr, "braidrun: %s\n", err);
+                usage(stderr);
+                return 2;
+            }
+            use_netns |= opt == BRAID_NETNS_OPT_KIND;
+            ns_extra |= opt != BRAID_NETNS_OPT_KIND;
+            break;
+        }
         default:
             if (optopt == 'n' || optopt == 't' || optopt == 'g' ||
                 optopt == 'b' || optopt == 'p')
                 fprintf(stderr, "braidrun: option -%c needs a value\n",
                         optopt);
+            else if (optopt >= BRAID_NETNS_OPT_KIND &&
+                     optopt <= BRAID_NETNS_OPT_DELAY)
+                fprintf(stderr, "braidrun: option %s needs a value\n",
+                        argv[optind - 1]);
             else if (optopt != 0)
                 fprintf(stderr, "braidrun: unknown option -%c\n", optopt);
             else
@@ -633,6 +683,12 @@ int main(int argc, char **argv)
     }
     char **prog = argv + optind;
     nranks      = (int)n;
+    if (ns_extra && !use_netns) {
+        fprintf(stderr, "braidrun: --ranks-per-host, --link-rate and "
+                "--link-delay need --netns switch|ring\n");
+        usage(stderr);
+        return 2;
+    }
 
     char    addr[64], keyhex[33];
     uint8_t key[16];
@@ -641,9 +697,29 @@ int main(int argc, char **argv)
         return 1;
     }
     braid_format_job_key(key, keyhex);
-    int lfd = make_listener(addr, sizeof(addr));
-    if (lfd < 0)
+    char       err[512], ip[32] = "127.0.0.1";
+    listener_t lis = {ip, addr, sizeof(addr), -1};
+    int        rc;
+    if (use_netns) {
+        nso.nranks = nranks;
+        if (braid_netns_create(&netns, &nso, err, sizeof(err)) != 0) {
+            fprintf(stderr, "braidrun: %s\n", err);
+            return 1;
+        }
+        atexit(netns_cleanup); /* on every way out of main */
+        braid_netns_describe(&netns, err, sizeof(err));
+        fprintf(stderr, "braidrun: %s\n", err);
+        braid_netns_host_ip(ip, sizeof(ip), 0);
+        rc = braid_netns_in_host(&netns, 0, make_listener, &lis, err,
+                                 sizeof(err));
+    } else {
+        rc = make_listener(&lis, err, sizeof(err));
+    }
+    if (rc != 0) {
+        fprintf(stderr, "braidrun: %s\n", err);
         return 1;
+    }
+    int lfd = lis.fd;
 
     ranks = calloc((size_t)nranks, sizeof(*ranks));
     if (ranks == NULL || pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {

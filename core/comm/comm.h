@@ -47,6 +47,9 @@ struct braid_comm {
     braid_topo_t                topo;
     int                        *node_of_rank;
     int                        *cpu_of_rank;
+    int                         machine_ppn; /* most ranks on one machine
+                                                (emulated hosts share it) */
+    char                        topo_why[384]; /* how topo.kind was decided */
 
     int                         ntls;
     braid_tl_t                 *tls;
@@ -168,8 +171,20 @@ void braid_launcher_blame(long pid, const char *text);
 braid_status_t braid_comm_setup(braid_comm_t *comm);
 void braid_comm_teardown(braid_comm_t *comm);
 
-/* comm/topo.c */
+/* comm/topo.c: hosts, CPUs and cabling of a new communicator.
+ * Collective (probes the network when there are several hosts). */
 braid_status_t braid_topo_detect(braid_comm_t *comm);
+/* "ring of 4 hosts, up to 2 ranks per host (detected from ...)" */
+void braid_topo_describe(const braid_comm_t *comm, char *buf, size_t n);
+/* comm/topo_classify.c: the cabling that hop counts between n hosts
+ * describe (hops[a * n + b], as braid_bootstrap_hops; n <=
+ * BRAID_TOPO_MAX_CLASSIFY for a ring).  *fits = 0 when they describe
+ * neither a switch nor a ring, or lack a pair: then the switch is assumed
+ * and why says what is wrong.  order[n]: the hosts in ring order (ring),
+ * else 0..n-1. */
+#define BRAID_TOPO_MAX_CLASSIFY 64
+braid_topo_kind_t braid_topo_classify(const int *hops, int n, int *order,
+                                      int *fits, char *why, size_t len);
 /* BRAID_TOPO: NULL, "", "auto", "switch" or "ring"; errors name the position. */
 braid_status_t braid_topo_kind_parse(braid_topo_kind_t *kind, const char *s,
                                      int nnodes);

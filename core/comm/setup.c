@@ -175,7 +175,9 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
     long ncpu         = sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu < 1)
         ncpu = 1;
-    comm->oversubscribed = comm->topo.ppn > ncpu;
+    /* Ranks on one machine share its cores even on different (emulated)
+     * hosts. */
+    comm->oversubscribed = comm->machine_ppn > ncpu;
     /* Who shares this rank's CPU (wait.c); the scratch is freed at once. */
     unsigned char *mate = calloc((size_t)comm->size, 1);
     if (mate == NULL)

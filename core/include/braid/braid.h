@@ -187,6 +187,13 @@ braid_status_t braid_comm_choice(braid_comm_t *comm, braid_coll_t coll,
                                  size_t bytes, char *cand, size_t cand_len,
                                  char *why, size_t why_len);
 
+/* How braid sees the hosts of this communicator, in one line: the
+ * cabling, the number of hosts and ranks per host, and how it was decided
+ * ("ring of 4 hosts, up to 1 rank per host (detected from IP TTL hop
+ * counts ...)").  Every rank gets the same text. */
+braid_status_t braid_comm_topology(const braid_comm_t *comm, char *buf,
+                                   size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,18 @@
  * since 1 GB/s = 1e9 B/s = 1e3 B/us.  p = largest power of two <= n,
  * L = log2(p), rem = n - p, C = ceil(log2 n).
  *
+ * Several hosts: a message to a partner on another host crosses the
+ * network, and messages sent at once share its links.  The recursive
+ * doubling and halving algorithms exchange with partners 2^k ranks away in
+ * step k, all ranks at once, so their B terms are multiplied by the load of
+ * the busiest link in that step (link_load): ranks sit host by host, ppn per
+ * host; behind a switch the ppn ranks of a host share its link; on a ring
+ * of hosts (BRAID_TOPO_RING: full-duplex links, shortest way round, half
+ * way round clockwise, as braidrun --netns routes) a partner d hosts away
+ * is d links away and each link carries the streams of the d hosts before
+ * it.  The ring algorithms only talk to neighbours in rank order, one link
+ * away on either topology, and need no such factor.
+ *
  * Every function is a pure function of *in, so all ranks agree.  They return
  * -1 (cannot run) for a broken link description, 0 for a single rank (no
  * messages; the local copy is not worth modelling), and, for the ring, when
@@ -43,6 +55,22 @@ static int terms(terms_t *t, const braid_cost_in_t *in)
     return 0;
 }
 
+/* Messages on the busiest link when every rank sends to the rank dist
+ * places away at once (see the top of the file).  1 on one host and for
+ * partners on the same host: the link term is then the transport's own. */
+static double link_load(const braid_cost_in_t *in, int dist)
+{
+    int ppn = in->ppn >= 1 ? in->ppn : 1;
+    if (in->topo == BRAID_TOPO_SINGLE_HOST || in->nnodes <= 1 || dist < ppn)
+        return 1.0;
+    if (in->topo != BRAID_TOPO_RING)
+        return (double)ppn;
+    int d = ((dist + ppn - 1) / ppn) % in->nnodes;
+    if (2 * d > in->nnodes)
+        d = in->nnodes - d;
+    return (double)ppn * (d < 1 ? 1 : d);
+}
+
 static double log2_floor_d(int n)
 {
     return (double)braid_p2p_log2_ceil(braid_p2p_pow2_floor(n));
@@ -70,16 +98,17 @@ double braid_p2p_cost_allreduce_ring(const braid_algo_t *self,
            f * t.m * t.gus;
 }
 
-/* Allreduce, recursive doubling: L exchanges of the whole buffer, each
- * followed by a full reduction: L (alpha + B(m) + G(m)).  For n not a power
- * of two add the fold-in (alpha + B(m) + G(m): receive and reduce the
- * neighbour's input) and fold-out (alpha + B(m): return the result). */
+/* Allreduce, recursive doubling: L exchanges of the whole buffer with
+ * partners 2^k away, each followed by a full reduction:
+ * sum_k (alpha + load(2^k) B(m) + G(m)).  For n not a power of two add the
+ * fold-in (alpha + B(m) + G(m): receive and reduce the neighbour's input)
+ * and fold-out (alpha + B(m): return the result). */
 double braid_p2p_cost_allreduce_recdbl(const braid_algo_t *self,
                                        const braid_cost_in_t *in)
 {
     (void)self;
     terms_t t;
-    double  step, cost;
+    double  cost = 0.0;
 
     if (terms(&t, in) < 0) {
         return -1.0;
@@ -87,10 +116,11 @@ double braid_p2p_cost_allreduce_recdbl(const braid_algo_t *self,
     if (t.n == 1) {
         return 0.0;
     }
-    step = t.alpha + t.m * t.bus + t.m * t.gus;
-    cost = log2_floor_d(t.n) * step;
+    for (int k = 0; (1 << k) < braid_p2p_pow2_floor(t.n); k++) {
+        cost += t.alpha + link_load(in, 1 << k) * t.m * t.bus + t.m * t.gus;
+    }
     if (braid_p2p_pow2_floor(t.n) != t.n) {
-        cost += step + t.alpha + t.m * t.bus;
+        cost += 2.0 * (t.alpha + t.m * t.bus) + t.m * t.gus;
     }
     return cost;
 }
@@ -111,9 +141,10 @@ double braid_p2p_cost_reduce_scatter_ring(const braid_algo_t *self,
 
 /* Reduce-scatter, recursive halving (m = one block, N = n m the input):
  * step j moves and reduces half of the previous step's data, N/2 ... N/p,
- * summing to (p-1)/p N:  L alpha + (p-1)/p (B(N) + G(N)).  Not a power of
- * two: the fold-in moves and reduces the whole input (alpha + B(N) + G(N)),
- * the fold-out returns one block (alpha + B(m)). */
+ * with the partner p/2 ... 1 away, summing to (p-1)/p N:
+ * L alpha + sum_j load(p/2^(j+1)) B(N/2^(j+1)) + (p-1)/p G(N).  Not a power
+ * of two: the fold-in moves and reduces the whole input (alpha + B(N) +
+ * G(N)), the fold-out returns one block (alpha + B(m)). */
 double braid_p2p_cost_reduce_scatter_recdbl(const braid_algo_t *self,
                                             const braid_cost_in_t *in)
 {
@@ -130,8 +161,10 @@ double braid_p2p_cost_reduce_scatter_recdbl(const braid_algo_t *self,
     }
     p    = braid_p2p_pow2_floor(t.n);
     big  = t.n * t.m;
-    cost = log2_floor_d(t.n) * t.alpha +
-           (double)(p - 1) / p * big * (t.bus + t.gus);
+    cost = log2_floor_d(t.n) * t.alpha + (double)(p - 1) / p * big * t.gus;
+    for (int dist = p / 2; dist >= 1; dist /= 2) {
+        cost += link_load(in, dist) * big * dist / p * t.bus;
+    }
     if (p != t.n) {
         cost += t.alpha + big * (t.bus + t.gus) + t.alpha + t.m * t.bus;
     }
@@ -152,19 +185,27 @@ double braid_p2p_cost_allgather_ring(const braid_algo_t *self,
     return (t.n - 1) * (t.alpha + t.m * t.bus);
 }
 
-/* Allgather, recursive doubling / Bruck: C steps, and every block but our
- * own arrives exactly once: C alpha + (n-1) B(m).  (Bruck's wrapped ranges
- * cost a second message in some steps; their latency overlaps the first.) */
+/* Allgather, recursive doubling / Bruck: C steps; step i moves
+ * min(2^i, n - 2^i) blocks to a partner 2^i away, so every block but our
+ * own arrives exactly once: C alpha + sum_i load(2^i) min(2^i, n-2^i) B(m)
+ * (that is (n-1) B(m) on one host).  (Bruck's wrapped ranges cost a second
+ * message in some steps; their latency overlaps the first.) */
 double braid_p2p_cost_allgather_recdbl(const braid_algo_t *self,
                                        const braid_cost_in_t *in)
 {
     (void)self;
     terms_t t;
+    double  cost;
 
     if (terms(&t, in) < 0) {
         return -1.0;
     }
-    return braid_p2p_log2_ceil(t.n) * t.alpha + (t.n - 1) * t.m * t.bus;
+    cost = braid_p2p_log2_ceil(t.n) * t.alpha;
+    for (int w = 1; w < t.n; w *= 2) {
+        int blocks = w < t.n - w ? w : t.n - w;
+        cost += link_load(in, w) * blocks * t.m * t.bus;
+    }
+    return cost;
 }
 
 /* Broadcast, pipelined chain: k = ceil(m / S) segments of S = 256 KiB
