@@ -265,10 +265,19 @@ void braid_eng_matvec(braid_eng_pool_t *pool, int n, float *const *y,
 
 /* ------------------------------------------------------------ matmul */
 
+/* Rows per block: as many as fit MM_BLOCK_FLOATS, at least 16; so the
+ * scratch a width needs grows with the width, and the scratch sized for the
+ * widest weight serves every narrower one. */
+static int64_t mm_block_rows(int64_t cols)
+{
+    int64_t rows = (int64_t)MM_BLOCK_FLOATS / (cols > 0 ? cols : 1);
+    return rows < 16 ? 16 : rows;
+}
+
 size_t braid_eng_matmul_scratch(int64_t cols)
 {
-    size_t rows = MM_BLOCK_FLOATS / (size_t)(cols > 0 ? cols : 1);
-    return (rows < 16 ? 16 : rows) * (size_t)cols;
+    size_t need = (size_t)(mm_block_rows(cols) * cols);
+    return need > MM_BLOCK_FLOATS ? need : MM_BLOCK_FLOATS;
 }
 
 void braid_eng_matmul(float *Y, const float *X, const braid_eng_mat_t *W,
@@ -283,7 +292,7 @@ void braid_eng_matmul(float *Y, const float *X, const braid_eng_mat_t *W,
                     (int)rows);
         return;
     }
-    int64_t block = (int64_t)(braid_eng_matmul_scratch(cols) / (size_t)cols);
+    int64_t block = mm_block_rows(cols);
     size_t es = braid_dtype_size(W->dtype);
     for (int64_t r0 = 0; r0 < rows; r0 += block) {
         int64_t nr = rows - r0 < block ? rows - r0 : block;

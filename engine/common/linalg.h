@@ -44,7 +44,8 @@ void braid_eng_matvec(braid_eng_pool_t *pool, int n, float *const *y,
                       const braid_eng_mat_t *const *W, const float *x);
 
 /* Y[T, W->rows] = X[T, W->cols] . W^T (each token's row times the weight).
- * scratch holds at least braid_eng_matmul_scratch(W->cols) floats (unused
+ * scratch holds at least braid_eng_matmul_scratch(W->cols) floats (the
+ * scratch for a wider weight will do; unused
  * for f32 weights). */
 void braid_eng_matmul(float *Y, const float *X, const braid_eng_mat_t *W,
                       int64_t T, float *scratch);
