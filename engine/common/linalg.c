@@ -1,11 +1,13 @@
 /* Matrix-vector kernels (decode) and blocked sgemm (prefill); see linalg.h.
  *
- * The matvec kernels take four rows at a time so that each load of x serves
- * four weights, and keep 16 partial sums a row in a vector so that the
- * multiply-adds do not wait on each other.  They are written with GCC
- * vector types, which the compiler lowers to AVX-512, AVX2 or SSE; the hot
- * loops get one clone per ISA level (chosen once by the loader), like the
- * reduction kernels in kernels/. */
+ * The matvec kernels read one row at a time, start to end: the weight is
+ * then one sequential stream, which the hardware prefetchers follow at full
+ * bandwidth (four rows at a time, four interleaved streams, reached a third
+ * of it on the machine these were written on).  Two vectors of partial sums
+ * per row keep the multiply-adds from waiting on each other; x stays in L1.
+ * They are written with GCC vector types, which the compiler lowers to
+ * AVX-512, AVX2 or SSE; the hot loops get one clone per ISA level (chosen
+ * once by the loader), like the reduction kernels in kernels/. */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,54 +82,35 @@ static inline float scalar_of(braid_dtype_t dt, const void *w, size_t i)
     return dt == BRAID_BF16 ? braid_eng_bf16_to_f32(h) : braid_eng_f16_to_f32(h);
 }
 
-/* One kernel per weight type: y[r0..r1) of W . x.  LOAD widens 16 weights. */
+/* One kernel per weight type: y[r0..r1) of W . x, 32 columns a step.
+ * LOAD widens 16 weights into a v16f. */
 #define MATVEC_KERNEL(NAME, WT, LOAD, DT)                                      \
     ENG_HOT static void NAME(float *y, const WT *W, const float *x,           \
                              size_t cols, size_t r0, size_t r1)                \
     {                                                                          \
-        size_t r = r0, c16 = cols & ~(size_t)15;                               \
-        v16f xv, w;                                                            \
-        for (; r + 4 <= r1; r += 4) {                                          \
-            const WT *w0 = W + r * cols, *w1 = w0 + cols, *w2 = w1 + cols,     \
-                     *w3 = w2 + cols;                                          \
-            v16f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                       \
-            for (size_t c = 0; c < c16; c += 16) {                             \
-                LOAD_F32(xv, x + c);                                           \
-                LOAD(w, w0 + c);                                               \
-                a0 += w * xv;                                                  \
-                LOAD(w, w1 + c);                                               \
-                a1 += w * xv;                                                  \
-                LOAD(w, w2 + c);                                               \
-                a2 += w * xv;                                                  \
-                LOAD(w, w3 + c);                                               \
-                a3 += w * xv;                                                  \
+        size_t c32 = cols & ~(size_t)31;                                       \
+        v16f x0, x1, w0, w1;                                                   \
+        for (size_t r = r0; r < r1; r++) {                                     \
+            const WT *wr = W + r * cols;                                       \
+            v16f a0 = {0}, a1 = {0};                                           \
+            for (size_t c = 0; c < c32; c += 32) {                             \
+                LOAD_F32(x0, x + c);                                           \
+                LOAD_F32(x1, x + c + 16);                                      \
+                LOAD(w0, wr + c);                                              \
+                LOAD(w1, wr + c + 16);                                         \
+                a0 += w0 * x0;                                                 \
+                a1 += w1 * x1;                                                 \
             }                                                                  \
-            float s0 = hsum(&a0), s1 = hsum(&a1), s2 = hsum(&a2),              \
-                  s3 = hsum(&a3);                                              \
-            for (size_t c = c16; c < cols; c++) {                              \
-                s0 += scalar_of(DT, w0, c) * x[c];                             \
-                s1 += scalar_of(DT, w1, c) * x[c];                             \
-                s2 += scalar_of(DT, w2, c) * x[c];                             \
-                s3 += scalar_of(DT, w3, c) * x[c];                             \
-            }                                                                  \
-            y[r] = s0, y[r + 1] = s1, y[r + 2] = s2, y[r + 3] = s3;            \
-        }                                                                      \
-        for (; r < r1; r++) {                                                  \
-            const WT *w0 = W + r * cols;                                       \
-            v16f a0 = {0};                                                     \
-            for (size_t c = 0; c < c16; c += 16) {                             \
-                LOAD_F32(xv, x + c);                                           \
-                LOAD(w, w0 + c);                                               \
-                a0 += w * xv;                                                  \
-            }                                                                  \
-            float s0 = hsum(&a0);                                              \
-            for (size_t c = c16; c < cols; c++)                                \
-                s0 += scalar_of(DT, w0, c) * x[c];                             \
-            y[r] = s0;                                                         \
+            a0 += a1;                                                          \
+            float s = hsum(&a0);                                               \
+            for (size_t c = c32; c < cols; c++)                                \
+                s += scalar_of(DT, wr, c) * x[c];                              \
+            y[r] = s;                                                          \
         }                                                                      \
     }
 
 MATVEC_KERNEL(matvec_f32, float, LOAD_F32, BRAID_F32)
+MATVEC_KERNEL(matvec_f16, uint16_t, LOAD_F16, BRAID_F16)
 
 /* bf16 is the top half of an f32, so a 32-bit lane holding two bf16 values
  * gives the even one as lane << 16 and the odd one as lane & 0xffff0000:
@@ -135,57 +118,47 @@ MATVEC_KERNEL(matvec_f32, float, LOAD_F32, BRAID_F32)
  * pre-arranged to match (interleave_x): per 32 columns, the 16 even ones,
  * then the 16 odd ones.  The sum runs in another order than the f32
  * kernel's; both are exact to f32 rounding. */
-#define BF16_STEP(acc, wrow)                                                   \
+#define BF16_STEP(acc, wrow, col, xe, xo)                                      \
     do {                                                                       \
         v16u u_, lo_, hi_;                                                     \
-        memcpy(&u_, (wrow) + c, sizeof(u_));                                   \
+        v16f we_, wo_;                                                         \
+        memcpy(&u_, (wrow) + (col), sizeof(u_));                               \
         lo_ = u_ << 16;                                                        \
         hi_ = u_ & 0xffff0000u;                                                \
-        memcpy(&we, &lo_, sizeof(we));                                         \
-        memcpy(&wo, &hi_, sizeof(wo));                                         \
-        acc += we * xe;                                                        \
-        acc += wo * xo;                                                        \
+        memcpy(&we_, &lo_, sizeof(we_));                                       \
+        memcpy(&wo_, &hi_, sizeof(wo_));                                       \
+        acc += we_ * (xe);                                                     \
+        acc += wo_ * (xo);                                                     \
     } while (0)
 
+/* 64 columns a step, two accumulators; a 32-column step and scalars after. */
 ENG_HOT static void matvec_bf16(float *y, const uint16_t *W, const float *x,
                                 const float *xp, size_t cols, size_t r0,
                                 size_t r1)
 {
-    size_t r = r0, c32 = cols & ~(size_t)31;
-    v16f xe, xo, we, wo;
-    for (; r + 4 <= r1; r += 4) {
-        const uint16_t *w0 = W + r * cols, *w1 = w0 + cols, *w2 = w1 + cols,
-                       *w3 = w2 + cols;
-        v16f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-        for (size_t c = 0; c < c32; c += 32) {
-            LOAD_F32(xe, xp + c);
-            LOAD_F32(xo, xp + c + 16);
-            BF16_STEP(a0, w0);
-            BF16_STEP(a1, w1);
-            BF16_STEP(a2, w2);
-            BF16_STEP(a3, w3);
+    size_t c64 = cols & ~(size_t)63, c32 = cols & ~(size_t)31;
+    v16f x0, x1, x2, x3;
+    for (size_t r = r0; r < r1; r++) {
+        const uint16_t *wr = W + r * cols;
+        v16f a0 = {0}, a1 = {0};
+        for (size_t c = 0; c < c64; c += 64) {
+            LOAD_F32(x0, xp + c);
+            LOAD_F32(x1, xp + c + 16);
+            LOAD_F32(x2, xp + c + 32);
+            LOAD_F32(x3, xp + c + 48);
+            BF16_STEP(a0, wr, c, x0, x1);
+            BF16_STEP(a1, wr, c + 32, x2, x3);
         }
-        float s0 = hsum(&a0), s1 = hsum(&a1), s2 = hsum(&a2), s3 = hsum(&a3);
-        for (size_t c = c32; c < cols; c++) {
-            s0 += braid_eng_bf16_to_f32(w0[c]) * x[c];
-            s1 += braid_eng_bf16_to_f32(w1[c]) * x[c];
-            s2 += braid_eng_bf16_to_f32(w2[c]) * x[c];
-            s3 += braid_eng_bf16_to_f32(w3[c]) * x[c];
+        if (c64 < c32) {
+            LOAD_F32(x0, xp + c64);
+            LOAD_F32(x1, xp + c64 + 16);
+            BF16_STEP(a0, wr, c64, x0, x1);
         }
-        y[r] = s0, y[r + 1] = s1, y[r + 2] = s2, y[r + 3] = s3;
-    }
-    for (; r < r1; r++) {
-        const uint16_t *w0 = W + r * cols;
-        v16f a0 = {0};
-        for (size_t c = 0; c < c32; c += 32) {
-            LOAD_F32(xe, xp + c);
-            LOAD_F32(xo, xp + c + 16);
-            BF16_STEP(a0, w0);
-        }
-        float s0 = hsum(&a0);
+        a0 += a1;
+        float s = hsum(&a0);
         for (size_t c = c32; c < cols; c++)
-            s0 += braid_eng_bf16_to_f32(w0[c]) * x[c];
-        y[r] = s0;
+            s += braid_eng_bf16_to_f32(wr[c]) * x[c];
+        y[r] = s;
     }
 }
 
@@ -201,7 +174,6 @@ static void interleave_x(float *xp, const float *x, size_t cols)
         }
     memcpy(xp + c32, x + c32, (cols - c32) * sizeof(float));
 }
-MATVEC_KERNEL(matvec_f16, uint16_t, LOAD_F16, BRAID_F16)
 
 typedef struct {
     int                           n;
@@ -211,18 +183,16 @@ typedef struct {
     const float                  *xp;  /* x interleaved, for bf16 weights */
 } matvec_job_t;
 
-/* Member `me` of `nt` takes a contiguous quarter-aligned row range of each
- * weight, so that the four-row kernel stays on its fast path. */
+/* Member `me` of `nt` takes a contiguous block of rows of each weight:
+ * one sequential stream per thread. */
 static void matvec_job(void *arg, int me, int nt)
 {
     const matvec_job_t *j = arg;
     for (int i = 0; i < j->n; i++) {
         const braid_eng_mat_t *W = j->W[i];
-        size_t rows = (size_t)W->rows, quads = (rows + 3) / 4;
-        size_t r0 = quads * (size_t)me / (size_t)nt * 4;
-        size_t r1 = quads * (size_t)(me + 1) / (size_t)nt * 4;
-        if (r1 > rows)
-            r1 = rows;
+        size_t rows = (size_t)W->rows;
+        size_t r0 = rows * (size_t)me / (size_t)nt;
+        size_t r1 = rows * (size_t)(me + 1) / (size_t)nt;
         if (r0 >= r1)
             continue;
         size_t cols = (size_t)W->cols;
