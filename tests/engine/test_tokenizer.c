@@ -48,6 +48,7 @@ static const char *const merges[][2] = {
     {"\xc4\xa0", "w"},          /* "Ġ w": space + w */
     {"\xc3\x83", "\xc2\xa9"},   /* bytes C3 A9: é */
     {"\xc3\xa2", "\xc4\xa4"},   /* bytes E2 82: the first two of € */
+    {"e", "l"},                 /* ranks last: "hel" must merge "h e" first */
 };
 enum { N_MERGES = sizeof(merges) / sizeof(merges[0]) };
 
@@ -169,6 +170,9 @@ static void test_qwen_style(int gpt2)
 
     expect_ids(tok, "hello world", 11,
                (const int32_t[]){259, 260, 'o', 'r', 'l', 'd'}, 6);
+    /* the lowest rank merges first: "h e" (0) before "e l" (7) */
+    expect_ids(tok, "hel", 3, (const int32_t[]){256, 'l'}, 2);
+    expect_ids(tok, "el", 2, (const int32_t[]){263}, 1);
     expect_ids(tok, "<|im_start|>hello<|endoftext|>", 30,
                (const int32_t[]){301, 259, 300}, 3);
     /* é is one token; € is a token for its first two bytes and one for the

@@ -187,6 +187,26 @@ static void check_case(const char *name, braid_infer_config_t *c,
     teardown(&step1, c);
 }
 
+/* Equal maxima on every rank: the lowest id wins, the same on all ranks. */
+static void check_argmax_ties(const braid_infer_config_t *c, braid_comm_t *world)
+{
+    braid_infer_split_t sp;
+    braid_infer_model_t m;
+    memset(&m, 0, sizeof(m));
+    if (braid_infer_split(&sp, c, rank, size) != BRAID_OK)
+        return;
+    m.cfg = c, m.sp = sp, m.comm = world;
+    float *local = malloc((size_t)sp.vocab_chunk * sizeof(float));
+    for (int64_t i = 0; i < sp.vocab_chunk; i++)
+        local[i] = -1;
+    local[sp.vocab_n - 1] = 5;
+    local[3] = 5;
+    int32_t token = -1;
+    CHECK(braid_infer_argmax(&m, local, &token) == BRAID_OK && token == 3,
+          "argmax of ties: %d, expected 3", token);
+    free(local);
+}
+
 int main(void)
 {
     braid_comm_t *world, *self;
@@ -222,6 +242,7 @@ int main(void)
     }
     if (braid_infer_split(&sp, &wide, rank, size) == BRAID_OK)
         check_case("tiny-tied-v301", &wide, BRAID_F16, world, self);
+    check_argmax_ties(&tiny, world);
     braid_finalize(self);
     braid_finalize(world);
     char name[32];
