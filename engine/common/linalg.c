@@ -20,7 +20,9 @@
 typedef float    v16f __attribute__((vector_size(64)));
 typedef uint32_t v16u __attribute__((vector_size(64)));
 typedef uint16_t v16h __attribute__((vector_size(32)));
+#if defined(__FLT16_MAX__) /* the compiler has _Float16 (GCC 12, x86) */
 typedef _Float16 v16hf __attribute__((vector_size(32)));
+#endif
 
 /* Rows per block of the prefill's widened weight: 64 KiB..1 MiB of f32. */
 #define MM_BLOCK_FLOATS (1u << 18)
@@ -59,12 +61,20 @@ size_t braid_eng_mat_bytes(const braid_eng_mat_t *m)
 /* Macros rather than functions: a function returning a 64-byte vector
  * would have a different ABI in each clone. */
 #define LOAD_F32(dst, p) memcpy(&(dst), (p), sizeof(v16f))
+#if defined(__FLT16_MAX__)
 #define LOAD_F16(dst, p)                                                 \
     do {                                                                 \
         v16hf h_;                                                        \
         memcpy(&h_, (p), sizeof(h_));                                    \
         (dst) = __builtin_convertvector(h_, v16f);                       \
     } while (0)
+#else
+#define LOAD_F16(dst, p)                                                 \
+    do {                                                                 \
+        for (int k_ = 0; k_ < 16; k_++)                                  \
+            (dst)[k_] = braid_eng_f16_to_f32((p)[k_]);                   \
+    } while (0)
+#endif
 
 static inline float hsum(const v16f *v)
 {

@@ -220,6 +220,7 @@ static braid_status_t setup_model(run_t *r)
         if ((s = braid_eng_path_join(path, sizeof(path), r->o.model, "config.json")) ||
             (s = braid_infer_config_load(&r->cfg, path)))
             return s;
+        snprintf(r->cfg.name, sizeof(r->cfg.name), "%s", r->o.model);
     } else if ((s = braid_infer_config_preset(&r->cfg, r->o.preset)) != BRAID_OK) {
         return s;
     }
