@@ -54,15 +54,21 @@ static const char *kind(const cJSON *v)
     return "an object";
 }
 
-/* obj[key], or NULL; fails when it is required and missing. */
+/* obj[key] into *v if `is` accepts it; *v = NULL if it is missing and not
+ * required.  `expected` names the type for the message. */
 static braid_status_t lookup(const cJSON **v, const cJSON *obj,
-                             const char *key, int required, const char *what)
+                             const char *key, int required,
+                             cJSON_bool (*is)(const cJSON *),
+                             const char *expected, const char *what)
 {
     *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key)
                              : NULL;
     if (!*v && required)
         return braid_eng_fail(BRAID_ERR_PARSE, "%s: missing key '%s'", what,
                               key);
+    if (*v && !is(*v))
+        return braid_eng_fail(BRAID_ERR_PARSE, "%s: %s: expected %s, found %s",
+                              what, key, expected, kind(*v));
     return BRAID_OK;
 }
 
@@ -72,26 +78,19 @@ braid_status_t braid_eng_json_int(int64_t *out, const cJSON *obj,
                                   const char *what)
 {
     const cJSON *v;
-    braid_status_t st = lookup(&v, obj, key, required, what);
+    braid_status_t st = lookup(&v, obj, key, required, cJSON_IsNumber,
+                               "an integer", what);
+    double d = v ? v->valuedouble : (double)dflt;
     if (st != BRAID_OK)
         return st;
-    if (!v) {
-        *out = dflt;
-        return BRAID_OK;
-    }
-    if (!cJSON_IsNumber(v))
-        return braid_eng_fail(BRAID_ERR_PARSE,
-                              "%s: %s: expected an integer, found %s", what,
-                              key, kind(v));
-    double d = v->valuedouble;
     if (d != floor(d) || fabs(d) > 9007199254740992.0)
         return braid_eng_fail(BRAID_ERR_PARSE,
                               "%s: %s: %g is not an integer", what, key, d);
-    if (d < (double)lo || d > (double)hi)
+    if (v && (d < (double)lo || d > (double)hi))
         return braid_eng_fail(BRAID_ERR_PARSE,
                               "%s: %s: %.0f is out of range [%lld, %lld]",
                               what, key, d, (long long)lo, (long long)hi);
-    *out = (int64_t)d;
+    *out = v ? (int64_t)d : dflt;
     return BRAID_OK;
 }
 
@@ -100,23 +99,16 @@ braid_status_t braid_eng_json_num(double *out, const cJSON *obj,
                                   double lo, double hi, const char *what)
 {
     const cJSON *v;
-    braid_status_t st = lookup(&v, obj, key, required, what);
+    braid_status_t st = lookup(&v, obj, key, required, cJSON_IsNumber,
+                               "a number", what);
+    double d = v ? v->valuedouble : dflt;
     if (st != BRAID_OK)
         return st;
-    if (!v) {
-        *out = dflt;
-        return BRAID_OK;
-    }
-    if (!cJSON_IsNumber(v))
-        return braid_eng_fail(BRAID_ERR_PARSE,
-                              "%s: %s: expected a number, found %s", what,
-                              key, kind(v));
-    if (!isfinite(v->valuedouble) || v->valuedouble < lo ||
-        v->valuedouble > hi)
+    if (v && (!isfinite(d) || d < lo || d > hi))
         return braid_eng_fail(BRAID_ERR_PARSE,
                               "%s: %s: %g is out of range [%g, %g]", what,
-                              key, v->valuedouble, lo, hi);
-    *out = v->valuedouble;
+                              key, d, lo, hi);
+    *out = d;
     return BRAID_OK;
 }
 
@@ -124,19 +116,11 @@ braid_status_t braid_eng_json_bool(int *out, const cJSON *obj, const char *key,
                                    int required, int dflt, const char *what)
 {
     const cJSON *v;
-    braid_status_t st = lookup(&v, obj, key, required, what);
-    if (st != BRAID_OK)
-        return st;
-    if (!v) {
-        *out = dflt;
-        return BRAID_OK;
-    }
-    if (!cJSON_IsBool(v))
-        return braid_eng_fail(BRAID_ERR_PARSE,
-                              "%s: %s: expected true or false, found %s",
-                              what, key, kind(v));
-    *out = cJSON_IsTrue(v);
-    return BRAID_OK;
+    braid_status_t st = lookup(&v, obj, key, required, cJSON_IsBool,
+                               "true or false", what);
+    if (st == BRAID_OK)
+        *out = v ? cJSON_IsTrue(v) : dflt;
+    return st;
 }
 
 braid_status_t braid_eng_json_str(const char **out, const cJSON *obj,
@@ -144,13 +128,27 @@ braid_status_t braid_eng_json_str(const char **out, const cJSON *obj,
                                   const char *what)
 {
     const cJSON *v;
-    braid_status_t st = lookup(&v, obj, key, required, what);
-    if (st != BRAID_OK)
-        return st;
-    if (v && !cJSON_IsString(v))
-        return braid_eng_fail(BRAID_ERR_PARSE,
-                              "%s: %s: expected a string, found %s", what,
-                              key, kind(v));
-    *out = v ? v->valuestring : NULL;
-    return BRAID_OK;
+    braid_status_t st = lookup(&v, obj, key, required, cJSON_IsString,
+                               "a string", what);
+    if (st == BRAID_OK)
+        *out = v ? v->valuestring : NULL;
+    return st;
+}
+
+braid_status_t braid_eng_json_save(const char *path, const cJSON *root,
+                                   int pretty)
+{
+    char *text = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
+    if (!text)
+        return braid_eng_fail(BRAID_ERR_NO_MEMORY, "%s: out of memory", path);
+    size_t len = strlen(text);
+    char *line = realloc(text, len + 2);
+    if (!line) {
+        free(text);
+        return braid_eng_fail(BRAID_ERR_NO_MEMORY, "%s: out of memory", path);
+    }
+    line[len] = '\n';
+    braid_status_t st = braid_eng_write_file(path, line, len + 1);
+    free(line);
+    return st;
 }

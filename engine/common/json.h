@@ -39,4 +39,9 @@ braid_status_t braid_eng_json_str(const char **out, const cJSON *obj,
                                   const char *key, int required,
                                   const char *what);
 
+/* Writes root to path (atomically: path.tmp, then rename), pretty-printed
+ * or on one line, with a final newline. */
+braid_status_t braid_eng_json_save(const char *path, const cJSON *root,
+                                   int pretty);
+
 #endif

@@ -85,14 +85,9 @@ static int by_offset(const void *a, const void *b)
 static braid_status_t add_tensor(braid_eng_st_t *st,
                                  const braid_eng_st_tensor_t *t)
 {
-    if (st->n == st->cap) {
-        size_t cap = st->cap ? 2 * st->cap : 64;
-        braid_eng_st_tensor_t *nt = realloc(st->tensors, cap * sizeof(*nt));
-        if (!nt)
-            return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
-        st->tensors = nt;
-        st->cap = cap;
-    }
+    if (braid_eng_grow((void **)&st->tensors, &st->cap, st->n + 1,
+                       sizeof(*st->tensors)))
+        return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
     st->tensors[st->n++] = *t;
     return BRAID_OK;
 }
@@ -634,14 +629,8 @@ braid_status_t braid_eng_st_writer_add(braid_eng_st_writer_t *w,
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                               "%s: tensor '%s': bad name, dtype or rank",
                               w->path, name);
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 64;
-        st_plan_t *nt = realloc(w->t, cap * sizeof(*nt));
-        if (!nt)
-            return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
-        w->t = nt;
-        w->cap = cap;
-    }
+    if (braid_eng_grow((void **)&w->t, &w->cap, w->n + 1, sizeof(*w->t)))
+        return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
     st_plan_t *p = &w->t[w->n];
     memset(p, 0, sizeof(*p));
     uint64_t numel = 1;
@@ -825,11 +814,7 @@ braid_status_t braid_eng_st_write_index(const char *path,
     cJSON_AddNumberToObject(meta, "total_size", (double)total_size);
     for (size_t i = 0; i < n; i++)
         cJSON_AddStringToObject(map, names[i], files[i]);
-    char *text = cJSON_Print(root);
+    braid_status_t s = braid_eng_json_save(path, root, 1);
     cJSON_Delete(root);
-    if (!text)
-        return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
-    braid_status_t s = braid_eng_write_file(path, text, strlen(text));
-    free(text);
     return s;
 }

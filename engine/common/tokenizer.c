@@ -16,6 +16,7 @@
 #include "engine/common/json.h"
 #include "engine/common/strmap.h"
 #include "engine/common/tokenizer.h"
+#include "engine/common/util.h"
 
 /* GPT-2's ByteLevel pre-tokenizer pattern (use_regex: true). */
 static const char gpt2_pattern[] =
@@ -552,14 +553,8 @@ typedef struct {
 
 static int push_id(id_buf_t *b, int32_t id)
 {
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 64;
-        int32_t *ni = realloc(b->ids, cap * sizeof(*ni));
-        if (!ni)
-            return -1;
-        b->ids = ni;
-        b->cap = cap;
-    }
+    if (braid_eng_grow((void **)&b->ids, &b->cap, b->n + 1, sizeof(*b->ids)))
+        return -1;
     b->ids[b->n++] = id;
     return 0;
 }

@@ -134,6 +134,21 @@ uint64_t braid_eng_hash_str(const char *s)
     return h;
 }
 
+int braid_eng_grow(void **buf, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *nb = realloc(*buf, n * elem);
+    if (!nb)
+        return -1;
+    *buf = nb;
+    *cap = n;
+    return 0;
+}
+
 braid_status_t braid_eng_read_file(char **data, size_t *len, const char *path)
 {
     FILE *f = fopen(path, "rb");

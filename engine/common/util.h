@@ -56,6 +56,11 @@ static inline float braid_eng_rng_next(braid_eng_rng_t *rng)
     return braid_eng_uniform(rng->state++);
 }
 
+/* Makes room for `need` elements of `elem` bytes in the malloc'ed array
+ * *buf of capacity *cap (doubling, at least 64); returns 0, or -1 with *buf
+ * unchanged when out of memory. */
+int braid_eng_grow(void **buf, size_t *cap, size_t need, size_t elem);
+
 /* Reads a whole file into a malloc'ed buffer with a NUL after the last
  * byte (*len excludes it).  Errors name the path. */
 braid_status_t braid_eng_read_file(char **data, size_t *len, const char *path);

@@ -141,12 +141,8 @@ braid_status_t braid_infer_config_save(const braid_infer_config_t *c,
                             : c->dtype == BRAID_F16 ? "float16" : "float32");
     if (c->n_eos == 1)
         cJSON_AddNumberToObject(j, "eos_token_id", c->eos[0]);
-    char *text = cJSON_Print(j);
+    braid_status_t s = braid_eng_json_save(path, j, 1);
     cJSON_Delete(j);
-    if (!text)
-        return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
-    braid_status_t s = braid_eng_write_file(path, text, strlen(text));
-    free(text);
     return s;
 }
 

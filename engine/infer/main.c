@@ -20,6 +20,7 @@
 
 #include "engine/common/dtype.h"
 #include "engine/common/err.h"
+#include "engine/common/json.h"
 #include "engine/common/linalg.h"
 #include "engine/common/pool.h"
 #include "engine/common/safetensors.h"
@@ -375,7 +376,8 @@ static braid_status_t generate(run_t *r, double t[2],
 
 /* ---------------------------------------------------------------- report */
 
-enum { F_PREFILL, F_DECODE, F_AR_PREFILL, F_AR_DECODE, F_OTHER, F_RSS,
+enum { F_PREFILL, F_DECODE, F_AR_PREFILL, F_AR_DECODE, F_OT_PREFILL,
+       F_OT_DECODE, F_RSS,
        F_PEAK, F_WEIGHTS, F_LOAD, F_N };
 
 typedef struct {
@@ -441,16 +443,19 @@ static void print_text(const run_t *r, const figures_t *f,
     for (int64_t i = 0; i < r->n_out; i++)
         printf("%s%d", i ? "," : " ", r->out[i]);
     printf("\n");
-    printf("prefill: %zu tokens in %.1f ms = %.1f tok/s (all-reduce %.1f%%)\n",
-           r->n_prompt, 1e3 * f->max[F_PREFILL],
+    printf("prefill: %zu tokens in %.1f ms = %.1f tok/s (all-reduce %.1f%%, "
+           "other collectives %.1f%%)\n", r->n_prompt, 1e3 * f->max[F_PREFILL],
            ratio((double)r->n_prompt, f->max[F_PREFILL]),
-           100 * ratio(f->sum[F_AR_PREFILL], f->sum[F_PREFILL]));
+           100 * ratio(f->sum[F_AR_PREFILL], f->sum[F_PREFILL]),
+           100 * ratio(f->sum[F_OT_PREFILL], f->sum[F_PREFILL]));
     printf("decode: %lld tokens in %.1f ms = %.2f tok/s, %.2f ms/token "
-           "(all-reduce %.1f%%, %lld per token)\n", (long long)f->steps,
-           1e3 * f->max[F_DECODE], ratio((double)f->steps, f->max[F_DECODE]),
+           "(all-reduce %.1f%%, %lld per token; other collectives %.1f%%)\n",
+           (long long)f->steps, 1e3 * f->max[F_DECODE],
+           ratio((double)f->steps, f->max[F_DECODE]),
            1e3 * ratio(f->max[F_DECODE], (double)f->steps),
            100 * ratio(f->sum[F_AR_DECODE], f->sum[F_DECODE]),
-           (long long)ratio((double)phase[1].allreduces, (double)f->steps));
+           (long long)ratio((double)phase[1].allreduces, (double)f->steps),
+           100 * ratio(f->sum[F_OT_DECODE], f->sum[F_DECODE]));
     add_sizes(NULL, r, &phase[0], "prefill", 1);
     add_sizes(NULL, r, &phase[1], "decode", 1);
     printf("memory:");
@@ -489,7 +494,8 @@ static braid_status_t print_json(const run_t *r, const figures_t *f,
     cJSON_AddNumberToObject(j, "ms_per_token", 1e3 * ratio(f->max[F_DECODE], (double)f->steps));
     cJSON_AddNumberToObject(j, "allreduce_share_prefill", ratio(f->sum[F_AR_PREFILL], f->sum[F_PREFILL]));
     cJSON_AddNumberToObject(j, "allreduce_share_decode", ratio(f->sum[F_AR_DECODE], f->sum[F_DECODE]));
-    cJSON_AddNumberToObject(j, "other_collectives_s", f->max[F_OTHER]);
+    cJSON_AddNumberToObject(j, "other_collectives_share_prefill", ratio(f->sum[F_OT_PREFILL], f->sum[F_PREFILL]));
+    cJSON_AddNumberToObject(j, "other_collectives_share_decode", ratio(f->sum[F_OT_DECODE], f->sum[F_DECODE]));
     cJSON_AddNumberToObject(j, "allreduces_per_token",
                             ratio((double)phase[1].allreduces, (double)f->steps));
     cJSON_AddNumberToObject(j, "weight_bytes_per_rank", f->max[F_WEIGHTS]);
@@ -505,20 +511,18 @@ static braid_status_t print_json(const run_t *r, const figures_t *f,
     cJSON *ar = cJSON_AddArrayToObject(j, "allreduce");
     add_sizes(ar, r, &phase[0], "prefill", 0);
     add_sizes(ar, r, &phase[1], "decode", 0);
-    char *text = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    if (!text)
-        return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
     braid_status_t s = BRAID_OK;
     if (r->o.json_path) {
-        size_t len = strlen(text);
-        text[len] = '\n';
-        s = braid_eng_write_file(r->o.json_path, text, len + 1);
-        text[len] = '\0';
+        s = braid_eng_json_save(r->o.json_path, j, 0);
     } else {
-        printf("%s\n", text);
+        char *text = cJSON_PrintUnformatted(j);
+        if (!text)
+            s = braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
+        else
+            printf("%s\n", text);
+        free(text);
     }
-    free(text);
+    cJSON_Delete(j);
     return s;
 }
 
@@ -531,7 +535,7 @@ static braid_status_t report(run_t *r, const double t[2],
     braid_eng_rss(&rss, &peak);
     mine[F_PREFILL] = t[0], mine[F_DECODE] = t[1];
     mine[F_AR_PREFILL] = phase[0].allreduce_s, mine[F_AR_DECODE] = phase[1].allreduce_s;
-    mine[F_OTHER] = phase[0].other_s + phase[1].other_s;
+    mine[F_OT_PREFILL] = phase[0].other_s, mine[F_OT_DECODE] = phase[1].other_s;
     mine[F_RSS] = (double)rss, mine[F_PEAK] = (double)peak;
     mine[F_WEIGHTS] = (double)r->w.bytes, mine[F_LOAD] = r->load_s;
     if (!(f.v = malloc((size_t)r->size * F_N * sizeof(double))))

@@ -15,12 +15,17 @@ ids_of() { sed -n 's/^\[0\] ids: //p' "$1"; }
 "$run" -n 2 "$infer" --preset tiny --prompt-ids 1,2,3 -g 16 >"$tmp/two" 2>&1 ||
     fail "tiny on 2 ranks: $(cat "$tmp/two")"
 [ "$(ids_of "$tmp/two" | tr ',' '\n' | wc -l)" -eq 16 ] || fail "16 ids: $(cat "$tmp/two")"
-grep -q '^\[0\] decode: 15 tokens in .* tok/s, .* ms/token (all-reduce .*%, 5 per token)' "$tmp/two" ||
+grep -q '^\[0\] decode: 15 tokens in .* tok/s, .* ms/token (all-reduce .*%, 5 per token; other collectives .*%)' "$tmp/two" ||
     fail "decode line: $(cat "$tmp/two")"
 grep -q '^\[0\] all-reduce decode: 256 B x 75 -> [a-z]' "$tmp/two" || fail "candidate line"
 grep -q '^\[0\] memory: rank 0 RSS .* rank 1 RSS' "$tmp/two" || fail "memory line"
 "$run" -n 1 "$infer" --preset tiny --prompt-ids 1,2,3 -g 16 >"$tmp/one" 2>&1 || fail "1 rank"
 [ "$(ids_of "$tmp/one")" = "$(ids_of "$tmp/two")" ] || fail "1 and 2 ranks generate different ids"
+
+# Threads per rank change who computes what, not the result's tokens.
+"$run" -n 1 -b none "$infer" --preset tiny --prompt-ids 1,2,3 -g 16 --threads 3 >"$tmp/t3" 2>&1 || fail "3 threads"
+grep -q '1 rank x 3 threads' "$tmp/t3" || fail "--threads 3 not taken: $(head -1 "$tmp/t3")"
+[ "$(ids_of "$tmp/t3")" = "$(ids_of "$tmp/one")" ] || fail "3 threads generate other ids than 1"
 
 # --json: one object with the figures.
 "$run" -n 2 "$infer" --preset tiny --prompt-ids 5,6 -g 4 --json >"$tmp/json" 2>&1 || fail "--json"
