@@ -1,4 +1,5 @@
 /* Forward pass of the tensor-parallel decoder (see model.h). */
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,7 @@ braid_status_t braid_infer_model_init(braid_infer_model_t *m,
     m->v       = alloc_floats((size_t)(T * sp->kv_dim), &failed);
     m->g       = alloc_floats((size_t)(T * sp->inter), &failed);
     m->u       = alloc_floats((size_t)(T * sp->inter), &failed);
-    m->scores  = alloc_floats((size_t)ctx, &failed);
+    m->scores  = alloc_floats((size_t)(T * ctx), &failed);
     m->scratch = alloc_floats(braid_eng_matmul_scratch(widest), &failed);
     if (failed) {
         braid_infer_model_free(m);
@@ -160,43 +161,53 @@ static void linear(braid_infer_model_t *m, float *out, const float *in,
 }
 
 /* The attention of tokens [0, T) of this call, at positions pos + t, over
- * the cache of layer l (k, v of this call already in it): own heads. */
+ * the cache of layer l (k, v of this call already in it): own heads.  Per
+ * query head h (kv head g = h / group), with S = pos + T cached positions:
+ *   scores[T, S] = q_h[T, hd] k_g[S, hd]^T / sqrt(hd), causal: token t sees
+ *                  positions <= pos + t
+ *   att_h[T, hd] = softmax(scores) v_g[S, hd]
+ * through CBLAS (sgemv for one token), reading q, k, v in place with their
+ * row strides (q_dim, kv_dim). */
 static void attention(braid_infer_model_t *m, int64_t l, int64_t T)
 {
     const braid_infer_config_t *c = m->cfg;
-    int64_t hd = c->head_dim, kv_dim = m->sp.kv_dim;
-    int64_t group = m->sp.heads / m->sp.kv_heads;
+    int64_t hd = c->head_dim, kv_dim = m->sp.kv_dim, q_dim = m->sp.q_dim;
+    int64_t group = m->sp.heads / m->sp.kv_heads, S = m->pos + T;
     const float *kc = m->kcache + l * m->ctx * kv_dim;
     const float *vc = m->vcache + l * m->ctx * kv_dim;
     float scale = 1.0f / sqrtf((float)hd);
-    for (int64_t t = 0; t < T; t++) {
-        int64_t p = m->pos + t;
-        for (int64_t hh = 0; hh < m->sp.heads; hh++) {
-            const float *q = m->q + t * m->sp.q_dim + hh * hd;
-            int64_t g = hh / group;
-            float best = -INFINITY;
-            for (int64_t s = 0; s <= p; s++) {
-                const float *k = kc + s * kv_dim + g * hd;
-                float d = 0;
-                for (int64_t i = 0; i < hd; i++)
-                    d += q[i] * k[i];
-                m->scores[s] = d * scale;
-                best = fmaxf(best, m->scores[s]);
+    for (int64_t hh = 0; hh < m->sp.heads; hh++) {
+        const float *q = m->q + hh * hd, *k = kc + (hh / group) * hd;
+        const float *v = vc + (hh / group) * hd;
+        float *out = m->att + hh * hd, *sc = m->scores;
+        if (T == 1)
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)S, (int)hd, scale,
+                        k, (int)kv_dim, q, 1, 0.0f, sc, 1);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T,
+                        (int)S, (int)hd, scale, q, (int)q_dim, k, (int)kv_dim,
+                        0.0f, sc, (int)S);
+        for (int64_t t = 0; t < T; t++) { /* causal softmax of row t */
+            float *row = sc + t * S, best = -INFINITY, sum = 0;
+            int64_t seen = m->pos + t + 1;
+            for (int64_t s = 0; s < seen; s++)
+                best = fmaxf(best, row[s]);
+            for (int64_t s = 0; s < seen; s++) {
+                row[s] = expf(row[s] - best);
+                sum += row[s];
             }
-            float sum = 0;
-            for (int64_t s = 0; s <= p; s++) {
-                m->scores[s] = expf(m->scores[s] - best);
-                sum += m->scores[s];
-            }
-            float *out = m->att + t * m->sp.q_dim + hh * hd;
-            memset(out, 0, (size_t)hd * sizeof(float));
-            for (int64_t s = 0; s <= p; s++) {
-                const float *v = vc + s * kv_dim + g * hd;
-                float a = m->scores[s] / sum;
-                for (int64_t i = 0; i < hd; i++)
-                    out[i] += a * v[i];
-            }
+            for (int64_t s = 0; s < seen; s++)
+                row[s] /= sum;
+            for (int64_t s = seen; s < S; s++)
+                row[s] = 0;
         }
+        if (T == 1)
+            cblas_sgemv(CblasRowMajor, CblasTrans, (int)S, (int)hd, 1.0f, v,
+                        (int)kv_dim, sc, 1, 0.0f, out, 1);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T,
+                        (int)hd, (int)S, 1.0f, sc, (int)S, v, (int)kv_dim,
+                        0.0f, out, (int)q_dim);
     }
 }
 

@@ -49,7 +49,7 @@ typedef struct {
     int64_t                     pos;    /* positions in the cache */
     float *kcache, *vcache;             /* [L, ctx, kv_dim] */
     float *rope;                        /* [ctx, hd/2, 2]: cos, sin */
-    /* activations for up to `chunk` tokens */
+    /* activations for up to `chunk` tokens; scores [chunk, ctx] */
     float *x, *h, *q, *k, *v, *att, *proj, *g, *u, *scores, *scratch;
     braid_infer_stats_t stats;
 } braid_infer_model_t;
