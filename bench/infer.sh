@@ -15,8 +15,10 @@
 #
 # Rounds alternate every configuration (1 rank, 2 ranks auto, 2 ranks with
 # each candidate), so that all see the same machine; the table gives medians
-# over rounds.  Run it on a quiet machine: a busy core stalls the other
-# rank inside the all-reduce and inflates its share.
+# over rounds.  The bound uses a streaming read over huge pages, as the
+# weights are mapped (4 KiB pages are printed too).  Run it on a quiet
+# machine: a busy core stalls the other rank inside the all-reduce and
+# inflates its share.
 set -uo pipefail
 build=${1:-build} rounds=${2:-5}
 prompt=${PROMPT:-128} gen=${GEN:-64} threads=${THREADS:-1}
@@ -57,6 +59,7 @@ common=(--model "$ckpt" -p "$prompt" -g "$gen" --ignore-eos --threads "$threads"
 
 for ((r = 1; r <= rounds; r++)); do
   taskset -c 0 "$stream" -s "$stream_size" -r 5 | sed "s/^/round $r: /" | tee -a "$tmp/stream.txt"
+  taskset -c 0 "$stream" -s "$stream_size" -r 5 -p 4k | sed "s/^/round $r: /" | tee -a "$tmp/stream4k.txt"
   for cfg in "${configs[@]}"; do
     set -- $cfg
     n=$1 cand=$2 out="$tmp/run-$r-$n-${cand//@/_}.json"
@@ -73,9 +76,11 @@ done
 "$py" - "$tmp" "$rounds" "$prompt" "$gen" "$threads" "$cands" "$preset" <<'PY' | tee "${OUT:-/dev/null}"
 import glob, json, os, re, statistics, sys
 tmp, rounds, prompt, gen, threads, cands, preset = sys.argv[1:8]
-bw = [float(m.group(1)) for m in
-      (re.search(r"median ([0-9.]+) GB/s", l) for l in open(os.path.join(tmp, "stream.txt")))
-      if m]
+def stream(name):
+    return [float(m.group(1)) for m in
+            (re.search(r"median ([0-9.]+) GB/s", l) for l in open(os.path.join(tmp, name)))
+            if m]
+bw, bw4k = stream("stream.txt"), stream("stream4k.txt")
 bw_med = statistics.median(bw)
 def runs(n, cand):
     out = []
@@ -86,8 +91,10 @@ med = lambda xs: statistics.median(xs) if xs else float("nan")
 rows = [("1", "auto")] + [("2", "auto")] + [("2", c) for c in cands.split()]
 print("%s preset, bf16, prompt %s, %s generated, %s thread(s) per rank, "
       "median of %s rounds" % (preset, prompt, gen, threads, rounds))
-print("one-thread streaming read: median %.2f GB/s (%s)" %
-      (bw_med, ", ".join("%.1f" % b for b in bw)))
+print("one-thread streaming read: median %.2f GB/s (%s), huge pages as the "
+      "weights; with 4 KiB pages %.2f GB/s (%s)" %
+      (bw_med, ", ".join("%.1f" % b for b in bw), statistics.median(bw4k),
+       ", ".join("%.1f" % b for b in bw4k)))
 print()
 print("| ranks | all-reduce | served by | prefill tok/s | decode tok/s | ms/token | "
       "all-reduce share of decode | RSS per rank (MiB) | bytes/token/rank (MB) | "

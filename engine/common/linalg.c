@@ -11,6 +11,7 @@
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "engine/common/dtype.h"
 #include "engine/common/err.h"
@@ -31,24 +32,22 @@ braid_status_t braid_eng_mat_alloc(braid_eng_mat_t *m, braid_dtype_t dtype,
                                    int64_t rows, int64_t cols)
 {
     size_t bytes = (size_t)rows * (size_t)cols * braid_dtype_size(dtype);
-    m->dtype = dtype;
-    m->rows = rows;
-    m->cols = cols;
-    m->data = NULL;
-    if (bytes && posix_memalign(&m->data, 64, (bytes + 63) & ~(size_t)63) != 0) {
-        m->data = NULL;
+    *m = (braid_eng_mat_t){dtype, rows, cols, NULL, NULL};
+    if (bytes && posix_memalign(&m->block, 64, (bytes + 63) & ~(size_t)63) != 0) {
+        m->block = NULL;
         return braid_eng_fail(BRAID_ERR_NO_MEMORY,
                               "out of memory for a [%lld, %lld] %s matrix",
                               (long long)rows, (long long)cols,
                               braid_dtype_name(dtype));
     }
+    m->data = m->block;
     return BRAID_OK;
 }
 
 void braid_eng_mat_free(braid_eng_mat_t *m)
 {
-    free(m->data);
-    m->data = NULL;
+    free(m->block);
+    m->block = m->data = NULL;
 }
 
 size_t braid_eng_mat_bytes(const braid_eng_mat_t *m)
@@ -56,7 +55,67 @@ size_t braid_eng_mat_bytes(const braid_eng_mat_t *m)
     return (size_t)m->rows * (size_t)m->cols * braid_dtype_size(m->dtype);
 }
 
-/* ------------------------------------------------------------ widen 16 */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+braid_status_t braid_eng_arena_init(braid_eng_arena_t *a, size_t bytes)
+{
+    *a = (braid_eng_arena_t){NULL, 0, 0};
+    size_t len = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    if (!len)
+        return BRAID_OK;
+    /* Map one huge page more and trim, for the alignment. */
+    unsigned char *p = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return braid_eng_fail(BRAID_ERR_NO_MEMORY,
+                              "out of memory for %zu MiB", len >> 20);
+    unsigned char *base = (unsigned char *)(((uintptr_t)p + HUGE_PAGE - 1) &
+                                            ~(uintptr_t)(HUGE_PAGE - 1));
+    if (base > p)
+        munmap(p, (size_t)(base - p));
+    if (p + HUGE_PAGE > base)
+        munmap(base + len, (size_t)(p + HUGE_PAGE - base));
+    madvise(base, len, MADV_HUGEPAGE); /* a hint: fine if refused */
+    a->base = base;
+    a->size = len;
+    return BRAID_OK;
+}
+
+size_t braid_eng_arena_need(size_t bytes)
+{
+    return (bytes + 63) & ~(size_t)63;
+}
+
+void *braid_eng_arena_take(braid_eng_arena_t *a, size_t bytes)
+{
+    size_t need = braid_eng_arena_need(bytes);
+    if (need > a->size - a->used)
+        return NULL;
+    void *p = a->base + a->used;
+    a->used += need;
+    return p;
+}
+
+void braid_eng_arena_free(braid_eng_arena_t *a)
+{
+    if (a->base)
+        munmap(a->base, a->size);
+    *a = (braid_eng_arena_t){NULL, 0, 0};
+}
+
+braid_status_t braid_eng_mat_from(braid_eng_mat_t *m, braid_eng_arena_t *a,
+                                  braid_dtype_t dtype, int64_t rows,
+                                  int64_t cols)
+{
+    size_t bytes = (size_t)rows * (size_t)cols * braid_dtype_size(dtype);
+    *m = (braid_eng_mat_t){dtype, rows, cols, NULL, NULL};
+    if (bytes && !(m->data = braid_eng_arena_take(a, bytes)))
+        return braid_eng_fail(BRAID_ERR_INTERNAL,
+                              "arena of %zu bytes full at a [%lld, %lld] %s "
+                              "matrix", a->size, (long long)rows,
+                              (long long)cols, braid_dtype_name(dtype));
+    return BRAID_OK;
+}
 
 /* Macros rather than functions: a function returning a 64-byte vector
  * would have a different ABI in each clone. */

@@ -21,12 +21,14 @@
 
 #include "engine/common/pool.h"
 
-/* A row-major matrix [rows, cols] of dtype f32, bf16 or f16.  data is
- * owned by whoever filled it (the engines allocate it at load). */
+/* A row-major matrix [rows, cols] of dtype f32, bf16 or f16.  block is the
+ * allocation braid_eng_mat_free releases: set by braid_eng_mat_alloc, NULL
+ * for a matrix carved from an arena (the arena owns it). */
 typedef struct {
     braid_dtype_t dtype;
     int64_t       rows, cols;
     void         *data;
+    void         *block;
 } braid_eng_mat_t;
 
 /* Allocates data for rows x cols of dtype (64-byte aligned, uninitialised);
@@ -36,6 +38,28 @@ braid_status_t braid_eng_mat_alloc(braid_eng_mat_t *m, braid_dtype_t dtype,
 void braid_eng_mat_free(braid_eng_mat_t *m);
 /* Bytes of data. */
 size_t braid_eng_mat_bytes(const braid_eng_mat_t *m);
+
+/* Memory for data that is streamed over and over (weights, KV cache): one
+ * anonymous mapping, 2 MiB aligned and marked MADV_HUGEPAGE, so that the
+ * kernel backs it with huge pages where transparent huge pages are allowed
+ * (enabled = always or madvise).  A stream over 4 KiB pages misses the TLB
+ * every page, which costs most under virtualisation (two-level page walks).
+ * Blocks are carved in order, 64-byte aligned, and freed all at once. */
+typedef struct {
+    unsigned char *base;
+    size_t         size, used;
+} braid_eng_arena_t;
+
+braid_status_t braid_eng_arena_init(braid_eng_arena_t *a, size_t bytes);
+/* bytes from the arena, or NULL when it is full. */
+void *braid_eng_arena_take(braid_eng_arena_t *a, size_t bytes);
+void braid_eng_arena_free(braid_eng_arena_t *a);
+/* Bytes braid_eng_arena_take(bytes) uses up (its 64-byte rounding). */
+size_t braid_eng_arena_need(size_t bytes);
+/* A matrix whose data comes from the arena (m->block = NULL). */
+braid_status_t braid_eng_mat_from(braid_eng_mat_t *m, braid_eng_arena_t *a,
+                                  braid_dtype_t dtype, int64_t rows,
+                                  int64_t cols);
 
 /* y[W->rows] = W[rows, cols] . x[cols], for `n` weights sharing one x
  * (q, k, v of one layer: one pass of the pool instead of three):

@@ -52,9 +52,11 @@ braid_status_t braid_infer_model_init(braid_infer_model_t *m,
     int64_t widest = H > sp->q_dim ? H : sp->q_dim;
     widest = widest > sp->inter ? widest : sp->inter;
     int failed = 0;
-    size_t kv = (size_t)(c->layers * ctx * sp->kv_dim);
-    m->kcache  = alloc_floats(kv, &failed);
-    m->vcache  = alloc_floats(kv, &failed);
+    size_t kv = (size_t)(c->layers * ctx * sp->kv_dim) * sizeof(float);
+    if (braid_eng_arena_init(&m->kv, 2 * braid_eng_arena_need(kv)) != BRAID_OK ||
+        !(m->kcache = braid_eng_arena_take(&m->kv, kv)) ||
+        !(m->vcache = braid_eng_arena_take(&m->kv, kv)))
+        failed = 1;
     m->rope    = alloc_floats((size_t)(ctx * hd), &failed);
     m->x       = alloc_floats((size_t)(T * H), &failed);
     m->h       = alloc_floats((size_t)(T * H), &failed);
@@ -86,7 +88,9 @@ braid_status_t braid_infer_model_init(braid_infer_model_t *m,
 
 void braid_infer_model_free(braid_infer_model_t *m)
 {
-    float **bufs[] = {&m->kcache, &m->vcache, &m->rope, &m->x, &m->h,
+    braid_eng_arena_free(&m->kv);
+    m->kcache = m->vcache = NULL;
+    float **bufs[] = {&m->rope, &m->x, &m->h,
                       &m->proj, &m->q, &m->att, &m->k, &m->v, &m->g, &m->u,
                       &m->scores, &m->scratch};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) {

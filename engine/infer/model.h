@@ -22,6 +22,7 @@
 
 #include <braid/braid.h>
 
+#include "engine/common/linalg.h"
 #include "engine/common/pool.h"
 #include "engine/infer/config.h"
 #include "engine/infer/weights.h"
@@ -48,6 +49,7 @@ typedef struct {
     int64_t                     chunk;  /* most tokens per forward call */
     int64_t                     pos;    /* positions in the cache */
     float *kcache, *vcache;             /* [L, ctx, kv_dim] */
+    braid_eng_arena_t kv;               /* holds them (huge pages) */
     float *rope;                        /* [ctx, hd/2, 2]: cos, sin */
     /* activations for up to `chunk` tokens; scores [chunk, ctx] */
     float *x, *h, *q, *k, *v, *att, *proj, *g, *u, *scores, *scratch;

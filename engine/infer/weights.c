@@ -109,21 +109,40 @@ static void block_of(const spec_t *s, int64_t *row0, int64_t *nrows,
         *col0 = s->start, *ncols = s->count;
 }
 
-/* Allocates the destination of s for the block it holds. */
-static braid_status_t alloc_dest(const spec_t *s, braid_dtype_t dtype,
-                                 uint64_t *bytes)
+/* Allocates the destination of s for the block it holds: a norm vector on
+ * the heap, a matrix in the weights' arena. */
+static braid_status_t alloc_dest(braid_infer_weights_t *w, const spec_t *s,
+                                 braid_dtype_t dtype)
 {
     int64_t row0, nrows, col0, ncols;
     block_of(s, &row0, &nrows, &col0, &ncols);
     if (s->vec) {
         *s->vec = malloc((size_t)ncols * sizeof(float));
-        *bytes += (uint64_t)ncols * sizeof(float);
+        w->bytes += (uint64_t)ncols * sizeof(float);
         return *s->vec ? BRAID_OK
                : braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
     }
-    braid_status_t st = braid_eng_mat_alloc(s->mat, dtype, nrows, ncols);
-    *bytes += braid_eng_mat_bytes(s->mat);
+    braid_status_t st = braid_eng_mat_from(s->mat, &w->arena, dtype, nrows,
+                                           ncols);
+    w->bytes += braid_eng_mat_bytes(s->mat);
     return st;
+}
+
+/* One arena for all matrices; dtype_of(i) is the type spec i is kept in. */
+static braid_status_t alloc_arena(braid_infer_weights_t *w,
+                                  const specs_t *specs,
+                                  const braid_dtype_t *types)
+{
+    size_t need = 0;
+    for (size_t i = 0; i < specs->n; i++) {
+        int64_t row0, nrows, col0, ncols;
+        if (!specs->s[i].mat)
+            continue;
+        block_of(&specs->s[i], &row0, &nrows, &col0, &ncols);
+        need += braid_eng_arena_need((size_t)(nrows * ncols) *
+                                     braid_dtype_size(types[i]));
+    }
+    return braid_eng_arena_init(&w->arena, need);
 }
 
 static braid_status_t alloc_layers(braid_infer_weights_t *w,
@@ -228,20 +247,30 @@ braid_status_t braid_infer_weights_load(braid_infer_weights_t *w,
         e = build_specs(&specs, c, sp, w);
     if (e == BRAID_OK)
         e = check_names(&specs, c, st);
+    braid_dtype_t *types = e == BRAID_OK ? calloc(specs.n, sizeof(*types)) : NULL;
+    if (e == BRAID_OK && !types)
+        e = braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
+    for (size_t i = 0; i < specs.n && e == BRAID_OK; i++) {
+        const braid_eng_st_tensor_t *t = braid_eng_st_find(st, specs.s[i].name);
+        types[i] = specs.s[i].vec ? BRAID_F32
+                 : dtype == BRAID_DTYPE_COUNT ? t->dtype : dtype;
+    }
+    if (e == BRAID_OK)
+        e = alloc_arena(w, &specs, types);
     for (size_t i = 0; i < specs.n && e == BRAID_OK; i++) {
         const spec_t *s = &specs.s[i];
         const braid_eng_st_tensor_t *t = braid_eng_st_find(st, s->name);
-        braid_dtype_t keep = s->vec ? BRAID_F32
-                           : dtype == BRAID_DTYPE_COUNT ? t->dtype : dtype;
+        braid_dtype_t keep = types[i];
         int64_t row0, nrows, col0, ncols;
         block_of(s, &row0, &nrows, &col0, &ncols);
         if (s->ndim == 1)
             row0 = 0, nrows = 1;
-        e = alloc_dest(s, keep, &w->bytes);
+        e = alloc_dest(w, s, keep);
         if (e == BRAID_OK)
             e = braid_eng_st_read(s->vec ? (void *)*s->vec : s->mat->data, keep,
                                   st, t, row0, nrows, col0, ncols);
     }
+    free(types);
     free(specs.s);
     if (e == BRAID_OK) {
         share_tied_head(w, c);
@@ -294,25 +323,31 @@ braid_status_t braid_infer_weights_generate(braid_infer_weights_t *w,
     braid_status_t e = alloc_layers(w, c);
     if (e == BRAID_OK)
         e = build_specs(&specs, c, sp, w);
+    braid_dtype_t *types = e == BRAID_OK ? calloc(specs.n, sizeof(*types)) : NULL;
     if (e == BRAID_OK) {
         int64_t widest = c->hidden > c->inter ? c->hidden : c->inter;
         if (widest < c->heads * c->head_dim)
             widest = c->heads * c->head_dim;
-        if (!(tmp = malloc((size_t)widest * 2 * sizeof(float))))
+        if (!(tmp = malloc((size_t)widest * 2 * sizeof(float))) || !types)
             e = braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
     }
+    for (size_t i = 0; i < specs.n && e == BRAID_OK; i++)
+        types[i] = specs.s[i].vec ? BRAID_F32 : dtype;
+    if (e == BRAID_OK)
+        e = alloc_arena(w, &specs, types);
     for (size_t i = 0; i < specs.n && e == BRAID_OK; i++) {
         const spec_t *s = &specs.s[i];
         int64_t row0, nrows, col0, ncols;
         block_of(s, &row0, &nrows, &col0, &ncols);
-        braid_dtype_t keep = s->vec ? BRAID_F32 : dtype;
-        if ((e = alloc_dest(s, keep, &w->bytes)) != BRAID_OK)
+        braid_dtype_t keep = types[i];
+        if ((e = alloc_dest(w, s, keep)) != BRAID_OK)
             break;
         generate_block(s->vec ? (void *)*s->vec : s->mat->data, keep, dtype, s,
                        seed, s->ndim == 1 ? 0 : row0, s->ndim == 1 ? 1 : nrows,
                        col0, ncols, tmp);
     }
     free(tmp);
+    free(types);
     free(specs.s);
     if (e == BRAID_OK)
         share_tied_head(w, c);
@@ -437,5 +472,6 @@ void braid_infer_weights_free(braid_infer_weights_t *w,
         braid_eng_mat_free(&w->head);
     braid_eng_mat_free(&w->embed);
     free(w->norm);
+    braid_eng_arena_free(&w->arena);
     memset(w, 0, sizeof(*w));
 }

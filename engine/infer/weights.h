@@ -43,6 +43,7 @@ typedef struct {
     braid_eng_mat_t      head;   /* [vocab_n, H]; shares embed's data if tied */
     float               *norm;   /* [H] */
     uint64_t             bytes;  /* bytes held by this rank */
+    braid_eng_arena_t    arena;  /* holds every matrix (huge pages) */
 } braid_infer_weights_t;
 
 /* Loads this rank's share from an open checkpoint.  First checks every
