@@ -22,6 +22,31 @@ static braid_status_t check(const braid_infer_config_t *c, const char *what)
     return BRAID_OK;
 }
 
+/* eos_token_id of a config (a number or a list), added to c's. */
+static void add_eos(braid_infer_config_t *c, const cJSON *j)
+{
+    const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
+    const cJSON *e;
+    if (cJSON_IsNumber(eos) && c->n_eos < BRAID_INFER_MAX_EOS)
+        c->eos[c->n_eos++] = (int32_t)eos->valuedouble;
+    if (cJSON_IsArray(eos))
+        cJSON_ArrayForEach(e, eos)
+            if (cJSON_IsNumber(e) && c->n_eos < BRAID_INFER_MAX_EOS)
+                c->eos[c->n_eos++] = (int32_t)e->valuedouble;
+}
+
+braid_status_t braid_infer_config_add_eos(braid_infer_config_t *c,
+                                          const char *path)
+{
+    cJSON *j;
+    braid_status_t s = braid_eng_json_load(&j, path);
+    if (s != BRAID_OK)
+        return s;
+    add_eos(c, j);
+    cJSON_Delete(j);
+    return BRAID_OK;
+}
+
 braid_status_t braid_infer_config_load(braid_infer_config_t *c,
                                        const char *path)
 {
@@ -75,15 +100,7 @@ braid_status_t braid_infer_config_load(braid_infer_config_t *c,
     }
     c->dtype = !dt || strcmp(dt, "bfloat16") == 0 ? BRAID_BF16
              : strcmp(dt, "float16") == 0 ? BRAID_F16 : BRAID_F32;
-    const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
-    const cJSON *e;
-    if (cJSON_IsNumber(eos)) {
-        c->eos[c->n_eos++] = (int32_t)eos->valuedouble;
-    } else if (cJSON_IsArray(eos)) {
-        cJSON_ArrayForEach(e, eos)
-            if (cJSON_IsNumber(e) && c->n_eos < BRAID_INFER_MAX_EOS)
-                c->eos[c->n_eos++] = (int32_t)e->valuedouble;
-    }
+    add_eos(c, j);
     s = check(c, path);
 out:
     cJSON_Delete(j);

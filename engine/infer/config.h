@@ -38,6 +38,10 @@ typedef struct {
  * bias, sliding windows, another activation -- is refused by name). */
 braid_status_t braid_infer_config_load(braid_infer_config_t *cfg,
                                        const char *path);
+/* Adds the eos_token_id(s) of another JSON file (generation_config.json
+ * lists the chat model's end-of-turn token there). */
+braid_status_t braid_infer_config_add_eos(braid_infer_config_t *cfg,
+                                          const char *path);
 /* A built-in shape: "tiny" (tests: 2 layers, hidden 64) or "qwen3-0.6b". */
 braid_status_t braid_infer_config_preset(braid_infer_config_t *cfg,
                                          const char *name);

@@ -191,6 +191,11 @@ static braid_status_t setup_model(braid_infer_run_t *r)
             (s = braid_infer_config_load(&r->cfg, path)))
             return s;
         snprintf(r->cfg.name, sizeof(r->cfg.name), "%s", r->o.model);
+        if ((s = braid_eng_path_join(path, sizeof(path), r->o.model,
+                                     "generation_config.json")) ||
+            (access(path, R_OK) == 0 &&
+             (s = braid_infer_config_add_eos(&r->cfg, path))))
+            return s;
     } else if ((s = braid_infer_config_preset(&r->cfg, r->o.preset)) != BRAID_OK) {
         return s;
     }
