@@ -129,6 +129,17 @@ static braid_status_t tp_allreduce(braid_infer_model_t *m, float *buf,
     return s == BRAID_OK ? BRAID_OK : braid_eng_fail_braid(s, "all-reduce");
 }
 
+/* x[T, H] += the sum over ranks of proj[T, H]: the end of a row-parallel
+ * block, whose every rank holds a partial product. */
+static braid_status_t add_reduced(braid_infer_model_t *m, int64_t T)
+{
+    int64_t n = T * m->cfg->hidden;
+    braid_status_t s = tp_allreduce(m, m->proj, (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        m->x[i] += m->proj[i];
+    return s;
+}
+
 /* out[n] = x[n] / rms(x) * w[n] */
 static void rmsnorm(float *out, const float *x, const float *w, int64_t n,
                     double eps)
@@ -251,10 +262,7 @@ static braid_status_t attention_block(braid_infer_model_t *m, int64_t l,
     memcpy(m->vcache + at, m->v, (size_t)(T * kv_dim) * sizeof(float));
     attention(m, l, T);
     linear(m, m->proj, m->att, &ly->wo, T);
-    braid_status_t s = tp_allreduce(m, m->proj, (size_t)(T * H));
-    for (int64_t i = 0; i < T * H; i++)
-        m->x[i] += m->proj[i];
-    return s;
+    return add_reduced(m, T);
 }
 
 static braid_status_t mlp_block(braid_infer_model_t *m, int64_t l, int64_t T)
@@ -275,10 +283,7 @@ static braid_status_t mlp_block(braid_infer_model_t *m, int64_t l, int64_t T)
     for (int64_t i = 0; i < n; i++) /* SwiGLU: silu(gate) * up */
         m->g[i] = m->g[i] / (1.0f + expf(-m->g[i])) * m->u[i];
     linear(m, m->proj, m->g, &ly->wd, T);
-    braid_status_t s = tp_allreduce(m, m->proj, (size_t)(T * H));
-    for (int64_t i = 0; i < T * H; i++)
-        m->x[i] += m->proj[i];
-    return s;
+    return add_reduced(m, T);
 }
 
 /* x[T, H] = the embedding rows of tokens: the owner of each row writes it,

@@ -1,17 +1,8 @@
 #!/bin/sh
-# braid-infer end to end: the issue's command, --json, --save/--model,
-# End of sequence: generation_config.json's eos_token_id stops generation
-# at the first token here (greedy starts with the one the preset run gave).
-"$infer" --preset tiny --save "$tmp/eos" >/dev/null || fail "--save tiny"
-first=$(ids_of "$tmp/one" | cut -d, -f1)
-echo "{\"eos_token_id\": [299, $first]}" >"$tmp/eos/generation_config.json"
-"$run" -n 2 "$infer" --model "$tmp/eos" --prompt-ids 1,2,3 -g 16 >"$tmp/e1" 2>&1 || fail "eos run"
-[ "$(ids_of "$tmp/e1")" = "$first" ] || fail "did not stop at eos $first: $(ids_of "$tmp/e1")"
-"$run" -n 2 "$infer" --model "$tmp/eos" --prompt-ids 1,2,3 -g 16 --ignore-eos >"$tmp/e2" 2>&1 || fail "--ignore-eos run"
-[ "$(ids_of "$tmp/e2")" = "$(ids_of "$tmp/one")" ] || fail "--ignore-eos: $(ids_of "$tmp/e2")"
-
-# --prompt through a tokenizer.json, sampling, and the refusals (usage
-# errors exit 2, an uneven tensor-parallel split fails on every rank).
+# braid-infer end to end: the issue's command, --json, --save/--model, end
+# of sequence, --prompt through a tokenizer.json, threads, sampling, and the
+# refusals (usage errors exit 2, an uneven tensor-parallel split fails on
+# every rank).
 # usage: test_cli.sh BRAIDRUN BRAID_INFER
 set -u
 run=$1 infer=$2
