@@ -358,6 +358,12 @@ static braid_status_t run(braid_infer_run_t *r)
         return s;
     const braid_infer_opts_t *o = &r->o;
     int64_t ctx = o->ctx ? o->ctx : (int64_t)r->n_prompt + (o->gen > 0 ? o->gen : 1);
+    if (ctx < (int64_t)r->n_prompt + o->gen - 1)
+        return braid_eng_fail(BRAID_ERR_INVALID_ARG,
+                              "--ctx %lld holds fewer positions than the "
+                              "prompt (%zu) and the generated tokens (%lld) "
+                              "need", (long long)ctx, r->n_prompt,
+                              (long long)o->gen);
     if (ctx > r->cfg.max_pos)
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                               "prompt (%zu) + generated (%lld) tokens exceed "

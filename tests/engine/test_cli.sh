@@ -112,6 +112,9 @@ expect_usage "--top-p: 0 is out of range" --preset tiny --prompt-ids 1 --top-p 0
 grep -q "needs a tokenizer" "$tmp/e" || fail "--prompt without tokenizer: $(cat "$tmp/e")"
 "$infer" --preset tiny --prompt-ids 1,300 >"$tmp/e" 2>&1 && fail "id 300 accepted"
 grep -q "id 300 at character 3 is out of range \[0, 299\]" "$tmp/e" || fail "id range: $(cat "$tmp/e")"
+"$infer" --preset tiny --prompt-ids 1 --ctx 2 -g 5 >"$tmp/e" 2>&1 && fail "--ctx too small accepted"
+grep -q -- "--ctx 2 holds fewer positions than the prompt (1) and the generated tokens (5) need" "$tmp/e" ||
+    fail "--ctx: $(cat "$tmp/e")"
 "$infer" --model "$tmp/nowhere" --prompt-ids 1 >"$tmp/e" 2>&1 && fail "missing model accepted"
 grep -q "nowhere/config.json" "$tmp/e" || fail "missing model: $(cat "$tmp/e")"
 
