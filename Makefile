@@ -105,7 +105,8 @@ fuzz: deps
 	@[ -f $(FUZZ_BUILD)/build.ninja ] || CC=clang meson setup $(FUZZ_BUILD) \
 	  $(DEV_OPTS) -Dtorch=disabled -Dfuzz=true -Dfuzz_seconds=$(FUZZ_SECONDS) -Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C $(FUZZ_BUILD) tests/fuzz/fuzz_algo tests/fuzz/fuzz_plugins \
-	  tests/fuzz/fuzz_topo tests/fuzz/fuzz_tune
+	  tests/fuzz/fuzz_topo tests/fuzz/fuzz_tune \
+	  $$(ninja -C $(FUZZ_BUILD) -t targets all | sed -n 's|^\(tests/engine/fuzz_[a-z]*\): .*|\1|p')
 	@.ci/meson-test.sh $(FUZZ_BUILD) --no-rebuild --suite fuzz
 
 # A long soak: 20000 random collectives on 4 ranks, every result checked and
