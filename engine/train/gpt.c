@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "nn.h"
+#include "engine/common/err.h"
 #include "util.h"
 
 /* Tensors of one block, in layout order. */
@@ -65,6 +66,7 @@ static void layout(braid_gpt_t *m)
                      blk_names[k]);
             set_tensor(&m->tensors[T_BLK(l, k)], &off, name, shape[k][0],
                        shape[k][1]);
+            m->tensors[T_BLK(l, k)].conv1d = shape[k][1] > 0;
         }
     }
     set_tensor(&m->tensors[T_LNFW(L)], &off, "transformer.ln_f.weight", C, 0);
@@ -147,7 +149,7 @@ braid_status_t braid_gpt_create(braid_gpt_t **model,
     if (st != BRAID_OK)
         return st;
     if (B < 1 || T < 1 || T > cfg->block_size)
-        return braid_train_error(BRAID_ERR_INVALID_ARG, "batch %d x %d tokens: "
+        return braid_eng_fail(BRAID_ERR_INVALID_ARG, "batch %d x %d tokens: "
                                  "need B >= 1 and 1 <= T <= block_size (%d)",
                                  B, T, cfg->block_size);
     braid_gpt_t *m = calloc(1, sizeof(*m));
@@ -178,7 +180,7 @@ braid_status_t braid_gpt_create(braid_gpt_t **model,
     return BRAID_OK;
 oom:
     braid_gpt_free(m);
-    return braid_train_error(BRAID_ERR_NO_MEMORY, "out of memory for a model "
+    return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory for a model "
                              "of L=%d C=%d and a batch of %d x %d tokens",
                              cfg->n_layer, cfg->n_embd, B, T);
 }
@@ -199,7 +201,7 @@ void braid_gpt_free(braid_gpt_t *model)
 
 void braid_gpt_init_weights(braid_gpt_t *model, unsigned long long seed)
 {
-    braid_train_rng_t rng = {braid_train_mix64(seed)};
+    braid_eng_rng_t rng = {braid_eng_mix64(seed)};
     float resid_std = 0.02f / sqrtf(2.0f * (float)model->cfg.n_layer);
     for (int i = 0; i < model->ntensors; i++) {
         const braid_gpt_tensor_t *t = &model->tensors[i];
@@ -216,7 +218,7 @@ void braid_gpt_init_weights(braid_gpt_t *model, unsigned long long seed)
         float std = strstr(t->name, "c_proj.weight") != NULL ? resid_std
                                                              : 0.02f;
         for (size_t j = 0; j < t->numel; j++)
-            p[j] = std * braid_train_rng_normal(&rng);
+            p[j] = std * braid_train_normal(&rng);
     }
 }
 

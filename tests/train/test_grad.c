@@ -19,16 +19,22 @@
 
 #include "gpt.h"
 #include "nn.h"
+#include "engine/common/err.h"
 #include "util.h"
 
 static int failures, checks;
-static braid_train_rng_t rng = {12345};
+static braid_eng_rng_t rng = {12345};
+
+static uint64_t rand_u64(void)
+{
+    return braid_eng_mix64(rng.state++);
+}
 
 static float *randn(size_t n, float scale)
 {
     float *p = malloc(n * sizeof(float));
     for (size_t i = 0; i < n; i++)
-        p[i] = scale * braid_train_rng_normal(&rng);
+        p[i] = scale * braid_train_normal(&rng);
     return p;
 }
 
@@ -81,7 +87,7 @@ static void check_input(const char *layer, const char *name, float *x,
     /* directions: random unit-variance, then the gradient scaled to max 1 */
     for (int dir = 0; dir < 2; dir++) {
         for (size_t i = 0; i < n; i++)
-            d[i] = dir == 0 ? braid_train_rng_normal(&rng)
+            d[i] = dir == 0 ? braid_train_normal(&rng)
                             : (gmax > 0 ? (float)(g[i] / gmax) : 0.0f);
         for (size_t i = 0; i < n; i++)
             x[i] = x0[i] + eps * d[i];
@@ -102,7 +108,7 @@ static void check_input(const char *layer, const char *name, float *x,
     }
     /* coordinates: the largest and three random ones */
     for (int k = 0; k < 4; k++) {
-        size_t i = k == 0 ? imax : braid_train_rng_u64(&rng) % n;
+        size_t i = k == 0 ? imax : rand_u64() % n;
         x[i] = x0[i] + eps;
         double fp = eval(ctx);
         x[i] = x0[i] - eps;
@@ -144,7 +150,7 @@ static void test_encoder(void)
     size_t  N = (size_t)s.B * s.T;
     s.tokens = malloc(N * sizeof(int));
     for (size_t i = 0; i < N; i++)
-        s.tokens[i] = (int)(braid_train_rng_u64(&rng) % 4); /* repeats */
+        s.tokens[i] = (int)(rand_u64() % 4); /* repeats */
     s.w = randn((size_t)s.V * s.C, 1);
     s.b = randn((size_t)s.T * s.C, 1);
     s.nout = N * s.C;
@@ -286,7 +292,7 @@ static void test_xent(void)
     s.in = randn(n, 2), s.out = zeros(n), s.aux1 = zeros((size_t)s.T);
     s.tokens = malloc((size_t)s.T * sizeof(int));
     for (int i = 0; i < s.T; i++)
-        s.tokens[i] = (int)(braid_train_rng_u64(&rng) % (uint64_t)s.V);
+        s.tokens[i] = (int)(rand_u64() % (uint64_t)s.V);
     eval_xent(&s);
     float *d = malloc(n * sizeof(float));
     memcpy(d, s.out, n * sizeof(float));
@@ -319,7 +325,7 @@ static void test_model(void)
     braid_gpt_t       *m;
     if (braid_gpt_config_preset(&cfg, "tiny") != BRAID_OK ||
         braid_gpt_create(&m, &cfg, 2, 16) != BRAID_OK) {
-        printf("FAIL model: %s\n", braid_train_last_error());
+        printf("FAIL model: %s\n", braid_eng_error());
         failures++;
         return;
     }
@@ -330,8 +336,8 @@ static void test_model(void)
     size_t N = (size_t)m->B * m->T;
     model_ctx_t c = {m, malloc(N * sizeof(int)), malloc(N * sizeof(int))};
     for (size_t i = 0; i < N; i++) {
-        c.in[i] = (int)(braid_train_rng_u64(&rng) % 256);
-        c.tg[i] = (int)(braid_train_rng_u64(&rng) % 256);
+        c.in[i] = (int)(rand_u64() % 256);
+        c.tg[i] = (int)(rand_u64() % 256);
     }
     braid_gpt_zero_grad(m);
     braid_gpt_forward(m, c.in, c.tg);
