@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "engine/common/err.h"
-#include "util.h"
+#include "engine/common/hot.h"
 
 braid_status_t braid_adamw_create(braid_adamw_t *opt, size_t n, float beta1,
                                   float beta2, float eps, float weight_decay)
@@ -29,6 +29,23 @@ void braid_adamw_free(braid_adamw_t *opt)
     opt->m = opt->v = NULL;
 }
 
+/* Every rank applies this update to the same averaged gradients, and the
+ * results must be bitwise identical even on ranks whose CPUs differ: this
+ * file is built without FMA contraction (meson.build), so each operation
+ * rounds once whatever vector width its ISA clone uses. */
+ENG_HOT
+static void update_range(float *p, float *m, float *v, const float *g,
+                         size_t n, float b1, float b2, float c1, float c2,
+                         float eps, float lr, float wd)
+{
+    for (size_t j = 0; j < n; j++) {
+        m[j] = b1 * m[j] + (1.0f - b1) * g[j];
+        v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
+        float mhat = m[j] / c1, vhat = v[j] / c2;
+        p[j] -= lr * (mhat / (sqrtf(vhat) + eps) + wd * p[j]);
+    }
+}
+
 void braid_adamw_update(braid_adamw_t *opt, braid_gpt_t *model, float lr)
 {
     opt->t++;
@@ -40,12 +57,7 @@ void braid_adamw_update(braid_adamw_t *opt, braid_gpt_t *model, float lr)
         float wd = t->decay ? opt->weight_decay : 0.0f;
         float *p = model->params + t->offset, *g = model->grads + t->offset;
         float *m = opt->m + t->offset, *v = opt->v + t->offset;
-        for (size_t j = 0; j < t->numel; j++) {
-            m[j] = b1 * m[j] + (1.0f - b1) * g[j];
-            v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
-            float mhat = m[j] / c1, vhat = v[j] / c2;
-            p[j] -= lr * (mhat / (sqrtf(vhat) + opt->eps) + wd * p[j]);
-        }
+        update_range(p, m, v, g, t->numel, b1, b2, c1, c2, opt->eps, lr, wd);
     }
 }
 
@@ -61,11 +73,26 @@ float braid_train_lr(long step, long warmup, long total, float lr,
     return lr * (float)(min_frac + coeff * (1.0 - min_frac));
 }
 
+/* Sum of squares in 8 lanes of doubles, added up in a fixed order: the
+ * compiler may vectorise the lanes (each stays its own sum) but not
+ * reorder them, so every rank gets the same norm. */
+ENG_HOT
+static double sum_squares(const float *x, size_t n)
+{
+    double lane[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++)
+            lane[l] += (double)x[i + l] * x[i + l];
+    for (; i < n; i++)
+        lane[0] += (double)x[i] * x[i];
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
 float braid_train_clip(float *grads, size_t n, float clip)
 {
-    double ss = 0.0;
-    for (size_t i = 0; i < n; i++)
-        ss += (double)grads[i] * grads[i];
+    double ss = sum_squares(grads, n);
     float norm = (float)sqrt(ss);
     if (clip > 0.0f && norm > clip) {
         float s = clip / norm;

@@ -2,6 +2,7 @@
  * dp.h). */
 #include "dp.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "nn.h"
@@ -35,6 +36,29 @@ void braid_train_dp_free(braid_train_dp_t *dp)
 {
     free(dp->b);
     dp->b = NULL;
+}
+
+void braid_train_dp_print_choices(braid_comm_t *comm, size_t n,
+                                  size_t bucket_bytes, int overlap,
+                                  const char *indent)
+{
+    size_t per     = bucket_bytes / sizeof(float);
+    size_t nbucket = overlap ? (n + per - 1) / per : 1;
+    size_t full    = (overlap && n > per ? per : n) * sizeof(float);
+    size_t rest    = overlap && n % per ? n % per * sizeof(float) : full;
+    size_t sizes[2] = {full, rest};
+    char   cand[64], why[64];
+    for (int i = 0; i < (rest != full ? 2 : 1); i++) {
+        if (braid_comm_choice(comm, BRAID_COLL_ALLREDUCE, sizes[i], cand,
+                              sizeof(cand), why, sizeof(why)) != BRAID_OK)
+            snprintf(cand, sizeof(cand), "? (%s)", braid_last_error());
+        printf("%s%s %.2f MiB on %d ranks: %s (%s)\n", indent,
+               !overlap ? "--no-overlap: one all-reduce of"
+               : i      ? "last bucket,"
+                        : nbucket > 1 ? "buckets of" : "one bucket of",
+               sizes[i] / (double)(1 << 20), braid_comm_size(comm), cand,
+               why);
+    }
 }
 
 static void fail(braid_train_dp_t *dp, braid_status_t st, const char *what)

@@ -44,6 +44,13 @@ braid_status_t braid_train_dp_create(braid_train_dp_t *dp, braid_comm_t *comm,
                                      size_t bucket_bytes, int overlap);
 void braid_train_dp_free(braid_train_dp_t *dp);
 
+/* Prints, for n gradients in buckets of bucket_bytes (or one all-reduce
+ * without overlap), the candidate braid's dispatcher picks for each message
+ * size and why.  Any rank of comm may call it; it communicates nothing. */
+void braid_train_dp_print_choices(braid_comm_t *comm, size_t n,
+                                  size_t bucket_bytes, int overlap,
+                                  const char *indent);
+
 /* Before the backward pass that completes this step's gradients: resets
  * the buckets and installs the poll hook (overlap only). */
 void braid_train_dp_begin(braid_train_dp_t *dp);

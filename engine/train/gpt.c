@@ -74,6 +74,13 @@ static void layout(braid_gpt_t *m)
     m->nparams = off;
 }
 
+size_t braid_gpt_nparams(const braid_gpt_config_t *c)
+{
+    size_t C = (size_t)c->n_embd;
+    return (size_t)c->vocab_size * C + (size_t)c->block_size * C +
+           (size_t)c->n_layer * (12 * C * C + 13 * C) + 2 * C;
+}
+
 void braid_gpt_block(braid_gpt_block_t *blk, const braid_gpt_t *model,
                      float *base, int l)
 {

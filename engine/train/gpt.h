@@ -116,6 +116,10 @@ typedef struct braid_gpt {
  * gradient at a flat offset >= offset is.  Offsets only decrease. */
 typedef void (*braid_gpt_ready_fn)(void *ctx, size_t offset);
 
+/* Parameters of a model of this configuration (without building it):
+ * V C + maxT C + L (12 C^2 + 13 C) + 2 C. */
+size_t braid_gpt_nparams(const braid_gpt_config_t *cfg);
+
 /* A model for micro-batches of B sequences of T <= block_size tokens.
  * Parameters are left uninitialised (braid_gpt_init_weights, or a
  * checkpoint); gradients are zero. */

@@ -14,6 +14,7 @@
 
 #include "ckpt.h"
 #include "data.h"
+#include "dp.h"
 #include "engine/common/err.h"
 #include "engine/common/linalg.h"
 #include "report.h"
@@ -95,6 +96,18 @@ static braid_status_t scaling(const braid_train_opts_t *o,
                "step (weak scaling), %ld steps per trial (the first not "
                "timed), %d round(s), trials alternate\n", o->model_name,
                micro, o->seq, o->steps, o->rounds);
+        size_t n = braid_gpt_nparams(&o->cfg);
+        printf("gradients: %.1f MiB; the all-reduce candidates:\n",
+               n * 4.0 / (1 << 20));
+        for (int i = 0; i < o->nscaling; i++) {
+            if (o->scaling[i] < 2)
+                continue;
+            braid_train_dp_print_choices(sub[i], n, o->bucket_bytes, 1,
+                                         "  ");
+            if (o->compare_overlap || !o->overlap)
+                braid_train_dp_print_choices(sub[i], n, o->bucket_bytes, 0,
+                                             "  ");
+        }
         fflush(stdout);
     }
     for (int r = 0; r < o->rounds && st == BRAID_OK; r++) {

@@ -90,22 +90,25 @@ void braid_train_report_table(const braid_train_result_t *rows,
         if (rows[i].ranks < rows[base].ranks)
             base = i;
     double b = rows[base].tok_s / rows[base].ranks; /* per rank */
-    printf("\n%6s  %-10s %12s %9s %11s %10s %9s %7s\n", "ranks", "mode",
-           "tokens/s", "speedup", "efficiency", "ms/step", "wait ms",
-           "wait %");
+    printf("\n%6s  %-10s %12s %9s %11s %10s %9s %7s %12s\n", "ranks",
+           "mode", "tokens/s", "speedup", "efficiency", "ms/step", "wait ms",
+           "wait %", "in-bwd ms");
     for (int i = 0; i < n; i++) {
         const braid_train_result_t *r = &rows[i];
         double speedup = b > 0 ? r->tok_s / (b * rows[base].ranks) : 0.0;
         double eff     = b > 0 ? r->tok_s / (b * r->ranks) : 0.0;
-        printf("%6d  %-10s %12.0f %8.2fx %10.1f%% %10.1f %9.1f %6.1f%%\n",
-               r->ranks, r->ranks == 1 ? "-" : overlap[i] ? "overlap"
-                                                          : "no-overlap",
+        printf("%6d  %-10s %12.0f %8.2fx %10.1f%% %10.1f %9.1f %6.1f%% "
+               "%12.1f\n", r->ranks, r->ranks == 1   ? "-"
+                                     : overlap[i]    ? "overlap"
+                                                     : "no-overlap",
                r->tok_s, speedup, 100.0 * eff, r->med_ms, r->med_wait_ms,
-               r->med_ms > 0 ? 100.0 * r->med_wait_ms / r->med_ms : 0.0);
+               r->med_ms > 0 ? 100.0 * r->med_wait_ms / r->med_ms : 0.0,
+               r->med_poll_ms);
     }
     printf("(speedup: tokens/s over the %d-rank row; efficiency: tokens/s "
-           "per rank over the %d-rank row's; medians)\n", rows[base].ranks,
-           rows[base].ranks);
+           "per rank over the %d-rank row's; wait: blocked on the gradient "
+           "all-reduce after the backward pass; in-bwd: inside braid_test "
+           "during it; medians)\n", rows[base].ranks, rows[base].ranks);
     fflush(stdout);
 }
 

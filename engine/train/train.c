@@ -198,7 +198,6 @@ static void print_header(const session_t *s)
 {
     const braid_train_opts_t *o = s->o;
     const braid_gpt_config_t *c = &o->cfg;
-    char cand[64], why[64];
     printf("braid-train: model %s (%d layers, %d heads, %d channels, "
            "vocabulary %d), %.2fM parameters\n", o->model_name, c->n_layer,
            c->n_head, c->n_embd, c->vocab_size, s->model->nparams / 1e6);
@@ -210,24 +209,12 @@ static void print_header(const session_t *s)
            s->T, s->tokens_per_step, s->size, s->batch / s->size, s->accum,
            s->micro);
     if (s->size > 1) {
-        /* the dispatcher's candidate for each message size we send */
-        const braid_train_dp_t *dp = &s->dp;
-        size_t full = (dp->b[0].hi - dp->b[0].lo) * sizeof(float);
-        size_t rest = (dp->b[dp->nbuckets - 1].hi -
-                       dp->b[dp->nbuckets - 1].lo) * sizeof(float);
         printf("gradients: %.1f MiB in %d bucket(s)%s\n",
-               s->model->nparams * 4.0 / (1 << 20), dp->nbuckets,
-               dp->overlap ? ", all-reduced during the backward pass"
-                           : " (--no-overlap: one all-reduce after the "
-                             "backward pass)");
-        size_t sizes[2] = {full, rest};
-        for (int i = 0; i < (rest != full ? 2 : 1); i++)
-            if (braid_comm_choice(s->comm, BRAID_COLL_ALLREDUCE, sizes[i],
-                                  cand, sizeof(cand), why,
-                                  sizeof(why)) == BRAID_OK)
-                printf("  %s %.2f MiB: %s (%s)\n", i ? "last bucket"
-                       : dp->nbuckets > 1 ? "buckets of" : "all-reduce of",
-                       sizes[i] / (double)(1 << 20), cand, why);
+               s->model->nparams * 4.0 / (1 << 20), s->dp.nbuckets,
+               s->dp.overlap ? ", all-reduced during the backward pass"
+                             : ", all-reduced after the backward pass");
+        braid_train_dp_print_choices(s->comm, s->model->nparams,
+                                     o->bucket_bytes, o->overlap, "  ");
     }
     fflush(stdout);
 }

@@ -329,6 +329,8 @@ static void test_model(void)
         failures++;
         return;
     }
+    expect("model", "nparams formula", (double)braid_gpt_nparams(&cfg),
+           (double)m->nparams, 1, 0);
     braid_gpt_init_weights(m, 7);
     /* larger weights than GPT-2's init so that every path carries signal */
     for (size_t i = 0; i < m->nparams; i++)

@@ -19,6 +19,8 @@
 #             identical loss curve and bitwise identical checkpoints
 #   errors    bad input is refused with a message and exit status 2 or 1
 #   plot      --plot writes a PNG (gnuplot)
+#   bench     bench/train.sh (--scaling 1,2 --compare-overlap, so a rank
+#             also sits trials out) prints its table, small settings
 #
 # Tolerance of `ranks`: an N-rank step averages N per-rank mean gradients
 # where 1 rank takes one mean over the whole batch: the same sum in another
@@ -176,6 +178,17 @@ plot)
     head -c 4 "$dir/loss.png" | od -An -c | grep -q 'P   N   G' ||
         fail "no PNG written"
     echo "plot written ($(wc -c < "$dir/loss.png") bytes)"
+    ;;
+bench)
+    build=$(dirname "$(dirname "$braidrun")")
+    PRESET=tiny SEQ=32 MICRO=2 STEPS=3 ROUNDS=2 DATA=$data \
+        "$(dirname "$0")/../../bench/train.sh" "$build" > "$dir/out" 2>&1 ||
+        { cat "$dir/out"; fail "bench/train.sh failed"; }
+    cat "$dir/out"
+    for row in ' 1  - ' ' 2  overlap ' ' 2  no-overlap '; do
+        grep -q "$row" "$dir/out" || fail "no table row '$row'"
+    done
+    grep -q "buckets\|bucket of" "$dir/out" || fail "no candidate per bucket"
     ;;
 *)
     fail "unknown case $case_"
