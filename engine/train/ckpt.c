@@ -157,7 +157,7 @@ static braid_status_t load_tensors(const braid_gpt_t *m, const arrays_t *a,
     if (f != NULL)
         braid_eng_st_close(f);
     free(scratch);
-    return st != BRAID_OK ? braid_eng_wrap(st, "%s", path) : BRAID_OK;
+    return st;
 }
 
 /* ----------------------------------------------------------------------------

@@ -21,13 +21,27 @@
 #include "train.h"
 
 /* The model of a resumed run is the checkpoint's; a --preset or --config
- * given as well must agree with it. */
-static braid_status_t resume_config(braid_train_opts_t *o)
+ * given as well must agree with it.  Rank 0 reads config.json and tells
+ * the others (only rank 0 needs the checkpoint directory). */
+static braid_status_t resume_config(braid_train_opts_t *o, braid_comm_t *comm)
 {
-    braid_gpt_config_t c;
-    braid_status_t st = braid_train_ckpt_config(&c, o->resume_dir);
+    braid_gpt_config_t c = {0};
+    braid_status_t st = BRAID_OK;
+    if (braid_comm_rank(comm) == 0)
+        st = braid_train_ckpt_config(&c, o->resume_dir);
+    int32_t v[6] = {st != BRAID_OK, c.n_layer, c.n_head, c.n_embd,
+                    c.block_size, c.vocab_size};
+    braid_status_t bst = braid_broadcast(v, 6, BRAID_I32, 0, comm);
+    if (bst != BRAID_OK)
+        return braid_eng_fail_braid(bst, "broadcast");
     if (st != BRAID_OK)
         return braid_eng_wrap(st, "--resume %s", o->resume_dir);
+    if (v[0])
+        return braid_eng_fail(BRAID_ERR_PEER, "--resume %s: rank 0 could not "
+                              "read the checkpoint (see its message)",
+                              o->resume_dir);
+    c = (braid_gpt_config_t){.n_layer = v[1], .n_head = v[2], .n_embd = v[3],
+                             .block_size = v[4], .vocab_size = v[5]};
     if (o->model_given && memcmp(&c, &o->cfg, sizeof(c)) != 0)
         return braid_eng_fail(BRAID_ERR_MISMATCH, "--resume %s holds a model "
                               "of %d layers, %d heads, %d channels, block %d, "
@@ -35,7 +49,12 @@ static braid_status_t resume_config(braid_train_opts_t *o)
                               c.n_layer, c.n_head, c.n_embd, c.block_size,
                               c.vocab_size, o->model_name);
     if (!o->model_given) {
-        if (o->seq == o->cfg.block_size || o->seq > c.block_size)
+        if (o->seq_given && o->seq > c.block_size)
+            return braid_eng_fail(BRAID_ERR_INVALID_ARG, "--seq %d: longer "
+                                  "than the block size of the model in %s "
+                                  "(%d)", o->seq, o->resume_dir,
+                                  c.block_size);
+        if (!o->seq_given)
             o->seq = c.block_size;
         o->cfg = c;
         snprintf(o->model_name, sizeof(o->model_name), "%s", o->resume_dir);
@@ -186,7 +205,7 @@ int main(int argc, char **argv)
     int rank = braid_comm_rank(comm);
     braid_eng_blas_threads(o.threads);
     if (o.resume_dir != NULL)
-        st = resume_config(&o);
+        st = resume_config(&o, comm);
     if (st == BRAID_OK)
         st = braid_train_data_open(&data, o.data_path, o.val_frac, o.seq);
     if (st == BRAID_OK && o.nscaling > 0)

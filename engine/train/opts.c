@@ -255,9 +255,11 @@ int braid_train_opts_parse(braid_train_opts_t *o, int argc, char **argv)
     o->model_given = preset != NULL || config != NULL;
     snprintf(o->model_name, sizeof(o->model_name), "%s",
              config != NULL ? config : preset ? preset : "tiny");
+    o->seq_given = o->seq != 0;
     if (o->seq == 0)
         o->seq = o->cfg.block_size;
-    if (o->seq > o->cfg.block_size) {
+    /* a resumed model's block size is known only later (main.c) */
+    if (o->seq > o->cfg.block_size && (o->model_given || !o->resume_dir)) {
         char val[32];
         snprintf(val, sizeof(val), "%d", o->seq);
         return bad("--seq", val, "longer than the model's block_size");

@@ -20,7 +20,8 @@ typedef struct braid_train_opts {
     long               stop_at;      /* this run stops here; 0: steps */
     int                batch;        /* sequences per step, all ranks */
     int                micro;        /* per rank per forward pass; 0: auto */
-    int                seq;          /* T; 0: block_size */
+    int                seq;          /* T (block_size unless given) */
+    int                seq_given;
     float              lr, min_lr_frac, weight_decay, beta1, beta2, eps, clip;
     long               warmup;       /* -1: auto */
     unsigned long long seed;

@@ -171,6 +171,12 @@ errors)
     expect 1 "need at least 65" "$train" --data "$dir/short.txt"
     expect 1 "does not split" "$braidrun" -n 2 "$train" --data "$data" --batch 3
     expect 1 "config.json" "$train" --data "$data" --resume "$dir"
+    run 1 --steps 1 --save "$dir/ck"
+    expect 1 "is another" "$train" --data "$data" --resume "$dir/ck" \
+        --preset d1
+    head -c 1000 "$dir/ck/model.safetensors" > "$dir/ck/cut"
+    mv "$dir/ck/cut" "$dir/ck/model.safetensors"
+    expect 1 "model.safetensors" "$train" --data "$data" --resume "$dir/ck"
     ;;
 plot)
     run 1 --steps 5 --val-every 2 --plot "$dir/loss.png"
