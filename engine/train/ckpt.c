@@ -209,24 +209,15 @@ braid_status_t braid_train_ckpt_config(braid_gpt_config_t *cfg,
     if (st != BRAID_OK)
         return st;
     const char *type = NULL;
-    int64_t v[5];
     static const char *const keys[5] = {"n_layer", "n_head", "n_embd",
                                         "n_positions", "vocab_size"};
     st = braid_eng_json_str(&type, j, "model_type", 1, path);
     if (st == BRAID_OK && strcmp(type, "gpt2") != 0)
         st = braid_eng_fail(BRAID_ERR_INVALID_ARG, "%s: model_type \"%s\", "
                             "braid-train's models are \"gpt2\"", path, type);
-    for (int k = 0; k < 5 && st == BRAID_OK; k++)
-        st = braid_eng_json_int(&v[k], j, keys[k], 1, 0, 1, 1 << 30, path);
-    cJSON_Delete(j);
-    if (st != BRAID_OK)
-        return st;
-    braid_gpt_config_t c = {.n_layer = (int)v[0], .n_head = (int)v[1],
-                            .n_embd = (int)v[2], .block_size = (int)v[3],
-                            .vocab_size = (int)v[4]};
-    st = braid_gpt_config_check(&c);
     if (st == BRAID_OK)
-        *cfg = c;
+        st = braid_gpt_config_from(cfg, j, keys, path);
+    cJSON_Delete(j);
     return st;
 }
 

@@ -51,6 +51,28 @@ braid_status_t braid_gpt_config_preset(braid_gpt_config_t *cfg,
                              "GPT-2 small's size)", name);
 }
 
+braid_status_t braid_gpt_config_from(braid_gpt_config_t *cfg,
+                                     const cJSON *obj,
+                                     const char *const keys[5],
+                                     const char *what)
+{
+    int64_t v[5];
+    braid_status_t st = BRAID_OK;
+    /* vocab_size may be left out: bytes */
+    for (int k = 0; k < 5 && st == BRAID_OK; k++)
+        st = braid_eng_json_int(&v[k], obj, keys[k], k < 4, 256, 1, 1 << 30,
+                                what);
+    if (st != BRAID_OK)
+        return st;
+    braid_gpt_config_t c = {.n_layer = (int)v[0], .n_head = (int)v[1],
+                            .n_embd = (int)v[2], .block_size = (int)v[3],
+                            .vocab_size = (int)v[4]};
+    st = braid_gpt_config_check(&c);
+    if (st == BRAID_OK)
+        *cfg = c;
+    return st;
+}
+
 braid_status_t braid_gpt_config_json(braid_gpt_config_t *cfg,
                                      const char *path)
 {
@@ -76,18 +98,7 @@ braid_status_t braid_gpt_config_json(braid_gpt_config_t *cfg,
             goto out;
         }
     }
-    int64_t v[5];
-    for (int k = 0; k < 5 && st == BRAID_OK; k++)
-        st = braid_eng_json_int(&v[k], root, keys[k], k < 4, 256, 1,
-                                1 << 30, path);
-    if (st != BRAID_OK)
-        goto out;
-    braid_gpt_config_t c = {.n_layer = (int)v[0], .n_head = (int)v[1],
-                            .n_embd = (int)v[2], .block_size = (int)v[3],
-                            .vocab_size = (int)v[4]};
-    st = braid_gpt_config_check(&c);
-    if (st == BRAID_OK)
-        *cfg = c;
+    st = braid_gpt_config_from(cfg, root, keys, path);
 out:
     cJSON_Delete(root);
     return st;

@@ -42,6 +42,14 @@ braid_status_t braid_gpt_config_preset(braid_gpt_config_t *cfg,
 braid_status_t braid_gpt_config_json(braid_gpt_config_t *cfg,
                                      const char *path);
 braid_status_t braid_gpt_config_check(const braid_gpt_config_t *cfg);
+/* From a JSON object, keys[] naming n_layer, n_head, n_embd, block_size
+ * and vocab_size there (vocab_size may be absent: 256); errors name
+ * `what` and the key. */
+struct cJSON;
+braid_status_t braid_gpt_config_from(braid_gpt_config_t *cfg,
+                                     const struct cJSON *obj,
+                                     const char *const keys[5],
+                                     const char *what);
 
 /* One tensor of the flat parameter array. */
 typedef struct braid_gpt_tensor {
