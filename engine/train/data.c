@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "engine/common/err.h"
 #include "util.h"
@@ -107,6 +110,29 @@ static braid_status_t append_file(braid_train_data_t *d, size_t *cap,
     return st;
 }
 
+/* A single file is mapped, not read: ranks on one host then share its
+ * pages, and only the windows drawn are ever loaded. */
+static braid_status_t map_file(braid_train_data_t *d, const char *path,
+                               size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return braid_eng_fail(BRAID_ERR_IO, "data file %s: %s", path,
+                              strerror(errno));
+    void *p = size > 0 ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0)
+                       : MAP_FAILED;
+    int err = errno;
+    close(fd);
+    if (p == MAP_FAILED)
+        return size == 0 ? BRAID_OK
+                         : braid_eng_fail(BRAID_ERR_IO, "data file %s: mmap: "
+                                          "%s", path, strerror(err));
+    d->bytes  = p;
+    d->n      = size;
+    d->mapped = 1;
+    return BRAID_OK;
+}
+
 braid_status_t braid_train_data_open(braid_train_data_t *d, const char *path,
                                      double val_frac, int T)
 {
@@ -122,12 +148,17 @@ braid_status_t braid_train_data_open(braid_train_data_t *d, const char *path,
     if (stat(path, &sb) != 0)
         return braid_eng_fail(BRAID_ERR_IO, "data %s: %s", path,
                                  strerror(errno));
-    st = S_ISDIR(sb.st_mode) ? list_dir(&l, path, 0) : list_add(&l, path);
-    if (st == BRAID_OK)
-        qsort(l.paths, l.n, sizeof(*l.paths), path_cmp);
-    for (size_t i = 0; st == BRAID_OK && i < l.n; i++)
-        st = append_file(d, &cap, l.paths[i]);
-    d->nfiles = (int)l.n;
+    if (S_ISREG(sb.st_mode)) {
+        st        = map_file(d, path, (size_t)sb.st_size);
+        d->nfiles = 1;
+    } else {
+        st = S_ISDIR(sb.st_mode) ? list_dir(&l, path, 0) : list_add(&l, path);
+        if (st == BRAID_OK)
+            qsort(l.paths, l.n, sizeof(*l.paths), path_cmp);
+        for (size_t i = 0; st == BRAID_OK && i < l.n; i++)
+            st = append_file(d, &cap, l.paths[i]);
+        d->nfiles = (int)l.n;
+    }
     for (size_t i = 0; i < l.n; i++)
         free(l.paths[i]);
     free(l.paths);
@@ -151,7 +182,10 @@ braid_status_t braid_train_data_open(braid_train_data_t *d, const char *path,
 
 void braid_train_data_close(braid_train_data_t *d)
 {
-    free(d->bytes);
+    if (d->mapped)
+        munmap(d->bytes, d->n);
+    else
+        free(d->bytes);
     *d = (braid_train_data_t){0};
 }
 

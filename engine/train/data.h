@@ -1,13 +1,14 @@
 /* Training data: byte-level tokens from a text file or a directory of them.
  *
- * The corpus is read whole (files of a directory in path order, hidden
- * files skipped) and split: the first (1 - val_frac) of its bytes train,
- * the rest is held out for validation.  Training sequences are windows of
- * T+1 bytes (inputs and next-byte targets) at offsets drawn from the seed,
- * the step and the sequence's index in the global batch, so a batch does
- * not depend on the number of ranks that share it, each rank reads only
- * its own slice, and a resumed run needs nothing but the step to continue
- * where it stopped (as nanoGPT samples, with replacement). */
+ * A file is mapped; the files of a directory (in path order, hidden files
+ * skipped) are read and concatenated.  The first (1 - val_frac) of the
+ * bytes train, the rest is held out for validation.  Training sequences
+ * are windows of T+1 bytes (inputs and next-byte targets) at offsets drawn
+ * from the seed, the step and the sequence's index in the global batch,
+ * so a batch does not depend on the number of ranks that share it, each
+ * rank reads only its own slice, and a resumed run needs nothing but the
+ * step to continue where it stopped (as nanoGPT samples, with
+ * replacement). */
 #ifndef BRAID_TRAIN_DATA_H
 #define BRAID_TRAIN_DATA_H
 
@@ -21,6 +22,7 @@ typedef struct braid_train_data {
     size_t         n;      /* corpus bytes */
     size_t         ntrain; /* bytes [0, ntrain) train, [ntrain, n) validate */
     int            nfiles;
+    int            mapped; /* a single file, mapped read-only */
 } braid_train_data_t;
 
 /* Reads path (file or directory).  Needs at least T+1 training bytes and,
