@@ -19,6 +19,9 @@
 #             identical loss curve and bitwise identical checkpoints
 #   errors    bad input is refused with a message and exit status 2 or 1
 #   plot      --plot writes a PNG (gnuplot)
+#   torch     GPT-2's forward pass in PyTorch (tests/train/gpt2_reference.py)
+#             reads a trained checkpoint and gets braid-train's validation
+#             loss: the model is GPT-2 and the checkpoint is in its layout
 #   bench     bench/train.sh (--scaling 1,2 --compare-overlap, so a rank
 #             also sits trials out) prints its table, small settings
 #
@@ -184,6 +187,14 @@ plot)
     head -c 4 "$dir/loss.png" | od -An -c | grep -q 'P   N   G' ||
         fail "no PNG written"
     echo "plot written ($(wc -c < "$dir/loss.png") bytes)"
+    ;;
+torch)
+    run 2 --steps 10 --val-batches 2 --save "$dir/ck" --log "$dir/t.csv"
+    val=$(awk -F, 'NR > 1 && $3 != "" { v = $3 } END { print v }' "$dir/t.csv")
+    [ -n "$val" ] || fail "no validation loss in the log"
+    # 77: skipped (no torch); meson reads it as a skip
+    /usr/bin/python3 "$(dirname "$0")/gpt2_reference.py" "$dir/ck" "$data" \
+        0.1 2 8 64 "$val"
     ;;
 bench)
     build=$(dirname "$(dirname "$braidrun")")
