@@ -122,9 +122,11 @@ void braid_train_dp_ready(void *ctx, size_t offset)
     braid_train_dp_t *dp = ctx;
     if (!dp->overlap || !dp->active)
         return;
+    double t0 = braid_eng_now();
     while (dp->err == BRAID_OK && dp->next_send < dp->nbuckets &&
            dp->b[dp->next_send].lo >= offset)
         send_bucket(dp, &dp->b[dp->next_send]);
+    dp->t_poll += braid_eng_now() - t0; /* posting starts the transfers */
     poll_requests(dp);
 }
 

@@ -35,7 +35,8 @@ typedef struct braid_train_dp {
     int                   next_send; /* first bucket not sent */
     int                   next_done; /* first bucket not complete */
     braid_status_t        err;       /* first failure (hooks cannot return) */
-    double                t_poll;    /* seconds in braid_test this step */
+    double                t_poll;    /* seconds in braid calls during the
+                                        backward pass (posting, testing) */
     double                t_wait;    /* seconds waiting in finish() */
 } braid_train_dp_t;
 

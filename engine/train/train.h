@@ -58,7 +58,7 @@ typedef struct braid_train_step {
     float  lr, norm;
     double ms;      /* whole step */
     double wait_ms; /* waiting for the gradient all-reduce after backward */
-    double poll_ms; /* in braid_test while the backward pass ran */
+    double poll_ms; /* in braid calls while the backward pass ran */
 } braid_train_step_t;
 
 typedef struct braid_train_result {
