@@ -106,7 +106,7 @@ static braid_status_t scaling(const braid_train_opts_t *o,
         if (o->compare_overlap && o->scaling[i] > 1)
             count[ntrials] = i, overlap[ntrials++] = !o->overlap;
     }
-    double *ms   = calloc((size_t)ntrials * o->rounds * 3, sizeof(double));
+    double *ms   = calloc((size_t)ntrials * o->rounds * 4, sizeof(double));
     braid_train_result_t *rows = calloc((size_t)ntrials, sizeof(*rows));
     if (st == BRAID_OK && (ms == NULL || rows == NULL))
         st = braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
@@ -140,9 +140,9 @@ static braid_status_t scaling(const braid_train_opts_t *o,
             braid_train_result_t res;
             if (sub[count[t]] != NULL) {
                 st = braid_train_run(&res, &to, data, sub[count[t]], 1, idle);
-                double *v = ms + ((size_t)t * o->rounds + r) * 3;
+                double *v = ms + ((size_t)t * o->rounds + r) * 4;
                 v[0] = res.med_ms, v[1] = res.med_wait_ms;
-                v[2] = res.med_poll_ms;
+                v[2] = res.med_poll_ms, v[3] = res.med_cpu_ms;
                 rows[t] = res;
                 rows[t].steps = NULL;
                 braid_train_result_free(&res);
@@ -150,10 +150,10 @@ static braid_status_t scaling(const braid_train_opts_t *o,
                 st = braid_train_idle(world);
             }
             if (rank == 0 && st == BRAID_OK)
-                printf("round %d: %d rank(s)%s: %.1f ms/step, %.0f tok/s\n",
-                       r + 1, k, k == 1 ? "" : overlap[t] ? " overlap"
-                                                          : " no-overlap",
-                       rows[t].med_ms, rows[t].tok_s);
+                printf("round %d: %d rank(s)%s: %.1f ms/step (CPU %.1f ms), "
+                       "%.0f tok/s\n", r + 1, k,
+                       k == 1 ? "" : overlap[t] ? " overlap" : " no-overlap",
+                       rows[t].med_ms, rows[t].med_cpu_ms, rows[t].tok_s);
             fflush(stdout);
         }
     }
@@ -161,16 +161,12 @@ static braid_status_t scaling(const braid_train_opts_t *o,
         /* medians over the rounds */
         double *col = malloc((size_t)o->rounds * sizeof(double));
         for (int t = 0; col != NULL && t < ntrials; t++) {
-            for (int c = 0; c < 3; c++) {
+            double *fig[4] = {&rows[t].med_ms, &rows[t].med_wait_ms,
+                              &rows[t].med_poll_ms, &rows[t].med_cpu_ms};
+            for (int c = 0; c < 4; c++) {
                 for (int r = 0; r < o->rounds; r++)
-                    col[r] = ms[((size_t)t * o->rounds + r) * 3 + c];
-                double m = braid_train_median(col, (size_t)o->rounds);
-                if (c == 0)
-                    rows[t].med_ms = m;
-                else if (c == 1)
-                    rows[t].med_wait_ms = m;
-                else
-                    rows[t].med_poll_ms = m;
+                    col[r] = ms[((size_t)t * o->rounds + r) * 4 + c];
+                *fig[c] = braid_train_median(col, (size_t)o->rounds);
             }
             rows[t].ranks = o->scaling[count[t]];
             rows[t].tok_s = (double)micro * rows[t].ranks * o->seq /

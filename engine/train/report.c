@@ -90,31 +90,36 @@ void braid_train_report_table(const braid_train_result_t *rows,
         if (rows[i].ranks < rows[base].ranks)
             base = i;
     double b = rows[base].tok_s / rows[base].ranks; /* per rank */
-    printf("\n%6s  %-10s %12s %9s %11s %10s %9s %7s %12s\n", "ranks",
+    double cpu_base = rows[base].med_cpu_ms;
+    printf("\n%6s  %-10s %10s %8s %10s %9s %8s %6s %9s %8s %8s\n", "ranks",
            "mode", "tokens/s", "speedup", "efficiency", "ms/step", "wait ms",
-           "wait %", "in-bwd ms");
+           "wait%", "in-bwd ms", "CPU ms", "CPU eff");
     for (int i = 0; i < n; i++) {
         const braid_train_result_t *r = &rows[i];
         double speedup = b > 0 ? r->tok_s / (b * rows[base].ranks) : 0.0;
         double eff     = b > 0 ? r->tok_s / (b * r->ranks) : 0.0;
-        printf("%6d  %-10s %12.0f %8.2fx %10.1f%% %10.1f %9.1f %6.1f%% "
-               "%12.1f\n", r->ranks, r->ranks == 1   ? "-"
-                                     : overlap[i]    ? "overlap"
-                                                     : "no-overlap",
+        printf("%6d  %-10s %10.0f %7.2fx %9.1f%% %9.1f %8.1f %5.1f%% %9.1f "
+               "%8.1f %7.1f%%\n", r->ranks, r->ranks == 1 ? "-"
+                                           : overlap[i]   ? "overlap"
+                                                          : "no-overlap",
                r->tok_s, speedup, 100.0 * eff, r->med_ms, r->med_wait_ms,
                r->med_ms > 0 ? 100.0 * r->med_wait_ms / r->med_ms : 0.0,
-               r->med_poll_ms);
+               r->med_poll_ms, r->med_cpu_ms,
+               r->med_cpu_ms > 0 ? 100.0 * cpu_base / r->med_cpu_ms : 0.0);
     }
     printf("(speedup: tokens/s over the %d-rank row; efficiency: tokens/s "
            "per rank over the %d-rank row's; wait: blocked on the gradient "
            "all-reduce after the backward pass; in-bwd: in braid calls "
-           "during it; medians)\n", rows[base].ranks, rows[base].ranks);
+           "during it; CPU: the step's CPU time per rank, CPU eff the "
+           "%d-rank row's over it, which a loaded host disturbs less than "
+           "wall time; medians)\n", rows[base].ranks, rows[base].ranks,
+           rows[base].ranks);
     fflush(stdout);
 }
 
 void braid_train_log_header(FILE *f)
 {
-    fprintf(f, "step,loss,val_loss,lr,grad_norm,ms,wait_ms,poll_ms\n");
+    fprintf(f, "step,loss,val_loss,lr,grad_norm,ms,wait_ms,poll_ms,cpu_ms\n");
 }
 
 void braid_train_log_step(FILE *f, const braid_train_step_t *s)
@@ -122,8 +127,9 @@ void braid_train_log_step(FILE *f, const braid_train_step_t *s)
     char val[32] = "";
     if (!isnan(s->val))
         snprintf(val, sizeof(val), "%.6f", s->val);
-    fprintf(f, "%ld,%.6f,%s,%.6e,%.6f,%.3f,%.3f,%.3f\n", s->step, s->loss, val,
-            s->lr, s->norm, s->ms, s->wait_ms, s->poll_ms);
+    fprintf(f, "%ld,%.6f,%s,%.6e,%.6f,%.3f,%.3f,%.3f,%.3f\n", s->step,
+            s->loss, val, s->lr, s->norm, s->ms, s->wait_ms, s->poll_ms,
+            s->cpu_ms);
     fflush(f);
 }
 

@@ -1,6 +1,7 @@
 /* The training loop of braid-train: one session on one communicator. */
 #include <math.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,6 +32,15 @@ typedef struct session {
     uint64_t                  data_hash;
     FILE                     *log;
 } session_t;
+
+/* CPU seconds of this process: on a shared host a step's wall time
+ * depends on what else runs, its CPU time much less. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static int is_root(const session_t *s)
 {
@@ -226,7 +236,7 @@ static braid_status_t train_step(session_t *s, braid_train_step_t *rec)
 {
     const braid_train_opts_t *o = s->o;
     braid_gpt_t *m  = s->model;
-    double       t0 = braid_eng_now();
+    double       t0 = braid_eng_now(), c0 = cpu_now();
     float        lr = braid_train_lr(s->step, o->warmup, o->steps, o->lr,
                                      o->min_lr_frac);
     float  dloss = 1.0f / ((float)s->micro * s->T * s->accum);
@@ -263,7 +273,8 @@ static braid_status_t train_step(session_t *s, braid_train_step_t *rec)
     *rec = (braid_train_step_t){
         .step = s->step, .loss = (float)global, .val = NAN, .lr = lr,
         .norm = norm, .ms = (braid_eng_now() - t0) * 1e3,
-        .wait_ms = s->dp.t_wait * 1e3, .poll_ms = s->dp.t_poll * 1e3};
+        .wait_ms = s->dp.t_wait * 1e3, .poll_ms = s->dp.t_poll * 1e3,
+        .cpu_ms = (cpu_now() - c0) * 1e3};
     return BRAID_OK;
 }
 
@@ -316,7 +327,7 @@ static int every(long step, long k, long last)
 
 static void summarise(braid_train_result_t *res, long n)
 {
-    double *v = malloc((size_t)(n > 0 ? n : 1) * 3 * sizeof(double));
+    double *v = malloc((size_t)(n > 0 ? n : 1) * 4 * sizeof(double));
     if (v == NULL)
         return;
     /* the first step of a session pays for first touches of memory */
@@ -325,10 +336,12 @@ static void summarise(braid_train_result_t *res, long n)
         v[i]         = res->steps[first + i].ms;
         v[k + i]     = res->steps[first + i].wait_ms;
         v[2 * k + i] = res->steps[first + i].poll_ms;
+        v[3 * k + i] = res->steps[first + i].cpu_ms;
     }
     res->med_ms      = braid_train_median(v, (size_t)k);
     res->med_wait_ms = braid_train_median(v + k, (size_t)k);
     res->med_poll_ms = braid_train_median(v + 2 * k, (size_t)k);
+    res->med_cpu_ms  = braid_train_median(v + 3 * k, (size_t)k);
     res->tok_s = res->med_ms > 0
                      ? (double)res->tokens_per_step / (res->med_ms * 1e-3)
                      : 0.0;

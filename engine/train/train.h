@@ -59,6 +59,7 @@ typedef struct braid_train_step {
     double ms;      /* whole step */
     double wait_ms; /* waiting for the gradient all-reduce after backward */
     double poll_ms; /* in braid calls while the backward pass ran */
+    double cpu_ms;  /* CPU time of this process during the step */
 } braid_train_step_t;
 
 typedef struct braid_train_result {
@@ -66,7 +67,7 @@ typedef struct braid_train_result {
     long                nsteps;       /* steps run in this session */
     braid_train_step_t *steps;        /* (nsteps) */
     long                tokens_per_step;
-    double              med_ms, med_wait_ms, med_poll_ms;
+    double              med_ms, med_wait_ms, med_poll_ms, med_cpu_ms;
     double              tok_s;        /* tokens_per_step / median step time */
     float               final_val;    /* NaN if none */
 } braid_train_result_t;
