@@ -59,7 +59,7 @@ typedef struct braid_gpt_tensor {
     size_t offset;   /* first element in the flat array */
     size_t numel;
     int    decay;    /* matrices get AdamW weight decay, vectors do not */
-    int    conv1d;   /* a block's matrix: GPT-2 checkpoints store it (in, out) */
+    int    conv1d;   /* a block's matrix: stored (in, out) in checkpoints */
 } braid_gpt_tensor_t;
 
 /* Pointers into a flat array (parameters or gradients) for one block. */

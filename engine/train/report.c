@@ -70,7 +70,8 @@ void braid_train_report_summary(const braid_train_result_t *r, int tty)
     const braid_train_step_t *last = &r->steps[r->nsteps - 1];
     printf("done: %ld steps on %d rank%s, %ld tokens/step | median %.1f "
            "ms/step, %.0f tok/s | waiting for all-reduces %.1f ms (%.1f%% "
-           "of the step), posting and testing them during backward %.1f ms | loss "
+           "of the step), posting and testing them during backward %.1f ms "
+           "| loss "
            "%.4f", r->nsteps, r->ranks, r->ranks == 1 ? "" : "s",
            r->tokens_per_step, r->med_ms, r->tok_s, r->med_wait_ms,
            r->med_ms > 0 ? 100.0 * r->med_wait_ms / r->med_ms : 0.0,

@@ -53,7 +53,8 @@ def gpt2_logits(w, cfg, idx):
         p = f"transformer.h.{l}."
         h = F.layer_norm(x, (C,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
         qkv = h @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
-        q, k, v = (t.view(B, T, NH, hs).transpose(1, 2) for t in qkv.split(C, 2))
+        q, k, v = (t.view(B, T, NH, hs).transpose(1, 2)
+                   for t in qkv.split(C, 2))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
         att = att.masked_fill(~mask, float("-inf")).softmax(-1)
         y = (att @ v).transpose(1, 2).reshape(B, T, C)

@@ -75,7 +75,8 @@ loss)
              }' "$dir/l.csv" || fail "the loss did not go down"
     # validation ran at steps 20 and 40, and went down too
     awk -F, 'NR > 1 && $3 != "" { v[++k] = $3 }
-             END { print "validation", v[1], v[2]; if (k != 2 || !(v[2] < v[1])) exit 1 }' \
+             END { print "validation", v[1], v[2]
+                   if (k != 2 || !(v[2] < v[1])) exit 1 }' \
         "$dir/l.csv" || fail "validation loss missing or not going down"
     ;;
 ranks)
@@ -88,12 +89,14 @@ ranks)
         paste -d' ' "$dir/r1.txt" "$dir/r$n.txt" | awk -v n=$n '
             { d = $2 - $4; if (d < 0) d = -d; if (d > m) m = d; k++
               if ($1 != $3) bad = 1 }
-            END { printf "%d ranks: %d steps, largest difference from 1 rank %.2g\n", n, k, m
+            END { printf "%d ranks: %d steps, largest difference from " \
+                         "1 rank %.2g\n", n, k, m
                   if (bad || k != 20 || m > 1e-4) exit 1 }' ||
             fail "$n ranks do not follow the 1-rank loss curve"
         paste -d' ' "$dir/n1.txt" "$dir/n$n.txt" | awk -v n=$n '
             { d = ($2 - $4) / $2; if (d < 0) d = -d; if (d > m) m = d; k++ }
-            END { printf "%d ranks: largest relative difference of the gradient norm %.2g\n", n, m
+            END { printf "%d ranks: largest relative difference of the " \
+                         "gradient norm %.2g\n", n, m
                   if (k != 20 || m > 1e-4) exit 1 }' ||
             fail "$n ranks do not average the gradients as 1 rank does"
     done
@@ -163,10 +166,12 @@ errors)
     expect 2 "not both" "$train" --data "$data" --preset tiny --config x.json
     printf '{"n_layer": 2, "n_head": 3, "n_embd": 64, "block_size": 32}' \
         > "$dir/bad.json"
-    expect 2 "divisible by n_head" "$train" --data "$data" --config "$dir/bad.json"
+    expect 2 "divisible by n_head" "$train" --data "$data" \
+        --config "$dir/bad.json"
     printf '{"n_layer": 2, "n_heads": 4, "n_embd": 64, "block_size": 32}' \
         > "$dir/typo.json"
-    expect 2 'unknown key "n_heads"' "$train" --data "$data" --config "$dir/typo.json"
+    expect 2 'unknown key "n_heads"' "$train" --data "$data" \
+        --config "$dir/typo.json"
     printf '{"n_layer": 2,' > "$dir/broken.json"
     expect 2 "invalid JSON" "$train" --data "$data" --config "$dir/broken.json"
     expect 1 "No such file" "$train" --data "$dir/none.txt"
