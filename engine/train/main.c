@@ -126,6 +126,16 @@ static braid_status_t scaling(const braid_train_opts_t *o,
             if (o->compare_overlap || !o->overlap)
                 braid_train_dp_print_choices(sub[i], n, o->bucket_bytes, 0,
                                              "  ");
+            /* and what other --bucket-mb values would get */
+            printf("  per bucket size on %d ranks:", o->scaling[i]);
+            for (size_t mb = 1; mb <= 256; mb *= 4) {
+                char cand[64], why[64];
+                if (braid_comm_choice(sub[i], BRAID_COLL_ALLREDUCE, mb << 20,
+                                      cand, sizeof(cand), why,
+                                      sizeof(why)) == BRAID_OK)
+                    printf("%s %zu MiB %s", mb > 1 ? "," : "", mb, cand);
+            }
+            printf("\n");
         }
         fflush(stdout);
     }
