@@ -18,7 +18,7 @@
 # (8741 tok/s on one box, 68079 on eight: 97.4%): every rank trains MICRO x
 # SEQ tokens per step, so N ranks do N times the work of one.  The load of
 # the machine (uptime) is printed before and after: on a shared host,
-# rerun it on a quiet one before quoting figures.  d12 takes about 11 s a
+# rerun it on a quiet one before quoting figures.  d12 takes about 9 s a
 # step per rank on one core of the 2-core development host.
 set -eu
 
