@@ -174,6 +174,7 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
     t->rank    = comm->rank;
     t->size    = comm->size;
     t->seq     = comm->seq++;
+    t->sig32   = braid_sig_hash32(&sig, t->seq);
     t->topo    = &comm->topo;
     t->svc     = braid_core_services();
     braid_progress_enter(comm->progress, t->seq, &sig);

@@ -39,7 +39,9 @@ static braid_status_t linear_start(braid_task_t *task, braid_wait_t *wait)
         return task->svc->error(BRAID_ERR_NO_MEMORY, "linear: out of memory");
     task->priv   = s;
     size_t   len = task->count * task->dtsize;
-    uint64_t tag = BRAID_TAG(task->seq, 0);
+    /* The call's signature bits in the tag: a rank that called something
+     * else gets BRAID_ERR_MISMATCH from the transport, not wrong data. */
+    uint64_t tag = BRAID_TAG_CHECKED(task->seq, 0, braid_task_sig32(task));
     int is_root  = task->rank == task->root;
     s->reqs = calloc(is_root ? (size_t)task->size : 1, sizeof(braid_treq_t));
     if (s->reqs == NULL)

@@ -8,14 +8,20 @@
  *
  *   fault_coll --algo COLL:CAND --victim R --seed S --death-file PATH
  *              [--fault kill|stop|exit|mismatch] [--iters N]
+ *              [--mismatch count|coll|dtype|op|root]
  *              [--max-bytes B] [--watchdog SECONDS]
  *
  * The fault (default kill): the victim dies by SIGKILL; stops itself with
  * SIGSTOP (a hung process: it never comes back, braidrun ends it); exits
- * with status 0 without braid_finalize; or, at the fault iteration, calls
- * the collective with half the count (broadcast and barrier: an all-reduce
- * instead), and carries on as a survivor.  With mismatch every rank checks
- * every result, and prints SILENT when one is wrong without an error.
+ * with status 0 without braid_finalize; or, at the fault iteration, makes
+ * another call than the others, and carries on as a survivor.  What differs
+ * (--mismatch, default count): half the count (barrier, which has none: an
+ * all-reduce instead); an all-reduce instead of the collective (barrier: a
+ * broadcast); i32 instead of f32 (same size: no length differs); max
+ * instead of sum (all-reduce and reduce-scatter only); the root plus one
+ * (broadcast only).  A kind the collective does not have is a SKIP.  With
+ * mismatch every rank checks every result, and prints SILENT when one is
+ * wrong without an error.
  *
  * How the victim dies, drawn from the seed (the same on every rank):
  *   between   just before the call of the kill iteration;
@@ -64,6 +70,10 @@ static const char *how_names[HOW_COUNT] = {"between", "timer", "test"};
 typedef enum { FAULT_KILL, FAULT_STOP, FAULT_EXIT, FAULT_MISMATCH } fault_t;
 static const char *fault_names[] = {"kill", "stop", "exit", "mismatch"};
 
+typedef enum { MM_COUNT, MM_COLL, MM_DTYPE, MM_OP, MM_ROOT, MM_KINDS } mm_t;
+static const char *mm_names[MM_KINDS] = {"count", "coll", "dtype", "op",
+                                         "root"};
+
 typedef struct {
     const char   *algo;       /* "allreduce:ring@ucx" */
     char          coll_name[32];
@@ -75,6 +85,9 @@ typedef struct {
     size_t        max_bytes;
     double        watchdog_s;
     fault_t       fault;
+    mm_t          mm;    /* what a mismatching victim changes */
+    braid_dtype_t dtype; /* of every call: f32 but for a dtype mismatch */
+    braid_op_t    op;    /* of reductions: sum but for an op mismatch */
 } opts_t;
 
 static fault_t fault_kind; /* for the signal handler */
@@ -201,6 +214,8 @@ static int parse(int argc, char **argv, opts_t *o)
     o->iters      = 200;
     o->max_bytes  = 256 * 1024;
     o->watchdog_s = 60.0;
+    o->dtype      = BRAID_F32;
+    o->op         = BRAID_SUM;
     for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (v == NULL)
@@ -226,6 +241,13 @@ static int parse(int argc, char **argv, opts_t *o)
             if (k == 4)
                 goto bad;
             o->fault = (fault_t)k;
+        } else if (strcmp(a, "--mismatch") == 0) {
+            int k;
+            for (k = 0; k < MM_KINDS && strcmp(v, mm_names[k]) != 0; k++)
+                ;
+            if (k == MM_KINDS)
+                goto bad;
+            o->mm = (mm_t)k;
         } else
             goto bad;
     }
@@ -247,7 +269,8 @@ static int parse(int argc, char **argv, opts_t *o)
 bad:
     fprintf(stderr, "usage: fault_coll --algo COLL:CAND --victim R --seed S "
                     "--death-file PATH [--fault kill|stop|exit|mismatch] "
-                    "[--iters N] [--max-bytes B] [--watchdog SECONDS]\n");
+                    "[--mismatch count|coll|dtype|op|root] [--iters N] "
+                    "[--max-bytes B] [--watchdog SECONDS]\n");
     return -1;
 }
 
@@ -272,13 +295,13 @@ static braid_status_t one_call(const opts_t *o, braid_comm_t *comm, float *a,
             }
             return st;
         }
-        return braid_allreduce(a, b, count, BRAID_F32, BRAID_SUM, comm);
+        return braid_allreduce(a, b, count, o->dtype, o->op, comm);
     case BRAID_COLL_REDUCE_SCATTER:
-        return braid_reduce_scatter(a, b, count, BRAID_F32, BRAID_SUM, comm);
+        return braid_reduce_scatter(a, b, count, o->dtype, o->op, comm);
     case BRAID_COLL_ALLGATHER:
-        return braid_allgather(a, b, count, BRAID_F32, comm);
+        return braid_allgather(a, b, count, o->dtype, comm);
     case BRAID_COLL_BROADCAST:
-        return braid_broadcast(a, count, BRAID_F32, root, comm);
+        return braid_broadcast(a, count, o->dtype, root, comm);
     case BRAID_COLL_BARRIER:
     default:
         return braid_barrier(comm);
@@ -420,6 +443,18 @@ int main(int argc, char **argv)
         how = HOW_BETWEEN; /* the faulty call itself */
     if (o.coll == BRAID_COLL_BARRIER)
         count = 0;
+    /* A mismatch the collective cannot have: the same answer everywhere. */
+    int reduction = o.coll == BRAID_COLL_ALLREDUCE ||
+                    o.coll == BRAID_COLL_REDUCE_SCATTER;
+    if (mismatch && ((o.mm == MM_OP && !reduction) ||
+                     (o.mm == MM_ROOT && o.coll != BRAID_COLL_BROADCAST) ||
+                     (o.mm == MM_DTYPE && o.coll == BRAID_COLL_BARRIER))) {
+        if (rank == 0)
+            printf("SKIP %s: a %s has no %s to differ in\n", o.algo,
+                   o.coll_name, mm_names[o.mm]);
+        braid_finalize(comm);
+        return FAULT_EXIT_SKIP;
+    }
 
     /* Does this build have the candidate?  Every rank asks the same
      * question and gets the same answer. */
@@ -479,18 +514,26 @@ int main(int argc, char **argv)
         int root = (int)rnd_below(&s, (uint64_t)size);
         cur_iter = it;
         if (mismatch) {
-            /* The victim's faulty call: half the count, or an all-reduce
-             * where the others broadcast or wait in a barrier. */
+            /* The victim's faulty call (--mismatch). */
             opts_t       v  = o;
             size_t       n  = count;
+            int          vr = root;
             braid_coll_t cl = o.coll;
             if (rank == o.victim && it == kill_at) {
                 mark_death();
-                if (cl == BRAID_COLL_BROADCAST || cl == BRAID_COLL_BARRIER)
-                    cl = v.coll = BRAID_COLL_ALLREDUCE;
-                else
+                if (o.mm == MM_COLL || cl == BRAID_COLL_BARRIER)
+                    cl = v.coll = cl == BRAID_COLL_ALLREDUCE
+                                      ? BRAID_COLL_BROADCAST
+                                      : BRAID_COLL_ALLREDUCE;
+                else if (o.mm == MM_COUNT)
                     n = count / 2 > 0 ? count / 2 : 1;
-                if (n == count && cl == o.coll)
+                else if (o.mm == MM_DTYPE)
+                    v.dtype = BRAID_I32;
+                else if (o.mm == MM_OP)
+                    v.op = BRAID_MAX;
+                else
+                    vr = (root + 1) % size;
+                if (o.mm == MM_COUNT && n == count && cl == o.coll)
                     n = count + 1;
                 if (n == 0)
                     n = 1;
@@ -500,9 +543,9 @@ int main(int argc, char **argv)
             float f = (float)(1 + it % 7);
             for (size_t i = 0; i < 2 * elems + 2; i++)
                 a[i] = (float)(rank + 1) * f;
-            st = one_call(&v, comm, a, b, n, root, HOW_BETWEEN, 0, 0.0);
+            st = one_call(&v, comm, a, b, n, vr, HOW_BETWEEN, 0, 0.0);
             if (st == BRAID_OK && !silent &&
-                !result_ok(cl, a, b, n, root, size, f)) {
+                !result_ok(cl, a, b, n, vr, size, f)) {
                 silent = 1;
                 printf("SILENT rank=%d victim=%d iter=%d: a wrong result "
                        "without an error\n", rank, o.victim, it);

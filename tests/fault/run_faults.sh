@@ -3,8 +3,9 @@
 # KILLS times with a different seed and victim, and check every time that
 #   - the fault happened: the victim died (kill: SIGKILL), stopped for good
 #     (stop: SIGSTOP), exited with status 0 without braid_finalize (exit),
-#     or called the collective with another count or another collective
-#     (mismatch); its time is in the death file,
+#     or called the collective with another count (mismatch; --mismatch
+#     coll|dtype|op|root: another collective, dtype, op or root, as
+#     fault_coll.c says); its time is in the death file,
 #   - every survivor (every rank, for mismatch) printed a FAULT line: an
 #     error within the limit of the fault, of the fault's status
 #     (kill/exit: BRAID_ERR_PEER or BRAID_ERR_TIMEOUT, stop:
@@ -21,7 +22,7 @@
 # usage: run_faults.sh BRAIDRUN FAULT_COLL BRAID_INFO [--kills N]
 #          [--fault kill|stop|exit|mismatch] [--timeout S] [--margin S]
 #          [--seed N] [--cands LIST|all|all:COLL|default] [--victim V]
-#          [--matrix]
+#          [--mismatch count|coll|dtype|op|root] [--matrix]
 #
 # LIST: COLL:ALGO@TRANSPORT items separated by commas or blanks.  "all":
 # every candidate that `braid-info -n 4` lists (tests/cands.sh); "all:COLL":
@@ -39,7 +40,7 @@ fi
 BRAIDRUN=$1 FAULT=$2 INFO=$3
 shift 3
 KILLS=20 TIMEOUT=10 MARGIN=3 SEED0=1 CANDS=default RANKS=4 FINALIZE_MS=3000
-KIND=kill MATRIX=0 VICTIM=-1
+KIND=kill MATRIX=0 VICTIM=-1 MM=count
 while [ $# -gt 0 ]; do
     case $1 in
     --kills) KILLS=$2 ;;
@@ -49,6 +50,7 @@ while [ $# -gt 0 ]; do
     --seed) SEED0=$2 ;;
     --cands) CANDS=$2 ;;
     --victim) VICTIM=$2 ;;
+    --mismatch) MM=$2 ;;
     --matrix) MATRIX=1; shift; continue ;;
     *) echo "run_faults.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -127,12 +129,13 @@ for cand in $CANDS; do
         seed=$((seed + 1))
         victim=$(( (k - 1) % RANKS )) # every rank in turn, the root too
         [ "$VICTIM" -ge 0 ] && victim=$VICTIM
-        run="$cand fault=$KIND seed=$seed victim=$victim"
+        run="$cand fault=$KIND$([ "$KIND" = mismatch ] && echo " ($MM)") seed=$seed victim=$victim"
         bad_run=0 why=""
         rm -f "$tmp/death"
         timeout -k 5 "$HARD" "$BRAIDRUN" -t "$TIMEOUT" -g "$GRACE" \
             -n "$RANKS" "$FAULT" --algo "$cand" --fault "$KIND" \
             --victim "$victim" --seed "$seed" --death-file "$tmp/death" \
+            --mismatch "$MM" \
             --watchdog "$WATCHDOG" >"$tmp/out" 2>"$tmp/err"
         rc=$?
         if [ $rc -eq 77 ] && grep -q "SKIP" "$tmp/out"; then
@@ -222,7 +225,9 @@ for cand in $CANDS; do
             else
                 outcome="${run_st# }"
             fi
-            printf '| %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n' "$KIND" \
+            label=$KIND
+            [ "$KIND" = mismatch ] && label="$MM mismatch"
+            printf '| %s | %s | %s | %s | %s | %s | %.0f | %.0f |\n' "$label" \
                 "$cand" "$outcome" "$([ $all_named = 1 ] && [ -n "$run_st" ] && echo yes || echo no)" \
                 "$([ $same = 1 ] && echo "yes (#${calls##* })" || echo no)" \
                 "$([ $named = 1 ] && echo yes || echo no)" "$run_lat" "$run_fin"

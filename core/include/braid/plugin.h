@@ -169,6 +169,22 @@ typedef struct braid_link {
 #define BRAID_TAG_BITS 40
 #define BRAID_TAG(seq, step) \
     ((((uint64_t)(seq) & 0xffffffull) << 16) | ((uint64_t)(step) & 0xffffull))
+/* A tag's match bits and check bits.  A transport matches a receive with a
+ * message on (peer, tag & BRAID_TAG_MATCH_MASK) -- 8 bits of seq and the
+ * step -- and, when the rest of the two tags differ, completes the receive
+ * with BRAID_ERR_MISMATCH: the sender is in the same call number and step,
+ * but its call is another one.  Algorithms put 16 bits of their call's
+ * signature there with BRAID_TAG_CHECKED (task->sig32); the other bits of
+ * BRAID_TAG hold the rest of seq, the same on both sides of a matched pair.
+ * 8 bits of seq are enough to match: messages from one peer are matched in
+ * the order it sent them, and in a correct program every receive of a call
+ * has its message in that call, sent before any of a later call.  (A
+ * transport written for the first revision of ABI 4 matches all 40 bits:
+ * a message of another call then never matches, and the call ends at the
+ * timeout, whose failure inquiry names the mismatch.) */
+#define BRAID_TAG_MATCH_MASK 0xffffffull
+#define BRAID_TAG_CHECKED(seq, step, sig32) \
+    (BRAID_TAG(seq, step) ^ (((uint64_t)(sig32) & 0xffffull) << 24))
 
 /* Request storage owned by the caller (usually inside algorithm state).
  * Fixed layout (see the top).  A request may already be complete when
@@ -216,10 +232,14 @@ typedef struct braid_transport {
     /* Link parameters for this communicator (measured or declared). */
     void (*link)(void *tcomm, braid_link_t *link);
 
-    /* Two-sided.  A message (peer, tag) matches only a receive with the same
-     * (peer, tag); buffers stay owned by the caller until test says done.
+    /* Two-sided.  A message (peer, tag) matches a receive with the same
+     * peer and match bits (BRAID_TAG_MATCH_MASK), in the order the peer
+     * sent its messages; when the other bits of the tags differ, the
+     * receive completes with BRAID_ERR_MISMATCH (its message is dropped).
+     * Buffers stay owned by the caller until test says done.
      * Tags use the low BRAID_TAG_BITS bits (the transport may use the rest);
-     * BRAID_TAG() builds one from the call's seq and a step number.
+     * BRAID_TAG_CHECKED() builds one from the call's seq, a step number and
+     * the call's signature bits.
      * Zero-length messages are allowed (buf may then be NULL): they match
      * and complete like any other.  A request may complete inside the
      * call (req->active 0 on return). */
@@ -356,7 +376,21 @@ typedef struct braid_task {
      * queued.  0 for a plain call. */
     int                 on_stream;
     void               *stream;
+    /* 32 bits of the call's signature -- collective, count, dtype, op,
+     * root -- and its number: the same on every rank that makes the same
+     * call, different (but for a 2^-32 chance) on a rank that calls
+     * something else.  Algorithms carry some of it where they send
+     * something anyway (a flag word, the check bits of a tag) and fail the
+     * call with BRAID_ERR_MISMATCH when a peer's differ, so that ranks that
+     * disagree on the call get an error, not wrong data.  Read it through
+     * braid_task_sig32() (0 from a core that does not set it). */
+    uint32_t            sig32;
 } braid_task_t;
+
+static inline uint32_t braid_task_sig32(const braid_task_t *task)
+{
+    return BRAID_HAS(task, braid_task_t, sig32) ? task->sig32 : 0;
+}
 
 /* The algorithm brings its own transport (a whole-collective library such
  * as NCCL): it needs no braid transport, its candidate is written with its

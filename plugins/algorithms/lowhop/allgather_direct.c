@@ -52,7 +52,7 @@ static braid_status_t ag_start(braid_task_t *task, braid_wait_t *wait)
     if (st != BRAID_OK)
         return st; /* finish() frees the state */
     s->bank = (int)(s->area->calls++ & 1);
-    s->flag = braid_lowhop_flag(task->seq);
+    s->flag = braid_lowhop_flag(task);
     s->left = n - 1;
     return BRAID_OK;
 }
@@ -82,7 +82,12 @@ static braid_status_t ag_progress(braid_task_t *task, braid_wait_t *wait)
     if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
         return st;
     for (int k = 0; k < n - 1 && s->left > 0; k++) {
-        if (s->done[k] || !braid_lowhop_arrived(s->area, s->bank, k, s->flag))
+        if (s->done[k])
+            continue;
+        int got = braid_lowhop_arrived(s->area, s->bank, k, s->flag);
+        if (got < 0)
+            return braid_lowhop_mismatch(task, s->area, s->bank, k, s->flag);
+        if (got == 0)
             continue;
         int j = braid_lowhop_slot_source(k, me, n);
         braid_lowhop_copy_out((char *)task->recvbuf + (size_t)j * len,

@@ -28,9 +28,10 @@ static braid_status_t barrier_progress(braid_task_t *task, braid_wait_t *wait)
     /* &s->flag: a valid source address for transports that look at it. */
     if ((st = braid_lowhop_xchg_drive(task, s, &s->flag, 0, 0)) != BRAID_OK)
         return st;
-    return braid_lowhop_xchg_arrived(task, s, wait) && s->sent
-               ? BRAID_OK
-               : BRAID_INPROGRESS;
+    int got = braid_lowhop_xchg_arrived(task, s, wait);
+    if (got < 0)
+        return braid_lowhop_mismatch(task, s->area, s->bank, s->odd, s->flag);
+    return got > 0 && s->sent ? BRAID_OK : BRAID_INPROGRESS;
 }
 
 static double barrier_estimate(const braid_algo_t *self,

@@ -45,7 +45,12 @@ static braid_status_t oneshot_progress(braid_task_t *task, braid_wait_t *wait)
     /* In place, recvbuf is the source of our puts: a transport may read it
      * until the put completes, so the result waits for that. */
     int src_free = task->sendbuf != task->recvbuf || s->sent;
-    if (!s->reduced && src_free && braid_lowhop_xchg_arrived(task, s, wait)) {
+    int got      = !s->reduced && src_free
+                       ? braid_lowhop_xchg_arrived(task, s, wait)
+                       : 0;
+    if (got < 0)
+        return braid_lowhop_mismatch(task, s->area, s->bank, s->odd, s->flag);
+    if (got > 0) {
         /* Rank r wrote slot r - me - 1 mod n: ranks below me from n-1-me
          * on, ranks above me from 0 (braid_lowhop_slot_index). */
         for (int r = 0, slot = n - 1 - me; r < n; r++, slot++) {

@@ -38,7 +38,10 @@ static braid_status_t rs_progress(braid_task_t *task, braid_wait_t *wait)
         return braid_lowhop_local_result(task);
     if ((st = braid_lowhop_xchg_drive(task, s, in, len, len)) != BRAID_OK)
         return st;
-    if (!s->reduced && braid_lowhop_xchg_arrived(task, s, wait)) {
+    int got = !s->reduced ? braid_lowhop_xchg_arrived(task, s, wait) : 0;
+    if (got < 0)
+        return braid_lowhop_mismatch(task, s->area, s->bank, s->odd, s->flag);
+    if (got > 0) {
         for (int r = 0; r < n; r++)
             s->src[r] = r == me ? (const void *)(in + (size_t)me * len)
                                 : braid_lowhop_slot_data(

@@ -331,7 +331,7 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
         x->mates_left = x->area->nmates;
     }
     x->bank = (int)(x->area->calls++ & 1);
-    x->flag = braid_lowhop_flag(task->seq);
+    x->flag = braid_lowhop_flag(task);
     return BRAID_OK;
 }
 
@@ -385,7 +385,7 @@ int braid_lowhop_xchg_mates_in(const braid_task_t *task,
     if (a == NULL || a->nmates < 0)
         return 0;
     for (int k = 0; k < task->size - 1; k++)
-        if (a->mate[k] && !braid_lowhop_arrived(a, x->bank, k, x->flag))
+        if (a->mate[k] && braid_lowhop_arrived(a, x->bank, k, x->flag) <= 0)
             return 0;
     return 1;
 }
@@ -422,8 +422,14 @@ int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x,
      * about to write it, and it must come over again after the hand-off. */
     if (x->mates_left > 0) {
         for (int k = 0; k < n - 1; k++) {
-            if (a->mate[k] && !x->seen[k] &&
-                braid_lowhop_arrived(a, x->bank, k, x->flag)) {
+            if (!a->mate[k] || x->seen[k])
+                continue;
+            int got = braid_lowhop_arrived(a, x->bank, k, x->flag);
+            if (got < 0) {
+                x->odd = k;
+                return -1;
+            }
+            if (got > 0) {
                 x->seen[k] = 1;
                 x->nseen++;
                 x->mates_left--;
@@ -433,7 +439,14 @@ int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x,
             return 0;
     }
     for (int k = 0; k < n - 1 && x->nseen < n - 1; k++) {
-        if (!x->seen[k] && braid_lowhop_arrived(a, x->bank, k, x->flag)) {
+        if (x->seen[k])
+            continue;
+        int got = braid_lowhop_arrived(a, x->bank, k, x->flag);
+        if (got < 0) {
+            x->odd = k;
+            return -1;
+        }
+        if (got > 0) {
             x->seen[k] = 1;
             x->nseen++;
             x->mates_left -= a->mate[k];

@@ -17,12 +17,18 @@
  * polls the flag with an acquire load and, once it holds this call's value,
  * may read the data.
  *
- * Flag values.  A call writes braid_lowhop_flag(task->seq): seq numbers the
- * calls of the communicator, so the value is never 0 (the zero-filled area
- * never looks written) and differs from every earlier call's, and the owner
- * waits for exact equality, so a flag left over from an older call never
- * passes for this one.  There is no barrier per call: the reuse rules below
- * follow from data dependencies alone.
+ * Flag values.  A call writes braid_lowhop_flag(task): its low half is the
+ * call's number (seq, 31 bits, with the top bit set so that the value is
+ * never 0 and the zero-filled area never looks written), its high half the
+ * call's signature bits (task->sig32).  The owner waits for exact equality,
+ * so a flag left over from an older call never passes for this one.  A flag
+ * with this call's number but other signature bits comes from a peer that
+ * called something else in this call (another collective, count, dtype, op
+ * or root): braid_lowhop_arrived says so, and the call fails with
+ * BRAID_ERR_MISMATCH instead of reading data laid out for another call.
+ * (An older call's flag is told apart by its number, unless that is
+ * exactly a multiple of 2^31 calls older.)  There is no barrier
+ * per call: the reuse rules below follow from data dependencies alone.
  *
  * Banks.  The one-stage algorithms (oneshot, allgather and reduce_scatter
  * "direct") use bank c % 2 in the c-th call of this (communicator,
@@ -123,21 +129,34 @@ static inline const void *braid_lowhop_slot_data(const braid_lowhop_area_t *a,
            BRAID_LOWHOP_FLAG_BYTES;
 }
 
-/* The flag value of the call with this seq: never 0, never an older one's. */
-static inline uint64_t braid_lowhop_flag(uint64_t seq)
+/* The flag value of this call: its number and signature bits (above);
+ * never 0. */
+static inline uint64_t braid_lowhop_flag(const braid_task_t *task)
 {
-    return seq + 1 != 0 ? seq + 1 : 1;
+    return (uint64_t)braid_task_sig32(task) << 32 | 0x80000000u |
+           (uint32_t)(task->seq & 0x7fffffffu);
 }
 
-/* 1 once slot (bank, slot) of this rank's area carries flag; the data of the
- * slot may be read after that (acquire). */
+/* 1 once slot (bank, slot) of this rank's area carries flag: the data of
+ * the slot may be read after that (acquire).  0 while it holds an older
+ * call's flag, or none.  -1 when its writer is in this call number with
+ * another signature (braid_lowhop_mismatch says so). */
 static inline int braid_lowhop_arrived(const braid_lowhop_area_t *a, int bank,
                                        int slot, uint64_t flag)
 {
-    const uint64_t *f = (const uint64_t *)(const void *)((const char *)
+    const uint64_t *p = (const uint64_t *)(const void *)((const char *)
         a->mem.local + braid_lowhop_slot_off(a, bank, slot));
-    return __atomic_load_n(f, __ATOMIC_ACQUIRE) == flag;
+    uint64_t f = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    if (f == flag)
+        return 1;
+    return (uint32_t)(f ^ flag) == 0 ? -1 : 0;
 }
+
+/* mismatch.c: the error of a call whose slot (bank, slot) holds a flag of
+ * this call's number with other signature bits. */
+braid_status_t braid_lowhop_mismatch(const braid_task_t *task,
+                                     const braid_lowhop_area_t *a, int bank,
+                                     int slot, uint64_t flag);
 
 /* Writes len bytes of src into this rank's slot of bank in peer's area, then
  * the flag; src must stay unchanged until req completes. */
@@ -180,6 +199,8 @@ typedef struct braid_lowhop_xchg {
     int                  sent;   /* every put completed */
     int                  mates_left; /* writers on this CPU not seen yet
                                         (-1: not pinned, never 0) */
+    int                  odd;    /* the slot whose writer called something
+                                    else (xchg_arrived -1) */
     braid_treq_t        *reqs;   /* [n-1]: reqs[i-1] to rank+i */
     unsigned char       *seen;   /* [n-1], by slot */
     const void         **src;    /* [n]: contributions in rank order */
@@ -220,7 +241,8 @@ braid_status_t braid_lowhop_xchg_open(braid_task_t *task,
                                       braid_wait_t *wait);
 /* Looks at the flags not seen yet; 1 once all n-1 peers' data arrived.
  * Until then it sets *wait to BRAID_WAIT_REMOTE once every peer pinned to
- * this rank's CPU has delivered. */
+ * this rank's CPU has delivered.  -1 when a peer is in this call with
+ * another signature (x->odd: its slot; braid_lowhop_mismatch). */
 int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x,
                               braid_wait_t *wait);
 /* mate[k] = 1 when the writer of slot k of this rank's area is pinned to

@@ -105,7 +105,7 @@ static braid_status_t twoshot_start(braid_task_t *task, braid_wait_t *wait)
     if (st != BRAID_OK)
         return st; /* finish() frees the state */
     s->area->calls++;
-    s->flag = braid_lowhop_flag(task->seq);
+    s->flag = braid_lowhop_flag(task);
     for (int k = 0; k < n - 1; k++) {
         int j = braid_lowhop_slot_source(k, task->rank, n);
         if (chunk_count(s, j) == 0)
@@ -148,8 +148,12 @@ static braid_status_t reduce_own(braid_task_t *task, twoshot_t *s)
         return BRAID_OK;
     }
     for (int k = 0; k < n - 1 && s->nseen < n - 1; k++) {
-        if (!s->rs_seen[k] && braid_lowhop_arrived(s->area, BANK_RS, k,
-                                                   s->flag)) {
+        if (s->rs_seen[k])
+            continue;
+        int got = braid_lowhop_arrived(s->area, BANK_RS, k, s->flag);
+        if (got < 0)
+            return braid_lowhop_mismatch(task, s->area, BANK_RS, k, s->flag);
+        if (got > 0) {
             s->rs_seen[k] = 1;
             s->nseen++;
         }
@@ -175,14 +179,18 @@ static braid_status_t reduce_own(braid_task_t *task, twoshot_t *s)
 }
 
 /* Stage 2: copies out the reduced chunks that arrived. */
-static void copy_out(braid_task_t *task, twoshot_t *s)
+static braid_status_t copy_out(braid_task_t *task, twoshot_t *s)
 {
     int n = task->size, me = task->rank;
     int inplace = task->sendbuf == task->recvbuf;
 
     for (int k = 0; k < n - 1 && s->ag_left > 0; k++) {
-        if (s->ag_done[k] || !braid_lowhop_arrived(s->area, BANK_AG, k,
-                                                   s->flag))
+        if (s->ag_done[k])
+            continue;
+        int got = braid_lowhop_arrived(s->area, BANK_AG, k, s->flag);
+        if (got < 0)
+            return braid_lowhop_mismatch(task, s->area, BANK_AG, k, s->flag);
+        if (got == 0)
             continue;
         int j = braid_lowhop_slot_source(k, me, n);
         /* In place, recvbuf's chunk j is what our stage-1 put to j reads
@@ -197,6 +205,7 @@ static void copy_out(braid_task_t *task, twoshot_t *s)
         s->ag_done[k] = 1;
         s->ag_left--;
     }
+    return BRAID_OK;
 }
 
 static braid_status_t twoshot_progress(braid_task_t *task, braid_wait_t *wait)
@@ -219,7 +228,8 @@ static braid_status_t twoshot_progress(braid_task_t *task, braid_wait_t *wait)
     ag = braid_lowhop_reqs_test(task, s->ag_reqs, n - 1, NULL);
     if (ag != BRAID_OK && ag != BRAID_INPROGRESS)
         return ag;
-    copy_out(task, s);
+    if ((st = copy_out(task, s)) != BRAID_OK)
+        return st;
     if (s->reduced && s->ag_left == 0 && rs == BRAID_OK && ag == BRAID_OK)
         return BRAID_OK;
     /* Stage 1 waits for pieces of the own chunk, stage 2 for chunks. */

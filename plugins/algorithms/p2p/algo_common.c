@@ -103,15 +103,15 @@ void braid_p2p_priv_free(braid_task_t *task)
 braid_status_t braid_p2p_send(braid_task_t *task, int peer, long step,
                               const void *buf, size_t len, braid_treq_t *req)
 {
-    return task->tl->ops->isend(task->tl->tcomm, peer,
-                                BRAID_TAG(task->seq, step), buf, len, req);
+    uint64_t tag = BRAID_TAG_CHECKED(task->seq, step, braid_task_sig32(task));
+    return task->tl->ops->isend(task->tl->tcomm, peer, tag, buf, len, req);
 }
 
 braid_status_t braid_p2p_recv(braid_task_t *task, int peer, long step,
                               void *buf, size_t len, braid_treq_t *req)
 {
-    return task->tl->ops->irecv(task->tl->tcomm, peer,
-                                BRAID_TAG(task->seq, step), buf, len, req);
+    uint64_t tag = BRAID_TAG_CHECKED(task->seq, step, braid_task_sig32(task));
+    return task->tl->ops->irecv(task->tl->tcomm, peer, tag, buf, len, req);
 }
 
 braid_status_t braid_p2p_req_test(braid_task_t *task, braid_treq_t *req)

@@ -41,7 +41,8 @@ braid_status_t braid_p2p_priv_alloc(braid_task_t *task, size_t size);
 /* Frees task->priv (finish() of algorithms without scratch). */
 void braid_p2p_priv_free(braid_task_t *task);
 
-/* Tagged point-to-point through task->tl; tags are BRAID_TAG(seq, step). */
+/* Tagged point-to-point through task->tl; tags are BRAID_TAG_CHECKED(seq,
+ * step, sig32): a peer in another call gets BRAID_ERR_MISMATCH. */
 braid_status_t braid_p2p_send(braid_task_t *task, int peer, long step,
                               const void *buf, size_t len, braid_treq_t *req);
 braid_status_t braid_p2p_recv(braid_task_t *task, int peer, long step,

@@ -1,10 +1,13 @@
 /* The receiving side: cells to receives, by (peer, tag).
  *
  * Messages of one sender arrive in order, so matching is per peer: a new
- * message takes the oldest posted receive with its tag, else it is copied
- * into an unexpected entry; a new receive takes the oldest unexpected
- * message with its tag, else it is posted.  Both lists are FIFO, which keeps
- * messages with the same (peer, tag) in the order they were sent.
+ * message takes the oldest posted receive with its tag's match bits
+ * (BRAID_TAG_MATCH_MASK), else it is copied into an unexpected entry; a new
+ * receive takes the oldest unexpected message with its match bits, else it
+ * is posted.  Both lists are FIFO, which keeps messages with the same
+ * (peer, match bits) in the order they were sent.  A matched pair whose
+ * other tag bits (the check bits: the calls' signatures) or lengths differ
+ * completes the receive with BRAID_ERR_MISMATCH and drops the message.
  *
  * Unexpected messages are buffered in full (malloc) rather than left in the
  * ring: an algorithm may wait for a later message of the same peer before it
@@ -15,12 +18,17 @@
 
 #include "shm.h"
 
+static int tags_match(uint64_t a, uint64_t b)
+{
+    return ((a ^ b) & BRAID_TAG_MATCH_MASK) == 0;
+}
+
 static braid_shm_op_t *take_posted(braid_shm_in_t *in, uint64_t tag)
 {
     braid_shm_op_t *prev = NULL;
 
     for (braid_shm_op_t *op = in->posted_head; op != NULL; op = op->next) {
-        if (op->tag == tag) {
+        if (tags_match(op->tag, tag)) {
             if (prev == NULL) {
                 in->posted_head = op->next;
             } else {
@@ -42,7 +50,7 @@ static braid_shm_uxm_t *take_unexpected(braid_shm_in_t *in, uint64_t tag)
     braid_shm_uxm_t *prev = NULL;
 
     for (braid_shm_uxm_t *u = in->uxm_head; u != NULL; u = u->next) {
-        if (u->tag == tag) {
+        if (tags_match(u->tag, tag)) {
             if (prev == NULL) {
                 in->uxm_head = u->next;
             } else {
@@ -80,7 +88,8 @@ static int start_message(braid_shm_comm_t *comm, braid_shm_in_t *in,
     in->uxm = NULL;
     if (op != NULL) {
         op->msg_len = cell->msg_len;
-        if (op->len == cell->msg_len) {
+        op->msg_tag = cell->tag;
+        if (op->len == cell->msg_len && op->tag == cell->tag) {
             in->op = op;
         } else {
             complete(op, BRAID_ERR_MISMATCH); /* the rest is discarded */
@@ -178,7 +187,8 @@ int braid_shm_recv_post(braid_shm_comm_t *comm, braid_shm_op_t *op)
         return 0;
     }
     op->msg_len = u->len;
-    if (u->len != op->len) {
+    op->msg_tag = u->tag;
+    if (u->len != op->len || u->tag != op->tag) {
         complete(op, BRAID_ERR_MISMATCH);
         if (in->uxm == u) {
             in->uxm = NULL; /* still arriving: discard the rest */

@@ -205,7 +205,15 @@ static braid_status_t op_done(braid_shm_comm_t *comm, braid_treq_t *req,
 {
     braid_status_t st = op->status;
 
-    if (st == BRAID_ERR_MISMATCH) {
+    if (st == BRAID_ERR_MISMATCH && op->msg_tag != op->tag) {
+        st = comm->svc->error(st, "shm: rank %d: rank %d sent tag %#llx "
+                             "where this receive has %#llx: the same call "
+                             "number and step with another signature (the "
+                             "ranks called different collectives, counts, "
+                             "dtypes, ops or roots)", comm->rank, op->peer,
+                             (unsigned long long)op->msg_tag,
+                             (unsigned long long)op->tag);
+    } else if (st == BRAID_ERR_MISMATCH) {
         st = comm->svc->error(st, "shm: rank %d: rank %d sent %zu bytes with "
                              "tag %#llx, the receive expected %zu (do the "
                              "ranks agree on the call?)", comm->rank, op->peer,

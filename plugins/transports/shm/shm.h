@@ -125,6 +125,8 @@ typedef struct braid_shm_op {
     size_t               len;
     size_t               done;    /* bytes pushed (send) or received (recv) */
     size_t               msg_len; /* recv: length the sender sent */
+    uint64_t             msg_tag; /* recv: tag the sender sent (its check
+                                     bits may differ: a mismatch) */
     const unsigned char *sbuf;
     unsigned char       *rbuf;
     unsigned             polls;   /* tests since the last slow check */

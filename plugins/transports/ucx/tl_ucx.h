@@ -15,11 +15,13 @@
 #define BRAID_UCX_COMPONENT "ucx"
 
 /* The UCX tag carries the algorithm's tag in its low BRAID_TAG_BITS bits and
- * the sender's rank above them, so that a receive with a full mask matches
- * exactly one (peer, tag) pair. */
+ * the sender's rank above them.  A receive matches the sender's rank and the
+ * tag's match bits (BRAID_UCX_RECV_MASK); test() compares the check bits of
+ * the tag that arrived (plugin.h, BRAID_TAG_MATCH_MASK). */
 #define BRAID_UCX_RANK_BITS (64 - BRAID_TAG_BITS)
 #define BRAID_UCX_MAX_RANKS (1L << BRAID_UCX_RANK_BITS)
 #define BRAID_UCX_TAG_MASK  ((UINT64_C(1) << BRAID_TAG_BITS) - 1)
+#define BRAID_UCX_RECV_MASK (~BRAID_UCX_TAG_MASK | BRAID_TAG_MATCH_MASK)
 
 typedef enum {
     BRAID_UCX_OP_SEND = 1,

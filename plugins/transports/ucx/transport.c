@@ -204,9 +204,25 @@ static braid_status_t ucx_isend(void *tcomm, int peer, uint64_t tag,
     return track(req, comm, sp, BRAID_UCX_OP_SEND, peer, tag, len);
 }
 
-static braid_status_t check_length(braid_ucx_comm_t *comm, int peer,
-                                   uint64_t tag, size_t want, size_t got)
+/* What arrived for a completed receive: the tag the sender sent (its check
+ * bits may differ) and its length. */
+static braid_status_t check_arrival(braid_ucx_comm_t *comm, int peer,
+                                    uint64_t tag, size_t want,
+                                    const ucp_tag_recv_info_t *info)
 {
+    uint64_t sent = info->sender_tag & BRAID_UCX_TAG_MASK;
+    size_t   got  = info->length;
+
+    if (sent != tag) {
+        return comm->svc->error(BRAID_ERR_MISMATCH,
+                               "ucx: rank %d: rank %d sent tag %#llx where "
+                               "this receive has %#llx: the same call number "
+                               "and step with another signature (the ranks "
+                               "called different collectives, counts, dtypes, "
+                               "ops or roots)", comm->rank, peer,
+                               (unsigned long long)sent,
+                               (unsigned long long)tag);
+    }
     if (got == want) {
         return BRAID_OK;
     }
@@ -237,7 +253,7 @@ static braid_status_t ucx_irecv(void *tcomm, int peer, uint64_t tag, void *buf,
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     sp = ucp_tag_recv_nbx(comm->worker, buf, len, ucx_tag(peer, tag),
-                          UINT64_MAX, &param);
+                          BRAID_UCX_RECV_MASK, &param);
     return track(req, comm, sp, BRAID_UCX_OP_RECV, peer, tag, len);
 }
 
@@ -295,12 +311,21 @@ static braid_status_t ucx_test(void *tcomm, braid_treq_t *req)
     {
         braid_ucx_op_t copy = *op; /* op lives in the request */
         ucp_request_free(op);
+        if (st == UCS_ERR_MESSAGE_TRUNCATED &&
+            copy.kind == BRAID_UCX_OP_RECV) {
+            return comm->svc->error(BRAID_ERR_MISMATCH,
+                                   "ucx: rank %d: rank %d sent more than the "
+                                   "%zu bytes the receive with tag %#llx "
+                                   "expected (do the ranks agree on the "
+                                   "call?)", comm->rank, copy.peer, copy.len,
+                                   (unsigned long long)copy.tag);
+        }
         if (st != UCS_OK) {
             return op_error(comm, &copy, st);
         }
         if (copy.kind == BRAID_UCX_OP_RECV) {
-            return check_length(comm, copy.peer, copy.tag, copy.len,
-                                info.length);
+            return check_arrival(comm, copy.peer, copy.tag, copy.len,
+                                 &info);
         }
     }
     return BRAID_OK;
