@@ -22,7 +22,7 @@
 # usage: run_faults.sh BRAIDRUN FAULT_COLL BRAID_INFO [--kills N]
 #          [--fault kill|stop|exit|mismatch] [--timeout S] [--margin S]
 #          [--seed N] [--cands LIST|all|all:COLL|default] [--victim V]
-#          [--mismatch count|coll|dtype|op|root] [--matrix]
+#          [--mismatch count|coll|dtype|op|root] [--at-once] [--matrix]
 #
 # LIST: COLL:ALGO@TRANSPORT items separated by commas or blanks.  "all":
 # every candidate that `braid-info -n 4` lists (tests/cands.sh); "all:COLL":
@@ -30,7 +30,9 @@
 # build lacks are skipped, and said so.  The victim rotates over the ranks
 # (the root too) unless --victim fixes it.  --matrix: one row per run, as a
 # markdown table (what survivors and braidrun reported), and exit 0: a
-# report, not a test.
+# report, not a test.  --at-once: every survivor must report within half
+# the timeout, i.e. from what it saw itself, not from the timeout's
+# failure inquiry.
 set -u
 
 if [ $# -lt 3 ]; then
@@ -40,7 +42,7 @@ fi
 BRAIDRUN=$1 FAULT=$2 INFO=$3
 shift 3
 KILLS=20 TIMEOUT=10 MARGIN=3 SEED0=1 CANDS=default RANKS=4 FINALIZE_MS=3000
-KIND=kill MATRIX=0 VICTIM=-1 MM=count
+KIND=kill MATRIX=0 VICTIM=-1 MM=count AT_ONCE=0
 while [ $# -gt 0 ]; do
     case $1 in
     --kills) KILLS=$2 ;;
@@ -52,6 +54,7 @@ while [ $# -gt 0 ]; do
     --victim) VICTIM=$2 ;;
     --mismatch) MM=$2 ;;
     --matrix) MATRIX=1; shift; continue ;;
+    --at-once) AT_ONCE=1; shift; continue ;;
     *) echo "run_faults.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift 2
@@ -74,6 +77,7 @@ allgather:direct@shm allgather:ring@ucx broadcast:recdbl@shm"
 # shows as HANG from the watchdog rather than as a SIGTERM; the hard
 # timeout only guards against braidrun itself hanging.
 LIMIT_MS=$(( (TIMEOUT + 2 + MARGIN) * 1000 ))
+[ $AT_ONCE -eq 1 ] && LIMIT_MS=$(( TIMEOUT * 500 ))
 WATCHDOG=$(( TIMEOUT + MARGIN + 17 ))
 GRACE=$(( WATCHDOG + 5 ))
 HARD=$(( GRACE + 60 ))

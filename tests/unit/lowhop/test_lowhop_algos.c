@@ -9,7 +9,10 @@
  *   stress  200 back-to-back calls of random algorithm, dtype, op, size
  *           (so areas grow) and placement, ranks running at different
  *           speeds, with gaps in the call numbers as if other candidates
- *           ran in between: slot reuse, growth and the bank parity.
+ *           ran in between: slot reuse, growth and the bank parity;
+ *   mismatch (n >= 2) one call per algorithm in which the last rank's
+ *           signature bits (task->sig32) differ from the others': every
+ *           rank must fail it with BRAID_ERR_MISMATCH, none hang.
  * Each result must equal, bit for bit, a reference folded in rank order with
  * the scalar reference kernel -- which also makes it equal across ranks --
  * the guard bytes after the receive buffer must be intact, and an
@@ -227,6 +230,7 @@ typedef struct world {
     /* large cases: inputs and reference built together (barriers) */
     void         *big_in[MOCK_MAX_RANKS];
     void         *big_ref;
+    long          mm_ended[NALGOS]; /* mismatch phase: ranks done (atomic) */
 } world_t;
 
 typedef struct rank {
@@ -250,6 +254,7 @@ typedef struct call_case {
     uint64_t      seq_gap; /* calls of other candidates before this one */
     int           jitter;  /* ranks sleep at random before the call */
     int           big;     /* inputs and reference from world_t */
+    uint32_t      sig32;   /* the call's signature bits (task->sig32) */
 } call_case_t;
 
 static uint64_t rank_rnd(rank_t *r)
@@ -304,6 +309,7 @@ static braid_status_t run_call(rank_t *r, const call_case_t *c,
     t.rank       = r->rank;
     t.size       = r->w->n;
     t.seq        = r->seq;
+    t.sig32      = c->sig32;
     t.tl         = &r->tl;
     t.svc        = &svc;
     t.comm_state = &r->state[c->algo];
@@ -635,6 +641,91 @@ static void phase_stress(rank_t *r, int iters)
     }
 }
 
+/* One mismatched call as the core would run it, but for the core's
+ * failure inquiry, which tells the ranks that have not seen the mismatch
+ * yet: here a rank that has an answer keeps delivering its puts until
+ * every rank has one, so that each must see the mismatch for itself. */
+static braid_status_t run_mismatched(rank_t *r, const call_case_t *c,
+                                     const void *sendbuf, void *recvbuf)
+{
+    const braid_algo_t *a = algos[c->algo];
+    braid_task_t t;
+    memset(&t, 0, sizeof(t));
+    t.struct_size = sizeof(t);
+    t.algo       = a;
+    t.coll       = a->coll;
+    t.sendbuf    = sendbuf;
+    t.recvbuf    = recvbuf;
+    t.count      = c->count;
+    t.dtype      = c->dtype;
+    t.op         = c->op;
+    t.dtsize     = dtsz(c->dtype);
+    t.rank       = r->rank;
+    t.size       = r->w->n;
+    t.seq        = r->seq;
+    t.sig32      = c->sig32;
+    t.tl         = &r->tl;
+    t.svc        = &svc;
+    t.comm_state = &r->state[c->algo];
+
+    braid_wait_t   wait = BRAID_WAIT_LOCAL;
+    braid_status_t st   = a->start(&t, &wait);
+    double         t0   = svc_now();
+    while (st == BRAID_OK || st == BRAID_INPROGRESS) {
+        if ((st = a->progress(&t, &wait)) != BRAID_INPROGRESS)
+            break;
+        sched_yield();
+        if (svc_now() - t0 > CALL_LIMIT_S)
+            break; /* reported as a wrong status */
+    }
+    char err[sizeof(last_error)];
+    snprintf(err, sizeof(err), "%s", last_error);
+    __atomic_add_fetch(&r->w->mm_ended[c->algo], 1, __ATOMIC_RELAXED);
+    while (__atomic_load_n(&r->w->mm_ended[c->algo], __ATOMIC_RELAXED) <
+               r->w->n &&
+           svc_now() - t0 < CALL_LIMIT_S) {
+        (void)r->tl.ops->progress(r->tl.tcomm);
+        sched_yield();
+    }
+    a->finish(&t);
+    snprintf(last_error, sizeof(last_error), "%s", err);
+    return st;
+}
+
+/* Last: a mismatched call leaves its flags in the areas (a communicator
+ * whose call failed is not used again). */
+static void phase_mismatch(rank_t *r)
+{
+    int n = r->w->n;
+    if (n < 2)
+        return;
+    for (int a = 0; a < NALGOS; a++) {
+        call_case_t c;
+        memset(&c, 0, sizeof(c));
+        c.algo  = a;
+        c.dtype = BRAID_F32;
+        c.op    = BRAID_SUM;
+        c.count = 3 * (size_t)n + 1; /* every twoshot chunk non-empty */
+        c.sig32 = r->rank == n - 1 ? 0x5eed0001u : 0x5eed0002u;
+        size_t sb, rb;
+        spans(&c, n, &sb, &rb);
+        unsigned char *sbuf = calloc(1, sb + 1), *rbuf = calloc(1, rb + 1);
+        if (sbuf == NULL || rbuf == NULL) {
+            fprintf(stderr, "out of memory\n");
+            abort();
+        }
+        last_error[0] = '\0';
+        braid_status_t st = run_mismatched(r, &c, sbuf, rbuf);
+        if (st != BRAID_ERR_MISMATCH ||
+            strstr(last_error, "another signature") == NULL)
+            failf(r, &c, "a call whose signature differs on rank %d gave "
+                  "%d: %s", n - 1, (int)st, last_error);
+        r->seq++;
+        free(sbuf);
+        free(rbuf);
+    }
+}
+
 static void *rank_main(void *arg)
 {
     rank_t *r = arg;
@@ -644,6 +735,7 @@ static void *rank_main(void *arg)
     phase_large(r);
     double t2 = cpu_now();
     phase_stress(r, g.quick ? 50 : 200);
+    phase_mismatch(r);
     if (g.verbose && r->rank == 0)
         printf("n=%d: process cpu time: matrix %.2f s, large %.2f s, stress "
                "%.2f s\n", r->w->n, t1 - t0, t2 - t1, cpu_now() - t2);

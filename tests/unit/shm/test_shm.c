@@ -7,6 +7,7 @@
  * visible once the flag is); send/receive matched by (peer, tag) with
  * receives posted in reverse order, before and after the messages arrive,
  * zero-length, ring-sized and 8 MiB messages, self-sends, a length mismatch,
+ * tag check bits that differ (BRAID_TAG_CHECKED),
  * cancelled sends and receives; then that comm_destroy leaves no fd,
  * mapping or /dev/shm name behind.
  * Failure paths: one rank unable to open a file fails comm_create and
@@ -386,8 +387,8 @@ static void test_big(th_rank_t *r, void *tc)
     free(rbuf);
 }
 
-/* A message longer than its receive fails that receive only; the stream
- * stays usable. */
+/* A message longer than its receive, or one with the receive's match bits
+ * but other check bits, fails that receive only; the stream stays usable. */
 static void test_mismatch(th_rank_t *r, void *tc)
 {
     const int      n = r->size, right = (r->rank + 1) % n,
@@ -413,6 +414,51 @@ static void test_mismatch(th_rank_t *r, void *tc)
     TH_CHECK(th_wait(r, tc, &sreq, 1) == BRAID_OK, "after mismatch send");
     TH_CHECK(verify(rbuf, 64, left, r->rank, 1) < 0, "stream intact after a "
              "mismatch");
+
+    /* The same match bits (seq, step) with other check bits (another
+     * call's signature, plugin.h): the receive fails, posted before the
+     * message or after it sat in the unexpected queue; then a message whose
+     * check bits agree arrives intact. */
+    for (int late = 0; late < 2; late++) {
+        uint64_t mine   = BRAID_TAG_CHECKED(40 + late, 2, 0x1111);
+        uint64_t theirs = BRAID_TAG_CHECKED(40 + late, 2, 0x2222);
+        unsigned polls  = 0;
+        if (!late) {
+            TH_CHECK(r->tl->irecv(tc, left, mine, rbuf, 16, &rreq) ==
+                         BRAID_OK, "irecv");
+        }
+        th_barrier(r);
+        TH_CHECK(r->tl->isend(tc, right, theirs, sbuf, 16, &sreq) ==
+                     BRAID_OK, "isend");
+        th_barrier(r);
+        if (late) { /* the message into the unexpected queue */
+            for (int i = 0; i < 2000; i++) {
+                (void)r->tl->progress(tc);
+                th_relax(r, &polls);
+            }
+            st = r->tl->irecv(tc, left, mine, rbuf, 16, &rreq);
+        } else {
+            st = BRAID_OK;
+        }
+        if (st == BRAID_OK) {
+            st = th_wait(r, tc, &rreq, 1);
+        }
+        TH_CHECK(st == BRAID_ERR_MISMATCH &&
+                     strstr(th_last_error(), "another signature") != NULL,
+                 "other check bits (%s receive) reported: %s: %s",
+                 late ? "late" : "posted", th_status_str(st),
+                 th_last_error());
+        TH_CHECK(th_wait(r, tc, &sreq, 1) == BRAID_OK, "isend completes");
+    }
+    fill(sbuf, 64, r->rank, right, 2);
+    TH_CHECK(r->tl->isend(tc, right, BRAID_TAG_CHECKED(42, 2, 0x1111), sbuf,
+                          64, &sreq) == BRAID_OK, "isend");
+    TH_CHECK(r->tl->irecv(tc, left, BRAID_TAG_CHECKED(42, 2, 0x1111), rbuf,
+                          64, &rreq) == BRAID_OK, "irecv");
+    TH_CHECK(th_wait(r, tc, &rreq, 1) == BRAID_OK &&
+                 th_wait(r, tc, &sreq, 1) == BRAID_OK &&
+                 verify(rbuf, 64, left, r->rank, 2) < 0,
+             "matching check bits after a mismatch");
 
     TH_CHECK(r->tl->isend(tc, n, 1, sbuf, 1, &sreq) == BRAID_ERR_INVALID_ARG,
              "send to rank n refused");

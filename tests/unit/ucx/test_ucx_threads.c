@@ -606,6 +606,58 @@ static void run_zero(world_t *w, int r, braid_tl_t *tl)
     }
 }
 
+/* plugin.h's tag check bits: a message with the receive's match bits
+ * (seq, step) but other check bits (another call's signature) completes
+ * the receive with BRAID_ERR_MISMATCH; the next pair, whose check bits
+ * agree, arrives intact. */
+static void run_check_bits(world_t *w, int r, braid_tl_t *tl)
+{
+    const int      n = w->n, right = (r + 1) % n, left = (r + n - 1) % n;
+    const uint64_t seq = 0xfffffd; /* no case uses it */
+    char           sbuf[16], rbuf[16];
+    braid_treq_t   reqs[2] = {{0}};
+    braid_status_t st[2];
+
+    for (int pass = 0; pass < 2; pass++) {
+        uint64_t mine   = BRAID_TAG_CHECKED(seq, 3 + pass, 0x1111);
+        uint64_t theirs = BRAID_TAG_CHECKED(seq, 3 + pass,
+                                            pass == 0 ? 0x2222 : 0x1111);
+        double   t0     = th_now();
+        memset(sbuf, 'a' + r, sizeof(sbuf));
+        memset(rbuf, 0, sizeof(rbuf));
+        st[0] = tl->ops->irecv(tl->tcomm, left, mine, rbuf, sizeof(rbuf),
+                               &reqs[0]);
+        st[1] = tl->ops->isend(tl->tcomm, right, theirs, sbuf, sizeof(sbuf),
+                               &reqs[1]);
+        for (int i = 0; i < 2; i++) {
+            if (st[i] != BRAID_OK) {
+                continue;
+            }
+            while ((st[i] = tl->ops->test(tl->tcomm, &reqs[i])) ==
+                       BRAID_INPROGRESS &&
+                   th_now() - t0 < TH_TIMEOUT_S) {
+                sched_yield();
+            }
+        }
+        if (pass == 0 && (st[0] != BRAID_ERR_MISMATCH ||
+                          strstr(th_last_error(), "another signature") ==
+                              NULL)) {
+            fail(w, r, NULL, "check bits: other check bits gave %d: %s",
+                 (int)st[0], th_last_error());
+        }
+        if (pass == 1 && (st[0] != BRAID_OK || rbuf[0] != 'a' + left)) {
+            fail(w, r, NULL, "check bits: the next message: %s",
+                 th_last_error());
+        }
+        if (st[1] != BRAID_OK) {
+            fail(w, r, NULL, "check bits: send (pass %d): %s", pass,
+                 th_last_error());
+        }
+    }
+    atomic_fetch_add(&w->checks, 1);
+    pthread_barrier_wait(&w->bar);
+}
+
 static void run_cancel(world_t *w, int r, braid_tl_t *tl)
 {
     const int      n = w->n, right = (r + 1) % n, left = (r + n - 1) % n;
@@ -709,6 +761,7 @@ static void *rank_main(void *arg)
     }
     run_put_signal(w, r, &tl);
     run_zero(w, r, &tl);
+    run_check_bits(w, r, &tl);
     run_cancel(w, r, &tl);
 
     for (int i = 0; i < w->plug->adesc->n_algos; i++) {
