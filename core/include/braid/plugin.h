@@ -235,7 +235,8 @@ typedef struct braid_transport {
     /* Two-sided.  A message (peer, tag) matches a receive with the same
      * peer and match bits (BRAID_TAG_MATCH_MASK), in the order the peer
      * sent its messages; when the other bits of the tags differ, the
-     * receive completes with BRAID_ERR_MISMATCH (its message is dropped).
+     * receive completes with BRAID_ERR_MISMATCH (its message is consumed;
+     * what the buffer holds then is undefined).
      * Buffers stay owned by the caller until test says done.
      * Tags use the low BRAID_TAG_BITS bits (the transport may use the rest);
      * BRAID_TAG_CHECKED() builds one from the call's seq, a step number and
