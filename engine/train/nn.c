@@ -59,8 +59,10 @@ static inline float exp_fast(float x)
     r = r - n * 1.42860682030941723212e-6f; /* ln2, low bits */
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +
               r * (1.0f / 120 + r * (1.0f / 720))))));
-    union { float f; int32_t i; } u = {.f = p};
-    u.i += (int32_t)n << 23;
+    /* Unsigned: n may be negative, and shifting a negative int is
+     * undefined; the wrapped sum is the same bits. */
+    union { float f; uint32_t u; } u = {.f = p};
+    u.u += (uint32_t)(int32_t)n << 23;
     return u.f;
 }
 
