@@ -410,6 +410,21 @@ braid_status_t braid_lowhop_xchg_open(braid_task_t *task,
     return BRAID_OK;
 }
 
+/* Looks at slot k's flag once: 1 (and counts it seen) when its data
+ * arrived, 0 when not yet, -1 when its writer called something else. */
+static inline int xchg_look(braid_lowhop_xchg_t *x, int k)
+{
+    int got = braid_lowhop_arrived(x->area, x->bank, k, x->flag);
+    if (got < 0) {
+        x->odd = k;
+    } else if (got > 0) {
+        x->seen[k] = 1;
+        x->nseen++;
+        x->mates_left -= x->area->mate[k];
+    }
+    return got;
+}
+
 int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x,
                               braid_wait_t *wait)
 {
@@ -424,16 +439,8 @@ int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x,
         for (int k = 0; k < n - 1; k++) {
             if (!a->mate[k] || x->seen[k])
                 continue;
-            int got = braid_lowhop_arrived(a, x->bank, k, x->flag);
-            if (got < 0) {
-                x->odd = k;
+            if (xchg_look(x, k) < 0)
                 return -1;
-            }
-            if (got > 0) {
-                x->seen[k] = 1;
-                x->nseen++;
-                x->mates_left--;
-            }
         }
         if (x->mates_left > 0)
             return 0;
@@ -441,16 +448,8 @@ int braid_lowhop_xchg_arrived(braid_task_t *task, braid_lowhop_xchg_t *x,
     for (int k = 0; k < n - 1 && x->nseen < n - 1; k++) {
         if (x->seen[k])
             continue;
-        int got = braid_lowhop_arrived(a, x->bank, k, x->flag);
-        if (got < 0) {
-            x->odd = k;
+        if (xchg_look(x, k) < 0)
             return -1;
-        }
-        if (got > 0) {
-            x->seen[k] = 1;
-            x->nseen++;
-            x->mates_left -= a->mate[k];
-        }
     }
     if (x->nseen == n - 1)
         return 1;
