@@ -289,6 +289,30 @@ static void failf(rank_t *r, const call_case_t *c, const char *fmt, ...)
     fprintf(stderr, "FAIL %s: %s\n", d, what);
 }
 
+/* The task of case c on rank r, as the core would fill it in. */
+static void task_init(braid_task_t *t, rank_t *r, const call_case_t *c,
+                      const void *sendbuf, void *recvbuf)
+{
+    const braid_algo_t *a = algos[c->algo];
+    memset(t, 0, sizeof(*t));
+    t->struct_size = sizeof(*t);
+    t->algo       = a;
+    t->coll       = a->coll;
+    t->sendbuf    = sendbuf;
+    t->recvbuf    = recvbuf;
+    t->count      = c->count;
+    t->dtype      = c->dtype;
+    t->op         = c->op;
+    t->dtsize     = dtsz(c->dtype);
+    t->rank       = r->rank;
+    t->size       = r->w->n;
+    t->seq        = r->seq;
+    t->sig32      = c->sig32;
+    t->tl         = &r->tl;
+    t->svc        = &svc;
+    t->comm_state = &r->state[c->algo];
+}
+
 /* Runs one call to completion as the core would: start, progress until
  * done (yielding: more threads than cores), finish. */
 static braid_status_t run_call(rank_t *r, const call_case_t *c,
@@ -296,23 +320,9 @@ static braid_status_t run_call(rank_t *r, const call_case_t *c,
 {
     const braid_algo_t *a = algos[c->algo];
     braid_task_t t;
-    memset(&t, 0, sizeof(t));
-    t.struct_size = sizeof(t);
-    t.algo       = a;
-    t.coll       = a->coll;
-    t.sendbuf    = sendbuf;
-    t.recvbuf    = recvbuf;
-    t.count      = c->count;
-    t.dtype      = c->dtype;
-    t.op         = a->coll == BRAID_COLL_ALLGATHER ? BRAID_SUM : c->op;
-    t.dtsize     = dtsz(c->dtype);
-    t.rank       = r->rank;
-    t.size       = r->w->n;
-    t.seq        = r->seq;
-    t.sig32      = c->sig32;
-    t.tl         = &r->tl;
-    t.svc        = &svc;
-    t.comm_state = &r->state[c->algo];
+    task_init(&t, r, c, sendbuf, recvbuf);
+    if (a->coll == BRAID_COLL_ALLGATHER)
+        t.op = BRAID_SUM;
 
     braid_wait_t   wait = BRAID_WAIT_LOCAL;
     braid_status_t st   = a->start(&t, &wait);
@@ -650,23 +660,7 @@ static braid_status_t run_mismatched(rank_t *r, const call_case_t *c,
 {
     const braid_algo_t *a = algos[c->algo];
     braid_task_t t;
-    memset(&t, 0, sizeof(t));
-    t.struct_size = sizeof(t);
-    t.algo       = a;
-    t.coll       = a->coll;
-    t.sendbuf    = sendbuf;
-    t.recvbuf    = recvbuf;
-    t.count      = c->count;
-    t.dtype      = c->dtype;
-    t.op         = c->op;
-    t.dtsize     = dtsz(c->dtype);
-    t.rank       = r->rank;
-    t.size       = r->w->n;
-    t.seq        = r->seq;
-    t.sig32      = c->sig32;
-    t.tl         = &r->tl;
-    t.svc        = &svc;
-    t.comm_state = &r->state[c->algo];
+    task_init(&t, r, c, sendbuf, recvbuf);
 
     braid_wait_t   wait = BRAID_WAIT_LOCAL;
     braid_status_t st   = a->start(&t, &wait);
