@@ -3,12 +3,12 @@
 # the line "N passed, N failed[, N skipped]".  Exits non-zero on any failure.
 #
 # One failure is the checker's, not the test's: at exit, GCC 12's
-# LeakSanitizer (Debian 12) now and then reads a garbage dynamic-TLS range
-# of a dlopen'd library and its tracer dies with "Tracer caught signal 11"
-# (LSAN_OPTIONS=use_tls=0 avoids it but reports every buffer held only
-# through a thread-local pointer as a leak).  A test that failed with that
-# line and no other sanitizer report runs once more, by name, and counts by
-# its second result; the rerun is printed.
+# LeakSanitizer (Debian 12) can record a garbage dynamic-TLS range of a
+# dlopen'd library and its tracer dies with "Tracer caught signal 11".
+# meson.build's asan test setup turns off what records those ranges; should
+# the tracer still crash, a test that failed with that line and no other
+# sanitizer report runs once more, by name, and counts by its second
+# result.  The rerun is printed.
 set -u
 build=$1; shift
 log=$(mktemp)
