@@ -201,6 +201,7 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
     call->cand    = cand;
     t->tl         = cand->tl;
     t->comm_state = &cand->comm_state;
+    t->res        = cand->res;
     t->algo       = cand->algo;
     braid_wait_note_call(comm, call, bytes);
     return BRAID_OK;

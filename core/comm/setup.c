@@ -178,12 +178,6 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
     /* Ranks on one machine share its cores even on different (emulated)
      * hosts. */
     comm->oversubscribed = comm->machine_ppn > ncpu;
-    /* Who shares this rank's CPU (wait.c); the scratch is freed at once. */
-    unsigned char *mate = calloc((size_t)comm->size, 1);
-    if (mate == NULL)
-        return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
-    comm->cpu_mates = braid_cpu_mates(&comm->topo, comm->rank, mate);
-    free(mate);
     /* ... and the cost model charges each stage the hand-offs it then
      * needs, so that one stage beats two by more than a cache line's
      * latency (4 ranks on 2 cores: oneshot stays ahead of twoshot to a few
@@ -229,6 +223,8 @@ void braid_comm_teardown(braid_comm_t *comm)
     comm->node_of_rank = NULL;
     free(comm->cpu_of_rank);
     comm->cpu_of_rank = NULL;
+    free(comm->cpu_mate);
+    comm->cpu_mate = NULL;
     if (comm->plugins != NULL) {
         braid_loader_release();
         comm->plugins = NULL;

@@ -20,6 +20,7 @@ typedef struct braid_candidate {
     const char         *tl_name;   /* the transport's, or the backend's name */
     uint32_t            mem_types; /* BRAID_MEM_BIT()s of buffers it takes */
     void               *comm_state; /* the algorithm's, per communicator */
+    braid_res_t        *res;        /* the core's for it (core/algo) */
 } braid_candidate_t;
 
 /* The memory-type bits a call needs: its send and receive buffers'. */

@@ -197,9 +197,9 @@ static void test_dispatch(void)
     braid_algo_t broken = {.name = "broken", .coll = BRAID_COLL_ALLREDUCE,
                               .estimate = est_never};
     braid_candidate_t cands[] = {
-        {"broken@ucx", &broken, &tl_ucx, "ucx", HOST_MEM, NULL},
-        {"oneshot@shm", &oneshot, &tl_shm, "shm", HOST_MEM, NULL},
-        {"ring@ucx", &ring, &tl_ucx, "ucx", HOST_MEM, NULL},
+        {"broken@ucx", &broken, &tl_ucx, "ucx", HOST_MEM, NULL, NULL},
+        {"oneshot@shm", &oneshot, &tl_shm, "shm", HOST_MEM, NULL, NULL},
+        {"ring@ucx", &ring, &tl_ucx, "ucx", HOST_MEM, NULL, NULL},
     };
     const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
     braid_algo_spec_t none, over;
@@ -273,8 +273,8 @@ static void test_memory(void)
                         .flags = BRAID_ALGO_BACKEND, .estimate = est_flat,
                         .mem_types = HOST_MEM | CUDA_MEM};
     braid_candidate_t cands[] = {
-        {"gpu", &gpu, NULL, "gpu", HOST_MEM | CUDA_MEM, NULL},
-        {"oneshot@shm", &oneshot, &tl_shm, "shm", HOST_MEM, NULL},
+        {"gpu", &gpu, NULL, "gpu", HOST_MEM | CUDA_MEM, NULL, NULL},
+        {"oneshot@shm", &oneshot, &tl_shm, "shm", HOST_MEM, NULL, NULL},
     };
     const uint32_t host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
     const uint32_t dev  = braid_mem_need(BRAID_MEM_CUDA, BRAID_MEM_CUDA);
@@ -328,8 +328,8 @@ static void test_ties(void)
     braid_algo_t ring = {.name = "ring", .coll = BRAID_COLL_ALLREDUCE,
                          .estimate = est_flat};
     braid_candidate_t cands[] = { /* sorted by name, as the core keeps them */
-        {"ring@shm", &ring, &tl_shm, "shm", HOST_MEM, NULL},
-        {"ring@ucx", &ring, &tl_ucx, "ucx", HOST_MEM, NULL},
+        {"ring@shm", &ring, &tl_shm, "shm", HOST_MEM, NULL, NULL},
+        {"ring@ucx", &ring, &tl_ucx, "ucx", HOST_MEM, NULL, NULL},
     };
     const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
     braid_algo_spec_t none;
