@@ -27,7 +27,7 @@
 #include <braid/braid.h>
 
 #include "cuda_mem.h"
-#include "numeric.h"
+#include "reference.h"
 
 #define PERIOD 7 /* inputs repeat every PERIOD elements: cheap reference */
 #define BATCHES 5 /* --timing batch: batches per row, the median is shown */
@@ -216,11 +216,11 @@ static void parse_opts(int argc, char **argv, opts_t *o)
                 bad_usage("bad -c '%s' (0 or 1)", optarg);
             break;
         case 'd':
-            if (nm_parse_dtype(optarg, &o->dtype))
+            if (ref_parse_dtype(optarg, &o->dtype))
                 bad_usage("unknown dtype '%s'", optarg);
             break;
         case 'o':
-            if (nm_parse_op(optarg, &o->op))
+            if (ref_parse_op(optarg, &o->op))
                 bad_usage("unknown op '%s'", optarg);
             break;
         case 'C': {
@@ -309,10 +309,10 @@ static double input_value(const opts_t *o, int r, size_t j)
 
 static void store(braid_dtype_t dt, void *buf, size_t i, double v)
 {
-    if (nm_is_float(dt))
-        nm_store_f(dt, buf, i, v);
+    if (ref_is_float(dt))
+        ref_store_f(dt, buf, i, v);
     else
-        nm_store_i(dt, buf, i, (int64_t)v);
+        ref_store_i(dt, buf, i, (int64_t)v);
 }
 
 static void fill(const opts_t *o, int r, void *buf, size_t first, size_t n)
@@ -334,22 +334,22 @@ static double reduce_expected(const opts_t *o, int n, size_t j)
         default:         acc += v; break;
         }
     }
-    if (nm_is_float(o->dtype)) {
+    if (ref_is_float(o->dtype)) {
         if (o->op == BRAID_AVG)
             acc /= n;
-        return nm_round_f(o->dtype, acc);
+        return ref_round_f(o->dtype, acc);
     }
     int64_t i = (int64_t)acc;
     if (o->op == BRAID_AVG)
         i /= n; /* integer AVG truncates */
-    return (double)nm_wrap_i(o->dtype, i);
+    return (double)ref_wrap_i(o->dtype, i);
 }
 
 static int matches(const opts_t *o, const void *buf, size_t i, double exp)
 {
-    if (!nm_is_float(o->dtype))
-        return (double)nm_load_i(o->dtype, buf, i) == exp;
-    double got = nm_load_f(o->dtype, buf, i);
+    if (!ref_is_float(o->dtype))
+        return (double)ref_load_i(o->dtype, buf, i) == exp;
+    double got = ref_load_f(o->dtype, buf, i);
     if (o->op == BRAID_AVG && is_reduction(o->coll))
         return fabs(got - exp) <= 0x1p-6 * fabs(exp); /* bf16: 2 ulp */
     return got == exp;
@@ -365,7 +365,7 @@ typedef struct {
 static bufs_t place_buffers(const opts_t *o, const bench_t *b,
                             const shape_t *sh, int inplace)
 {
-    size_t slot = (size_t)b->rank * sh->per_rank * nm_size(o->dtype);
+    size_t slot = (size_t)b->rank * sh->per_rank * ref_size(o->dtype);
     bufs_t r = {b->sbuf, b->rbuf};
     if (!inplace || o->coll == BRAID_COLL_BROADCAST)
         return r;
@@ -592,8 +592,8 @@ static void print_header(const opts_t *o, const bench_t *b)
            b->size);
     printf("#  minbytes %zu maxbytes %zu step %zux, iters %d, warmup %d, "
            "check %d, dtype %s, op %s\n", o->minbytes, o->maxbytes,
-           o->step, o->iters, o->warmup, o->check, nm_name(o->dtype),
-           nm_op_name(o->op));
+           o->step, o->iters, o->warmup, o->check, ref_name(o->dtype),
+           ref_op_name(o->op));
     if (o->coll == BRAID_COLL_BROADCAST)
         printf("#  root %d (broadcast has one buffer: in-place only)\n",
                o->root);
@@ -661,19 +661,19 @@ typedef struct {
 static void print_row(const opts_t *o, const bench_t *b, const shape_t *sh,
                       const char *algo, const result_t res[2])
 {
-    const char *redop = is_reduction(o->coll) ? nm_op_name(o->op) : "none";
+    const char *redop = is_reduction(o->coll) ? ref_op_name(o->op) : "none";
     for (int k = 0; k < 2 && o->csv_out != NULL; k++) {
         if (!res[k].ran)
             continue;
         fprintf(o->csv_out, "%s,%d,%zu,%zu,%s,%s,%s,%s,%.3f,%.4f,%.4f,%" PRId64
                 "\n", coll_names[o->coll], b->size, sh->bytes, sh->count,
-                nm_name(o->dtype), redop, algo, k ? "in-place" : "out-of-place",
+                ref_name(o->dtype), redop, algo, k ? "in-place" : "out-of-place",
                 res[k].us, res[k].algbw, res[k].busbw, res[k].wrong);
     }
     if (o->csv)
         return;
     printf("  %10zu %12zu %6s %6s %16s", sh->bytes, sh->count,
-           nm_name(o->dtype), redop, algo);
+           ref_name(o->dtype), redop, algo);
     for (int k = 0; k < 2; k++) {
         if (!res[k].ran) {
             printf("   %11s %8s %8s %7s", "-", "-", "-", "-");
@@ -696,7 +696,7 @@ static void print_row(const opts_t *o, const bench_t *b, const shape_t *sh,
 static shape_t shape_of(const opts_t *o, const bench_t *b, size_t bytes)
 {
     shape_t sh;
-    size_t  dts = nm_size(o->dtype);
+    size_t  dts = ref_size(o->dtype);
     sh.count = bytes / dts;
     if (o->coll == BRAID_COLL_REDUCE_SCATTER ||
         o->coll == BRAID_COLL_ALLGATHER) {
@@ -716,7 +716,7 @@ static void run_size(const opts_t *o, bench_t *b, size_t bytes)
     memset(res, 0, sizeof(res));
     char     algo[64], why[64];
     braid_status_t st = braid_comm_choice(b->comm, o->coll,
-                                          sh.per_rank * nm_size(o->dtype),
+                                          sh.per_rank * ref_size(o->dtype),
                                           algo, sizeof(algo), why,
                                           sizeof(why));
     if (st == BRAID_ERR_NOT_SUPPORTED && o->algo != NULL) {

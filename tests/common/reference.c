@@ -1,7 +1,8 @@
-#include "numeric.h"
-
+/* The reference reductions and element access (reference.h). */
 #include <math.h>
 #include <string.h>
+
+#include "reference.h"
 
 static const struct {
     const char *name;
@@ -27,27 +28,27 @@ static int dtype_valid(braid_dtype_t dtype)
     return (int)dtype >= 0 && (int)dtype < BRAID_DTYPE_COUNT;
 }
 
-size_t nm_size(braid_dtype_t dtype)
+size_t ref_size(braid_dtype_t dtype)
 {
     return dtype_valid(dtype) ? dtypes[dtype].size : 0;
 }
 
-const char *nm_name(braid_dtype_t dtype)
+const char *ref_name(braid_dtype_t dtype)
 {
     return dtype_valid(dtype) ? dtypes[dtype].name : "?";
 }
 
-int nm_is_float(braid_dtype_t dtype)
+int ref_is_float(braid_dtype_t dtype)
 {
     return dtype_valid(dtype) && dtypes[dtype].is_float;
 }
 
-const char *nm_op_name(braid_op_t op)
+const char *ref_op_name(braid_op_t op)
 {
     return ((int)op >= 0 && (int)op < BRAID_OP_COUNT) ? op_names[op] : "?";
 }
 
-int nm_parse_dtype(const char *s, braid_dtype_t *dtype)
+int ref_parse_dtype(const char *s, braid_dtype_t *dtype)
 {
     for (int i = 0; i < BRAID_DTYPE_COUNT; i++) {
         if (strcmp(s, dtypes[i].name) == 0) {
@@ -58,7 +59,7 @@ int nm_parse_dtype(const char *s, braid_dtype_t *dtype)
     return -1;
 }
 
-int nm_parse_op(const char *s, braid_op_t *op)
+int ref_parse_op(const char *s, braid_op_t *op)
 {
     for (int i = 0; i < BRAID_OP_COUNT; i++) {
         if (strcmp(s, op_names[i]) == 0) {
@@ -98,15 +99,18 @@ static uint32_t round_shift(uint32_t m, unsigned shift)
     return kept;
 }
 
-uint16_t nm_f32_to_f16(float f)
+uint16_t ref_f32_to_f16(float f)
 {
     uint32_t x    = f32_bits(f);
     uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t exp  = (x >> 23) & 0xffu;
     uint32_t man  = x & 0x7fffffu;
 
-    if (exp == 0xffu) /* inf stays inf, NaN stays a (quiet) NaN */
-        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0));
+    if (exp == 0xffu && man == 0)
+        return (uint16_t)(sign | 0x7c00u); /* inf */
+    if (exp == 0xffu) /* NaN: the payload's top bits, never an inf */
+        return (uint16_t)(sign | 0x7c00u |
+                          ((man >> 13) != 0 ? man >> 13 : 0x200u));
     int e = (int)exp - 127 + 15;
     if (e >= 31)
         return (uint16_t)(sign | 0x7c00u);
@@ -125,7 +129,7 @@ uint16_t nm_f32_to_f16(float f)
     return (uint16_t)(sign | h);
 }
 
-float nm_f16_to_f32(uint16_t h)
+float ref_f16_to_f32(uint16_t h)
 {
     uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
     uint32_t exp  = ((uint32_t)h >> 10) & 0x1fu;
@@ -140,25 +144,28 @@ float nm_f16_to_f32(uint16_t h)
     return bits_f32(sign | ((exp - 15 + 127) << 23) | (man << 13));
 }
 
-uint16_t nm_f32_to_bf16(float f)
+uint16_t ref_f32_to_bf16(float f)
 {
     uint32_t x = f32_bits(f);
-    if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu))
-        return (uint16_t)((x >> 16) | 0x40u); /* keep NaN a NaN */
+    if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) {
+        /* NaN: the payload's top bits, never an inf */
+        uint16_t t = (uint16_t)(x >> 16);
+        return (t & 0x7fu) != 0 ? t : (uint16_t)(t | 0x40u);
+    }
     x += 0x7fffu + ((x >> 16) & 1u);
     return (uint16_t)(x >> 16);
 }
 
-float nm_bf16_to_f32(uint16_t h)
+float ref_bf16_to_f32(uint16_t h)
 {
     return bits_f32((uint32_t)h << 16);
 }
 
 /* ------------------------------------------------------------- elements */
 
-double nm_load_f(braid_dtype_t dtype, const void *buf, size_t i)
+double ref_load_f(braid_dtype_t dtype, const void *buf, size_t i)
 {
-    const unsigned char *p = (const unsigned char *)buf + i * nm_size(dtype);
+    const unsigned char *p = (const unsigned char *)buf + i * ref_size(dtype);
     switch (dtype) {
     case BRAID_F32: {
         float v;
@@ -174,16 +181,16 @@ double nm_load_f(braid_dtype_t dtype, const void *buf, size_t i)
     case BRAID_BF16: {
         uint16_t v;
         memcpy(&v, p, sizeof(v));
-        return dtype == BRAID_F16 ? nm_f16_to_f32(v) : nm_bf16_to_f32(v);
+        return dtype == BRAID_F16 ? ref_f16_to_f32(v) : ref_bf16_to_f32(v);
     }
     default:
-        return (double)nm_load_i(dtype, buf, i);
+        return (double)ref_load_i(dtype, buf, i);
     }
 }
 
-void nm_store_f(braid_dtype_t dtype, void *buf, size_t i, double v)
+void ref_store_f(braid_dtype_t dtype, void *buf, size_t i, double v)
 {
-    unsigned char *p = (unsigned char *)buf + i * nm_size(dtype);
+    unsigned char *p = (unsigned char *)buf + i * ref_size(dtype);
     switch (dtype) {
     case BRAID_F32: {
         float f = (float)v;
@@ -195,20 +202,20 @@ void nm_store_f(braid_dtype_t dtype, void *buf, size_t i, double v)
         break;
     case BRAID_F16:
     case BRAID_BF16: {
-        uint16_t h = dtype == BRAID_F16 ? nm_f32_to_f16((float)v)
-                                        : nm_f32_to_bf16((float)v);
+        uint16_t h = dtype == BRAID_F16 ? ref_f32_to_f16((float)v)
+                                        : ref_f32_to_bf16((float)v);
         memcpy(p, &h, sizeof(h));
         break;
     }
     default:
-        nm_store_i(dtype, buf, i, (int64_t)v);
+        ref_store_i(dtype, buf, i, (int64_t)v);
         break;
     }
 }
 
-int64_t nm_load_i(braid_dtype_t dtype, const void *buf, size_t i)
+int64_t ref_load_i(braid_dtype_t dtype, const void *buf, size_t i)
 {
-    const unsigned char *p = (const unsigned char *)buf + i * nm_size(dtype);
+    const unsigned char *p = (const unsigned char *)buf + i * ref_size(dtype);
     switch (dtype) {
     case BRAID_I32: {
         int32_t v;
@@ -223,13 +230,13 @@ int64_t nm_load_i(braid_dtype_t dtype, const void *buf, size_t i)
     case BRAID_U8:
         return *p;
     default:
-        return (int64_t)nm_load_f(dtype, buf, i);
+        return (int64_t)ref_load_f(dtype, buf, i);
     }
 }
 
-void nm_store_i(braid_dtype_t dtype, void *buf, size_t i, int64_t v)
+void ref_store_i(braid_dtype_t dtype, void *buf, size_t i, int64_t v)
 {
-    unsigned char *p = (unsigned char *)buf + i * nm_size(dtype);
+    unsigned char *p = (unsigned char *)buf + i * ref_size(dtype);
     switch (dtype) {
     case BRAID_I32: {
         int32_t w = (int32_t)(uint32_t)(uint64_t)v;
@@ -243,26 +250,26 @@ void nm_store_i(braid_dtype_t dtype, void *buf, size_t i, int64_t v)
         *p = (unsigned char)(uint64_t)v;
         break;
     default:
-        nm_store_f(dtype, buf, i, (double)v);
+        ref_store_f(dtype, buf, i, (double)v);
         break;
     }
 }
 
-double nm_round_f(braid_dtype_t dtype, double v)
+double ref_round_f(braid_dtype_t dtype, double v)
 {
     switch (dtype) {
     case BRAID_F32:
         return (float)v;
     case BRAID_F16:
-        return nm_f16_to_f32(nm_f32_to_f16((float)v));
+        return ref_f16_to_f32(ref_f32_to_f16((float)v));
     case BRAID_BF16:
-        return nm_bf16_to_f32(nm_f32_to_bf16((float)v));
+        return ref_bf16_to_f32(ref_f32_to_bf16((float)v));
     default:
         return v;
     }
 }
 
-int64_t nm_wrap_i(braid_dtype_t dtype, int64_t v)
+int64_t ref_wrap_i(braid_dtype_t dtype, int64_t v)
 {
     switch (dtype) {
     case BRAID_I32:
@@ -274,7 +281,7 @@ int64_t nm_wrap_i(braid_dtype_t dtype, int64_t v)
     }
 }
 
-uint64_t nm_hash(uint64_t h, const void *buf, size_t len)
+uint64_t ref_hash(uint64_t h, const void *buf, size_t len)
 {
     const unsigned char *p = buf;
     for (size_t i = 0; i < len; i++) {
@@ -282,4 +289,149 @@ uint64_t nm_hash(uint64_t h, const void *buf, size_t len)
         h *= 0x100000001b3ull;
     }
     return h;
+}
+
+/* ----------------------------------------------------------- reductions */
+
+static uint64_t f64_bits(double d)
+{
+    uint64_t x;
+    memcpy(&x, &d, sizeof(x));
+    return x;
+}
+
+/* Of x and y, which min/max keeps: 0 for x, 1 for y (reference.h). */
+static int pick(double x, double y, uint64_t xb, uint64_t yb, int is_max)
+{
+    if (isnan(x) || isnan(y))
+        return isnan(x) && isnan(y) ? yb > xb : isnan(y);
+    if (x != y)
+        return is_max ? y > x : y < x;
+    return is_max ? signbit(x) != 0 : signbit(y) != 0; /* -0 and +0 */
+}
+
+/* The bits of element i, as wide as the dtype's widening (f16/bf16: the
+ * f32 they widen to), to order NaNs. */
+static uint64_t wide_bits(braid_dtype_t dt, const void *buf, size_t i)
+{
+    double v = ref_load_f(dt, buf, i);
+    return dt == BRAID_F64 ? f64_bits(v) : f32_bits((float)v);
+}
+
+static void reduce_float(void *dst, const void *a, const void *b, size_t i,
+                         braid_dtype_t dt, braid_op_t op)
+{
+    double x = ref_load_f(dt, a, i), y = ref_load_f(dt, b, i);
+    size_t sz = ref_size(dt);
+
+    if (op == BRAID_MIN || op == BRAID_MAX) {
+        int py = pick(x, y, wide_bits(dt, a, i), wide_bits(dt, b, i),
+                      op == BRAID_MAX);
+        memmove((char *)dst + i * sz, (const char *)(py ? b : a) + i * sz,
+                sz);
+        return;
+    }
+    double z = op == BRAID_PROD ? x * y : x + y;
+    if (isnan(z)) {
+        z = fabs((double)NAN); /* canonical: quiet, positive, no payload */
+    } else if (dt != BRAID_F64) {
+        z = (float)z; /* f16/bf16 round to f32 first, as the library */
+    }
+    ref_store_f(dt, dst, i, z);
+}
+
+static void reduce_int(void *dst, const void *a, const void *b, size_t i,
+                       braid_dtype_t dt, braid_op_t op)
+{
+    int64_t x = ref_load_i(dt, a, i), y = ref_load_i(dt, b, i), z;
+    switch (op) {
+    case BRAID_PROD: z = (int64_t)((uint64_t)x * (uint64_t)y); break;
+    case BRAID_MIN:  z = y < x ? y : x; break;
+    case BRAID_MAX:  z = y > x ? y : x; break;
+    default:         z = (int64_t)((uint64_t)x + (uint64_t)y); break;
+    }
+    ref_store_i(dt, dst, i, z);
+}
+
+void ref_reduce2(void *dst, const void *a, const void *b, size_t count,
+                 braid_dtype_t dtype, braid_op_t op)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (ref_is_float(dtype))
+            reduce_float(dst, a, b, i, dtype, op);
+        else
+            reduce_int(dst, a, b, i, dtype, op);
+    }
+}
+
+void ref_finish_avg(void *buf, size_t count, braid_dtype_t dtype,
+                    braid_op_t op, int n)
+{
+    if (op != BRAID_AVG || n <= 1)
+        return;
+    for (size_t i = 0; i < count; i++) {
+        if (ref_is_float(dtype)) {
+            double q = ref_load_f(dtype, buf, i) / n;
+            if (isnan(q))
+                q = fabs((double)NAN);
+            else if (dtype != BRAID_F64)
+                q = (float)q;
+            ref_store_f(dtype, buf, i, q);
+        } else {
+            ref_store_i(dtype, buf, i, ref_load_i(dtype, buf, i) / n);
+        }
+    }
+}
+
+ref_val_t ref_fold(braid_dtype_t dtype, braid_op_t op, ref_val_t acc,
+                   ref_val_t v)
+{
+    if (ref_is_float(dtype)) {
+        switch (op) {
+        case BRAID_PROD: acc.f *= v.f; break;
+        case BRAID_MIN:  acc.f = fmin(acc.f, v.f); break;
+        case BRAID_MAX:  acc.f = fmax(acc.f, v.f); break;
+        default:         acc.f += v.f; break; /* SUM, AVG */
+        }
+        return acc;
+    }
+    /* Computed unsigned: wrapping, without overflow's undefined behaviour. */
+    switch (op) {
+    case BRAID_PROD: acc.i = (int64_t)((uint64_t)acc.i * (uint64_t)v.i); break;
+    case BRAID_MIN:  acc.i = acc.i < v.i ? acc.i : v.i; break;
+    case BRAID_MAX:  acc.i = acc.i > v.i ? acc.i : v.i; break;
+    default:         acc.i = (int64_t)((uint64_t)acc.i + (uint64_t)v.i); break;
+    }
+    return acc;
+}
+
+ref_val_t ref_finish(braid_dtype_t dtype, braid_op_t op, ref_val_t acc,
+                     int n)
+{
+    if (ref_is_float(dtype)) {
+        if (op == BRAID_AVG)
+            acc.f /= n;
+        acc.f = ref_round_f(dtype, acc.f);
+    } else {
+        acc.i = ref_wrap_i(dtype, acc.i);
+        if (op == BRAID_AVG)
+            acc.i /= n;
+    }
+    return acc;
+}
+
+double ref_unit_roundoff(braid_dtype_t dtype)
+{
+    switch (dtype) {
+    case BRAID_F64:  return 0x1p-53;
+    case BRAID_F32:  return 0x1p-24;
+    case BRAID_F16:  return 0x1p-11;
+    case BRAID_BF16: return 0x1p-8;
+    default:         return 0.0;
+    }
+}
+
+double ref_tolerance(braid_dtype_t dtype, int n, double mag)
+{
+    return 2.0 * (n + 1) * ref_unit_roundoff(dtype) * mag;
 }

@@ -1,13 +1,23 @@
-/* Element access for every braid dtype, shared by braid-bench and the
- * multi-process tests.
+/* The reference every checker of results uses: the tests (unit, mp, soak,
+ * gpu) and braid-bench.  Element access for every braid dtype, and the
+ * reductions themselves, written apart from libbraid -- one element at a
+ * time, floats through double -- so that a bug in the library's kernels or
+ * conversions cannot hide a bug in its collectives.
  *
- * The checkers compute reference results themselves, so they need to read and
- * write each dtype without going through libbraid: a bug in the library's own
- * conversions must not hide a bug in its collectives.  Floating types are
- * handled as double, integer types as int64_t; the half-precision conversions
- * round to nearest even like the hardware does. */
-#ifndef BRAID_BENCH_NUMERIC_H
-#define BRAID_BENCH_NUMERIC_H
+ * Two ways to use it:
+ *   - bitwise: ref_reduce2 is one step of a reduction as the library
+ *     defines it (the result rounded to the dtype after every operation;
+ *     f16/bf16 through f32; NaN rules of docs/architecture.md), so folding
+ *     the ranks' inputs in some order with it gives exactly the bits of an
+ *     algorithm that combines in that order (lowhop: rank order);
+ *   - within a tolerance: ref_fold accumulates in double (integers wrap as
+ *     the dtype does), for algorithms whose order differs per element
+ *     (rings): ref_tolerance bounds how far a correctly rounded result of
+ *     any order may be.
+ * Floating types are handled as double, integer types as int64_t; the
+ * half-precision conversions round to nearest even like the hardware does. */
+#ifndef BRAID_TESTS_REFERENCE_H
+#define BRAID_TESTS_REFERENCE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -15,35 +25,35 @@
 #include <braid/braid.h>
 
 /* Bytes per element, from this file's own table; 0 for an invalid dtype. */
-size_t nm_size(braid_dtype_t dtype);
+size_t ref_size(braid_dtype_t dtype);
 /* Short name ("f32", ...), from this file's own table; "?" if invalid. */
-const char *nm_name(braid_dtype_t dtype);
-/* Parses a name as nm_name prints it; returns 0 on success. */
-int nm_parse_dtype(const char *s, braid_dtype_t *dtype);
-int nm_parse_op(const char *s, braid_op_t *op);
-const char *nm_op_name(braid_op_t op);
+const char *ref_name(braid_dtype_t dtype);
+/* Parses a name as ref_name prints it; returns 0 on success. */
+int ref_parse_dtype(const char *s, braid_dtype_t *dtype);
+int ref_parse_op(const char *s, braid_op_t *op);
+const char *ref_op_name(braid_op_t op);
 
 /* 1 for f32/f64/f16/bf16. */
-int nm_is_float(braid_dtype_t dtype);
+int ref_is_float(braid_dtype_t dtype);
 
-float    nm_f16_to_f32(uint16_t h);
-uint16_t nm_f32_to_f16(float f);
-float    nm_bf16_to_f32(uint16_t h);
-uint16_t nm_f32_to_bf16(float f);
+float    ref_f16_to_f32(uint16_t h);
+uint16_t ref_f32_to_f16(float f);
+float    ref_bf16_to_f32(uint16_t h);
+uint16_t ref_f32_to_bf16(float f);
 
 /* Element i of buf.  load_f/store_f are for float dtypes, load_i/store_i for
  * integer dtypes; store_i truncates to the dtype's width (u8 wraps). */
-double  nm_load_f(braid_dtype_t dtype, const void *buf, size_t i);
-void    nm_store_f(braid_dtype_t dtype, void *buf, size_t i, double v);
-int64_t nm_load_i(braid_dtype_t dtype, const void *buf, size_t i);
-void    nm_store_i(braid_dtype_t dtype, void *buf, size_t i, int64_t v);
+double  ref_load_f(braid_dtype_t dtype, const void *buf, size_t i);
+void    ref_store_f(braid_dtype_t dtype, void *buf, size_t i, double v);
+int64_t ref_load_i(braid_dtype_t dtype, const void *buf, size_t i);
+void    ref_store_i(braid_dtype_t dtype, void *buf, size_t i, int64_t v);
 
 /* Value of one element rounded as the dtype would store it. */
-double nm_round_f(braid_dtype_t dtype, double v);
-int64_t nm_wrap_i(braid_dtype_t dtype, int64_t v);
+double ref_round_f(braid_dtype_t dtype, double v);
+int64_t ref_wrap_i(braid_dtype_t dtype, int64_t v);
 
 /* 64-bit mixer (splitmix64 finaliser): cheap, deterministic random bits. */
-static inline uint64_t nm_mix(uint64_t x)
+static inline uint64_t ref_mix(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ull;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -51,8 +61,44 @@ static inline uint64_t nm_mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* FNV-1a over len bytes, folded into h (start with NM_HASH_INIT). */
-#define NM_HASH_INIT 0xcbf29ce484222325ull
-uint64_t nm_hash(uint64_t h, const void *buf, size_t len);
+/* ----------------------------------------------------------- reductions */
+
+/* dst[i] = a[i] op b[i] for i < count (dst may alias a or b), rounded to
+ * the dtype: AVG adds (ref_finish_avg divides); integers wrap; sum, prod
+ * and avg of a NaN give the canonical quiet NaN; min and max pick an input
+ * (a NaN over a number, of two NaNs the larger bit pattern, +0 over -0 for
+ * max and -0 for min) and copy its bits. */
+void ref_reduce2(void *dst, const void *a, const void *b, size_t count,
+                 braid_dtype_t dtype, braid_op_t op);
+/* buf[i] /= n for BRAID_AVG (floats in the dtype's precision, f16/bf16
+ * through f32; integers truncate toward zero); nothing for other ops. */
+void ref_finish_avg(void *buf, size_t count, braid_dtype_t dtype,
+                    braid_op_t op, int n);
+
+/* One value, wide: floats as double, integers as int64_t. */
+typedef struct ref_val {
+    double  f;
+    int64_t i;
+} ref_val_t;
+
+/* acc op v in wide arithmetic, unrounded (AVG adds; integer sum and
+ * product wrap at 64 bits: ref_finish truncates to the dtype). */
+ref_val_t ref_fold(braid_dtype_t dtype, braid_op_t op, ref_val_t acc,
+                   ref_val_t v);
+/* The end of a wide fold over n ranks: AVG's division, then the dtype's
+ * rounding or wrap (integer AVG: the wrapped sum over n, toward zero). */
+ref_val_t ref_finish(braid_dtype_t dtype, braid_op_t op, ref_val_t acc,
+                     int n);
+/* The unit roundoff of a float dtype (2^-24 for f32), 0 for integers. */
+double ref_unit_roundoff(braid_dtype_t dtype);
+/* How far from the exact result a reduction over n ranks in any order may
+ * land, for a result whose inputs' magnitudes sum to mag: each of the n-1
+ * combining steps and the final division rounds once by at most a unit
+ * roundoff of what it produced, so 2(n+1)u * mag bounds the error. */
+double ref_tolerance(braid_dtype_t dtype, int n, double mag);
+
+/* FNV-1a over len bytes, folded into h (start with REF_HASH_INIT). */
+#define REF_HASH_INIT 0xcbf29ce484222325ull
+uint64_t ref_hash(uint64_t h, const void *buf, size_t len);
 
 #endif
