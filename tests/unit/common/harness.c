@@ -21,6 +21,7 @@
 
 const braid_services_t *tu_svc(void) { return braid_core_services(); }
 const char *tu_last_error(void) { return braid_last_error(); }
+void tu_clear_error(void) { braid_error_clear(); }
 double tu_now(void) { return braid_now_s(); }
 
 void tu_set_timeout(double s)

@@ -20,6 +20,7 @@
 
 const braid_services_t *tu_svc(void);
 const char             *tu_last_error(void);
+void                    tu_clear_error(void);
 double                  tu_now(void);
 /* BRAID_TIMEOUT (seconds) for the waits the services bound, and for the
  * board's; call before the ranks start. */
