@@ -180,9 +180,9 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
     comm->oversubscribed = comm->machine_ppn > ncpu;
     /* ... and the cost model charges each stage the hand-offs it then
      * needs, so that one stage beats two by more than a cache line's
-     * latency (4 ranks on 2 cores: oneshot stays ahead of twoshot to a few
-     * KiB, as measured).  Only on one host: the estimate must be the same
-     * on every rank, and hosts can differ in cores. */
+     * latency (where oneshot and twoshot cross then: docs/performance.md).
+     * Only on one host: the estimate must be the same on every rank, and
+     * hosts can differ in cores. */
     comm->sel.stage_us = comm->oversubscribed && comm->topo.nnodes == 1
                              ? BRAID_HANDOFF_US * (double)comm->topo.ppn /
                                    (double)ncpu
@@ -205,7 +205,10 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
                   "candidates: %s", comm->size, comm->topo.nnodes,
                   comm->topo.ppn, cpus, comm->ntls, list[0] ? list : "none");
     }
-    return BRAID_OK;
+    /* Every call reads the table; host memory's is built now (printed at
+     * BRAID_DEBUG=info), the others on their first call. */
+    return braid_selector_build(&comm->sel,
+                                braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST));
 }
 
 void braid_comm_teardown(braid_comm_t *comm)

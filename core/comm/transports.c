@@ -360,6 +360,7 @@ void braid_comm_close_transports(braid_comm_t *comm)
         braid_res_destroy(c->res, c->tl);
         c->res = NULL;
     }
+    braid_selector_fini(&comm->sel); /* its rows point into cands */
     free(comm->sel.cands);
     comm->sel.cands  = NULL;
     comm->sel.ncands = 0;
