@@ -1,5 +1,7 @@
 /* The reference reductions and element access (reference.h). */
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "reference.h"
@@ -434,4 +436,145 @@ double ref_unit_roundoff(braid_dtype_t dtype)
 double ref_tolerance(braid_dtype_t dtype, int n, double mag)
 {
     return 2.0 * (n + 1) * ref_unit_roundoff(dtype) * mag;
+}
+
+/* ---------------------------------------------- inputs and expectations */
+
+/* Random bits of element `idx` of rank `r`'s input. */
+uint64_t ref_bits(uint64_t seed, int r, size_t idx)
+{
+    return ref_mix(seed ^ ((uint64_t)(unsigned)r << 48) ^ (uint64_t)idx);
+}
+
+/* Half-range, in quarters, of float inputs for SUM/AVG/MIN/MAX: any sum of
+ * up to 8 such values (and any partial sum) is exact in the dtype; more
+ * ranks get proportionally smaller values. */
+static int64_t float_quarters(braid_dtype_t dt, int n)
+{
+    int64_t q;
+    switch (dt) {
+    case BRAID_F64:  q = (int64_t)1 << 32; break; /* |sum| < 2^35 quarters */
+    case BRAID_F32:  q = (int64_t)1 << 16; break; /* < 2^19, 24-bit mant. */
+    case BRAID_F16:  q = 128; break;              /* < 2^10, 11 bits */
+    default:         q = 32; break;               /* bf16: < 2^8, 8 bits */
+    }
+    q = q * 8 / (n > 8 ? n : 8);
+    return q > 0 ? q : 1;
+}
+
+/* Half-range of integer inputs for SUM/AVG: no overflow for 8 ranks (more
+ * ranks wrap, as the dtype does, and the reference wraps the same way). */
+static int64_t int_range(braid_dtype_t dt)
+{
+    return dt == BRAID_I64 ? (int64_t)1 << 59 : (int64_t)1 << 27;
+}
+
+/* Inexact float inputs use every mantissa bit, so the result depends on the
+ * order of the operations: checked against a tolerance, and (through the
+ * hashes) for bitwise equality across ranks, which every algorithm promises
+ * by combining partial results in the same order on every rank. */
+static ref_val_t gen_inexact(braid_dtype_t dt, braid_op_t op, uint64_t b)
+{
+    double u = (double)(b >> 11) * 0x1p-53; /* [0, 1) */
+    double v = op == BRAID_PROD ? (b & 1 ? -1.0 : 1.0) * (0.5 + 1.5 * u)
+                                : 2.0 * u - 1.0;
+    ref_val_t  r = {ref_round_f(dt, v), 0};
+    return r;
+}
+
+/* Input value of a reduction over n ranks, from random bits b. */
+ref_val_t ref_input(braid_dtype_t dt, braid_op_t op, int inexact, int n,
+                     uint64_t b)
+{
+    /* Beyond 8 ranks only ±1, so that no f16 product overflows. */
+    static const double fprod[] = {-1.0, 1.0, -2.0, -0.5, 0.5, 2.0};
+    static const int    iprod[] = {-2, -1, 1, 2};
+    ref_val_t v = {0.0, 0};
+
+    if (inexact && ref_is_float(dt))
+        return gen_inexact(dt, op, b);
+    if (ref_is_float(dt)) {
+        if (op == BRAID_PROD) {
+            v.f = fprod[b % (n > 8 ? 2 : 6)];
+        } else {
+            int64_t q = float_quarters(dt, n);
+            v.f = (double)((int64_t)(b % (uint64_t)(2 * q + 1)) - q) / 4.0;
+        }
+        return v;
+    }
+    if (op == BRAID_PROD) {
+        /* u8 products of {1, 2} wrap modulo 256 like the dtype does. */
+        v.i = dt == BRAID_U8 ? (int64_t)(1 + (b & 1)) : iprod[b % 4];
+    } else if (op == BRAID_MIN || op == BRAID_MAX) {
+        v.i = dt == BRAID_I64 ? (int64_t)b
+              : dt == BRAID_I32 ? (int64_t)(int32_t)(uint32_t)b
+                                : (int64_t)(b & 0xff);
+    } else if (dt == BRAID_U8) {
+        v.i = (int64_t)(b % (uint64_t)(256 / (n > 8 ? n : 8))); /* no wrap */
+    } else {
+        int64_t r = int_range(dt);
+        v.i = (int64_t)(b % (uint64_t)(2 * r + 1)) - r;
+    }
+    return v;
+}
+
+/* Relative tolerance of float AVG: two units in the last place. */
+static double avg_tolerance(braid_dtype_t dt)
+{
+    switch (dt) {
+    case BRAID_F64:  return 0x1p-51;
+    case BRAID_F32:  return 0x1p-22;
+    case BRAID_F16:  return 0x1p-9;
+    default:         return 0x1p-6;
+    }
+}
+
+/* Expected element j of the reduction over n ranks.  *tol receives the
+ * allowed absolute error: 0 where the result is exact. */
+ref_val_t ref_expect(braid_dtype_t dt, braid_op_t op, int inexact,
+                     uint64_t seed, int n, size_t j, double *tol)
+{
+    ref_val_t  acc = ref_input(dt, op, inexact, n, ref_bits(seed, 0, j));
+    double mag = fabs(acc.f);
+    for (int r = 1; r < n; r++) {
+        ref_val_t v = ref_input(dt, op, inexact, n, ref_bits(seed, r, j));
+        acc = ref_fold(dt, op, acc, v);
+        mag += fabs(v.f);
+    }
+    *tol = 0.0;
+    if (ref_is_float(dt)) {
+        if (op == BRAID_AVG)
+            mag /= n;
+        if (op == BRAID_PROD)
+            mag = fabs(acc.f);
+        if (inexact && op != BRAID_MIN && op != BRAID_MAX)
+            *tol = ref_tolerance(dt, n, mag);
+        else if (op == BRAID_AVG)
+            *tol = avg_tolerance(dt) * fabs(acc.f / n);
+    }
+    return ref_finish(dt, op, acc, n);
+}
+
+/* Compares element i of got with exp (within tol for floats); formats
+ * both on a mismatch. */
+int ref_value_ok(braid_dtype_t dt, const void *got, size_t i,
+                 ref_val_t exp, double tol, char *es, char *gs, size_t len)
+{
+    if (ref_is_float(dt)) {
+        double v  = ref_load_f(dt, got, i);
+        int    ok = tol > 0.0 ? fabs(v - exp.f) <= tol : v == exp.f;
+        if (!ok) {
+            snprintf(es, len, tol > 0.0 ? "%.9g(+-%.2g)" : "%.9g", exp.f,
+                     tol);
+            snprintf(gs, len, "%.9g", v);
+        }
+        return ok;
+    }
+    int64_t v = ref_load_i(dt, got, i);
+    if (v != exp.i) {
+        snprintf(es, len, "%" PRId64, exp.i);
+        snprintf(gs, len, "%" PRId64, v);
+        return 0;
+    }
+    return 1;
 }

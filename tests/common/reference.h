@@ -101,4 +101,26 @@ double ref_tolerance(braid_dtype_t dtype, int n, double mag);
 #define REF_HASH_INIT 0xcbf29ce484222325ull
 uint64_t ref_hash(uint64_t h, const void *buf, size_t len);
 
+/* ------------------------------------------- inputs and expected results */
+
+/* Random bits of element idx of rank r's input (seed: the run's). */
+uint64_t ref_bits(uint64_t seed, int r, size_t idx);
+/* Input value of a reduction over n ranks, from random bits b.  Exact
+ * inputs (inexact = 0) are small enough that every order of summation
+ * gives the same float, so results compare bitwise; inexact float inputs
+ * use every mantissa bit, so the result depends on the order of the
+ * operations -- compared within a tolerance, and across ranks bitwise,
+ * which every algorithm promises by combining in the same order on every
+ * rank.  Products stay within range (beyond 8 ranks only +-1 when exact). */
+ref_val_t ref_input(braid_dtype_t dt, braid_op_t op, int inexact, int n,
+                    uint64_t b);
+/* Expected element j of the reduction over n ranks of ref_input's values;
+ * *tol receives the allowed absolute error, 0 where the result is exact. */
+ref_val_t ref_expect(braid_dtype_t dt, braid_op_t op, int inexact,
+                     uint64_t seed, int n, size_t j, double *tol);
+/* Element i of got against exp (within tol for floats); on a mismatch,
+ * both formatted into es and gs (len bytes each). */
+int ref_value_ok(braid_dtype_t dt, const void *got, size_t i, ref_val_t exp,
+                 double tol, char *es, char *gs, size_t len);
+
 #endif

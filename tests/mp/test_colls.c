@@ -86,145 +86,6 @@ static int wanted(braid_coll_t c) { return (g.only >> c) & 1u; }
 /* A reference value: `f` for float dtypes, `i` for integer dtypes. */
 typedef ref_val_t val_t;
 
-/* Random bits of element `idx` of rank `r`'s input. */
-static uint64_t elem_bits(uint64_t seed, int r, size_t idx)
-{
-    return ref_mix(seed ^ ((uint64_t)(unsigned)r << 48) ^ (uint64_t)idx);
-}
-
-/* Half-range, in quarters, of float inputs for SUM/AVG/MIN/MAX: any sum of
- * up to 8 such values (and any partial sum) is exact in the dtype; more
- * ranks get proportionally smaller values. */
-static int64_t float_quarters(braid_dtype_t dt, int n)
-{
-    int64_t q;
-    switch (dt) {
-    case BRAID_F64:  q = (int64_t)1 << 32; break; /* |sum| < 2^35 quarters */
-    case BRAID_F32:  q = (int64_t)1 << 16; break; /* < 2^19, 24-bit mant. */
-    case BRAID_F16:  q = 128; break;              /* < 2^10, 11 bits */
-    default:         q = 32; break;               /* bf16: < 2^8, 8 bits */
-    }
-    q = q * 8 / (n > 8 ? n : 8);
-    return q > 0 ? q : 1;
-}
-
-/* Half-range of integer inputs for SUM/AVG: no overflow for 8 ranks (more
- * ranks wrap, as the dtype does, and the reference wraps the same way). */
-static int64_t int_range(braid_dtype_t dt)
-{
-    return dt == BRAID_I64 ? (int64_t)1 << 59 : (int64_t)1 << 27;
-}
-
-/* Inexact float inputs use every mantissa bit, so the result depends on the
- * order of the operations: checked against a tolerance, and (through the
- * hashes) for bitwise equality across ranks, which every algorithm promises
- * by combining partial results in the same order on every rank. */
-static val_t gen_inexact(braid_dtype_t dt, braid_op_t op, uint64_t b)
-{
-    double u = (double)(b >> 11) * 0x1p-53; /* [0, 1) */
-    double v = op == BRAID_PROD ? (b & 1 ? -1.0 : 1.0) * (0.5 + 1.5 * u)
-                                : 2.0 * u - 1.0;
-    val_t  r = {ref_round_f(dt, v), 0};
-    return r;
-}
-
-/* Input value of a reduction over n ranks, from random bits b. */
-static val_t gen_val(braid_dtype_t dt, braid_op_t op, int inexact, int n,
-                     uint64_t b)
-{
-    /* Beyond 8 ranks only ±1, so that no f16 product overflows. */
-    static const double fprod[] = {-1.0, 1.0, -2.0, -0.5, 0.5, 2.0};
-    static const int    iprod[] = {-2, -1, 1, 2};
-    val_t v = {0.0, 0};
-
-    if (inexact && ref_is_float(dt))
-        return gen_inexact(dt, op, b);
-    if (ref_is_float(dt)) {
-        if (op == BRAID_PROD) {
-            v.f = fprod[b % (n > 8 ? 2 : 6)];
-        } else {
-            int64_t q = float_quarters(dt, n);
-            v.f = (double)((int64_t)(b % (uint64_t)(2 * q + 1)) - q) / 4.0;
-        }
-        return v;
-    }
-    if (op == BRAID_PROD) {
-        /* u8 products of {1, 2} wrap modulo 256 like the dtype does. */
-        v.i = dt == BRAID_U8 ? (int64_t)(1 + (b & 1)) : iprod[b % 4];
-    } else if (op == BRAID_MIN || op == BRAID_MAX) {
-        v.i = dt == BRAID_I64 ? (int64_t)b
-              : dt == BRAID_I32 ? (int64_t)(int32_t)(uint32_t)b
-                                : (int64_t)(b & 0xff);
-    } else if (dt == BRAID_U8) {
-        v.i = (int64_t)(b % (uint64_t)(256 / (n > 8 ? n : 8))); /* no wrap */
-    } else {
-        int64_t r = int_range(dt);
-        v.i = (int64_t)(b % (uint64_t)(2 * r + 1)) - r;
-    }
-    return v;
-}
-
-/* Relative tolerance of float AVG: two units in the last place. */
-static double avg_tolerance(braid_dtype_t dt)
-{
-    switch (dt) {
-    case BRAID_F64:  return 0x1p-51;
-    case BRAID_F32:  return 0x1p-22;
-    case BRAID_F16:  return 0x1p-9;
-    default:         return 0x1p-6;
-    }
-}
-
-/* Expected element j of the reduction over n ranks.  *tol receives the
- * allowed absolute error: 0 where the result is exact. */
-static val_t expected_reduce(braid_dtype_t dt, braid_op_t op, int inexact,
-                        uint64_t seed, int n, size_t j, double *tol)
-{
-    val_t  acc = gen_val(dt, op, inexact, n, elem_bits(seed, 0, j));
-    double mag = fabs(acc.f);
-    for (int r = 1; r < n; r++) {
-        val_t v = gen_val(dt, op, inexact, n, elem_bits(seed, r, j));
-        acc = ref_fold(dt, op, acc, v);
-        mag += fabs(v.f);
-    }
-    *tol = 0.0;
-    if (ref_is_float(dt)) {
-        if (op == BRAID_AVG)
-            mag /= n;
-        if (op == BRAID_PROD)
-            mag = fabs(acc.f);
-        if (inexact && op != BRAID_MIN && op != BRAID_MAX)
-            *tol = ref_tolerance(dt, n, mag);
-        else if (op == BRAID_AVG)
-            *tol = avg_tolerance(dt) * fabs(acc.f / n);
-    }
-    return ref_finish(dt, op, acc, n);
-}
-
-/* Compares element i of got with exp (within tol for floats); formats
- * both on a mismatch. */
-static int value_ok(braid_dtype_t dt, const void *got, size_t i, val_t exp,
-                    double tol, char *es, char *gs, size_t len)
-{
-    if (ref_is_float(dt)) {
-        double v  = ref_load_f(dt, got, i);
-        int    ok = tol > 0.0 ? fabs(v - exp.f) <= tol : v == exp.f;
-        if (!ok) {
-            snprintf(es, len, tol > 0.0 ? "%.9g(+-%.2g)" : "%.9g", exp.f,
-                     tol);
-            snprintf(gs, len, "%.9g", v);
-        }
-        return ok;
-    }
-    int64_t v = ref_load_i(dt, got, i);
-    if (v != exp.i) {
-        snprintf(es, len, "%" PRId64, exp.i);
-        snprintf(gs, len, "%" PRId64, v);
-        return 0;
-    }
-    return 1;
-}
-
 /* ----------------------------------------------------------------- cases */
 
 typedef struct {
@@ -347,14 +208,14 @@ static void check_region(const tcomm_t *tc, case_t *c, const unsigned char *p,
 static void put_input(const case_t *c, int n, int r, size_t idx, void *buf,
                       size_t pos)
 {
-    uint64_t b = elem_bits(c->seed, r, idx);
+    uint64_t b = ref_bits(c->seed, r, idx);
     if (!is_reduction(c->coll)) {
         /* Data movement: any bit pattern must arrive as is. */
         size_t dts = ref_size(c->dtype);
         memcpy((unsigned char *)buf + pos * dts, &b, dts);
         return;
     }
-    val_t v = gen_val(c->dtype, c->op, c->inexact, n, b);
+    val_t v = ref_input(c->dtype, c->op, c->inexact, n, b);
     if (ref_is_float(c->dtype))
         ref_store_f(c->dtype, buf, pos, v.f);
     else
@@ -513,9 +374,9 @@ static void check_reduction(tcomm_t *tc, case_t *c, const void *res,
     size_t wrong = 0;
     for (size_t i = 0; i < c->count; i++) {
         double tol;
-        val_t  exp = expected_reduce(c->dtype, c->op, c->inexact, c->seed,
+        val_t  exp = ref_expect(c->dtype, c->op, c->inexact, c->seed,
                                 tc->size, first + i, &tol);
-        if (value_ok(c->dtype, res, i, exp, tol, es, gs, sizeof(es)))
+        if (ref_value_ok(c->dtype, res, i, exp, tol, es, gs, sizeof(es)))
             continue;
         if (wrong++ < MAX_PRINT_ELEMS)
             case_fail(tc, c, "index=%zu expected=%s got=%s", i, es, gs);
@@ -530,7 +391,7 @@ static void check_moved(tcomm_t *tc, case_t *c, const unsigned char *buf,
 {
     size_t dts = ref_size(c->dtype);
     for (size_t i = 0; i < c->count; i++) {
-        uint64_t b = elem_bits(c->seed, r, i), got = 0;
+        uint64_t b = ref_bits(c->seed, r, i), got = 0;
         memcpy(&got, buf + i * dts, dts);
         if (memcmp(&got, &b, dts) == 0)
             continue;
