@@ -164,8 +164,9 @@ typedef struct braid_services {
     unsigned (*sleep_polls)(void);
 
     /* Revision 2: the machinery algorithms share.  A plugin that uses it
-     * checks BRAID_HAS(svc, braid_services_t, reqs_cancel) in its probe; a
-     * core that has it also fills task->res and topo->mates.  Everything
+     * checks BRAID_HAS_MACHINERY(svc) in its probe (and, when it lacks,
+     * says BRAID_NO_MACHINERY_WHY); a core that has it also fills
+     * task->res and topo->mates.  Everything
      * works on the (communicator, candidate) of the task, whose calls never
      * overlap (a start comes only after the previous call's finish).  The
      * chunk arithmetic is inline, below (braid_chunk_off). */
@@ -212,6 +213,13 @@ typedef struct braid_services {
                                 int n, int *ndone);
     void (*reqs_cancel)(struct braid_task *task, braid_treq_t *reqs, int n);
 } braid_services_t;
+
+/* The services include revision 2's machinery (above); the reason a
+ * plugin that needs it gives when they do not. */
+#define BRAID_HAS_MACHINERY(svc) BRAID_HAS(svc, braid_services_t, reqs_cancel)
+#define BRAID_NO_MACHINERY_WHY                                              \
+    "this libbraid lacks the shared algorithm services (plugin ABI 4 "      \
+    "revision 2)"
 
 /* count elements cut into n chunks as evenly as possible: the first
  * count % n chunks have one element more.  Chunk c (0 <= c < n) starts at

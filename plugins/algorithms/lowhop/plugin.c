@@ -22,9 +22,8 @@ static braid_status_t lowhop_probe(const braid_plugin_t *self,
     (void)self;
     /* Any put-with-signal transport, and the machinery the core lends
      * (revision 2: state, registered areas, request sets). */
-    if (!BRAID_HAS(svc, braid_services_t, reqs_cancel)) {
-        snprintf(why, why_len, "this libbraid lacks the shared algorithm "
-                 "services (plugin ABI 4 revision 2)");
+    if (!BRAID_HAS_MACHINERY(svc)) {
+        snprintf(why, why_len, BRAID_NO_MACHINERY_WHY);
         return BRAID_ERR_UNAVAILABLE;
     }
     return BRAID_OK;

@@ -13,9 +13,8 @@ static braid_status_t p2p_probe(const braid_plugin_t *self,
 {
     (void)self;
     /* A transport, and the machinery the core lends (revision 2). */
-    if (!BRAID_HAS(svc, braid_services_t, reqs_cancel)) {
-        snprintf(why, why_len, "this libbraid lacks the shared algorithm "
-                 "services (plugin ABI 4 revision 2)");
+    if (!BRAID_HAS_MACHINERY(svc)) {
+        snprintf(why, why_len, BRAID_NO_MACHINERY_WHY);
         return BRAID_ERR_UNAVAILABLE;
     }
     return BRAID_OK;
