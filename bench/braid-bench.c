@@ -13,7 +13,15 @@
  * buffer of allgather (all ranks' data), the send buffer of reduce_scatter;
  * "count" is the number of elements in it.  algbw = size / time and busbw =
  * algbw * factor, the factor turning it into what each link carries:
- * allreduce 2(n-1)/n, reduce_scatter and allgather (n-1)/n, broadcast 1. */
+ * allreduce 2(n-1)/n, reduce_scatter and allgather (n-1)/n, broadcast 1.
+ *
+ * With -c 1 (the default) one call per size and placement is checked after
+ * the timed loop: random inputs (floats that use every mantissa bit, so
+ * that the order of the operations shows in the result) against the tests'
+ * reference reducer (tests/common/reference.c, written apart from the
+ * library's kernels), the result bitwise equal on every rank, and the send
+ * buffer untouched.  The ranks' findings travel through another collective
+ * than the one under test. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -27,9 +35,9 @@
 #include <braid/braid.h>
 
 #include "cuda_mem.h"
-#include "numeric.h"
+#include "reference.h"
 
-#define PERIOD 7 /* inputs repeat every PERIOD elements: cheap reference */
+#define SEED 0xbe9c4ull /* of the inputs (tests/common/reference.c) */
 #define BATCHES 5 /* --timing batch: batches per row, the median is shown */
 
 typedef struct {
@@ -97,7 +105,10 @@ static void usage(FILE *f)
         "  -f, --stepfactor N   size multiplier between rows, default 2\n"
         "  -n, --iters N        timed iterations per row, default 20\n"
         "  -w, --warmup_iters N untimed iterations first, default 5\n"
-        "  -c, --check 0/1      verify results and count wrong ones, default 1\n"
+        "  -c, --check 0/1      verify results and count wrong ones, default 1:\n"
+        "                       random inputs against the tests' reference,\n"
+        "                       bitwise equal on every rank, send buffer\n"
+        "                       untouched\n"
         "  -d, --datatype T     f32 f64 f16 bf16 i32 i64 u8, default f32\n"
         "  -o, --op OP          sum prod min max avg, default sum\n"
         "  -C, --coll C         allreduce reduce_scatter allgather broadcast\n"
@@ -216,11 +227,11 @@ static void parse_opts(int argc, char **argv, opts_t *o)
                 bad_usage("bad -c '%s' (0 or 1)", optarg);
             break;
         case 'd':
-            if (nm_parse_dtype(optarg, &o->dtype))
+            if (ref_parse_dtype(optarg, &o->dtype))
                 bad_usage("unknown dtype '%s'", optarg);
             break;
         case 'o':
-            if (nm_parse_op(optarg, &o->op))
+            if (ref_parse_op(optarg, &o->op))
                 bad_usage("unknown op '%s'", optarg);
             break;
         case 'C': {
@@ -296,63 +307,33 @@ static int is_reduction(braid_coll_t c)
     return c == BRAID_COLL_ALLREDUCE || c == BRAID_COLL_REDUCE_SCATTER;
 }
 
-/* Input element j of rank r: a small integer, so that every summation order
- * gives the same exact float.  PROD uses ±1 (and {1,2} for u8, which wraps
- * modulo 256 like the dtype) so that nothing overflows. */
-static double input_value(const opts_t *o, int r, size_t j)
+/* Element j of rank r's input: random, from the reference's generator
+ * (tests/common/reference.c).  For reductions, floats use every mantissa
+ * bit, so that another order of the operations gives another rounding:
+ * each rank's result is checked against the reference within its
+ * tolerance, and bit for bit against rank 0's.  Data movement moves random
+ * bit patterns, which must arrive exactly. */
+static void put_input(const opts_t *o, int n, int r, size_t j, void *buf,
+                      size_t pos)
 {
-    int k = (int)((j + 3u * (unsigned)r) % PERIOD);
-    if (o->op == BRAID_PROD && is_reduction(o->coll))
-        return o->dtype == BRAID_U8 ? (k == 0 ? 2 : 1) : (k % 2 ? -1 : 1);
-    return o->dtype == BRAID_U8 ? k : k - 3;
-}
-
-static void store(braid_dtype_t dt, void *buf, size_t i, double v)
-{
-    if (nm_is_float(dt))
-        nm_store_f(dt, buf, i, v);
+    uint64_t bits = ref_bits(SEED, r, j);
+    if (!is_reduction(o->coll)) {
+        size_t dts = ref_size(o->dtype);
+        memcpy((unsigned char *)buf + pos * dts, &bits, dts);
+        return;
+    }
+    ref_val_t v = ref_input(o->dtype, o->op, 1, n, bits);
+    if (ref_is_float(o->dtype))
+        ref_store_f(o->dtype, buf, pos, v.f);
     else
-        nm_store_i(dt, buf, i, (int64_t)v);
+        ref_store_i(o->dtype, buf, pos, v.i);
 }
 
-static void fill(const opts_t *o, int r, void *buf, size_t first, size_t n)
+static void fill(const opts_t *o, int n, int r, void *buf, size_t first,
+                 size_t count)
 {
-    for (size_t i = 0; i < n; i++)
-        store(o->dtype, buf, i, input_value(o, r, first + i));
-}
-
-/* Expected reduction of element j over n ranks; depends on j % PERIOD. */
-static double reduce_expected(const opts_t *o, int n, size_t j)
-{
-    double acc = input_value(o, 0, j);
-    for (int r = 1; r < n; r++) {
-        double v = input_value(o, r, j);
-        switch (o->op) {
-        case BRAID_PROD: acc *= v; break;
-        case BRAID_MIN:  acc = fmin(acc, v); break;
-        case BRAID_MAX:  acc = fmax(acc, v); break;
-        default:         acc += v; break;
-        }
-    }
-    if (nm_is_float(o->dtype)) {
-        if (o->op == BRAID_AVG)
-            acc /= n;
-        return nm_round_f(o->dtype, acc);
-    }
-    int64_t i = (int64_t)acc;
-    if (o->op == BRAID_AVG)
-        i /= n; /* integer AVG truncates */
-    return (double)nm_wrap_i(o->dtype, i);
-}
-
-static int matches(const opts_t *o, const void *buf, size_t i, double exp)
-{
-    if (!nm_is_float(o->dtype))
-        return (double)nm_load_i(o->dtype, buf, i) == exp;
-    double got = nm_load_f(o->dtype, buf, i);
-    if (o->op == BRAID_AVG && is_reduction(o->coll))
-        return fabs(got - exp) <= 0x1p-6 * fabs(exp); /* bf16: 2 ulp */
-    return got == exp;
+    for (size_t i = 0; i < count; i++)
+        put_input(o, n, r, first + i, buf, i);
 }
 
 /* ------------------------------------------------------------- the calls */
@@ -365,7 +346,7 @@ typedef struct {
 static bufs_t place_buffers(const opts_t *o, const bench_t *b,
                             const shape_t *sh, int inplace)
 {
-    size_t slot = (size_t)b->rank * sh->per_rank * nm_size(o->dtype);
+    size_t slot = (size_t)b->rank * sh->per_rank * ref_size(o->dtype);
     bufs_t r = {b->sbuf, b->rbuf};
     if (!inplace || o->coll == BRAID_COLL_BROADCAST)
         return r;
@@ -447,17 +428,26 @@ static void fill_inputs(const opts_t *o, bench_t *b, const shape_t *sh,
     switch (o->coll) {
     case BRAID_COLL_ALLREDUCE:
     case BRAID_COLL_ALLGATHER:
-        fill(o, b->rank, (void *)bf.send, 0, sh->per_rank);
+        fill(o, b->size, b->rank, (void *)bf.send, 0, sh->per_rank);
         break;
     case BRAID_COLL_REDUCE_SCATTER:
-        fill(o, b->rank, b->sbuf, 0, sh->count);
+        fill(o, b->size, b->rank, b->sbuf, 0, sh->count);
         break;
     default:
         if (b->rank == o->root)
-            fill(o, o->root, b->rbuf, 0, sh->count);
+            fill(o, b->size, o->root, b->rbuf, 0, sh->count);
         break;
     }
     upload(o, b, sh);
+}
+
+/* Element pos of buf must hold element j of rank r's input, bitwise. */
+static int moved_ok(const opts_t *o, const unsigned char *buf, size_t pos,
+                    int r, size_t j)
+{
+    size_t   dts  = ref_size(o->dtype);
+    uint64_t bits = ref_bits(SEED, r, j);
+    return memcmp(buf + pos * dts, &bits, dts) == 0;
 }
 
 /* Wrong elements of this rank's result. */
@@ -465,31 +455,58 @@ static int64_t count_wrong(const opts_t *o, const bench_t *b,
                            const shape_t *sh, bufs_t bf)
 {
     int64_t wrong = 0;
-    size_t  pr = sh->per_rank;
+    size_t  pr    = sh->per_rank;
+    char    es[64], gs[64];
     switch (o->coll) {
     case BRAID_COLL_ALLREDUCE:
     case BRAID_COLL_REDUCE_SCATTER: {
         size_t first = o->coll == BRAID_COLL_ALLREDUCE
                            ? 0 : (size_t)b->rank * pr;
-        double exp[PERIOD] = {0};
-        for (size_t k = 0; k < PERIOD && k < pr; k++)
-            exp[(first + k) % PERIOD] = reduce_expected(o, b->size, first + k);
-        for (size_t i = 0; i < pr; i++)
-            wrong += !matches(o, bf.recv, i, exp[(first + i) % PERIOD]);
+        for (size_t i = 0; i < pr; i++) {
+            double    tol;
+            ref_val_t exp = ref_expect(o->dtype, o->op, 1, SEED, b->size,
+                                       first + i, &tol);
+            wrong += !ref_value_ok(o->dtype, bf.recv, i, exp, tol, es, gs,
+                                   sizeof(es));
+        }
         break;
     }
     case BRAID_COLL_ALLGATHER:
         for (int r = 0; r < b->size; r++)
             for (size_t i = 0; i < pr; i++)
-                wrong += !matches(o, b->rbuf, (size_t)r * pr + i,
-                                  input_value(o, r, i));
+                wrong += !moved_ok(o, b->rbuf, (size_t)r * pr + i, r, i);
         break;
     default:
         for (size_t i = 0; i < pr; i++)
-            wrong += !matches(o, b->rbuf, i, input_value(o, o->root, i));
+            wrong += !moved_ok(o, b->rbuf, i, o->root, i);
         break;
     }
     return wrong;
+}
+
+/* The bytes of the call's send buffer when it is not also the receive
+ * buffer (0 otherwise): the call must leave them as they were. */
+static size_t send_bytes(const opts_t *o, const shape_t *sh, int inplace)
+{
+    if (inplace || o->coll == BRAID_COLL_BROADCAST)
+        return 0;
+    return (o->coll == BRAID_COLL_REDUCE_SCATTER ? sh->count : sh->per_rank) *
+           ref_size(o->dtype);
+}
+
+/* Hash of the result every rank holds alike (0 for reduce_scatter, whose
+ * ranks hold different blocks). */
+static uint64_t result_hash(const opts_t *o, const shape_t *sh, bufs_t bf)
+{
+    size_t dts = ref_size(o->dtype);
+    switch (o->coll) {
+    case BRAID_COLL_ALLREDUCE:
+        return ref_hash(REF_HASH_INIT, bf.recv, sh->per_rank * dts);
+    case BRAID_COLL_REDUCE_SCATTER:
+        return 0;
+    default:
+        return ref_hash(REF_HASH_INIT, bf.recv, sh->count * dts);
+    }
 }
 
 /* ---------------------------------------------------------------- timing */
@@ -545,23 +562,77 @@ static double time_call(const opts_t *o, bench_t *b, const shape_t *sh,
     return med * 1e6;
 }
 
-/* One verified call after the timed loop; wrong elements summed over
- * ranks (-1 when checking is off). */
+/* What the ranks found in one checked call, summed over them. */
+typedef struct {
+    int64_t wrong;   /* elements wrong */
+    int64_t differ;  /* ranks whose result differs from rank 0's bitwise */
+    int64_t touched; /* ranks whose send buffer the call changed */
+} verdict_t;
+
+/* Every rank's findings (wrong, touched, hash), through another collective
+ * than the one under test -- allgather, or allreduce when allgather is
+ * tested -- so that a broken candidate cannot vouch for itself. */
+static verdict_t gather_verdict(const opts_t *o, bench_t *b,
+                                const int64_t mine[3])
+{
+    verdict_t      v = {0, 0, 0};
+    braid_status_t st;
+    if (o->coll != BRAID_COLL_ALLGATHER) {
+        int64_t *all = malloc((size_t)b->size * 3 * sizeof(int64_t));
+        if (all == NULL)
+            die(b, BRAID_ERR_NO_MEMORY, "the check's allgather");
+        if ((st = braid_allgather(mine, all, 3, BRAID_I64, b->comm)) !=
+            BRAID_OK)
+            die(b, st, "allgather of the check's findings");
+        for (int r = 0; r < b->size; r++) {
+            v.wrong += all[3 * r];
+            v.touched += all[3 * r + 1];
+            v.differ += all[3 * r + 2] != all[2];
+        }
+        free(all);
+        return v;
+    }
+    int64_t sums[2], hmin, hmax;
+    if ((st = braid_allreduce(mine, sums, 2, BRAID_I64, BRAID_SUM,
+                              b->comm)) != BRAID_OK ||
+        (st = braid_allreduce(&mine[2], &hmin, 1, BRAID_I64, BRAID_MIN,
+                              b->comm)) != BRAID_OK ||
+        (st = braid_allreduce(&mine[2], &hmax, 1, BRAID_I64, BRAID_MAX,
+                              b->comm)) != BRAID_OK)
+        die(b, st, "allreduce of the check's findings");
+    v.wrong   = sums[0];
+    v.touched = sums[1];
+    v.differ  = hmin != hmax; /* at least one rank: how many is not known */
+    return v;
+}
+
+/* One verified call after the timed loop: its results against the
+ * reference, bitwise across ranks, and its send buffer untouched.  Returns
+ * the wrong elements plus the ranks that differ or changed their send
+ * buffer, summed over ranks (rank 0 says which; -1 when checking is off). */
 static int64_t check_call(const opts_t *o, bench_t *b, const shape_t *sh,
-                          bufs_t bf)
+                          bufs_t bf, int inplace)
 {
     if (!o->check)
         return -1;
     fill_inputs(o, b, sh, bf);
+    size_t   sb     = send_bytes(o, sh, inplace);
+    uint64_t before = ref_hash(REF_HASH_INIT, bf.send, sb);
     braid_status_t st = call(o, b, sh, bf);
     if (st != BRAID_OK)
         die(b, st, "checked call");
     download(o, b, sh);
-    int64_t mine = count_wrong(o, b, sh, bf), all = 0;
-    st = braid_allreduce(&mine, &all, 1, BRAID_I64, BRAID_SUM, b->comm);
-    if (st != BRAID_OK)
-        die(b, st, "allreduce of the wrong counts");
-    return all;
+    int64_t mine[3] = {count_wrong(o, b, sh, bf),
+                       ref_hash(REF_HASH_INIT, bf.send, sb) != before,
+                       (int64_t)result_hash(o, sh, bf)};
+    verdict_t v = gather_verdict(o, b, mine);
+    if (b->rank == 0 && (v.differ || v.touched))
+        fprintf(o->csv ? stderr : stdout, "# %zu B %s: %s%s%s\n", sh->bytes,
+                inplace ? "in-place" : "out-of-place",
+                v.differ ? "results differ between ranks bitwise" : "",
+                v.differ && v.touched ? "; " : "",
+                v.touched ? "the call changed its send buffer" : "");
+    return v.wrong + v.differ + v.touched;
 }
 
 static double bus_factor(braid_coll_t c, int n)
@@ -592,8 +663,8 @@ static void print_header(const opts_t *o, const bench_t *b)
            b->size);
     printf("#  minbytes %zu maxbytes %zu step %zux, iters %d, warmup %d, "
            "check %d, dtype %s, op %s\n", o->minbytes, o->maxbytes,
-           o->step, o->iters, o->warmup, o->check, nm_name(o->dtype),
-           nm_op_name(o->op));
+           o->step, o->iters, o->warmup, o->check, ref_name(o->dtype),
+           ref_op_name(o->op));
     if (o->coll == BRAID_COLL_BROADCAST)
         printf("#  root %d (broadcast has one buffer: in-place only)\n",
                o->root);
@@ -661,19 +732,19 @@ typedef struct {
 static void print_row(const opts_t *o, const bench_t *b, const shape_t *sh,
                       const char *algo, const result_t res[2])
 {
-    const char *redop = is_reduction(o->coll) ? nm_op_name(o->op) : "none";
+    const char *redop = is_reduction(o->coll) ? ref_op_name(o->op) : "none";
     for (int k = 0; k < 2 && o->csv_out != NULL; k++) {
         if (!res[k].ran)
             continue;
         fprintf(o->csv_out, "%s,%d,%zu,%zu,%s,%s,%s,%s,%.3f,%.4f,%.4f,%" PRId64
                 "\n", coll_names[o->coll], b->size, sh->bytes, sh->count,
-                nm_name(o->dtype), redop, algo, k ? "in-place" : "out-of-place",
+                ref_name(o->dtype), redop, algo, k ? "in-place" : "out-of-place",
                 res[k].us, res[k].algbw, res[k].busbw, res[k].wrong);
     }
     if (o->csv)
         return;
     printf("  %10zu %12zu %6s %6s %16s", sh->bytes, sh->count,
-           nm_name(o->dtype), redop, algo);
+           ref_name(o->dtype), redop, algo);
     for (int k = 0; k < 2; k++) {
         if (!res[k].ran) {
             printf("   %11s %8s %8s %7s", "-", "-", "-", "-");
@@ -696,7 +767,7 @@ static void print_row(const opts_t *o, const bench_t *b, const shape_t *sh,
 static shape_t shape_of(const opts_t *o, const bench_t *b, size_t bytes)
 {
     shape_t sh;
-    size_t  dts = nm_size(o->dtype);
+    size_t  dts = ref_size(o->dtype);
     sh.count = bytes / dts;
     if (o->coll == BRAID_COLL_REDUCE_SCATTER ||
         o->coll == BRAID_COLL_ALLGATHER) {
@@ -716,7 +787,7 @@ static void run_size(const opts_t *o, bench_t *b, size_t bytes)
     memset(res, 0, sizeof(res));
     char     algo[64], why[64];
     braid_status_t st = braid_comm_choice(b->comm, o->coll,
-                                          sh.per_rank * nm_size(o->dtype),
+                                          sh.per_rank * ref_size(o->dtype),
                                           algo, sizeof(algo), why,
                                           sizeof(why));
     if (st == BRAID_ERR_NOT_SUPPORTED && o->algo != NULL) {
@@ -740,7 +811,7 @@ static void run_size(const opts_t *o, bench_t *b, size_t bytes)
         res[k].algbw = res[k].us > 0 ? (double)sh.bytes / res[k].us / 1e3
                                      : 0.0;
         res[k].busbw = res[k].algbw * bus_factor(o->coll, b->size);
-        res[k].wrong = check_call(o, b, &sh, bf);
+        res[k].wrong = check_call(o, b, &sh, bf, k);
         b->bw_sum += res[k].busbw;
         b->bw_n++;
         if (res[k].wrong > 0)

@@ -47,7 +47,7 @@ if [ -n "${CANDIDATES:-}" ]; then
 else
   cands=$("$info" -n 2 2>/dev/null | sed 's/^\[[0-9]*\] //' |
     awk '/^allreduce$/ { on = 1; next } on && /^[a-z_]+$/ { on = 0 }
-         on && /\(/ { sub(/.*\)/, ""); for (i = 1; i < NF; i += 2) print $i }' |
+         on && /^ *estimate us/ { for (i = 3; i <= NF; i++) print $i }' |
     sort -u | tr '\n' ' ')
 fi
 [ -n "$cands" ] || { echo "bench/infer.sh: no allreduce candidates from braid-info"; exit 1; }

@@ -42,8 +42,8 @@
  * element.  Only where the toolchain supports it (ELF, x86-64); tests
  * define BRAID_KERNELS_NO_CLONES to build one level at a time.  GCC gets
  * the x86-64-v4 level (AVX-512 with BW/VL), which lets the 16-bit f16
- * conversions use 512-bit and masked ops and runs them ~1.7x faster than
- * plain avx512f.  Clang 14 mis-dispatches "arch=" clones (and GCC
+ * conversions use 512-bit and masked ops, faster than plain avx512f
+ * (docs/performance.md).  Clang 14 mis-dispatches "arch=" clones (and GCC
  * before 12 cannot dispatch on ISA levels), so they get single-feature
  * ones. */
 #if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute) &&   \

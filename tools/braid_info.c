@@ -88,38 +88,77 @@ static int print_plugins(void)
     return n;
 }
 
+/* The memory needs some candidate takes besides host memory's: their
+ * tables are printed too. */
+static uint32_t device_needs(const braid_comm_t *comm, uint32_t *needs)
+{
+    static const uint32_t all[] = {
+        BRAID_MEM_BIT(BRAID_MEM_CUDA),
+        BRAID_MEM_BIT(BRAID_MEM_CUDA) | BRAID_NEED_STREAM};
+    uint32_t n = 0;
+    for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+        for (int i = 0; i < comm->sel.ncands; i++)
+            if ((comm->sel.cands[i].mem_types & all[k]) == all[k]) {
+                needs[n++] = all[k];
+                break;
+            }
+    return n;
+}
+
+/* The communicator's selection table, row for row as calls read it (and
+ * as BRAID_DEBUG=info prints it), then every candidate's estimate at a few
+ * sizes. */
 static void print_table(braid_comm_t *comm)
 {
     static const size_t sizes[] = {8, 64, 512, 4096, 16384, 65536, 262144,
                                    1 << 20, 4 << 20, 16 << 20, 64 << 20};
-    char topo[512];
+    const uint32_t host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    uint32_t       needs[3] = {host};
+    uint32_t       nneeds   = 1 + device_needs(comm, needs + 1);
+    char           topo[512];
     braid_topo_describe(comm, topo, sizeof(topo));
-    printf("\nselection table: %d ranks on %d nodes (ppn %d)\ntopology: %s\n",
-           comm->size, comm->topo.nnodes, comm->topo.ppn, topo);
+    printf("\nselection table: %d ranks on %d nodes (ppn %d)\ntopology: %s\n"
+           "sizes are bytes per rank, half-open [from, to) as BRAID_ALGO "
+           "writes them\n", comm->size, comm->topo.nnodes, comm->topo.ppn,
+           topo);
     for (int c = 0; c < BRAID_COLL_COUNT; c++) {
         printf("\n%s\n", braid_coll_name((braid_coll_t)c));
+        for (uint32_t k = 0; k < nneeds; k++) {
+            int n;
+            braid_select_rows(&n, &comm->sel, (braid_coll_t)c, needs[k]);
+            if (k > 0)
+                printf("  on %s:\n", needs[k] & BRAID_NEED_STREAM
+                                         ? "device memory, stream-ordered"
+                                         : "device memory");
+            for (int i = 0; i < n; i++) {
+                char line[512];
+                braid_select_row_format(line, sizeof(line), &comm->sel,
+                                        (braid_coll_t)c, needs[k], i);
+                printf("  %s\n", line);
+            }
+        }
+        /* Estimates (us; '-': cannot run it), one column per candidate. */
+        printf("  %-12s", "estimate us");
+        for (int i = 0; i < comm->sel.ncands; i++)
+            if (comm->sel.cands[i].algo->coll == (braid_coll_t)c)
+                printf(" %12s", comm->sel.cands[i].name);
+        printf("\n");
         int nsizes = c == BRAID_COLL_BARRIER ? 1 : (int)(sizeof(sizes) /
                                                         sizeof(sizes[0]));
         for (int s = 0; s < nsizes; s++) {
             size_t bytes = c == BRAID_COLL_BARRIER ? 0 : sizes[s];
-            char   cand[80], why[80];
-            if (braid_comm_choice(comm, (braid_coll_t)c, bytes, cand,
-                                  sizeof(cand), why, sizeof(why)) != BRAID_OK) {
-                printf("  %10zu B  error: %s\n", bytes, braid_last_error());
-                continue;
-            }
-            printf("  %10zu B  %-14s (%s)", bytes, cand, why);
+            printf("  %10zu B", bytes);
             for (int i = 0; i < comm->sel.ncands; i++) {
                 const braid_candidate_t *k = &comm->sel.cands[i];
                 if (k->algo->coll != (braid_coll_t)c)
                     continue;
-                double t = braid_candidate_estimate(
-                    &comm->sel, k, (braid_coll_t)c, bytes,
-                    braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST));
+                double t = braid_candidate_estimate(&comm->sel, k,
+                                                    (braid_coll_t)c, bytes,
+                                                    host);
                 if (t >= 0)
-                    printf("  %s %.1fus", k->name, t);
+                    printf(" %12.1f", t);
                 else
-                    printf("  %s -", k->name);
+                    printf(" %12s", "-");
             }
             printf("\n");
         }

@@ -346,8 +346,7 @@ static const char *sig_name(int sig)
  * A waiting rank spins; two unpinned ranks that the scheduler stacks on one
  * CPU then take turns a time slice at a time.  With more ranks than CPUs,
  * fixed run queues keep the hand-offs between the ranks sharing a CPU cheap
- * (no migrations): 8 ranks on 2 CPUs do an 8-byte all-reduce in about 14 us
- * pinned against 15-25 us unpinned here. */
+ * (no migrations; docs/performance.md has pinned against unpinned). */
 static void bind_to_core(int rank)
 {
     cpu_set_t allowed, one;
@@ -371,9 +370,8 @@ static void bind_to_core(int rank)
  * times per small collective, and every switch to a thread that registered
  * restartable sequences costs the kernel an rseq update on the way back to
  * user space.  glibc registers one per thread only to speed up sched_getcpu,
- * which braid does not call; switching it off made 8-byte all-reduces with 4
- * ranks on 2 CPUs 5-8% faster here.  An rseq setting of the user's own is
- * kept. */
+ * which braid does not call, so it is switched off (docs/performance.md
+ * has what that gave).  An rseq setting of the user's own is kept. */
 static void tune_oversubscribed(void)
 {
     cpu_set_t   allowed;

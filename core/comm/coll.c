@@ -139,8 +139,8 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
         return st;
 
     /* Field by field rather than one memset of the call: a memset this
-     * size compiles to `rep stos`, whose start-up alone was ~15% of a
-     * local 8-byte call. */
+     * size compiles to `rep stos`, whose start-up costs more than the
+     * stores of the few fields a call uses (docs/performance.md). */
     call->cand     = NULL;
     call->started  = 0;
     call->done     = 0;
@@ -202,6 +202,7 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
     call->cand    = cand;
     t->tl         = cand->tl;
     t->comm_state = &cand->comm_state;
+    t->res        = cand->res;
     t->algo       = cand->algo;
     braid_wait_note_call(comm, call, bytes);
     return BRAID_OK;

@@ -47,6 +47,7 @@ struct braid_comm {
     braid_topo_t                topo;
     int                        *node_of_rank;
     int                        *cpu_of_rank;
+    unsigned char              *cpu_mate; /* topo.mates */
     int                         machine_ppn; /* most ranks on one machine
                                                 (emulated hosts share it) */
     char                        topo_why[384]; /* how topo.kind was decided */
@@ -61,8 +62,6 @@ struct braid_comm {
     uint64_t                    seq;
     int                         check; /* BRAID_CHECK: compare every call */
     int                         oversubscribed; /* more ranks than cores */
-    int                         cpu_mates; /* ranks sharing this rank's CPU
-                                              (svc->cpu_mates; -1 unknown) */
     unsigned                    sleep_polls; /* BRAID_SLEEP_POLLS */
     /* The last call issued, to tell a stream of identical calls. */
     braid_coll_t                last_coll;

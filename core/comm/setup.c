@@ -178,17 +178,11 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
     /* Ranks on one machine share its cores even on different (emulated)
      * hosts. */
     comm->oversubscribed = comm->machine_ppn > ncpu;
-    /* Who shares this rank's CPU (wait.c); the scratch is freed at once. */
-    unsigned char *mate = calloc((size_t)comm->size, 1);
-    if (mate == NULL)
-        return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
-    comm->cpu_mates = braid_cpu_mates(&comm->topo, comm->rank, mate);
-    free(mate);
     /* ... and the cost model charges each stage the hand-offs it then
      * needs, so that one stage beats two by more than a cache line's
-     * latency (4 ranks on 2 cores: oneshot stays ahead of twoshot to a few
-     * KiB, as measured).  Only on one host: the estimate must be the same
-     * on every rank, and hosts can differ in cores. */
+     * latency (where oneshot and twoshot cross then: docs/performance.md).
+     * Only on one host: the estimate must be the same on every rank, and
+     * hosts can differ in cores. */
     comm->sel.stage_us = comm->oversubscribed && comm->topo.nnodes == 1
                              ? BRAID_HANDOFF_US * (double)comm->topo.ppn /
                                    (double)ncpu
@@ -211,7 +205,10 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
                   "candidates: %s", comm->size, comm->topo.nnodes,
                   comm->topo.ppn, cpus, comm->ntls, list[0] ? list : "none");
     }
-    return BRAID_OK;
+    /* Every call reads the table; host memory's is built now (printed at
+     * BRAID_DEBUG=info), the others on their first call. */
+    return braid_selector_build(&comm->sel,
+                                braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST));
 }
 
 void braid_comm_teardown(braid_comm_t *comm)
@@ -229,6 +226,8 @@ void braid_comm_teardown(braid_comm_t *comm)
     comm->node_of_rank = NULL;
     free(comm->cpu_of_rank);
     comm->cpu_of_rank = NULL;
+    free(comm->cpu_mate);
+    comm->cpu_mate = NULL;
     if (comm->plugins != NULL) {
         braid_loader_release();
         comm->plugins = NULL;

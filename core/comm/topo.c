@@ -230,8 +230,9 @@ braid_status_t braid_topo_detect(braid_comm_t *comm)
     count = calloc((size_t)comm->size, sizeof(int));
     comm->node_of_rank = calloc((size_t)comm->size, sizeof(int));
     comm->cpu_of_rank  = calloc((size_t)comm->size, sizeof(int));
+    comm->cpu_mate     = calloc((size_t)comm->size, 1);
     if (all == NULL || count == NULL || comm->node_of_rank == NULL ||
-        comm->cpu_of_rank == NULL) {
+        comm->cpu_of_rank == NULL || comm->cpu_mate == NULL) {
         st = braid_error(BRAID_ERR_NO_MEMORY, "topology: out of memory");
         goto out;
     }
@@ -260,6 +261,11 @@ braid_status_t braid_topo_detect(braid_comm_t *comm)
     comm->topo.ppn          = ppn;
     comm->topo.node_of_rank = comm->node_of_rank;
     comm->topo.cpu_of_rank  = comm->cpu_of_rank;
+    /* Who takes turns with this rank on its CPU: once, for the waiting
+     * policy (wait.h) and for algorithms (topo->mates). */
+    comm->topo.nmates = braid_cpu_mates(&comm->topo, comm->rank,
+                                        comm->cpu_mate);
+    comm->topo.mates  = comm->cpu_mate;
     comm->machine_ppn       = ranks_per_machine(all, comm->size);
     if ((st = decide_kind(comm)) != BRAID_OK)
         goto out;

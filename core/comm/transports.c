@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/res.h"
 #include "comm/comm.h"
 #include "util/log.h"
 
@@ -204,6 +205,8 @@ static uint32_t takes(const braid_algo_t *algo)
            (algo->flags & BRAID_ALGO_STREAM ? BRAID_NEED_STREAM : 0);
 }
 
+/* 1 when added, 0 when an earlier plugin brought the same, -1 when out
+ * of memory. */
 static int cand_add(braid_comm_t *comm, const braid_candidate_t *c,
                     const char *plugin)
 {
@@ -213,12 +216,17 @@ static int cand_add(braid_comm_t *comm, const braid_candidate_t *c,
                   plugin, c->name, braid_coll_name(c->algo->coll));
         return 0;
     }
-    comm->sel.cands[comm->sel.ncands++] = *c;
+    braid_candidate_t *added = &comm->sel.cands[comm->sel.ncands];
+    *added = *c;
+    if ((added->res = braid_res_create()) == NULL)
+        return -1;
+    comm->sel.ncands++;
     return 1;
 }
 
-static void add_candidates(braid_comm_t *comm, const braid_algo_t *algo,
-                           const char *plugin)
+static braid_status_t add_candidates(braid_comm_t *comm,
+                                     const braid_algo_t *algo,
+                                     const char *plugin)
 {
     for (int t = 0; t < comm->ntls; t++) {
         braid_tl_t *tl = &comm->tls[t];
@@ -238,8 +246,11 @@ static void add_candidates(braid_comm_t *comm, const braid_algo_t *algo,
         else
             snprintf(c.name, sizeof(c.name), "%s@%s", algo->name,
                      tl->ops->name);
-        cand_add(comm, &c, plugin);
+        if (cand_add(comm, &c, plugin) < 0)
+            return braid_error(BRAID_ERR_NO_MEMORY, "out of memory for the "
+                               "candidates");
     }
+    return BRAID_OK;
 }
 
 /* A backend (BRAID_ALGO_BACKEND) brings its own transport: the core opens
@@ -262,9 +273,13 @@ static braid_status_t add_backend(braid_comm_t *comm, const braid_algo_t *algo,
                            .mem_types = takes(algo),
                            .comm_state = state};
     snprintf(c.name, sizeof(c.name), "%s", algo->name);
-    if (!all_ok || !cand_add(comm, &c, plugin)) {
+    int added = all_ok ? cand_add(comm, &c, plugin) : 0;
+    if (added <= 0) {
         if (st == BRAID_OK && algo->comm_state_free != NULL)
             algo->comm_state_free(state, NULL);
+        if (added < 0)
+            return braid_error(BRAID_ERR_NO_MEMORY, "out of memory for the "
+                               "candidates");
         return ast;
     }
     return BRAID_OK;
@@ -307,9 +322,10 @@ static braid_status_t build_candidates(braid_comm_t *comm)
             const braid_algo_t *algo = e->desc->algos[a];
             if (!keep[i])
                 continue;
-            if (!(algo->flags & BRAID_ALGO_BACKEND))
-                add_candidates(comm, algo, e->name);
-            else if ((st = add_backend(comm, algo, e->name)) != BRAID_OK)
+            st = algo->flags & BRAID_ALGO_BACKEND
+                     ? add_backend(comm, algo, e->name)
+                     : add_candidates(comm, algo, e->name);
+            if (st != BRAID_OK)
                 goto out;
         }
     }
@@ -341,7 +357,10 @@ void braid_comm_close_transports(braid_comm_t *comm)
         if (c->comm_state != NULL && c->algo->comm_state_free != NULL)
             c->algo->comm_state_free(c->comm_state, c->tl);
         c->comm_state = NULL;
+        braid_res_destroy(c->res, c->tl);
+        c->res = NULL;
     }
+    braid_selector_fini(&comm->sel); /* its rows point into cands */
     free(comm->sel.cands);
     comm->sel.cands  = NULL;
     comm->sel.ncands = 0;

@@ -36,7 +36,7 @@ static inline void braid_wait_note_call(braid_comm_t *comm,
 static inline int braid_wait_after_start(const braid_comm_t *comm,
                                          const braid_call_t *call)
 {
-    return comm->oversubscribed && comm->cpu_mates > 0 && !call->stream &&
+    return comm->oversubscribed && comm->topo.nmates > 0 && !call->stream &&
            call->wait == BRAID_WAIT_REMOTE;
 }
 

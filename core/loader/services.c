@@ -1,7 +1,9 @@
 /* The services the core hands to plugins: logging, errors, kernels, clock,
- * who shares a CPU, and the sleep setting of the core's waiting policy. */
+ * who shares a CPU, the sleep setting of the core's waiting policy, and the
+ * machinery algorithms share (core/algo). */
 #include <string.h>
 
+#include "algo/res.h"
 #include "kernels/reduce.h"
 #include "loader/loader.h"
 #include "util/env.h"
@@ -69,6 +71,13 @@ static const braid_services_t services = {
     .now        = braid_now_s,
     .cpu_mates  = braid_cpu_mates,
     .sleep_polls = services_sleep_polls,
+    .state_get   = braid_state_get,
+    .state_put   = braid_state_put,
+    .scratch_get = braid_scratch_get,
+    .scratch_put = braid_scratch_put,
+    .area_get    = braid_area_get,
+    .reqs_test   = braid_reqs_test,
+    .reqs_cancel = braid_reqs_cancel,
 };
 
 const braid_services_t *braid_core_services(void) { return &services; }

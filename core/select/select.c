@@ -10,17 +10,16 @@
  * only needs to rank candidates, and it must be the same on every rank. */
 #define REDUCE_GBPS 8.0
 
-typedef enum { WHY_OVERRIDE, WHY_TUNE, WHY_COST } why_t;
 static const char *why_names[] = {"BRAID_ALGO override", "tuning file",
                                   "cost model"};
 
 void braid_selector_init(braid_selector_t *sel)
 {
+    braid_selector_fini(sel);
     for (int c = 0; c < BRAID_COLL_COUNT; c++) {
         sel->last_bytes[c] = SIZE_MAX;
         sel->last_mem[c]   = 0;
         sel->last_idx[c]   = -1;
-        sel->explained[c]  = 0;
         sel->none_why[c][0] = '\0';
     }
 }
@@ -66,10 +65,15 @@ static int ref_matches(const braid_cand_ref_t *ref, const braid_candidate_t *c)
     return ref->tl[0] == '\0' || strcmp(ref->tl, c->tl_name) == 0;
 }
 
+/* Estimates within a relative 1e-9 of each other are equal: two
+ * algorithms whose models sum the same terms in another order differ by
+ * rounding, not by cost, and would otherwise take turns along the sizes. */
+static int cheaper(double t, double than) { return t < than - 1e-9 * than; }
+
 /* Cheapest candidate matching ref (any when ref is NULL).  The tie rule:
  * of equal estimates the first in name order wins -- the candidates are
- * sorted by name and a later one must be strictly cheaper -- so every rank
- * picks the same one. */
+ * sorted by name and a later one must be cheaper -- so every rank picks
+ * the same one. */
 static int cheapest(const braid_selector_t *sel, const braid_cand_ref_t *ref,
                     braid_coll_t coll, size_t bytes, uint32_t mem)
 {
@@ -80,7 +84,7 @@ static int cheapest(const braid_selector_t *sel, const braid_cand_ref_t *ref,
             continue;
         double t = braid_candidate_estimate(sel, &sel->cands[i], coll, bytes,
                                             mem);
-        if (t >= 0 && (best < 0 || t < best_t)) {
+        if (t >= 0 && (best < 0 || cheaper(t, best_t))) {
             best   = i;
             best_t = t;
         }
@@ -95,28 +99,48 @@ static const char *mem_note(uint32_t mem)
     return mem == BRAID_MEM_BIT(BRAID_MEM_HOST) ? "" : " on device memory";
 }
 
-/* *ref: the BRAID_ALGO or tuning-file entry that decided (NULL: the cost
- * model among all). */
-static braid_status_t decide(int *idx, why_t *why,
-                             const braid_cand_ref_t **ref,
-                             braid_selector_t *sel, braid_coll_t coll,
-                             size_t bytes, uint32_t mem)
+braid_pick_t braid_select_decide(const braid_selector_t *sel,
+                                 braid_coll_t coll, size_t bytes,
+                                 uint32_t mem,
+                                 const braid_tune_row_t **skipped)
 {
-    *ref = NULL;
+    braid_pick_t pick = {-1, BRAID_WHY_OVERRIDE, NULL};
+    *skipped          = NULL;
     const braid_algo_rule_t *rule = braid_algo_spec_match(sel->override, coll,
                                                           bytes);
     if (rule != NULL) {
-        for (int i = 0; i < rule->ncands; i++) {
-            *idx = cheapest(sel, &rule->cands[i], coll, bytes, mem);
-            if (*idx >= 0) {
-                *why = WHY_OVERRIDE;
-                *ref = &rule->cands[i];
-                return BRAID_OK;
-            }
+        /* Forced but impossible stays impossible (idx -1): the call is
+         * refused rather than silently given to another. */
+        for (int i = 0; i < rule->ncands && pick.idx < 0; i++) {
+            pick.idx = cheapest(sel, &rule->cands[i], coll, bytes, mem);
+            pick.ref = &rule->cands[i];
         }
-        /* Forced but impossible: refuse rather than silently run another. */
+        if (pick.idx < 0)
+            pick.ref = NULL;
+        return pick;
+    }
+    const braid_tune_row_t *row = braid_tune_match(sel->tune, coll, sel->nranks,
+                                                   sel->nnodes, bytes);
+    if (row != NULL) {
+        pick = (braid_pick_t){cheapest(sel, &row->cand, coll, bytes, mem),
+                              BRAID_WHY_TUNE, &row->cand};
+        if (pick.idx >= 0)
+            return pick;
+        *skipped = row; /* from another machine, perhaps: the cost model */
+    }
+    return (braid_pick_t){cheapest(sel, NULL, coll, bytes, mem),
+                          BRAID_WHY_COST, NULL};
+}
+
+/* The error of a call that no candidate can run (pick.idx < 0). */
+static braid_status_t refuse(const braid_selector_t *sel, braid_pick_t pick,
+                             braid_coll_t coll, size_t bytes, uint32_t mem)
+{
+    if (pick.why == BRAID_WHY_OVERRIDE) {
+        const braid_algo_rule_t *rule =
+            braid_algo_spec_match(sel->override, coll, bytes);
         char list[256] = "", name[80];
-        for (int i = 0; i < rule->ncands; i++) {
+        for (int i = 0; rule != NULL && i < rule->ncands; i++) {
             braid_cand_ref_format(name, sizeof(name), &rule->cands[i]);
             snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
                      i ? ", " : "", name);
@@ -134,37 +158,16 @@ static braid_status_t decide(int *idx, why_t *why,
                            bytes, mem_note(mem), sel->nranks,
                            avail[0] ? avail : "none");
     }
-    const braid_tune_row_t *row = braid_tune_match(sel->tune, coll, sel->nranks,
-                                                   sel->nnodes, bytes);
-    if (row != NULL) {
-        *idx = cheapest(sel, &row->cand, coll, bytes, mem);
-        if (*idx >= 0) {
-            *why = WHY_TUNE;
-            *ref = &row->cand;
-            return BRAID_OK;
-        }
-        /* A tuning table may come from another machine: say so, once per
-         * class, and let the cost model decide. */
-        char name[80];
-        braid_cand_ref_format(name, sizeof(name), &row->cand);
-        BRAID_LOG_JOB(BRAID_LOG_WARN, LOG_COMP, "tuning file names %s for %s of "
-                  "%zu bytes, which this communicator does not have; using "
-                  "the cost model", name, braid_coll_name(coll), bytes);
-    }
-    *idx = cheapest(sel, NULL, coll, bytes, mem);
-    *why = WHY_COST;
-    if (*idx < 0 && sel->none_why[coll][0] != '\0')
+    if (sel->none_why[coll][0] != '\0')
         return braid_error(BRAID_ERR_NOT_SUPPORTED, "no candidate can run %s "
                            "on this communicator: %s", braid_coll_name(coll),
                            sel->none_why[coll]);
-    if (*idx < 0)
-        return braid_error(BRAID_ERR_NOT_SUPPORTED, "no candidate can run %s "
-                           "of %zu bytes%s on %d ranks: each of this "
-                           "communicator's %s candidates declines it (see "
-                           "braid-info -n %d)", braid_coll_name(coll), bytes,
-                           mem_note(mem), sel->nranks, braid_coll_name(coll),
-                           sel->nranks);
-    return BRAID_OK;
+    return braid_error(BRAID_ERR_NOT_SUPPORTED, "no candidate can run %s "
+                       "of %zu bytes%s on %d ranks: each of this "
+                       "communicator's %s candidates declines it (see "
+                       "braid-info -n %d)", braid_coll_name(coll), bytes,
+                       mem_note(mem), sel->nranks, braid_coll_name(coll),
+                       sel->nranks);
 }
 
 /* The candidates that tie with the chosen one among those ref allows,
@@ -177,79 +180,29 @@ static void ties_of(char *buf, size_t len, const braid_selector_t *sel,
                                         mem);
     buf[0] = '\0';
     for (int i = 0; i < sel->ncands; i++) {
-        if (i == idx || (ref != NULL && !ref_matches(ref, &sel->cands[i])) ||
-            braid_candidate_estimate(sel, &sel->cands[i], coll, bytes, mem) !=
-                t)
+        if (i == idx || (ref != NULL && !ref_matches(ref, &sel->cands[i])))
+            continue;
+        double u = braid_candidate_estimate(sel, &sel->cands[i], coll, bytes,
+                                            mem);
+        if (u < 0 || cheaper(u, t) || cheaper(t, u))
             continue;
         size_t o = strlen(buf);
         snprintf(buf + o, len - o, "%s%s", o ? ", " : "", sel->cands[i].name);
     }
 }
 
-/* "cost model", or "cost model; tie with x, y: first in name order". */
-static void why_text(char *buf, size_t len, const braid_selector_t *sel,
-                     const braid_cand_ref_t *ref, int idx, why_t why,
-                     braid_coll_t coll, size_t bytes, uint32_t mem)
+void braid_select_why(char *buf, size_t len, const braid_selector_t *sel,
+                      braid_pick_t pick, braid_coll_t coll, size_t bytes,
+                      uint32_t mem)
 {
-    char ties[256];
-    ties_of(ties, sizeof(ties), sel, ref, idx, coll, bytes, mem);
+    char ties[256] = "";
+    if (pick.idx >= 0)
+        ties_of(ties, sizeof(ties), sel, pick.ref, pick.idx, coll, bytes, mem);
     if (ties[0] != '\0')
         snprintf(buf, len, "%s; tie with %s: first in name order",
-                 why_names[why], ties);
+                 why_names[pick.why], ties);
     else
-        snprintf(buf, len, "%s", why_names[why]);
-}
-
-static int size_class(size_t bytes)
-{
-    return bytes == 0 ? 0 : 64 - __builtin_clzll((unsigned long long)bytes);
-}
-
-static void explain_once(braid_selector_t *sel, braid_coll_t coll,
-                         size_t bytes, uint32_t mem, int idx, why_t why,
-                         const braid_cand_ref_t *ref)
-{
-    int cls = size_class(bytes);
-    if (sel->rank != 0 || (sel->explained[coll] >> cls & 1) ||
-        braid_log_level() < BRAID_LOG_INFO)
-        return;
-    sel->explained[coll] |= 1ull << cls;
-    char others[768] = "";
-    for (int i = 0; i < sel->ncands; i++) {
-        if (i == idx || sel->cands[i].algo->coll != coll)
-            continue;
-        const braid_candidate_t *c = &sel->cands[i];
-        double t = braid_candidate_estimate(sel, c, coll, bytes, mem);
-        size_t o = strlen(others);
-        if (t >= 0) {
-            snprintf(others + o, sizeof(others) - o, "%s %s %.2f us",
-                     o ? "," : "", c->name, t);
-            continue;
-        }
-        /* Not for this call's memory: what it would cost on its own (NCCL
-         * next to the host candidates, for either kind of call). */
-        uint32_t own = c->mem_types & ~BRAID_NEED_STREAM;
-        double   t2  = (c->mem_types & mem) != mem && own != 0
-                           ? braid_candidate_estimate(sel, c, coll, bytes, own)
-                           : -1;
-        if (t2 >= 0)
-            snprintf(others + o, sizeof(others) - o, "%s %s %.2f us on %s "
-                     "memory only", o ? "," : "", c->name, t2,
-                     own & BRAID_MEM_BIT(BRAID_MEM_HOST) ? "host" : "device");
-        else
-            snprintf(others + o, sizeof(others) - o, "%s %s cannot run",
-                     o ? "," : "", c->name);
-    }
-    char reason[320];
-    why_text(reason, sizeof(reason), sel, ref, idx, why, coll, bytes, mem);
-    braid_log(BRAID_LOG_INFO, LOG_COMP, "%s %zu B%s (class %s%zu B), %d ranks "
-              "on %d nodes: %s by %s (estimate %.2f us); others:%s",
-              braid_coll_name(coll), bytes, mem_note(mem), cls ? "<=" : "",
-              cls ? ((size_t)1 << cls) - 1 : 0, sel->nranks, sel->nnodes,
-              sel->cands[idx].name, reason,
-              braid_candidate_estimate(sel, &sel->cands[idx], coll, bytes,
-                                       mem),
-              others[0] ? others : " none");
+        snprintf(buf, len, "%s", why_names[pick.why]);
 }
 
 braid_status_t braid_select(braid_candidate_t **cand, braid_selector_t *sel,
@@ -259,17 +212,13 @@ braid_status_t braid_select(braid_candidate_t **cand, braid_selector_t *sel,
         *cand = &sel->cands[sel->last_idx[coll]];
         return BRAID_OK;
     }
-    int    idx;
-    why_t  why;
-    const braid_cand_ref_t *ref;
-    braid_status_t st = decide(&idx, &why, &ref, sel, coll, bytes, mem);
-    if (st != BRAID_OK)
-        return st;
-    explain_once(sel, coll, bytes, mem, idx, why, ref);
+    braid_pick_t pick = braid_select_find(sel, coll, bytes, mem);
+    if (pick.idx < 0)
+        return refuse(sel, pick, coll, bytes, mem);
     sel->last_bytes[coll] = bytes;
     sel->last_mem[coll]   = mem;
-    sel->last_idx[coll]   = idx;
-    *cand = &sel->cands[idx];
+    sel->last_idx[coll]   = pick.idx;
+    *cand = &sel->cands[pick.idx];
     return BRAID_OK;
 }
 
@@ -278,15 +227,12 @@ braid_status_t braid_select_explain(braid_selector_t *sel, braid_coll_t coll,
                                     size_t cand_len, char *why,
                                     size_t why_len)
 {
-    int            idx;
-    why_t          w;
-    const braid_cand_ref_t *ref;
-    braid_status_t st = decide(&idx, &w, &ref, sel, coll, bytes, mem);
-    if (st != BRAID_OK)
-        return st;
+    braid_pick_t pick = braid_select_find(sel, coll, bytes, mem);
+    if (pick.idx < 0)
+        return refuse(sel, pick, coll, bytes, mem);
     if (cand != NULL && cand_len > 0)
-        snprintf(cand, cand_len, "%s", sel->cands[idx].name);
+        snprintf(cand, cand_len, "%s", sel->cands[pick.idx].name);
     if (why != NULL && why_len > 0)
-        why_text(why, why_len, sel, ref, idx, w, coll, bytes, mem);
+        braid_select_why(why, why_len, sel, pick, coll, bytes, mem);
     return BRAID_OK;
 }

@@ -20,6 +20,7 @@ typedef struct braid_candidate {
     const char         *tl_name;   /* the transport's, or the backend's name */
     uint32_t            mem_types; /* BRAID_MEM_BIT()s of buffers it takes */
     void               *comm_state; /* the algorithm's, per communicator */
+    braid_res_t        *res;        /* the core's for it (core/algo) */
 } braid_candidate_t;
 
 /* The memory-type bits a call needs: its send and receive buffers'. */
@@ -32,6 +33,42 @@ static inline uint32_t braid_mem_need(braid_mem_t send, braid_mem_t recv)
  * candidates take. */
 #define BRAID_NEED_STREAM (1u << 31)
 
+/* What decided a pick. */
+typedef enum {
+    BRAID_WHY_OVERRIDE, /* BRAID_ALGO */
+    BRAID_WHY_TUNE,     /* the tuning file */
+    BRAID_WHY_COST      /* the cost model */
+} braid_why_t;
+
+/* One decision: the candidate (-1: none can run it), what decided, and the
+ * BRAID_ALGO or tuning-file entry it obeyed (NULL: the cost model among
+ * all). */
+typedef struct braid_pick {
+    int                     idx;
+    braid_why_t             why;
+    const braid_cand_ref_t *ref;
+} braid_pick_t;
+
+/* A row of a selection table: byte counts from lo up to the next row's lo
+ * go to pick. */
+typedef struct braid_sel_row {
+    size_t       lo;
+    braid_pick_t pick;
+} braid_sel_row_t;
+
+/* The selection table of one memory need: per collective, rows in rising
+ * lo; the first row's lo is the smallest call the core hands a candidate
+ * (0 for barrier, 1 byte otherwise). */
+typedef struct braid_sel_table {
+    uint32_t         need;
+    int              nrows[BRAID_COLL_COUNT];
+    braid_sel_row_t *rows[BRAID_COLL_COUNT];
+} braid_sel_table_t;
+
+/* Tables a communicator keeps, one per memory need it meets: host, device,
+ * stream-ordered device, mixed. */
+#define BRAID_SEL_TABLES 4
+
 typedef struct braid_selector {
     int                      ncands;
     braid_candidate_t       *cands; /* sorted by name */
@@ -40,23 +77,34 @@ typedef struct braid_selector {
     int                      nranks, nnodes, ppn;
     double                   stage_us; /* braid_cost_in_t.stage_us */
     braid_topo_kind_t        topo;
-    int                      rank;  /* rank 0 explains at BRAID_DEBUG=info */
-    /* One-entry cache per collective: decode repeats one size. */
+    int                      rank;  /* rank 0 prints the tables at info */
+    /* Built once per memory need (table.c), read by every call. */
+    int                      ntables;
+    braid_sel_table_t        tables[BRAID_SEL_TABLES];
+    /* One-entry cache per collective in front of the table: decode repeats
+     * one size. */
     size_t                   last_bytes[BRAID_COLL_COUNT];
     uint32_t                 last_mem[BRAID_COLL_COUNT];
     int                      last_idx[BRAID_COLL_COUNT];
-    uint64_t                 explained[BRAID_COLL_COUNT]; /* bit per log2 class */
     /* Collectives without any candidate: why (validate.c), for the error
      * of a call; "" otherwise. */
     char                     none_why[BRAID_COLL_COUNT][512];
 } braid_selector_t;
 
+/* On a zeroed selector, or again after its candidates or choices changed:
+ * drops the tables built so far. */
 void braid_selector_init(braid_selector_t *sel);
-/* The candidate for this call (mem: braid_mem_need of its buffers); only
- * candidates that take that memory are considered.  BRAID_ERR_NOT_SUPPORTED
- * with a message naming what is missing when the override forces something
- * absent or nothing can run it.  Equal estimates go to the candidate whose
- * name sorts first (strcmp), and rank 0 says so at BRAID_DEBUG=info. */
+void braid_selector_fini(braid_selector_t *sel);
+/* Builds the table of memory need mem now (the host one at communicator
+ * creation: braid_comm_choice then only reads); rank 0 prints it at
+ * BRAID_DEBUG=info. */
+braid_status_t braid_selector_build(braid_selector_t *sel, uint32_t mem);
+/* The candidate for this call (mem: braid_mem_need of its buffers), read
+ * from the table of mem (built on first use); only candidates that take
+ * that memory are in it.  BRAID_ERR_NOT_SUPPORTED with a message naming
+ * what is missing when the override forces something absent or nothing
+ * can run it.  Equal estimates go to the candidate whose name sorts first
+ * (strcmp); the table says so. */
 braid_status_t braid_select(braid_candidate_t **cand, braid_selector_t *sel,
                             braid_coll_t coll, size_t bytes, uint32_t mem);
 /* The same decision with its reason (and the tie, if any), for
@@ -65,6 +113,34 @@ braid_status_t braid_select_explain(braid_selector_t *sel, braid_coll_t coll,
                                     size_t bytes, uint32_t mem, char *cand,
                                     size_t cand_len, char *why,
                                     size_t why_len);
+/* The table's rows for coll and mem, built if needed (NULL and 0 rows
+ * when out of memory). */
+const braid_sel_row_t *braid_select_rows(int *nrows, braid_selector_t *sel,
+                                         braid_coll_t coll, uint32_t mem);
+/* Row i of those as one line: "16K-1M  ring@shm  (cost model; tie with
+ * ring@ucx: first in name order)" -- the range in BRAID_ALGO's syntax,
+ * half-open.  braid-info and BRAID_DEBUG=info print these. */
+void braid_select_row_format(char *buf, size_t len, braid_selector_t *sel,
+                             braid_coll_t coll, uint32_t mem, int i);
+
+/* Internal to select/: the decision for one size, computed (no message,
+ * no cache); *skipped: a tuning-file row that named a candidate unable to
+ * run it, else NULL. */
+braid_pick_t braid_select_decide(const braid_selector_t *sel,
+                                 braid_coll_t coll, size_t bytes,
+                                 uint32_t mem,
+                                 const braid_tune_row_t **skipped);
+/* The table's pick for one call (the table of mem built if needed; the
+ * decision computed when the size lies below the table or no table could
+ * be kept). */
+braid_pick_t braid_select_find(braid_selector_t *sel, braid_coll_t coll,
+                               size_t bytes, uint32_t mem);
+/* "cost model", or "cost model; tie with x, y: first in name order": the
+ * reason for pick at bytes. */
+void braid_select_why(char *buf, size_t len, const braid_selector_t *sel,
+                      braid_pick_t pick, braid_coll_t coll, size_t bytes,
+                      uint32_t mem);
+
 /* Microseconds; negative when it cannot run the call (wrong collective or
  * memory, or its own estimate says so). */
 double braid_candidate_estimate(const braid_selector_t *sel,

@@ -14,7 +14,7 @@
 
 #include "gpu_common.h"
 #include "mp_common.h"
-#include "numeric.h"
+#include "reference.h"
 
 #define PROG "test_nccl_colls"
 
@@ -43,20 +43,20 @@ static double expected(braid_dtype_t dt, braid_op_t op, size_t j)
               : op == BRAID_MIN ? fmin(acc, v)
               : op == BRAID_MAX ? fmax(acc, v) : acc + v;
     }
-    if (nm_is_float(dt))
-        return nm_round_f(dt, op == BRAID_AVG ? acc / size : acc);
+    if (ref_is_float(dt))
+        return ref_round_f(dt, op == BRAID_AVG ? acc / size : acc);
     int64_t i = (int64_t)acc;
     if (op == BRAID_AVG)
         i /= size; /* truncates toward zero */
-    return (double)nm_wrap_i(dt, i);
+    return (double)ref_wrap_i(dt, i);
 }
 
 static void store(braid_dtype_t dt, void *buf, size_t i, double v)
 {
-    if (nm_is_float(dt))
-        nm_store_f(dt, buf, i, v);
+    if (ref_is_float(dt))
+        ref_store_f(dt, buf, i, v);
     else
-        nm_store_i(dt, buf, i, (int64_t)v);
+        ref_store_i(dt, buf, i, (int64_t)v);
 }
 
 /* NCCL's float AVG multiplies by 1/n before it sums (its own rounding);
@@ -64,9 +64,9 @@ static void store(braid_dtype_t dt, void *buf, size_t i, double v)
 static int same(braid_dtype_t dt, braid_op_t op, const void *buf, size_t i,
                 double want)
 {
-    if (!nm_is_float(dt))
-        return (double)nm_load_i(dt, buf, i) == want;
-    double got = nm_load_f(dt, buf, i);
+    if (!ref_is_float(dt))
+        return (double)ref_load_i(dt, buf, i) == want;
+    double got = ref_load_f(dt, buf, i);
     if (op == BRAID_AVG)
         return fabs(got - want) <= (dt == BRAID_F16 || dt == BRAID_BF16
                                         ? 0x1p-6 : 1e-6) * fmax(1, fabs(want));
@@ -81,14 +81,14 @@ static void report(const char *what, braid_dtype_t dt, braid_op_t op,
         return;
     failures++;
     fprintf(stderr, "FAIL rank %d: %s %s %s count %zu %s: %ld wrong, first "
-            "at %zu\n", rank, what, nm_name(dt), nm_op_name(op), count,
+            "at %zu\n", rank, what, ref_name(dt), ref_op_name(op), count,
             inplace ? "in place" : "out of place", bad, first);
 }
 
 /* Every rank must hold the same bits. */
 static void same_everywhere(const void *buf, size_t len, const char *what)
 {
-    uint64_t h = nm_hash(NM_HASH_INIT, buf, len), *all = calloc((size_t)size, 8);
+    uint64_t h = ref_hash(REF_HASH_INIT, buf, len), *all = calloc((size_t)size, 8);
     braid_status_t st = braid_allgather(&h, all, 1, BRAID_I64, comm);
     if (st != BRAID_OK)
         mp_fatal(PROG, rank, st, "allgather of result hashes");
@@ -109,7 +109,7 @@ static void run_one(braid_coll_t coll, braid_dtype_t dt, braid_op_t op,
                     size_t count, int inplace, int root, unsigned char *hs,
                     unsigned char *hr, unsigned char *ds, unsigned char *dr)
 {
-    size_t sz = nm_size(dt), n = (size_t)size, blk = count * sz;
+    size_t sz = ref_size(dt), n = (size_t)size, blk = count * sz;
     size_t slen = coll == BRAID_COLL_REDUCE_SCATTER ? n * blk : blk;
     size_t rlen = coll == BRAID_COLL_ALLGATHER ? n * blk : blk;
     memset(hr, 0xEE, rlen);
@@ -149,7 +149,7 @@ static void run_one(braid_coll_t coll, braid_dtype_t dt, braid_op_t op,
     }
     if (st != BRAID_OK)
         mp_fatal(PROG, rank, st, "%s %s %s count %zu", braid_coll_name(coll),
-                 nm_name(dt), nm_op_name(op), count);
+                 ref_name(dt), ref_op_name(op), count);
 
     /* The result, wherever the call put it. */
     unsigned char *res = hr;

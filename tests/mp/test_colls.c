@@ -32,7 +32,7 @@
 #include <braid/braid.h>
 
 #include "mp_common.h"
-#include "numeric.h"
+#include "reference.h"
 
 #define PROG            "test_colls"
 #define GUARD           64   /* guard bytes on each side of every buffer */
@@ -84,192 +84,7 @@ static int wanted(braid_coll_t c) { return (g.only >> c) & 1u; }
 /* ---------------------------------------------------------------- values */
 
 /* A reference value: `f` for float dtypes, `i` for integer dtypes. */
-typedef struct {
-    double  f;
-    int64_t i;
-} val_t;
-
-/* Random bits of element `idx` of rank `r`'s input. */
-static uint64_t elem_bits(uint64_t seed, int r, size_t idx)
-{
-    return nm_mix(seed ^ ((uint64_t)(unsigned)r << 48) ^ (uint64_t)idx);
-}
-
-/* Half-range, in quarters, of float inputs for SUM/AVG/MIN/MAX: any sum of
- * up to 8 such values (and any partial sum) is exact in the dtype; more
- * ranks get proportionally smaller values. */
-static int64_t float_quarters(braid_dtype_t dt, int n)
-{
-    int64_t q;
-    switch (dt) {
-    case BRAID_F64:  q = (int64_t)1 << 32; break; /* |sum| < 2^35 quarters */
-    case BRAID_F32:  q = (int64_t)1 << 16; break; /* < 2^19, 24-bit mant. */
-    case BRAID_F16:  q = 128; break;              /* < 2^10, 11 bits */
-    default:         q = 32; break;               /* bf16: < 2^8, 8 bits */
-    }
-    q = q * 8 / (n > 8 ? n : 8);
-    return q > 0 ? q : 1;
-}
-
-/* Half-range of integer inputs for SUM/AVG: no overflow for 8 ranks (more
- * ranks wrap, as the dtype does, and the reference wraps the same way). */
-static int64_t int_range(braid_dtype_t dt)
-{
-    return dt == BRAID_I64 ? (int64_t)1 << 59 : (int64_t)1 << 27;
-}
-
-/* Inexact float inputs use every mantissa bit, so the result depends on the
- * order of the operations: checked against a tolerance, and (through the
- * hashes) for bitwise equality across ranks, which every algorithm promises
- * by combining partial results in the same order on every rank. */
-static val_t gen_inexact(braid_dtype_t dt, braid_op_t op, uint64_t b)
-{
-    double u = (double)(b >> 11) * 0x1p-53; /* [0, 1) */
-    double v = op == BRAID_PROD ? (b & 1 ? -1.0 : 1.0) * (0.5 + 1.5 * u)
-                                : 2.0 * u - 1.0;
-    val_t  r = {nm_round_f(dt, v), 0};
-    return r;
-}
-
-/* Input value of a reduction over n ranks, from random bits b. */
-static val_t gen_val(braid_dtype_t dt, braid_op_t op, int inexact, int n,
-                     uint64_t b)
-{
-    /* Beyond 8 ranks only ±1, so that no f16 product overflows. */
-    static const double fprod[] = {-1.0, 1.0, -2.0, -0.5, 0.5, 2.0};
-    static const int    iprod[] = {-2, -1, 1, 2};
-    val_t v = {0.0, 0};
-
-    if (inexact && nm_is_float(dt))
-        return gen_inexact(dt, op, b);
-    if (nm_is_float(dt)) {
-        if (op == BRAID_PROD) {
-            v.f = fprod[b % (n > 8 ? 2 : 6)];
-        } else {
-            int64_t q = float_quarters(dt, n);
-            v.f = (double)((int64_t)(b % (uint64_t)(2 * q + 1)) - q) / 4.0;
-        }
-        return v;
-    }
-    if (op == BRAID_PROD) {
-        /* u8 products of {1, 2} wrap modulo 256 like the dtype does. */
-        v.i = dt == BRAID_U8 ? (int64_t)(1 + (b & 1)) : iprod[b % 4];
-    } else if (op == BRAID_MIN || op == BRAID_MAX) {
-        v.i = dt == BRAID_I64 ? (int64_t)b
-              : dt == BRAID_I32 ? (int64_t)(int32_t)(uint32_t)b
-                                : (int64_t)(b & 0xff);
-    } else if (dt == BRAID_U8) {
-        v.i = (int64_t)(b % (uint64_t)(256 / (n > 8 ? n : 8))); /* no wrap */
-    } else {
-        int64_t r = int_range(dt);
-        v.i = (int64_t)(b % (uint64_t)(2 * r + 1)) - r;
-    }
-    return v;
-}
-
-static val_t fold(braid_dtype_t dt, braid_op_t op, val_t a, val_t b)
-{
-    if (nm_is_float(dt)) {
-        switch (op) {
-        case BRAID_PROD: a.f *= b.f; break;
-        case BRAID_MIN:  a.f = fmin(a.f, b.f); break;
-        case BRAID_MAX:  a.f = fmax(a.f, b.f); break;
-        default:         a.f += b.f; break; /* SUM, AVG */
-        }
-    } else {
-        /* Integer sum and product wrap: computed unsigned (no overflow UB),
-         * truncated to the dtype by the caller. */
-        switch (op) {
-        case BRAID_PROD: a.i = (int64_t)((uint64_t)a.i * (uint64_t)b.i); break;
-        case BRAID_MIN:  a.i = a.i < b.i ? a.i : b.i; break;
-        case BRAID_MAX:  a.i = a.i > b.i ? a.i : b.i; break;
-        default:         a.i = (int64_t)((uint64_t)a.i + (uint64_t)b.i); break;
-        }
-    }
-    return a;
-}
-
-/* Relative tolerance of float AVG: two units in the last place. */
-static double avg_tolerance(braid_dtype_t dt)
-{
-    switch (dt) {
-    case BRAID_F64:  return 0x1p-51;
-    case BRAID_F32:  return 0x1p-22;
-    case BRAID_F16:  return 0x1p-9;
-    default:         return 0x1p-6;
-    }
-}
-
-/* Unit roundoff of a float dtype. */
-static double unit_roundoff(braid_dtype_t dt)
-{
-    switch (dt) {
-    case BRAID_F64:  return 0x1p-53;
-    case BRAID_F32:  return 0x1p-24;
-    case BRAID_F16:  return 0x1p-11;
-    default:         return 0x1p-8;
-    }
-}
-
-/* Expected element j of the reduction over n ranks.  *tol receives the
- * allowed absolute error: 0 where the result is exact. */
-static val_t ref_reduce(braid_dtype_t dt, braid_op_t op, int inexact,
-                        uint64_t seed, int n, size_t j, double *tol)
-{
-    val_t  acc = gen_val(dt, op, inexact, n, elem_bits(seed, 0, j));
-    double mag = fabs(acc.f);
-    for (int r = 1; r < n; r++) {
-        val_t v = gen_val(dt, op, inexact, n, elem_bits(seed, r, j));
-        acc = fold(dt, op, acc, v);
-        mag += fabs(v.f);
-    }
-    *tol = 0.0;
-    if (nm_is_float(dt)) {
-        if (op == BRAID_AVG) {
-            acc.f /= n;
-            mag /= n;
-        }
-        if (op == BRAID_PROD)
-            mag = fabs(acc.f);
-        /* Each of the n-1 combining steps and the final division round
-         * once, each by at most one unit roundoff of the partial result. */
-        if (inexact && op != BRAID_MIN && op != BRAID_MAX)
-            *tol = 2.0 * (n + 1) * unit_roundoff(dt) * mag;
-        else if (op == BRAID_AVG)
-            *tol = avg_tolerance(dt) * fabs(acc.f);
-        acc.f = nm_round_f(dt, acc.f);
-    } else {
-        /* AVG is the wrapped sum divided by n, truncated toward zero. */
-        acc.i = nm_wrap_i(dt, acc.i);
-        if (op == BRAID_AVG)
-            acc.i /= n;
-    }
-    return acc;
-}
-
-/* Compares element i of got with exp (within tol for floats); formats
- * both on a mismatch. */
-static int value_ok(braid_dtype_t dt, const void *got, size_t i, val_t exp,
-                    double tol, char *es, char *gs, size_t len)
-{
-    if (nm_is_float(dt)) {
-        double v  = nm_load_f(dt, got, i);
-        int    ok = tol > 0.0 ? fabs(v - exp.f) <= tol : v == exp.f;
-        if (!ok) {
-            snprintf(es, len, tol > 0.0 ? "%.9g(+-%.2g)" : "%.9g", exp.f,
-                     tol);
-            snprintf(gs, len, "%.9g", v);
-        }
-        return ok;
-    }
-    int64_t v = nm_load_i(dt, got, i);
-    if (v != exp.i) {
-        snprintf(es, len, "%" PRId64, exp.i);
-        snprintf(gs, len, "%" PRId64, v);
-        return 0;
-    }
-    return 1;
-}
+typedef ref_val_t val_t;
 
 /* ----------------------------------------------------------------- cases */
 
@@ -318,8 +133,8 @@ static void case_desc(const tcomm_t *tc, const case_t *c, char *out,
     else
         snprintf(extra, sizeof(extra), "inplace=%d", c->inplace);
     snprintf(out, len, "[%s] %s dtype=%s op=%s count=%zu %s%s%s", tc->label,
-             coll_name(c->coll), nm_name(c->dtype),
-             is_reduction(c->coll) ? nm_op_name(c->op) : "-", c->count, extra,
+             coll_name(c->coll), ref_name(c->dtype),
+             is_reduction(c->coll) ? ref_op_name(c->op) : "-", c->count, extra,
              c->null_bufs ? " (NULL buffers)" : "",
              c->inexact ? " (inexact data)" : "");
 }
@@ -329,7 +144,7 @@ static void case_algo(const tcomm_t *tc, const case_t *c, char *out,
                       size_t len)
 {
     char why[64];
-    if (braid_comm_choice(tc->comm, c->coll, c->count * nm_size(c->dtype), out,
+    if (braid_comm_choice(tc->comm, c->coll, c->count * ref_size(c->dtype), out,
                           len, why, sizeof(why)) != BRAID_OK)
         snprintf(out, len, "?");
 }
@@ -393,18 +208,18 @@ static void check_region(const tcomm_t *tc, case_t *c, const unsigned char *p,
 static void put_input(const case_t *c, int n, int r, size_t idx, void *buf,
                       size_t pos)
 {
-    uint64_t b = elem_bits(c->seed, r, idx);
+    uint64_t b = ref_bits(c->seed, r, idx);
     if (!is_reduction(c->coll)) {
         /* Data movement: any bit pattern must arrive as is. */
-        size_t dts = nm_size(c->dtype);
+        size_t dts = ref_size(c->dtype);
         memcpy((unsigned char *)buf + pos * dts, &b, dts);
         return;
     }
-    val_t v = gen_val(c->dtype, c->op, c->inexact, n, b);
-    if (nm_is_float(c->dtype))
-        nm_store_f(c->dtype, buf, pos, v.f);
+    val_t v = ref_input(c->dtype, c->op, c->inexact, n, b);
+    if (ref_is_float(c->dtype))
+        ref_store_f(c->dtype, buf, pos, v.f);
     else
-        nm_store_i(c->dtype, buf, pos, v.i);
+        ref_store_i(c->dtype, buf, pos, v.i);
 }
 
 /* nranks: the communicator's size (it scales the input ranges). */
@@ -418,10 +233,10 @@ static void fill_input(const case_t *c, int nranks, int r, void *buf,
 /* Allocates and fills the buffers of case c for this rank. */
 static void case_setup(tcomm_t *tc, case_t *c)
 {
-    size_t dts = nm_size(c->dtype), n = (size_t)tc->size;
+    size_t dts = ref_size(c->dtype), n = (size_t)tc->size;
     size_t me  = (size_t)tc->rank;
 
-    c->seed = nm_mix(g.seed ^ nm_mix(tc->case_no++ ^ tc->tag));
+    c->seed = ref_mix(g.seed ^ ref_mix(tc->case_no++ ^ tc->tag));
     c->bad  = 0;
     switch (c->coll) {
     case BRAID_COLL_ALLREDUCE:
@@ -514,7 +329,7 @@ static void hash_record(tcomm_t *tc, const case_t *c, const void *buf,
                         size_t bytes)
 {
     hash_batch_t *hb = &tc->hashes;
-    hb->hash[hb->n] = nm_hash(NM_HASH_INIT, buf, bytes);
+    hb->hash[hb->n] = ref_hash(REF_HASH_INIT, buf, bytes);
     case_desc(tc, c, hb->desc[hb->n], sizeof(hb->desc[hb->n]));
     if (++hb->n == HASH_BATCH)
         hash_flush(tc);
@@ -559,9 +374,9 @@ static void check_reduction(tcomm_t *tc, case_t *c, const void *res,
     size_t wrong = 0;
     for (size_t i = 0; i < c->count; i++) {
         double tol;
-        val_t  exp = ref_reduce(c->dtype, c->op, c->inexact, c->seed,
+        val_t  exp = ref_expect(c->dtype, c->op, c->inexact, c->seed,
                                 tc->size, first + i, &tol);
-        if (value_ok(c->dtype, res, i, exp, tol, es, gs, sizeof(es)))
+        if (ref_value_ok(c->dtype, res, i, exp, tol, es, gs, sizeof(es)))
             continue;
         if (wrong++ < MAX_PRINT_ELEMS)
             case_fail(tc, c, "index=%zu expected=%s got=%s", i, es, gs);
@@ -574,9 +389,9 @@ static void check_reduction(tcomm_t *tc, case_t *c, const void *res,
 static void check_moved(tcomm_t *tc, case_t *c, const unsigned char *buf,
                         int r, size_t *wrong)
 {
-    size_t dts = nm_size(c->dtype);
+    size_t dts = ref_size(c->dtype);
     for (size_t i = 0; i < c->count; i++) {
-        uint64_t b = elem_bits(c->seed, r, i), got = 0;
+        uint64_t b = ref_bits(c->seed, r, i), got = 0;
         memcpy(&got, buf + i * dts, dts);
         if (memcmp(&got, &b, dts) == 0)
             continue;
@@ -594,7 +409,7 @@ static void check_moved(tcomm_t *tc, case_t *c, const unsigned char *buf,
 /* Verifies case c after its call returned OK, then frees it. */
 static void case_check(tcomm_t *tc, case_t *c)
 {
-    size_t dts = nm_size(c->dtype), wrong = 0;
+    size_t dts = ref_size(c->dtype), wrong = 0;
     const unsigned char *r = c->rreg + GUARD, *s = c->sreg + GUARD;
 
     g.cases++;
@@ -1116,7 +931,7 @@ static void do_split(tcomm_t *parent, const split_spec_t *sp, tcomm_t *sub)
                  "[%s] split returned no communicator", sp->label);
     sub->rank = braid_comm_rank(sub->comm);
     sub->size = braid_comm_size(sub->comm);
-    sub->tag  = nm_hash(parent->tag, sp->label, strlen(sp->label));
+    sub->tag  = ref_hash(parent->tag, sp->label, strlen(sp->label));
     int exp_rank = 0;
     while (members[exp_rank] != parent->rank)
         exp_rank++;

@@ -24,7 +24,7 @@
 #include <braid/braid.h>
 
 #include "mp_common.h"
-#include "numeric.h"
+#include "reference.h"
 
 static int rank, size, failures, reports;
 
@@ -49,13 +49,13 @@ static const size_t        counts[] = {1, 7, 1000};
 static uint64_t get_bits(braid_dtype_t dt, const void *buf, size_t i)
 {
     uint64_t v = 0;
-    memcpy(&v, (const char *)buf + i * nm_size(dt), nm_size(dt));
+    memcpy(&v, (const char *)buf + i * ref_size(dt), ref_size(dt));
     return v;
 }
 
 static void put_bits(braid_dtype_t dt, void *buf, size_t i, uint64_t v)
 {
-    memcpy((char *)buf + i * nm_size(dt), &v, nm_size(dt));
+    memcpy((char *)buf + i * ref_size(dt), &v, ref_size(dt));
 }
 
 static uint64_t qnan(braid_dtype_t dt, int neg, unsigned payload)
@@ -102,13 +102,13 @@ static double to_double(braid_dtype_t dt, uint64_t v)
 {
     char buf[8];
     put_bits(dt, buf, 0, v);
-    return nm_load_f(dt, buf, 0);
+    return ref_load_f(dt, buf, 0);
 }
 
 static uint64_t from_double(braid_dtype_t dt, double d)
 {
     char buf[8] = {0};
-    nm_store_f(dt, buf, 0, d);
+    ref_store_f(dt, buf, 0, d);
     return get_bits(dt, buf, 0);
 }
 
@@ -179,7 +179,7 @@ static uint64_t expected(braid_dtype_t dt, braid_op_t op, size_t i)
 static void same_everywhere(braid_comm_t *world, const void *buf, size_t len,
                             const char *what)
 {
-    uint64_t  h = nm_hash(NM_HASH_INIT, buf, len);
+    uint64_t  h = ref_hash(REF_HASH_INIT, buf, len);
     uint64_t *all = calloc((size_t)size, sizeof(*all));
     if (braid_allgather(&h, all, 1, BRAID_I64, world) != BRAID_OK)
         mp_fatal("test_numerics", rank, BRAID_ERR_INTERNAL, "allgather: %s",
@@ -202,7 +202,7 @@ static void check_float(braid_comm_t *comm, braid_comm_t *world,
                 for (int inplace = 0; inplace < 2; inplace++) {
                     braid_dtype_t dt = fdts[d];
                     braid_op_t    op = ops[o];
-                    size_t n = counts[c], es = nm_size(dt);
+                    size_t n = counts[c], es = ref_size(dt);
                     size_t nin = coll == BRAID_COLL_REDUCE_SCATTER
                                      ? n * (size_t)size : n;
                     size_t first = coll == BRAID_COLL_REDUCE_SCATTER
@@ -217,8 +217,8 @@ static void check_float(braid_comm_t *comm, braid_comm_t *world,
                             : braid_reduce_scatter(send, out, n, dt, op, comm);
                     char what[160];
                     snprintf(what, sizeof(what), "%s %s %s %s n=%zu%s", cand,
-                             braid_coll_name(coll), nm_name(dt),
-                             nm_op_name(op), n, inplace ? " in place" : "");
+                             braid_coll_name(coll), ref_name(dt),
+                             ref_op_name(op), n, inplace ? " in place" : "");
                     if (st != BRAID_OK)
                         mp_fatal("test_numerics", rank, st, "%s: %s", what,
                                  braid_last_error());
@@ -249,7 +249,7 @@ static void check_copy(braid_comm_t *comm, braid_coll_t coll, const char *cand)
     for (size_t d = 0; d < sizeof(fdts) / sizeof(fdts[0]); d++) {
         for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
             braid_dtype_t dt = fdts[d];
-            size_t        n = counts[c], es = nm_size(dt);
+            size_t        n = counts[c], es = ref_size(dt);
             int           root = (int)(c % (size_t)size);
             char *send = malloc(n * es), *recv = malloc(n * es * (size_t)size);
             for (size_t i = 0; i < n; i++)
@@ -260,7 +260,7 @@ static void check_copy(braid_comm_t *comm, braid_coll_t coll, const char *cand)
                     : braid_broadcast(send, n, dt, root, comm);
             if (st != BRAID_OK)
                 mp_fatal("test_numerics", rank, st, "%s %s n=%zu: %s", cand,
-                         nm_name(dt), n, braid_last_error());
+                         ref_name(dt), n, braid_last_error());
             int blocks = coll == BRAID_COLL_ALLGATHER ? size : 1;
             for (int b = 0; b < blocks; b++) {
                 const char *got = coll == BRAID_COLL_ALLGATHER
@@ -269,7 +269,7 @@ static void check_copy(braid_comm_t *comm, braid_coll_t coll, const char *cand)
                 for (size_t i = 0; i < n; i++) {
                     if (get_bits(dt, got, i) != input(dt, from, i)) {
                         FAIL("%s %s n=%zu: rank %d's element %zu is 0x%llx, "
-                             "sent 0x%llx", cand, nm_name(dt), n, from, i,
+                             "sent 0x%llx", cand, ref_name(dt), n, from, i,
                              (unsigned long long)get_bits(dt, got, i),
                              (unsigned long long)input(dt, from, i));
                         b = blocks;
@@ -315,23 +315,23 @@ static void check_int_avg(braid_comm_t *comm, braid_coll_t coll,
         char  *send = calloc(nin, 8), *recv = calloc(nin, 8);
         /* Rank-dependent except the first 4 elements of each block. */
         for (size_t i = 0; i < nin; i++)
-            nm_store_i(dt, send, i, int_input(dt, rank, i % n));
+            ref_store_i(dt, send, i, int_input(dt, rank, i % n));
         braid_status_t st =
             coll == BRAID_COLL_ALLREDUCE
                 ? braid_allreduce(send, recv, n, dt, BRAID_AVG, comm)
                 : braid_reduce_scatter(send, recv, n, dt, BRAID_AVG, comm);
         if (st != BRAID_OK)
             mp_fatal("test_numerics", rank, st, "%s %s avg: %s", cand,
-                     nm_name(dt), braid_last_error());
+                     ref_name(dt), braid_last_error());
         for (size_t j = 0; j < n; j++) {
             __int128 sum = 0;
             for (int r = 0; r < size; r++)
                 sum += int_input(dt, r, (first + j) % n);
             int64_t want = (int64_t)(sum / size); /* toward zero */
-            int64_t got  = nm_load_i(dt, recv, j);
+            int64_t got  = ref_load_i(dt, recv, j);
             if (got != want) {
                 FAIL("%s %s %s avg element %zu: %lld, want %lld", cand,
-                     braid_coll_name(coll), nm_name(dt), j, (long long)got,
+                     braid_coll_name(coll), ref_name(dt), j, (long long)got,
                      (long long)want);
                 break;
             }

@@ -19,6 +19,8 @@
 
 #include <braid/braid.h>
 
+#include "reference.h"
+
 static const char *overrides[] = {
     "",
     "allreduce:ring@shm;reduce_scatter:ring@shm;allgather:ring@shm;"
@@ -49,59 +51,19 @@ static int64_t input(uint64_t it, int r, size_t i, braid_op_t op)
     return op == BRAID_PROD ? 1 + (int64_t)(h % 2) : (int64_t)(h % 4);
 }
 
-static double load(braid_dtype_t dt, const void *buf, size_t i)
-{
-    switch (dt) {
-    case BRAID_F32: return ((const float *)buf)[i];
-    case BRAID_F64: return ((const double *)buf)[i];
-    case BRAID_I32: return ((const int32_t *)buf)[i];
-    case BRAID_I64: return (double)((const int64_t *)buf)[i];
-    case BRAID_U8:  return ((const uint8_t *)buf)[i];
-    default: return 0;
-    }
-}
-
-static void store(braid_dtype_t dt, void *buf, size_t i, int64_t v)
-{
-    switch (dt) {
-    case BRAID_F32: ((float *)buf)[i] = (float)v; break;
-    case BRAID_F64: ((double *)buf)[i] = (double)v; break;
-    case BRAID_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case BRAID_I64: ((int64_t *)buf)[i] = v; break;
-    case BRAID_U8:  ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    default: break;
-    }
-}
-
-/* e as the dtype stores it (u8 wraps, f32 rounds). */
-static double through(braid_dtype_t dt, double e)
-{
-    char tmp[8];
-    if (dt == BRAID_F32)
-        return (double)(float)e;
-    if (dt == BRAID_F64)
-        return e;
-    store(dt, tmp, 0, (int64_t)e);
-    return load(dt, tmp, 0);
-}
-
-/* The exact result of reducing element i over the ranks, in dtype dt. */
+/* The exact result of reducing element i over the ranks, in dtype dt,
+ * from the tests' reference (tests/common/reference.h). */
 static double expect_reduce(braid_dtype_t dt, uint64_t it, int n, size_t i,
                             braid_op_t op)
 {
-    int64_t acc = input(it, 0, i, op);
+    int64_t   x   = input(it, 0, i, op);
+    ref_val_t acc = {(double)x, x};
     for (int r = 1; r < n; r++) {
         int64_t v = input(it, r, i, op);
-        acc = op == BRAID_SUM || op == BRAID_AVG ? acc + v
-            : op == BRAID_PROD ? acc * v
-            : op == BRAID_MIN  ? (v < acc ? v : acc)
-                               : (v > acc ? v : acc);
+        acc = ref_fold(dt, op, acc, (ref_val_t){(double)v, v});
     }
-    if (op != BRAID_AVG)
-        return through(dt, (double)acc);
-    /* Floats divide the exact sum; integers truncate toward zero. */
-    return dt == BRAID_F32 || dt == BRAID_F64 ? through(dt, (double)acc / n)
-                                              : through(dt, (double)(acc / n));
+    acc = ref_finish(dt, op, acc, n);
+    return ref_is_float(dt) ? acc.f : (double)acc.i;
 }
 
 /* What a leak would grow: heap bytes in use, mappings (segments, registered
@@ -243,45 +205,45 @@ int main(int argc, char **argv)
         switch (coll) {
         case BRAID_COLL_ALLREDUCE:
             for (size_t i = 0; i < count; i++)
-                store(dt, send, i, input((uint64_t)it, rank, i, op));
+                ref_store_i(dt, send, i, input((uint64_t)it, rank, i, op));
             if (inpl)
                 memcpy(recv, send, count * dsz);
             st = braid_allreduce(inpl ? recv : send, recv, count, dt, op, comm);
             for (size_t i = 0; i < count; i++, nout++)
-                wrong += load(dt, recv, i) !=
+                wrong += ref_load_f(dt, recv, i) !=
                          expect_reduce(dt, (uint64_t)it, n, i, op);
             break;
         case BRAID_COLL_REDUCE_SCATTER:
             for (size_t i = 0; i < count * (size_t)n; i++)
-                store(dt, send, i, input((uint64_t)it, rank, i, op));
+                ref_store_i(dt, send, i, input((uint64_t)it, rank, i, op));
             st = braid_reduce_scatter(send, inpl ? send + (size_t)rank * count * dsz
                                                  : recv,
                                       count, dt, op, comm);
             for (size_t i = 0; i < count; i++, nout++) {
                 const char *out = inpl ? send + (size_t)rank * count * dsz : recv;
                 size_t gi = (size_t)rank * count + i;
-                wrong += load(dt, out, i) !=
+                wrong += ref_load_f(dt, out, i) !=
                          expect_reduce(dt, (uint64_t)it, n, gi, op);
             }
             break;
         case BRAID_COLL_ALLGATHER:
             for (size_t i = 0; i < count; i++)
-                store(dt, inpl ? recv + (size_t)rank * count * dsz : send, i,
+                ref_store_i(dt, inpl ? recv + (size_t)rank * count * dsz : send, i,
                       input((uint64_t)it, rank, i, BRAID_SUM));
             st = braid_allgather(inpl ? recv + (size_t)rank * count * dsz : send,
                                  recv, count, dt, comm);
             for (int r = 0; r < n; r++)
                 for (size_t i = 0; i < count; i++, nout++)
-                    wrong += load(dt, recv, (size_t)r * count + i) !=
+                    wrong += ref_load_f(dt, recv, (size_t)r * count + i) !=
                              (double)input((uint64_t)it, r, i, BRAID_SUM);
             break;
         case BRAID_COLL_BROADCAST:
             for (size_t i = 0; i < count; i++)
-                store(dt, recv, i, rank == root ? input((uint64_t)it, root, i,
+                ref_store_i(dt, recv, i, rank == root ? input((uint64_t)it, root, i,
                                                         BRAID_SUM) : 99);
             st = braid_broadcast(recv, count, dt, root, comm);
             for (size_t i = 0; i < count; i++, nout++)
-                wrong += load(dt, recv, i) !=
+                wrong += ref_load_f(dt, recv, i) !=
                          (double)input((uint64_t)it, root, i, BRAID_SUM);
             break;
         default:

@@ -16,6 +16,9 @@
  *   - a struct the core fills (services, task, topology, ...) may be smaller
  *     than the plugin knows: read a field appended later only when
  *     BRAID_HAS(ptr, type, field) says the core wrote it.
+ * Revisions so far: 1, the first; 2 appended the shared algorithm machinery
+ * to braid_services_t (per-call state, scratch, registered areas, request
+ * sets), task->res, and topo->mates.
  * The exceptions are braid_treq_t and braid_rmem_t: callers embed them by
  * value (arrays of requests), so their layout is fixed for good; a transport
  * keeps anything more behind their handle/impl pointer.
@@ -38,6 +41,7 @@ extern "C" {
 
 #define BRAID_PLUGIN_ABI_VERSION 4u
 #define BRAID_PLUGIN_SYMBOL      "braid_plugin_v4"
+#define BRAID_PLUGIN_ABI_REVISION 2u /* of ABI 4: see "Revisions" above */
 
 /* Whether *ptr (a struct of this header that the core filled) has field. */
 #define BRAID_HAS(ptr, type, field)                                         \
@@ -78,7 +82,32 @@ typedef struct braid_topo {
      * --bind-to core), -1 when it may run on several.  Ranks on one node
      * with the same CPU >= 0 take turns on it: svc->cpu_mates lists them. */
     const int        *cpu_of_rank;
+    /* Appended in revision 2.  The CPU mates of this process's rank, as
+     * svc->cpu_mates lists them, computed once per communicator: mates[r]
+     * = 1 for every other rank pinned to its CPU on its host ([size]), and
+     * nmates of them; -1 (all 0) when the rank is not pinned to one CPU. */
+    const unsigned char *mates;
+    int                  nmates;
 } braid_topo_t;
+
+/* ----------------------------------------------- requests and areas */
+
+/* Request storage owned by the caller (usually inside algorithm state).
+ * Fixed layout (see the top).  A request may already be complete when
+ * isend/irecv/put_signal returns: then active is 0, and test() of an
+ * inactive request returns BRAID_OK at once. */
+typedef struct braid_treq {
+    void *handle; /* transport's; NULL when completed or never posted */
+    int   active; /* 1 while posted and not yet seen complete by test */
+} braid_treq_t;
+
+/* Registered memory area allocated collectively on every rank.  Fixed
+ * layout (see the top). */
+typedef struct braid_rmem {
+    void  *local; /* this rank's area (len bytes, zero-filled) */
+    size_t len;
+    void  *impl;  /* transport's keys */
+} braid_rmem_t;
 
 /* ---------------------------------------------------------------- services */
 
@@ -89,6 +118,12 @@ typedef enum {
     BRAID_LOG_DEBUG,
     BRAID_LOG_TRACE
 } braid_log_level_t;
+
+struct braid_task;
+/* What the core keeps for one (communicator, candidate) behind the shared
+ * algorithm machinery of the services (the per-call state, the scratch
+ * buffer, the registered area).  Opaque; reached through task->res. */
+typedef struct braid_res braid_res_t;
 
 /* Handed by the core to every plugin entry point. */
 typedef struct braid_services {
@@ -127,7 +162,79 @@ typedef struct braid_services {
      * never).  A transport whose wait() sleeps wakes sleeping peers while
      * this is > 0 and may skip that work when it is 0. */
     unsigned (*sleep_polls)(void);
+
+    /* Revision 2: the machinery algorithms share.  A plugin that uses it
+     * checks BRAID_HAS_MACHINERY(svc) in its probe (and, when it lacks,
+     * says BRAID_NO_MACHINERY_WHY); a core that has it also fills
+     * task->res and topo->mates.  Everything
+     * works on the (communicator, candidate) of the task, whose calls never
+     * overlap (a start comes only after the previous call's finish).  The
+     * chunk arithmetic is inline, below (braid_chunk_off). */
+
+    /* Per-call state: sets task->priv to a block of size bytes (aligned to
+     * 64).  The core keeps the block of this (communicator, candidate)
+     * from call to call, so a stream of calls does not allocate.  With
+     * recycled NULL the block is zeroed; otherwise *recycled is 1 when it
+     * is the previous call's block, of the same size, left as that call's
+     * finish() left it (the caller resets what it needs), else 0 and the
+     * block is zeroed. */
+    braid_status_t (*state_get)(struct braid_task *task, size_t size,
+                                int *recycled);
+    /* Gives task->priv back (NULL is fine) and sets it NULL: the last step
+     * of finish(). */
+    void (*state_put)(struct braid_task *task);
+    /* Scratch memory: *buf = bytes bytes aligned to 64, contents undefined:
+     * this (communicator, candidate)'s buffer, grown as needed, until
+     * scratch_put.  NULL for 0 bytes. */
+    braid_status_t (*scratch_get)(struct braid_task *task, size_t bytes,
+                                  void **buf);
+    void (*scratch_put)(struct braid_task *task, void *buf);
+    /* The registered area of this (communicator, candidate) on task->tl
+     * (BRAID_CAP_PUT_SIGNAL): *mem holds at least bytes bytes.  When it is
+     * smaller, a new zero-filled area of exactly bytes replaces it, which
+     * is collective: every rank asks for the same bytes in the same call
+     * (derive them from the call's arguments and the area's history, never
+     * from timing), and only when nothing of a peer is in flight into the
+     * old area (docs/writing-a-plugin.md: a call that completes only once
+     * every write addressed to it arrived makes start() such a point).
+     * The old area is freed after the new one exists (freeing may wait on
+     * peers that are still inside the collective allocation).  *grown
+     * (may be NULL) says whether it was replaced.  The core frees the area
+     * when the communicator is destroyed. */
+    braid_status_t (*area_get)(struct braid_task *task, size_t bytes,
+                               braid_rmem_t **mem, int *grown);
+    /* Request sets on task->tl.  reqs_test tests every active request of
+     * reqs[0..n): BRAID_OK when none is left active, BRAID_INPROGRESS, or
+     * the first error (the transport's message stands); *ndone (may be
+     * NULL) counts the inactive ones.  reqs_cancel withdraws every request
+     * still active (finish after an error): when it returns the transport
+     * no longer touches their buffers. */
+    braid_status_t (*reqs_test)(struct braid_task *task, braid_treq_t *reqs,
+                                int n, int *ndone);
+    void (*reqs_cancel)(struct braid_task *task, braid_treq_t *reqs, int n);
 } braid_services_t;
+
+/* The services include revision 2's machinery (above); the reason a
+ * plugin that needs it gives when they do not. */
+#define BRAID_HAS_MACHINERY(svc) BRAID_HAS(svc, braid_services_t, reqs_cancel)
+#define BRAID_NO_MACHINERY_WHY                                              \
+    "this libbraid lacks the shared algorithm services (plugin ABI 4 "      \
+    "revision 2)"
+
+/* count elements cut into n chunks as evenly as possible: the first
+ * count % n chunks have one element more.  Chunk c (0 <= c < n) starts at
+ * element braid_chunk_off and holds braid_chunk_len elements.  Inline:
+ * arithmetic on the hot path of every chunked algorithm. */
+static inline size_t braid_chunk_off(size_t count, int n, int c)
+{
+    size_t base = count / (size_t)n, rem = count % (size_t)n;
+    return (size_t)c * base + ((size_t)c < rem ? (size_t)c : rem);
+}
+
+static inline size_t braid_chunk_len(size_t count, int n, int c)
+{
+    return count / (size_t)n + ((size_t)c < count % (size_t)n ? 1 : 0);
+}
 
 /* --------------------------------------------------------------- bootstrap */
 
@@ -185,23 +292,6 @@ typedef struct braid_link {
 #define BRAID_TAG_MATCH_MASK 0xffffffull
 #define BRAID_TAG_CHECKED(seq, step, sig32) \
     (BRAID_TAG(seq, step) ^ (((uint64_t)(sig32) & 0xffffull) << 24))
-
-/* Request storage owned by the caller (usually inside algorithm state).
- * Fixed layout (see the top).  A request may already be complete when
- * isend/irecv/put_signal returns: then active is 0, and test() of an
- * inactive request returns BRAID_OK at once. */
-typedef struct braid_treq {
-    void *handle; /* transport's; NULL when completed or never posted */
-    int   active; /* 1 while posted and not yet seen complete by test */
-} braid_treq_t;
-
-/* Registered memory area allocated collectively on every rank.  Fixed
- * layout (see the top). */
-typedef struct braid_rmem {
-    void  *local; /* this rank's area (len bytes, zero-filled) */
-    size_t len;
-    void  *impl;  /* transport's keys */
-} braid_rmem_t;
 
 typedef struct braid_transport {
     uint32_t    struct_size; /* sizeof(braid_transport_t) */
@@ -386,6 +476,9 @@ typedef struct braid_task {
      * disagree on the call get an error, not wrong data.  Read it through
      * braid_task_sig32() (0 from a core that does not set it). */
     uint32_t            sig32;
+    /* Revision 2: the core's resources of this (communicator, candidate),
+     * behind svc->state_get, scratch_get and area_get.  Opaque. */
+    braid_res_t        *res;
 } braid_task_t;
 
 static inline uint32_t braid_task_sig32(const braid_task_t *task)

@@ -1,7 +1,7 @@
 /* allgather "direct": one stage of direct writes.
  *
  * Every rank put_signals its block (sendcount elements) into its slot of
- * every peer's receive area (bank by call parity, slots.h) and copies each
+ * every peer's receive area (bank by call parity, recv_area.h) and copies each
  * peer's block from its own area to recvbuf + peer·block as it arrives.
  * One latency and (n-1)·m bytes out per rank, against n-1 latencies for the
  * ring: the allgather for small blocks.  In place (sendbuf == recvbuf +
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "lowhop.h"
-#include "slots.h"
+#include "recv_area.h"
 
 typedef struct ag_direct {
     braid_lowhop_area_t *area;
@@ -39,7 +39,7 @@ static braid_status_t ag_start(braid_task_t *task, braid_wait_t *wait)
                                 BRAID_LOWHOP_ALLGATHER_MAX_BYTES, len);
     size_t size = sizeof(ag_direct_t) + (size_t)n * sizeof(braid_treq_t) +
                   (size_t)n;
-    if ((st = braid_lowhop_priv_alloc(task, size)) != BRAID_OK)
+    if ((st = task->svc->state_get(task, size, NULL)) != BRAID_OK)
         return st;
     ag_direct_t *s = task->priv;
     s->reqs = (braid_treq_t *)(s + 1);
@@ -96,7 +96,7 @@ static braid_status_t ag_progress(braid_task_t *task, braid_wait_t *wait)
         s->done[k] = 1;
         s->left--;
     }
-    st = braid_lowhop_reqs_test(task, s->reqs, n - 1, NULL);
+    st = task->svc->reqs_test(task, s->reqs, n - 1, NULL);
     if (st != BRAID_OK)
         return st;
     if (s->left == 0)
@@ -113,8 +113,8 @@ static void ag_finish(braid_task_t *task)
     ag_direct_t *s = task->priv;
 
     if (s != NULL)
-        braid_lowhop_reqs_cancel(task, s->reqs, task->size - 1);
-    braid_lowhop_priv_free(task);
+        task->svc->reqs_cancel(task, s->reqs, task->size - 1);
+    task->svc->state_put(task);
 }
 
 static double ag_estimate(const braid_algo_t *self, const braid_cost_in_t *in)

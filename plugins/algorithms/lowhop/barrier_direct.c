@@ -7,9 +7,9 @@
  *
  * The banks make it safe without more: a rank leaves barrier k only once
  * every peer has entered it, so no rank can reach barrier k+2 (which reuses
- * bank k's slots) while a peer still looks for barrier k's flags (slots.h). */
+ * bank k's slots) while a peer still looks for barrier k's flags (recv_area.h). */
 #include "lowhop.h"
-#include "slots.h"
+#include "exchange.h"
 
 static braid_status_t barrier_start(braid_task_t *task, braid_wait_t *wait)
 {

@@ -21,7 +21,7 @@
 #endif
 
 #include "lowhop.h"
-#include "slots.h"
+#include "recv_area.h"
 
 #define BRAID_LOWHOP_STREAM_BYTES ((size_t)32 << 20)
 #define BRAID_LOWHOP_STREAM_BLOCK ((size_t)256 << 10)

@@ -79,3 +79,11 @@ void braid_lowhop_fold(const braid_task_t *task, void *dst,
         fold_block(task, (char *)dst + first * dts, src, n, first, cnt);
     }
 }
+
+braid_status_t braid_lowhop_local_result(braid_task_t *task)
+{
+    size_t len = task->count * task->dtsize;
+    if (len > 0 && task->recvbuf != task->sendbuf)
+        memcpy(task->recvbuf, task->sendbuf, len);
+    return BRAID_OK;
+}

@@ -45,5 +45,8 @@ double braid_lowhop_alltoall_load(const braid_cost_in_t *in);
  * applies finish_avg.  n >= 1. */
 void braid_lowhop_fold(const braid_task_t *task, void *dst,
                        const void *const *src, int n, size_t count);
+/* The result of a reduction with nothing to exchange (one rank): its own
+ * buffer, copied unless in place; avg over one rank divides by 1. */
+braid_status_t braid_lowhop_local_result(braid_task_t *task);
 
 #endif

@@ -1,17 +1,17 @@
 /* The error of a call whose peer wrote a flag of this call's number with
- * other signature bits (slots.h, "Flag values"): the peer called another
+ * other signature bits (recv_area.h, "Flag values"): the peer called another
  * collective, count, dtype, op or root.  The core's failure inquiry, which
  * follows every failed call, compares the ranks' recorded calls and names
  * both sides; this message says what this rank saw. */
 #include "lowhop.h"
-#include "slots.h"
+#include "recv_area.h"
 
 braid_status_t braid_lowhop_mismatch(const braid_task_t *task,
                                      const braid_lowhop_area_t *a, int bank,
                                      int slot, uint64_t flag)
 {
     const uint64_t *p = (const uint64_t *)(const void *)((const char *)
-        a->mem.local + braid_lowhop_slot_off(a, bank, slot));
+        a->base + braid_lowhop_slot_off(a, bank, slot));
     uint64_t got = __atomic_load_n(p, __ATOMIC_ACQUIRE);
     return task->svc->error(
         BRAID_ERR_MISMATCH, "lowhop: rank %d: rank %d is in call #%llu with "

@@ -1,7 +1,7 @@
 /* allreduce "oneshot": one stage of direct writes, then a local reduction.
  *
  * Every rank put_signals its whole buffer into its slot of every peer's
- * receive area (slots.h), then folds the n contributions in rank order --
+ * receive area (recv_area.h), then folds the n contributions in rank order --
  * its own straight from its send buffer -- into recvbuf.  One latency, but
  * (n-1)·m bytes leave every rank and (n-1)·m are reduced: the all-reduce for
  * the smallest messages (decode steps), as in TensorRT-LLM's push-mode
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "lowhop.h"
-#include "slots.h"
+#include "exchange.h"
 
 static braid_status_t oneshot_start(braid_task_t *task, braid_wait_t *wait)
 {

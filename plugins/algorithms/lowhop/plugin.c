@@ -9,6 +9,8 @@
  *
  * Their estimates (cost.c) make the dispatcher pick them for small and
  * middle sizes and leave large messages to the ring. */
+#include <stdio.h>
+
 #include <braid/plugin.h>
 
 #include "lowhop.h"
@@ -17,8 +19,14 @@ static braid_status_t lowhop_probe(const braid_plugin_t *self,
                                    const braid_services_t *svc, char *why,
                                    size_t why_len)
 {
-    (void)self, (void)svc, (void)why, (void)why_len;
-    return BRAID_OK; /* the algorithms run on any put-with-signal transport */
+    (void)self;
+    /* Any put-with-signal transport, and the machinery the core lends
+     * (revision 2: state, registered areas, request sets). */
+    if (!BRAID_HAS_MACHINERY(svc)) {
+        snprintf(why, why_len, BRAID_NO_MACHINERY_WHY);
+        return BRAID_ERR_UNAVAILABLE;
+    }
+    return BRAID_OK;
 }
 
 static const braid_algo_t *const algos[] = {

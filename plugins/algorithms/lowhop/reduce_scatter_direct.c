@@ -2,7 +2,7 @@
  *
  * Rank r put_signals block j of its send buffer (recvcount elements at
  * j·block) into its slot of rank j's receive area (bank by call parity,
- * slots.h), for every j != r; once all n-1 pieces of block r arrived it
+ * recv_area.h), for every j != r; once all n-1 pieces of block r arrived it
  * folds them with its own block in rank order into recvbuf.  One latency and
  * (n-1)/n of the send buffer out per rank, against n-1 latencies for the
  * ring.  In place (recvbuf == sendbuf + r·block) the puts read the other
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "lowhop.h"
-#include "slots.h"
+#include "exchange.h"
 
 static braid_status_t rs_start(braid_task_t *task, braid_wait_t *wait)
 {

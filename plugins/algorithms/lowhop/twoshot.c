@@ -41,7 +41,7 @@
 #include <string.h>
 
 #include "lowhop.h"
-#include "slots.h"
+#include "recv_area.h"
 
 #define BANK_RS 0 /* stage 1: pieces of this rank's chunk */
 #define BANK_AG 1 /* stage 2: the other ranks' reduced chunks */
@@ -49,7 +49,6 @@
 typedef struct twoshot {
     braid_lowhop_area_t *area;
     uint64_t             flag;
-    size_t               q, rem;   /* chunking, see above */
     int                  posted;   /* stage-1 puts are out */
     int                  nseen;    /* stage-1 pieces arrived */
     int                  reduced;  /* own chunk folded and stage 2 posted */
@@ -61,14 +60,14 @@ typedef struct twoshot {
     const void         **src;      /* [n]: pieces of own chunk, rank order */
 } twoshot_t;
 
-static size_t chunk_count(const twoshot_t *s, int j)
+static size_t chunk_count(const braid_task_t *task, int j)
 {
-    return s->q + ((size_t)j < s->rem ? 1 : 0);
+    return braid_chunk_len(task->count, task->size, j);
 }
 
-static size_t chunk_first(const twoshot_t *s, int j)
+static size_t chunk_first(const braid_task_t *task, int j)
 {
-    return (size_t)j * s->q + ((size_t)j < s->rem ? (size_t)j : s->rem);
+    return braid_chunk_off(task->count, task->size, j);
 }
 
 static braid_status_t twoshot_start(braid_task_t *task, braid_wait_t *wait)
@@ -86,7 +85,7 @@ static braid_status_t twoshot_start(braid_task_t *task, braid_wait_t *wait)
                                 BRAID_LOWHOP_TWOSHOT_MAX_BYTES, len);
     size_t size = sizeof(twoshot_t) + 2 * (size_t)n * sizeof(braid_treq_t) +
                   (size_t)n * sizeof(void *) + 2 * (size_t)n;
-    if ((st = braid_lowhop_priv_alloc(task, size)) != BRAID_OK)
+    if ((st = task->svc->state_get(task, size, NULL)) != BRAID_OK)
         return st;
     twoshot_t *s = task->priv;
     s->rs_reqs = (braid_treq_t *)(s + 1);
@@ -97,9 +96,7 @@ static braid_status_t twoshot_start(braid_task_t *task, braid_wait_t *wait)
     if (len == 0 || n == 1)
         return BRAID_OK; /* nothing to exchange (progress copies) */
 
-    s->q   = task->count / (size_t)n;
-    s->rem = task->count % (size_t)n;
-    size_t need = chunk_count(s, 0) * task->dtsize; /* chunk 0 is a largest */
+    size_t need = chunk_count(task, 0) * task->dtsize; /* chunk 0 is a largest */
     st = braid_lowhop_area_get(&s->area, task, need,
                                BRAID_LOWHOP_TWOSHOT_MAX_BYTES / (size_t)n + 8);
     if (st != BRAID_OK)
@@ -108,7 +105,7 @@ static braid_status_t twoshot_start(braid_task_t *task, braid_wait_t *wait)
     s->flag = braid_lowhop_flag(task);
     for (int k = 0; k < n - 1; k++) {
         int j = braid_lowhop_slot_source(k, task->rank, n);
-        if (chunk_count(s, j) == 0)
+        if (chunk_count(task, j) == 0)
             s->ag_done[k] = 1; /* owner of an empty chunk: nothing comes */
         else
             s->ag_left++;
@@ -121,12 +118,12 @@ static braid_status_t post_stage1(braid_task_t *task, twoshot_t *s)
     int n = task->size;
     for (int i = 1; i < n; i++) {
         int    j   = (task->rank + i) % n;
-        size_t cnt = chunk_count(s, j);
+        size_t cnt = chunk_count(task, j);
         if (cnt == 0)
             continue; /* rank j owns nothing: it expects no piece */
         braid_status_t st = braid_lowhop_put(
             task, s->area, j, BANK_RS,
-            (const char *)task->sendbuf + chunk_first(s, j) * task->dtsize,
+            (const char *)task->sendbuf + chunk_first(task, j) * task->dtsize,
             cnt * task->dtsize, s->flag, &s->rs_reqs[i - 1]);
         if (st != BRAID_OK)
             return st;
@@ -139,8 +136,8 @@ static braid_status_t post_stage1(braid_task_t *task, twoshot_t *s)
 static braid_status_t reduce_own(braid_task_t *task, twoshot_t *s)
 {
     int    n    = task->size, me = task->rank;
-    size_t cnt  = chunk_count(s, me);
-    size_t boff = chunk_first(s, me) * task->dtsize;
+    size_t cnt  = chunk_count(task, me);
+    size_t boff = chunk_first(task, me) * task->dtsize;
     char  *out  = (char *)task->recvbuf + boff;
 
     if (cnt == 0) {
@@ -197,9 +194,9 @@ static braid_status_t copy_out(braid_task_t *task, twoshot_t *s)
          * (maybe still, on a zero-copy transport): wait for it. */
         if (inplace && s->rs_reqs[(j - me + n) % n - 1].active)
             continue;
-        size_t bytes = chunk_count(s, j) * task->dtsize;
+        size_t bytes = chunk_count(task, j) * task->dtsize;
         braid_lowhop_copy_out(
-            (char *)task->recvbuf + chunk_first(s, j) * task->dtsize,
+            (char *)task->recvbuf + chunk_first(task, j) * task->dtsize,
             braid_lowhop_slot_data(s->area, BANK_AG, k), bytes,
             braid_lowhop_stream_ok(task, s->area, bytes));
         s->ag_done[k] = 1;
@@ -222,10 +219,10 @@ static braid_status_t twoshot_progress(braid_task_t *task, braid_wait_t *wait)
         return st;
     if (!s->reduced && (st = reduce_own(task, s)) != BRAID_OK)
         return st;
-    rs = braid_lowhop_reqs_test(task, s->rs_reqs, n - 1, NULL);
+    rs = task->svc->reqs_test(task, s->rs_reqs, n - 1, NULL);
     if (rs != BRAID_OK && rs != BRAID_INPROGRESS)
         return rs;
-    ag = braid_lowhop_reqs_test(task, s->ag_reqs, n - 1, NULL);
+    ag = task->svc->reqs_test(task, s->ag_reqs, n - 1, NULL);
     if (ag != BRAID_OK && ag != BRAID_INPROGRESS)
         return ag;
     if ((st = copy_out(task, s)) != BRAID_OK)
@@ -246,10 +243,10 @@ static void twoshot_finish(braid_task_t *task)
     twoshot_t *s = task->priv;
 
     if (s != NULL) {
-        braid_lowhop_reqs_cancel(task, s->rs_reqs, task->size - 1);
-        braid_lowhop_reqs_cancel(task, s->ag_reqs, task->size - 1);
+        task->svc->reqs_cancel(task, s->rs_reqs, task->size - 1);
+        task->svc->reqs_cancel(task, s->ag_reqs, task->size - 1);
     }
-    braid_lowhop_priv_free(task);
+    task->svc->state_put(task);
 }
 
 static double twoshot_estimate(const braid_algo_t *self,

@@ -15,31 +15,34 @@
 /* BRAID_TAG() keeps 16 bits of step: tags of one call are unique below it. */
 #define BRAID_P2P_MAX_STEPS 65536L
 
-/* Scratch memory of one (communicator, algorithm), kept in
- * *task->comm_state and grown as needed, so calls do not allocate. */
-typedef struct braid_p2p_scratch {
-    void  *buf;
-    size_t cap;
-    int    busy; /* held by a call in flight */
-} braid_p2p_scratch_t;
+/* Head of every p2p algorithm's per-call state (its first member), so one
+ * finish() serves them all: it withdraws the requests an error left active
+ * -- they may still use the scratch or the caller's buffers -- then gives
+ * back the scratch and the state (svc->state_get, svc->scratch_get). */
+typedef struct braid_p2p_head {
+    braid_treq_t *reqs;    /* [nreqs], inside the state */
+    int           nreqs;
+    void         *scratch; /* NULL, or this call's scratch */
+} braid_p2p_head_t;
 
-/* Scratch held by one call: the communicator's buffer, or a private one
- * when another call on the same communicator holds that (non-blocking calls
- * may overlap). */
-typedef struct braid_p2p_buf {
-    char *ptr;
-    int   own; /* 0: comm scratch (release), 1: private (free) */
-} braid_p2p_buf_t;
-
-braid_status_t braid_p2p_scratch_get(braid_p2p_buf_t *buf, braid_task_t *task,
-                                     size_t bytes);
-void braid_p2p_scratch_put(braid_p2p_buf_t *buf, braid_task_t *task);
-void braid_p2p_comm_state_free(void *state, braid_tl_t *tl);
-
-/* Zeroed task->priv of the given size. */
-braid_status_t braid_p2p_priv_alloc(braid_task_t *task, size_t size);
-/* Frees task->priv (finish() of algorithms without scratch). */
-void braid_p2p_priv_free(braid_task_t *task);
+/* task->priv = a zeroed state of `size` bytes starting with a
+ * braid_p2p_head_t whose requests are the nreqs at byte reqs_off of it. */
+braid_status_t braid_p2p_state(braid_task_t *task, size_t size,
+                               size_t reqs_off, int nreqs);
+#define BRAID_P2P_STATE(task, type, reqs)                                  \
+    braid_p2p_state((task), sizeof(type), offsetof(type, reqs),           \
+                    (int)(sizeof(((type *)0)->reqs) / sizeof(braid_treq_t)))
+/* The head's scratch: bytes of it (NULL for 0) into *buf. */
+braid_status_t braid_p2p_scratch(braid_task_t *task, size_t bytes,
+                                 char **buf);
+/* finish() of every p2p algorithm. */
+void braid_p2p_finish(braid_task_t *task);
+/* BRAID_OK when every request of the call's head is done. */
+static inline braid_status_t braid_p2p_test(braid_task_t *task)
+{
+    braid_p2p_head_t *h = task->priv;
+    return task->svc->reqs_test(task, h->reqs, h->nreqs, NULL);
+}
 
 /* Tagged point-to-point through task->tl; tags are BRAID_TAG_CHECKED(seq,
  * step, sig32): a peer in another call gets BRAID_ERR_MISMATCH. */
@@ -48,13 +51,12 @@ braid_status_t braid_p2p_send(braid_task_t *task, int peer, long step,
 braid_status_t braid_p2p_recv(braid_task_t *task, int peer, long step,
                               void *buf, size_t len, braid_treq_t *req);
 /* BRAID_OK when req is done (or was never posted), else INPROGRESS/error. */
-braid_status_t braid_p2p_req_test(braid_task_t *task, braid_treq_t *req);
-/* BRAID_OK when all n are done; tests every one so all make progress. */
-braid_status_t braid_p2p_reqs_test(braid_task_t *task, braid_treq_t *reqs,
-                                   int n);
-/* Withdraws the ones still active (finish after an error): afterwards the
- * transport no longer touches their buffers, which may then be freed. */
-void braid_p2p_reqs_cancel(braid_task_t *task, braid_treq_t *reqs, int n);
+static inline braid_status_t braid_p2p_req_test(braid_task_t *task,
+                                                braid_treq_t *req)
+{
+    return req->active ? task->tl->ops->test(task->tl->tcomm, req)
+                       : BRAID_OK;
+}
 
 /* dst = lower op higher, where lower/higher come from the lower/higher rank:
  * both partners of an exchange compute the same bits. */
@@ -63,19 +65,6 @@ void braid_p2p_combine(braid_task_t *task, void *dst, const void *lower,
 /* Copies count elements unless src and dst are the same. */
 void braid_p2p_copy(braid_task_t *task, void *dst, const void *src,
                     size_t count);
-
-/* count elements split in n chunks as evenly as possible: the first
- * count % n chunks have one more element. */
-static inline size_t braid_p2p_chunk_off(size_t count, int n, int c)
-{
-    size_t base = count / (size_t)n, rem = count % (size_t)n;
-    return (size_t)c * base + ((size_t)c < rem ? (size_t)c : rem);
-}
-
-static inline size_t braid_p2p_chunk_len(size_t count, int n, int c)
-{
-    return count / (size_t)n + ((size_t)c < count % (size_t)n ? 1 : 0);
-}
 
 static inline int braid_p2p_mod(long a, int n)
 {

@@ -10,6 +10,7 @@
 #include "algo_common.h"
 
 typedef struct bruck {
+    braid_p2p_head_t head; /* first (algo_common.h) */
     int          started;
     int          pow2;
     int          nsteps;
@@ -85,7 +86,7 @@ static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
     bruck_t       *g;
     braid_status_t st;
 
-    st = braid_p2p_priv_alloc(task, sizeof(bruck_t));
+    st = BRAID_P2P_STATE(task, bruck_t, reqs);
     if (st != BRAID_OK) {
         return st;
     }
@@ -108,7 +109,7 @@ static braid_status_t progress(braid_task_t *task, braid_wait_t *wait)
         g->started = 1;
     }
     for (;;) {
-        st = braid_p2p_reqs_test(task, g->reqs, 4);
+        st = braid_p2p_test(task);
         if (st != BRAID_OK) {
             return st;
         }
@@ -124,18 +125,6 @@ static braid_status_t progress(braid_task_t *task, braid_wait_t *wait)
     }
 }
 
-/* After an error, receives may still be posted into recvbuf and sends
- * reading it: withdrawn before the caller gets its buffer back. */
-static void finish(braid_task_t *task)
-{
-    bruck_t *g = task->priv;
-
-    if (g != NULL) {
-        braid_p2p_reqs_cancel(task, g->reqs, 4);
-    }
-    braid_p2p_priv_free(task);
-}
-
 const braid_algo_t braid_p2p_allgather_recdbl = {
     .struct_size     = sizeof(braid_algo_t),
     .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
@@ -146,6 +135,6 @@ const braid_algo_t braid_p2p_allgather_recdbl = {
     .estimate        = braid_p2p_cost_allgather_recdbl,
     .start           = start,
     .progress        = progress,
-    .finish          = finish,
+    .finish          = braid_p2p_finish,
     .comm_state_free = NULL,
 };

@@ -19,6 +19,7 @@ typedef struct token_op {
 } token_op_t;
 
 typedef struct barrier {
+    braid_p2p_head_t head;    /* first (algo_common.h) */
     int          nops, next;  /* ring: sequential list of token moves */
     token_op_t   ops[4];
     int          rounds;      /* recdbl */
@@ -34,7 +35,7 @@ static braid_status_t ring_start(braid_task_t *task, braid_wait_t *wait)
     barrier_t     *g;
     braid_status_t st;
 
-    st = braid_p2p_priv_alloc(task, sizeof(barrier_t));
+    st = BRAID_P2P_STATE(task, barrier_t, reqs);
     if (st != BRAID_OK || n == 1) {
         return st;
     }
@@ -82,7 +83,7 @@ static braid_status_t ring_progress(braid_task_t *task, braid_wait_t *wait)
 static braid_status_t recdbl_start(braid_task_t *task, braid_wait_t *wait)
 {
     (void)wait;
-    braid_status_t st = braid_p2p_priv_alloc(task, sizeof(barrier_t));
+    braid_status_t st = BRAID_P2P_STATE(task, barrier_t, reqs);
 
     if (st == BRAID_OK) {
         ((barrier_t *)task->priv)->rounds = braid_p2p_log2_ceil(task->size);
@@ -98,7 +99,7 @@ static braid_status_t recdbl_progress(braid_task_t *task, braid_wait_t *wait)
     braid_status_t st;
 
     for (;;) {
-        st = braid_p2p_reqs_test(task, g->reqs, 2);
+        st = braid_p2p_test(task);
         if (st != BRAID_OK) {
             return st;
         }
@@ -119,18 +120,6 @@ static braid_status_t recdbl_progress(braid_task_t *task, braid_wait_t *wait)
     }
 }
 
-/* The tokens live in task->priv: a request an error left active is
- * withdrawn before it goes. */
-static void finish(braid_task_t *task)
-{
-    barrier_t *g = task->priv;
-
-    if (g != NULL) {
-        braid_p2p_reqs_cancel(task, g->reqs, 2);
-    }
-    braid_p2p_priv_free(task);
-}
-
 const braid_algo_t braid_p2p_barrier_ring = {
     .struct_size     = sizeof(braid_algo_t),
     .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
@@ -141,7 +130,7 @@ const braid_algo_t braid_p2p_barrier_ring = {
     .estimate        = braid_p2p_cost_barrier_ring,
     .start           = ring_start,
     .progress        = ring_progress,
-    .finish          = finish,
+    .finish          = braid_p2p_finish,
     .comm_state_free = NULL,
 };
 
@@ -155,6 +144,6 @@ const braid_algo_t braid_p2p_barrier_recdbl = {
     .estimate        = braid_p2p_cost_barrier_recdbl,
     .start           = recdbl_start,
     .progress        = recdbl_progress,
-    .finish          = finish,
+    .finish          = braid_p2p_finish,
     .comm_state_free = NULL,
 };

@@ -11,6 +11,7 @@
 enum { ST_INIT, ST_RECV, ST_SEND, ST_DONE };
 
 typedef struct binomial {
+    braid_p2p_head_t head; /* first (algo_common.h) */
     int          stage;
     int          parent; /* real rank, -1 at the root */
     int          nchildren;
@@ -32,7 +33,7 @@ static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
                                 "p2p recdbl broadcast: root %d out of range "
                                 "[0, %d)", task->root, n);
     }
-    st = braid_p2p_priv_alloc(task, sizeof(binomial_t));
+    st = BRAID_P2P_STATE(task, binomial_t, reqs);
     if (st != BRAID_OK) {
         return st;
     }
@@ -62,7 +63,7 @@ static braid_status_t progress(braid_task_t *task, braid_wait_t *wait)
     braid_status_t st;
 
     for (;;) {
-        st = braid_p2p_reqs_test(task, g->reqs, MAX_CHILDREN);
+        st = braid_p2p_test(task);
         if (st != BRAID_OK) {
             return st;
         }
@@ -98,18 +99,6 @@ static braid_status_t progress(braid_task_t *task, braid_wait_t *wait)
     }
 }
 
-/* After an error the receive into recvbuf, or sends from it, may still be
- * active: withdrawn before the caller gets its buffer back. */
-static void finish(braid_task_t *task)
-{
-    binomial_t *g = task->priv;
-
-    if (g != NULL) {
-        braid_p2p_reqs_cancel(task, g->reqs, MAX_CHILDREN);
-    }
-    braid_p2p_priv_free(task);
-}
-
 const braid_algo_t braid_p2p_bcast_recdbl = {
     .struct_size     = sizeof(braid_algo_t),
     .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
@@ -120,6 +109,6 @@ const braid_algo_t braid_p2p_bcast_recdbl = {
     .estimate        = braid_p2p_cost_bcast_recdbl,
     .start           = start,
     .progress        = progress,
-    .finish          = finish,
+    .finish          = braid_p2p_finish,
     .comm_state_free = NULL,
 };

@@ -19,6 +19,6 @@ const braid_algo_t braid_p2p_bcast_ring = {
     .estimate        = braid_p2p_cost_bcast_ring,
     .start           = start,
     .progress        = braid_p2p_ring_progress,
-    .finish          = braid_p2p_ring_finish,
-    .comm_state_free = braid_p2p_comm_state_free,
+    .finish          = braid_p2p_finish,
+    .comm_state_free = NULL,
 };

@@ -3,14 +3,21 @@
  * so they run over any transport that has it: ring@ucx, recdbl@shm, ...
  * They are the fallback that works everywhere and the bandwidth choice for
  * large messages. */
+#include <stdio.h>
+
 #include "algo_common.h"
 
 static braid_status_t p2p_probe(const braid_plugin_t *self,
                                 const braid_services_t *svc, char *why,
                                 size_t why_len)
 {
-    (void)self, (void)svc, (void)why, (void)why_len;
-    return BRAID_OK; /* needs nothing but a transport */
+    (void)self;
+    /* A transport, and the machinery the core lends (revision 2). */
+    if (!BRAID_HAS_MACHINERY(svc)) {
+        snprintf(why, why_len, BRAID_NO_MACHINERY_WHY);
+        return BRAID_ERR_UNAVAILABLE;
+    }
+    return BRAID_OK;
 }
 
 static const braid_algo_t *const algos[] = {

@@ -18,6 +18,6 @@ const braid_algo_t braid_p2p_reduce_scatter_ring = {
     .estimate        = braid_p2p_cost_reduce_scatter_ring,
     .start           = start,
     .progress        = braid_p2p_ring_progress,
-    .finish          = braid_p2p_ring_finish,
-    .comm_state_free = braid_p2p_comm_state_free,
+    .finish          = braid_p2p_finish,
+    .comm_state_free = NULL,
 };

@@ -33,6 +33,7 @@
 #define WINDOW 4
 
 typedef struct ring {
+    braid_p2p_head_t head; /* first (algo_common.h) */
     braid_p2p_ring_mode_t mode;
     int             n, rank, left, right;
     int             vpos;      /* broadcast: position in the chain */
@@ -47,10 +48,11 @@ typedef struct ring {
     char           *dst;
     char           *slots;     /* WINDOW * seg elements */
     char           *acc;       /* reduce_scatter: 2 * count elements */
-    braid_p2p_buf_t scratch;
-    braid_treq_t    rreq[WINDOW];
-    braid_treq_t    sreq[WINDOW];
+    braid_treq_t    reqs[2 * WINDOW]; /* receives, then sends */
 } ring_t;
+
+#define RREQ(g, u) (&(g)->reqs[(u) % WINDOW])
+#define SREQ(g, u) (&(g)->reqs[WINDOW + (u) % WINDOW])
 
 /* ------------------------------------------------------------ geometry */
 
@@ -64,7 +66,7 @@ static size_t chunk_off(const ring_t *g, int c)
 {
     switch (g->mode) {
     case BRAID_P2P_RING_ALLREDUCE:
-        return braid_p2p_chunk_off(g->count, g->n, c);
+        return braid_chunk_off(g->count, g->n, c);
     case BRAID_P2P_RING_BCAST:
         return 0;
     default:
@@ -75,7 +77,7 @@ static size_t chunk_off(const ring_t *g, int c)
 static size_t chunk_len(const ring_t *g, int c)
 {
     if (g->mode == BRAID_P2P_RING_ALLREDUCE) {
-        return braid_p2p_chunk_len(g->count, g->n, c);
+        return braid_chunk_len(g->count, g->n, c);
     }
     return g->count;
 }
@@ -159,7 +161,7 @@ static char *slot(const ring_t *g, long u)
 static braid_status_t post_send(braid_task_t *task, ring_t *g, long u)
 {
     long          s = u / g->nseg, k = u % g->nseg;
-    braid_treq_t *req = &g->sreq[u % WINDOW];
+    braid_treq_t *req = SREQ(g, u);
     const char   *buf;
     size_t        off, len;
 
@@ -192,7 +194,7 @@ static braid_status_t post_send(braid_task_t *task, ring_t *g, long u)
 static braid_status_t post_recv(braid_task_t *task, ring_t *g, long u)
 {
     long          s = u / g->nseg, k = u % g->nseg;
-    braid_treq_t *req = &g->rreq[u % WINDOW];
+    braid_treq_t *req = RREQ(g, u);
     char         *buf;
     size_t        off, len;
 
@@ -285,7 +287,7 @@ braid_status_t braid_p2p_ring_start(braid_task_t *task,
                                 "p2p ring: invalid dtype or root %d",
                                 task->root);
     }
-    st = braid_p2p_priv_alloc(task, sizeof(ring_t));
+    st = BRAID_P2P_STATE(task, ring_t, reqs);
     if (st != BRAID_OK) {
         return st;
     }
@@ -304,7 +306,7 @@ braid_status_t braid_p2p_ring_start(braid_task_t *task,
     switch (mode) {
     case BRAID_P2P_RING_ALLREDUCE:
         steps     = 2L * (n - 1);
-        chunk_max = braid_p2p_chunk_len(g->count, n, 0);
+        chunk_max = braid_chunk_len(g->count, n, 0);
         break;
     case BRAID_P2P_RING_BCAST:
         steps     = n > 1 ? 1 : 0;
@@ -322,7 +324,6 @@ braid_status_t braid_p2p_ring_start(braid_task_t *task,
             /* Keep every unit's tag distinct: fewer, larger segments. */
             long most = BRAID_P2P_MAX_STEPS / steps;
             if (most == 0) {
-                braid_p2p_ring_finish(task);
                 return task->svc->error(BRAID_ERR_NOT_SUPPORTED,
                                         "p2p ring: %d ranks need more than "
                                         "%ld tags per call", n,
@@ -340,14 +341,10 @@ braid_status_t braid_p2p_ring_start(braid_task_t *task,
             acc_bytes = 2 * g->count * g->dts;
         }
     }
-    st = braid_p2p_scratch_get(&g->scratch, task, slots_bytes + acc_bytes);
-    if (st != BRAID_OK) {
-        braid_p2p_ring_finish(task);
-        return st;
-    }
-    g->slots = g->scratch.ptr;
-    g->acc   = g->scratch.ptr ? g->scratch.ptr + slots_bytes : NULL;
-    return BRAID_OK;
+    /* On error finish() gives the state back. */
+    st = braid_p2p_scratch(task, slots_bytes + acc_bytes, &g->slots);
+    g->acc = g->slots != NULL ? g->slots + slots_bytes : NULL;
+    return st;
 }
 
 braid_status_t braid_p2p_ring_progress(braid_task_t *task, braid_wait_t *wait)
@@ -364,7 +361,7 @@ braid_status_t braid_p2p_ring_progress(braid_task_t *task, braid_wait_t *wait)
     do {
         moved = 0;
         while (g->sends_done < g->sends_posted) {
-            st = braid_p2p_req_test(task, &g->sreq[g->sends_done % WINDOW]);
+            st = braid_p2p_req_test(task, SREQ(g, g->sends_done));
             if (st != BRAID_OK) {
                 if (st < 0) {
                     return st;
@@ -376,7 +373,7 @@ braid_status_t braid_p2p_ring_progress(braid_task_t *task, braid_wait_t *wait)
         }
         while (g->processed < g->recvs_posted &&
                process_ready(g, g->processed)) {
-            st = braid_p2p_req_test(task, &g->rreq[g->processed % WINDOW]);
+            st = braid_p2p_req_test(task, RREQ(g, g->processed));
             if (st != BRAID_OK) {
                 if (st < 0) {
                     return st;
@@ -415,18 +412,4 @@ braid_status_t braid_p2p_ring_progress(braid_task_t *task, braid_wait_t *wait)
         return BRAID_OK;
     }
     return BRAID_INPROGRESS;
-}
-
-void braid_p2p_ring_finish(braid_task_t *task)
-{
-    ring_t *g = task->priv;
-
-    if (g != NULL) {
-        /* After an error receives may still be posted into the scratch
-         * slots or recvbuf, sends still reading: withdraw them first. */
-        braid_p2p_reqs_cancel(task, g->rreq, WINDOW);
-        braid_p2p_reqs_cancel(task, g->sreq, WINDOW);
-        braid_p2p_scratch_put(&g->scratch, task);
-        braid_p2p_priv_free(task);
-    }
 }

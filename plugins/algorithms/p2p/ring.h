@@ -15,6 +15,5 @@ typedef enum {
 braid_status_t braid_p2p_ring_start(braid_task_t *task,
                                     braid_p2p_ring_mode_t mode);
 braid_status_t braid_p2p_ring_progress(braid_task_t *task, braid_wait_t *wait);
-void           braid_p2p_ring_finish(braid_task_t *task);
 
 #endif

@@ -55,10 +55,8 @@ static braid_status_t parse_number(double *out, const braid_services_t *svc,
 /* Put-with-signal is one eager active message that the target's progress
  * copies into place (rma.c says why not ucp_put): its latency includes the
  * target getting round to progress, and the data is copied on both sides.
- * Measured on one host over TCP (4 ranks, 8 B - 4 KiB), a one-stage oneshot
- * takes about 1.4x a two-step recdbl, and the emulated ucp_put + fence it
- * replaced 1.5-3x a ring step: three alphas per put and half the bandwidth
- * describe both. */
+ * Three alphas per put and half the bandwidth rank a one-stage oneshot
+ * behind a two-step recdbl on UCX, as measured (docs/performance.md). */
 void braid_ucx_link_put(braid_link_t *link)
 {
     link->put_alpha_us  = PUT_ALPHA_FACTOR * link->alpha_us;

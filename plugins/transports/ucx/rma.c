@@ -90,7 +90,7 @@ static ucs_status_t put_arrived(void *arg, const void *header,
     a = area_find(comm, h.area);
     if (a == NULL) {
         /* Only after a failure: algorithms free an area once nothing can be
-         * in flight into it (plugins/algorithms/lowhop/slots.h). */
+         * in flight into it (plugins/algorithms/lowhop/recv_area.h). */
         comm->svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT, "rank %d: dropped "
                       "a put into area %llu, which is gone", comm->rank,
                       (unsigned long long)h.area);

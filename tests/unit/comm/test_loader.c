@@ -75,8 +75,10 @@ static void test_adapted(const braid_plugin_entry_t *e)
 
     int          nodes[1] = {0}, cpus[1] = {-1};
     braid_oob_t  oob  = {sizeof(oob), 0, 1, NULL, NULL, NULL};
-    braid_topo_t topo = {sizeof(topo), 1, BRAID_TOPO_SINGLE_HOST, 1, 1, nodes,
-                         cpus};
+    braid_topo_t topo = {.struct_size = sizeof(topo), .size = 1,
+                         .kind = BRAID_TOPO_SINGLE_HOST, .nnodes = 1,
+                         .ppn = 1, .node_of_rank = nodes,
+                         .cpu_of_rank = cpus, .nmates = -1};
     braid_tl_t   h    = {.struct_size = sizeof(h), .ops = tl,
                          .link = {.struct_size = sizeof(braid_link_t)}};
     CHECK(tl->comm_create(tl, braid_core_services(), &oob, &topo, &h.tcomm) ==

@@ -31,7 +31,7 @@ int main(void)
     /* Yield once after start: oversubscribed, CPU mates, a lone call, and
      * start() said the mates have delivered (BRAID_WAIT_REMOTE). */
     comm.oversubscribed = 1;
-    comm.cpu_mates      = 1;
+    comm.topo.nmates    = 1;
     a.stream            = 0;
     a.wait              = BRAID_WAIT_REMOTE;
     CHECK(braid_wait_after_start(&comm, &a), "lone call, mates first: yield");
@@ -41,11 +41,11 @@ int main(void)
     a.wait   = BRAID_WAIT_LOCAL;
     CHECK(!braid_wait_after_start(&comm, &a), "mates still to come: no");
     a.wait          = BRAID_WAIT_REMOTE;
-    comm.cpu_mates  = 0;
+    comm.topo.nmates = 0;
     CHECK(!braid_wait_after_start(&comm, &a), "no mates: nobody to yield to");
-    comm.cpu_mates  = -1;
+    comm.topo.nmates = -1;
     CHECK(!braid_wait_after_start(&comm, &a), "not pinned: unknown, no");
-    comm.cpu_mates      = 1;
+    comm.topo.nmates    = 1;
     comm.oversubscribed = 0;
     CHECK(!braid_wait_after_start(&comm, &a), "a core each: no");
     return check_summary("test_wait");

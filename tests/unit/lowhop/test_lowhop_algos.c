@@ -14,7 +14,8 @@
  *           signature bits (task->sig32) differ from the others': every
  *           rank must fail it with BRAID_ERR_MISMATCH, none hang.
  * Each result must equal, bit for bit, a reference folded in rank order with
- * the scalar reference kernel -- which also makes it equal across ranks --
+ * the tests' reference reducer (tests/common) -- which also makes it equal
+ * across ranks --
  * the guard bytes after the receive buffer must be intact, and an
  * out-of-place send buffer unchanged.
  *
@@ -28,9 +29,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels/reduce.h"
+#include "algo/res.h"
+#include "harness.h"
 #include "lowhop.h"
 #include "mock_tl.h"
+#include "reference.h"
 
 #define NALGOS      4
 #define GUARD       64
@@ -65,34 +68,7 @@ static struct {
     long     calls;    /* atomic */
 } g = {.seed = 0x10adb0b5eedull};
 
-/* ---------------------------------------------------------------- services */
-
-static _Thread_local char last_error[512];
-
-static braid_status_t svc_error(braid_status_t st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(last_error, sizeof(last_error), fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-static void svc_log(braid_log_level_t level, const char *comp,
-                    const char *fmt, ...)
-{
-    if (!g.verbose && level > BRAID_LOG_WARN)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "[%s] ", comp);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-}
-
-static double svc_timeout(void) { return CALL_LIMIT_S; }
-
+/* Process CPU time, for --verbose. */
 static double cpu_now(void)
 {
     struct timespec ts;
@@ -100,57 +76,7 @@ static double cpu_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static double svc_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* The threads are not pinned: who shares a CPU is unknown. */
-static int svc_cpu_mates(const braid_topo_t *topo, int rank,
-                         unsigned char *mate)
-{
-    (void)rank;
-    memset(mate, 0, (size_t)topo->size);
-    return -1;
-}
-
-static const braid_services_t svc = {
-    .struct_size = sizeof(braid_services_t),
-    .cpu_mates  = svc_cpu_mates,
-    .log        = svc_log,
-    .error      = svc_error,
-    .reduce     = braid_kernel_reduce,
-    .reduce2    = braid_kernel_reduce2,
-    .finish_avg = braid_kernel_finish_avg,
-    .timeout_s  = svc_timeout,
-    .now        = svc_now,
-};
-
 /* ------------------------------------------------------------------ values */
-
-/* Element size (braid_dtype_size lives in libbraid, not linked here). */
-static size_t dtsz(braid_dtype_t dt)
-{
-    switch (dt) {
-    case BRAID_F64:
-    case BRAID_I64:  return 8;
-    case BRAID_F32:
-    case BRAID_I32:  return 4;
-    case BRAID_F16:
-    case BRAID_BF16: return 2;
-    default:         return 1;
-    }
-}
-
-static uint64_t mix(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15u;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
 
 /* Element idx of rank r's input of the case with this seed.  Floats have
  * random mantissas and exponents, so the order of a sum shows in its bits;
@@ -158,7 +84,7 @@ static uint64_t mix(uint64_t z)
 static void gen_elem(void *buf, size_t pos, braid_dtype_t dt, braid_op_t op,
                      uint64_t seed, int r, size_t idx)
 {
-    uint64_t h  = mix(seed ^ mix(((uint64_t)(unsigned)r << 40) ^ idx));
+    uint64_t h  = ref_mix(seed ^ ref_mix(((uint64_t)(unsigned)r << 40) ^ idx));
     int      e  = (int)((h >> 40) % 24);
     double   f  = (double)(int64_t)(h % 16777215) - 8388607.0;
     double   nr = 1.0 + ((double)(int)((h >> 20) % 2001) - 1000.0) / 4096.0;
@@ -181,8 +107,8 @@ static void gen_elem(void *buf, size_t pos, braid_dtype_t dt, braid_op_t op,
     case BRAID_BF16: {
         float v = op == BRAID_PROD ? (float)nr
                                    : (float)(f / 8388608.0 * 8.0);
-        uint16_t b = dt == BRAID_F16 ? braid_f32_to_f16(v)
-                                     : braid_f32_to_bf16(v);
+        uint16_t b = dt == BRAID_F16 ? ref_f32_to_f16(v)
+                                     : ref_f32_to_bf16(v);
         memcpy((char *)buf + pos * 2, &b, 2);
         break;
     }
@@ -210,16 +136,16 @@ static void gen_block(void *buf, braid_dtype_t dt, braid_op_t op,
 }
 
 /* Reference of elements [first, first+count) of a reduction over n ranks:
- * left fold in rank order with the scalar kernel, then AVG's division. */
+ * left fold in rank order with the reference, then AVG's division. */
 static void ref_reduce(void *out, void *tmp, braid_dtype_t dt, braid_op_t op,
                        uint64_t seed, int n, size_t first, size_t count)
 {
     gen_block(out, dt, op, seed, 0, first, count);
     for (int r = 1; r < n; r++) {
         gen_block(tmp, dt, op, seed, r, first, count);
-        braid_kernel_reduce2_ref(out, out, tmp, count, dt, op);
+        ref_reduce2(out, out, tmp, count, dt, op);
     }
-    braid_kernel_finish_avg(out, count, dt, op, n);
+    ref_finish_avg(out, count, dt, op, n);
 }
 
 /* -------------------------------------------------------------------- ranks */
@@ -239,6 +165,7 @@ typedef struct rank {
     mock_tl_t *tcomm;
     braid_tl_t tl;
     void      *state[NALGOS];
+    braid_res_t *res[NALGOS]; /* the core's, per algorithm */
     uint64_t   seq;
     uint64_t   rng;  /* this rank's own: speed jitter only */
     long       failures;
@@ -259,7 +186,7 @@ typedef struct call_case {
 
 static uint64_t rank_rnd(rank_t *r)
 {
-    r->rng = mix(r->rng);
+    r->rng = ref_mix(r->rng);
     return r->rng;
 }
 
@@ -303,14 +230,15 @@ static void task_init(braid_task_t *t, rank_t *r, const call_case_t *c,
     t->count      = c->count;
     t->dtype      = c->dtype;
     t->op         = c->op;
-    t->dtsize     = dtsz(c->dtype);
+    t->dtsize     = ref_size(c->dtype);
     t->rank       = r->rank;
     t->size       = r->w->n;
     t->seq        = r->seq;
     t->sig32      = c->sig32;
     t->tl         = &r->tl;
-    t->svc        = &svc;
+    t->svc        = tu_svc();
     t->comm_state = &r->state[c->algo];
+    t->res        = r->res[c->algo];
 }
 
 /* Runs one call to completion as the core would: start, progress until
@@ -324,25 +252,13 @@ static braid_status_t run_call(rank_t *r, const call_case_t *c,
     if (a->coll == BRAID_COLL_ALLGATHER)
         t.op = BRAID_SUM;
 
-    braid_wait_t   wait = BRAID_WAIT_LOCAL;
-    braid_status_t st   = a->start(&t, &wait);
-    double t0 = svc_now();
-    long   spins = 0;
-    while (st == BRAID_OK || st == BRAID_INPROGRESS) {
-        if ((st = a->progress(&t, &wait)) != BRAID_INPROGRESS)
-            break;
-        if (++spins % 16 == 0) {
-            sched_yield();
-            if (svc_now() - t0 > CALL_LIMIT_S) {
-                char d[200];
-                describe(c, r, d, sizeof(d));
-                fprintf(stderr, "HANG %s: no completion in %.0f s\n", d,
-                        CALL_LIMIT_S);
-                abort();
-            }
-        }
+    braid_status_t st = tu_drive(a, &t, CALL_LIMIT_S);
+    if (st == BRAID_ERR_TIMEOUT) {
+        char d[200];
+        describe(c, r, d, sizeof(d));
+        fprintf(stderr, "HANG %s: %s\n", d, tu_last_error());
+        abort();
     }
-    a->finish(&t);
     __atomic_add_fetch(&g.calls, 1, __ATOMIC_RELAXED);
     return st;
 }
@@ -351,7 +267,7 @@ static braid_status_t run_call(rank_t *r, const call_case_t *c,
 /* Sizes (bytes) of the send and receive spans of a case. */
 static void spans(const call_case_t *c, int n, size_t *sb, size_t *rb)
 {
-    size_t block = c->count * dtsz(c->dtype);
+    size_t block = c->count * ref_size(c->dtype);
     switch (algos[c->algo]->coll) {
     case BRAID_COLL_ALLGATHER:
         *sb = block;
@@ -372,7 +288,7 @@ static void make_input(const rank_t *r, const call_case_t *c, void *buf,
                        size_t elems)
 {
     if (c->big) {
-        memcpy(buf, r->w->big_in[r->rank], elems * dtsz(c->dtype));
+        memcpy(buf, r->w->big_in[r->rank], elems * ref_size(c->dtype));
         return;
     }
     gen_block(buf, c->dtype, c->op, c->seed, r->rank, 0, elems);
@@ -383,7 +299,7 @@ static void make_expected(const rank_t *r, const call_case_t *c, void *exp,
                           void *tmp)
 {
     int    n  = r->w->n;
-    size_t ds = dtsz(c->dtype);
+    size_t ds = ref_size(c->dtype);
     if (c->big) {
         size_t off = algos[c->algo]->coll == BRAID_COLL_REDUCE_SCATTER
                          ? (size_t)r->rank * c->count * ds
@@ -412,7 +328,7 @@ static void make_expected(const rank_t *r, const call_case_t *c, void *exp,
 static void report_diff(rank_t *r, const call_case_t *c, const void *got,
                         const void *exp, size_t bytes)
 {
-    size_t ds = dtsz(c->dtype);
+    size_t ds = ref_size(c->dtype);
     for (size_t i = 0; i < bytes; i += ds) {
         if (memcmp((const char *)got + i, (const char *)exp + i, ds) != 0) {
             uint64_t gv = 0, ev = 0;
@@ -429,7 +345,7 @@ static void report_diff(rank_t *r, const call_case_t *c, const void *got,
 static void run_case(rank_t *r, const call_case_t *c)
 {
     int    n  = r->w->n;
-    size_t ds = dtsz(c->dtype);
+    size_t ds = ref_size(c->dtype);
     size_t sb, rb;
     spans(c, n, &sb, &rb);
     braid_coll_t coll = algos[c->algo]->coll;
@@ -489,7 +405,7 @@ static void run_case(rank_t *r, const call_case_t *c)
     braid_status_t st = run_call(r, c, sendbuf, recvbuf);
     r->seq++;
     if (st != BRAID_OK) {
-        failf(r, c, "status %d: %s", (int)st, last_error);
+        failf(r, c, "status %d: %s", (int)st, tu_last_error());
         fprintf(stderr, "a failed call leaves the ranks out of step: "
                         "stopping\n");
         exit(1);
@@ -540,7 +456,7 @@ static void phase_matrix(rank_t *r)
                         call_case_t c = {
                             .algo = a, .dtype = dtypes[d],
                             .op = (braid_op_t)op, .count = counts[ci],
-                            .inplace = ip, .seed = mix(g.seed ^ ++k),
+                            .inplace = ip, .seed = ref_mix(g.seed ^ ++k),
                         };
                         run_case(r, &c);
                     }
@@ -552,7 +468,7 @@ static void run_big(rank_t *r, call_case_t *c)
 {
     world_t *w  = r->w;
     int      n  = w->n;
-    size_t   ds = dtsz(c->dtype);
+    size_t   ds = ref_size(c->dtype);
     size_t   sb, rb;
     spans(c, n, &sb, &rb);
     braid_coll_t coll = algos[c->algo]->coll;
@@ -580,10 +496,9 @@ static void run_big(rank_t *r, call_case_t *c)
     } else if (cnt > 0) {
         memcpy(out, (char *)w->big_in[0] + first * ds, cnt * ds);
         for (int p = 1; p < n; p++)
-            braid_kernel_reduce2_ref(out, out,
-                                     (char *)w->big_in[p] + first * ds, cnt,
-                                     c->dtype, c->op);
-        braid_kernel_finish_avg(out, cnt, c->dtype, c->op, n);
+            ref_reduce2(out, out, (char *)w->big_in[p] + first * ds, cnt,
+                        c->dtype, c->op);
+        ref_finish_avg(out, cnt, c->dtype, c->op, n);
     }
     mock_world_barrier(w->mw);
     c->big = 1;
@@ -615,7 +530,7 @@ static void phase_large(rank_t *r)
         call_case_t c = {.algo = cases[i].algo, .dtype = cases[i].dt,
                          .op = cases[i].op, .count = BIG_COUNT,
                          .inplace = cases[i].ip,
-                         .seed = mix(g.seed ^ 0xb16ull ^ (uint64_t)i)};
+                         .seed = ref_mix(g.seed ^ 0xb16ull ^ (uint64_t)i)};
         run_big(r, &c);
     }
 }
@@ -623,10 +538,10 @@ static void phase_large(rank_t *r)
 /* Same sequence on every rank (it depends on the seed only). */
 static void phase_stress(rank_t *r, int iters)
 {
-    uint64_t s = mix(g.seed ^ 0x57e55ull ^ (uint64_t)r->w->n);
+    uint64_t s = ref_mix(g.seed ^ 0x57e55ull ^ (uint64_t)r->w->n);
     int      algo = 0;
     for (int it = 0; it < iters; it++) {
-        s = mix(s);
+        s = ref_mix(s);
         call_case_t c;
         memset(&c, 0, sizeof(c));
         /* Runs of one algorithm: back-to-back calls on one area are what
@@ -645,7 +560,7 @@ static void phase_stress(rank_t *r, int iters)
         uint64_t v    = s >> 36;
         c.count  = band < 7 ? 1 + v % 300 : band < 9 ? 300 + v % 5000
                                                      : 5000 + v % 40000;
-        c.seed   = mix(s ^ 0xabcdefull);
+        c.seed   = ref_mix(s ^ 0xabcdefull);
         c.jitter = 1;
         run_case(r, &c);
     }
@@ -664,25 +579,25 @@ static braid_status_t run_mismatched(rank_t *r, const call_case_t *c,
 
     braid_wait_t   wait = BRAID_WAIT_LOCAL;
     braid_status_t st   = a->start(&t, &wait);
-    double         t0   = svc_now();
+    double         t0   = tu_now();
     while (st == BRAID_OK || st == BRAID_INPROGRESS) {
         if ((st = a->progress(&t, &wait)) != BRAID_INPROGRESS)
             break;
         sched_yield();
-        if (svc_now() - t0 > CALL_LIMIT_S)
+        if (tu_now() - t0 > CALL_LIMIT_S)
             break; /* reported as a wrong status */
     }
-    char err[sizeof(last_error)];
-    snprintf(err, sizeof(err), "%s", last_error);
+    char err[512];
+    snprintf(err, sizeof(err), "%s", tu_last_error());
     __atomic_add_fetch(&r->w->mm_ended[c->algo], 1, __ATOMIC_RELAXED);
     while (__atomic_load_n(&r->w->mm_ended[c->algo], __ATOMIC_RELAXED) <
                r->w->n &&
-           svc_now() - t0 < CALL_LIMIT_S) {
+           tu_now() - t0 < CALL_LIMIT_S) {
         (void)r->tl.ops->progress(r->tl.tcomm);
         sched_yield();
     }
     a->finish(&t);
-    snprintf(last_error, sizeof(last_error), "%s", err);
+    (void)tu_svc()->error(st, "%s", err); /* what the call said, not finish */
     return st;
 }
 
@@ -708,12 +623,12 @@ static void phase_mismatch(rank_t *r)
             fprintf(stderr, "out of memory\n");
             abort();
         }
-        last_error[0] = '\0';
+        tu_clear_error();
         braid_status_t st = run_mismatched(r, &c, sbuf, rbuf);
         if (st != BRAID_ERR_MISMATCH ||
-            strstr(last_error, "another signature") == NULL)
+            strstr(tu_last_error(), "another signature") == NULL)
             failf(r, &c, "a call whose signature differs on rank %d gave "
-                  "%d: %s", n - 1, (int)st, last_error);
+                  "%d: %s", n - 1, (int)st, tu_last_error());
         r->seq++;
         free(sbuf);
         free(rbuf);
@@ -737,6 +652,8 @@ static void *rank_main(void *arg)
         if (r->state[a] != NULL)
             algos[a]->comm_state_free(r->state[a], &r->tl);
         r->state[a] = NULL;
+        braid_res_destroy(r->res[a], &r->tl); /* the area: mem_free */
+        r->res[a] = NULL;
     }
     return NULL;
 }
@@ -746,7 +663,7 @@ static long run_world(int n)
     world_t w;
     memset(&w, 0, sizeof(w));
     w.n  = n;
-    w.mw = mock_world_new(n, mix(g.seed ^ (uint64_t)n), 1);
+    w.mw = mock_world_new(n, ref_mix(g.seed ^ (uint64_t)n), 1);
     rank_t    ranks[MOCK_MAX_RANKS];
     pthread_t th[MOCK_MAX_RANKS];
     memset(ranks, 0, sizeof(ranks));
@@ -760,9 +677,12 @@ static long run_world(int n)
         r->tl.ops    = &mock_transport;
         r->tl.tcomm  = r->tcomm;
         mock_transport.link(r->tcomm, &r->tl.link);
-        r->rng       = mix(g.seed ^ (uint64_t)(i + 77));
+        r->rng       = ref_mix(g.seed ^ (uint64_t)(i + 77));
+        for (int a = 0; a < NALGOS; a++)
+            if ((r->res[a] = braid_res_create()) == NULL)
+                abort();
     }
-    double t0 = svc_now();
+    double t0 = tu_now();
     for (int i = 0; i < n; i++)
         pthread_create(&th[i], NULL, rank_main, &ranks[i]);
     long fails = 0, allocs = 0;
@@ -776,7 +696,7 @@ static long run_world(int n)
     mock_world_free(w.mw);
     printf("n=%d: %s, %ld area allocations on rank 0..n-1 in all, "
            "%.2f s\n", n, fails + errs ? "FAILED" : "ok", allocs,
-           svc_now() - t0);
+           tu_now() - t0);
     fflush(stdout);
     if (errs > 0)
         fprintf(stderr, "n=%d: the mock transport saw %ld errors\n", n, errs);

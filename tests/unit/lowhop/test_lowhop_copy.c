@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "lowhop.h"
-#include "slots.h"
+#include "recv_area.h"
 
 #define GUARD 64
 static int failures;

@@ -1,6 +1,6 @@
 /* What lowhop reports to the core's waiting policy (braid_wait_t): which
- * peers are pinned to this rank's CPU (the core's svc->cpu_mates, mapped to
- * slots by braid_lowhop_slot_mates), and that an exchange says "only peers
+ * peers are pinned to this rank's CPU (the core's topo->mates, from
+ * braid_cpu_mates, mapped to slots by braid_lowhop_slot_mates), and that an exchange says "only peers
  * on other CPUs are missing" (BRAID_WAIT_REMOTE) exactly when every such
  * mate has delivered and something is still missing
  * (braid_lowhop_xchg_arrived, braid_lowhop_xchg_mates_in).  The flags are
@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "loader/loader.h"
+#include "exchange.h"
 #include "lowhop.h"
-#include "slots.h"
 
 static int failures;
 
@@ -26,9 +26,15 @@ static int failures;
         }                                                                    \
     } while (0)
 
-/* slot_mates of rank me of 4 under topo. */
+/* slot_mates of rank me of 4 under topo, whose mates the core fills as it
+ * does for a communicator of that rank (topo.c). */
 static int mates(unsigned char *mate, braid_topo_t *topo, int me)
 {
+    static unsigned char by_rank[4];
+    if (topo != NULL) {
+        topo->nmates = braid_cpu_mates(topo, me, by_rank);
+        topo->mates  = by_rank;
+    }
     braid_task_t task;
     memset(&task, 0, sizeof(task));
     task.struct_size = sizeof(task);
@@ -127,8 +133,7 @@ static void test_hint(void)
     memset(&a, 0, sizeof(a));
     memset(&x, 0, sizeof(x));
     memset(&task, 0, sizeof(task));
-    a.mem.local = mem;
-    a.mem.len   = 2 * 3 * stride;
+    a.base      = (unsigned char *)mem;
     a.nslots    = 3;
     a.stride    = stride;
     a.mate      = mate;

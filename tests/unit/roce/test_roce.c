@@ -4,8 +4,9 @@
  *             [--puts-only]
  *
  * Loads the plugin as the core would (dlopen, braid_plugin_v4, the transport
- * named "roce") and drives it with its own services and an out-of-band
- * channel over shared memory, one forked process per rank:
+ * named "roce") and drives it with the shared harness (tests/unit/common:
+ * the core's services, an out-of-band board in shared memory), one forked
+ * process per rank:
  *   - parsing of BRAID_ROCE_* (works without a device);
  *   - probe; with no RDMA device the probe must say "no RDMA device" and
  *     the test skips (exit 77) unless --require;
@@ -26,20 +27,16 @@
  *     within the timeout;
  *   - a peer that dies: the survivor's put fails naming it. */
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <braid/plugin.h>
+
+#include "harness.h"
 
 #define SKIP_RC     77
 #define MAX_RANKS   16
@@ -51,103 +48,12 @@
 static const size_t sizes[] = {0, 1, 7, 64, 4096, 8192, 8193, 65536, 100000};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
-/* ------------------------------------------------------------- services */
-
-static char   last_err[1024];
-static int    verbose;
-static double timeout_s = 60.0;
-
-static void svc_log(braid_log_level_t level, const char *comp,
-                    const char *fmt, ...)
-{
-    va_list ap;
-    if ((int)level > (verbose ? BRAID_LOG_DEBUG : BRAID_LOG_WARN))
-        return;
-    va_start(ap, fmt);
-    fprintf(stderr, "[%d] %s: ", (int)getpid(), comp);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-static braid_status_t svc_error(braid_status_t st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(last_err, sizeof(last_err), fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-static double svc_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double svc_timeout(void) { return timeout_s; }
-
-static const braid_services_t svc = {
-    .struct_size = sizeof(braid_services_t),
-    .log       = svc_log,
-    .error     = svc_error,
-    .timeout_s = svc_timeout,
-    .now       = svc_now,
-};
-
-/* ---------------------------------------------------- shared-memory OOB */
-
-typedef struct shm_oob {
-    int      size;
-    uint32_t count;  /* arrivals at the current barrier */
-    uint32_t gen;    /* barrier generation */
-    uint32_t abort;  /* set when a rank failed: the others stop waiting */
-    uint8_t  data[MAX_RANKS][OOB_SLOT];
-} shm_oob_t;
-
-typedef struct oob_ctx {
-    shm_oob_t *shm;
-    int        rank;
-} oob_ctx_t;
-
-static braid_status_t oob_barrier(void *ctx)
-{
-    shm_oob_t *s = ((oob_ctx_t *)ctx)->shm;
-    uint32_t   g = __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE);
-    double     t0 = svc_now();
-
-    if (__atomic_fetch_add(&s->count, 1, __ATOMIC_ACQ_REL) ==
-        (uint32_t)s->size - 1) {
-        __atomic_store_n(&s->count, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&s->gen, g + 1, __ATOMIC_RELEASE);
-        return BRAID_OK;
-    }
-    while (__atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) == g) {
-        if (__atomic_load_n(&s->abort, __ATOMIC_RELAXED))
-            return svc_error(BRAID_ERR_PEER, "oob: another rank failed");
-        if (svc_now() - t0 > timeout_s)
-            return svc_error(BRAID_ERR_TIMEOUT, "oob: barrier timed out");
-        usleep(50);
-    }
-    return BRAID_OK;
-}
-
-static braid_status_t oob_allgather(void *ctx, const void *sendbuf,
-                                    void *recvbuf, size_t len)
-{
-    oob_ctx_t     *c = ctx;
-    braid_status_t st;
-
-    if (len > OOB_SLOT)
-        return svc_error(BRAID_ERR_INVALID_ARG, "oob: %zu bytes > slot", len);
-    memcpy(c->shm->data[c->rank], sendbuf, len);
-    if ((st = oob_barrier(ctx)) != BRAID_OK)
-        return st;
-    for (int r = 0; r < c->shm->size; r++)
-        memcpy((uint8_t *)recvbuf + (size_t)r * len, c->shm->data[r], len);
-    return oob_barrier(ctx); /* nobody overwrites a slot still being read */
-}
+/* The services and the out-of-band board are the shared harness's
+ * (tests/unit/common): the core's services, a board in shared memory for
+ * the forked ranks.  A rank that fails aborts the board, so that its peers
+ * stop waiting for it. */
+static double      timeout_s = 60.0;
+static tu_board_t *board;
 
 /* ----------------------------------------------------------- checking */
 
@@ -160,7 +66,9 @@ static int                         g_rank = -1;
             fprintf(stderr, "test_roce FAIL (rank %d) %s:%d: ", g_rank,    \
                     __FILE__, __LINE__);                                   \
             fprintf(stderr, __VA_ARGS__);                                  \
-            fprintf(stderr, "\n  last error: %s\n", last_err);             \
+            fprintf(stderr, "\n  last error: %s\n", tu_last_error());      \
+            if (board != NULL)                                             \
+                tu_board_abort(board);                                     \
             exit(1);                                                       \
         }                                                                  \
     } while (0)
@@ -205,11 +113,11 @@ static uint64_t flag_load(const braid_rmem_t *m, int src)
 
 static void wait_reqs(void *tc, braid_treq_t *reqs, int n, const char *what)
 {
-    double t0 = svc_now();
+    double t0 = tu_now();
     for (int i = 0; i < n; i++) {
         braid_status_t st;
         while ((st = tl->test(tc, &reqs[i])) == BRAID_INPROGRESS)
-            CHECK(svc_now() - t0 < timeout_s, "%s: request %d stuck", what,
+            CHECK(tu_now() - t0 < timeout_s, "%s: request %d stuck", what,
                   i);
         CHECK_OK(st, what);
         CHECK(!reqs[i].active, "%s: test OK but request still active", what);
@@ -220,7 +128,7 @@ static void wait_reqs(void *tc, braid_treq_t *reqs, int n, const char *what)
 static void wait_flag(void *tc, const braid_rmem_t *m, int src,
                       uint64_t want, int exact)
 {
-    double   t0 = svc_now();
+    double   t0 = tu_now();
     uint64_t v, prev = 0;
 
     while ((v = flag_load(m, src)) != want) {
@@ -230,7 +138,7 @@ static void wait_flag(void *tc, const braid_rmem_t *m, int src,
               src, (unsigned long long)v, (unsigned long long)want);
         prev = v;
         CHECK_OK(tl->progress(tc), "progress");
-        CHECK(svc_now() - t0 < timeout_s, "flag %llu of rank %d not seen "
+        CHECK(tu_now() - t0 < timeout_s, "flag %llu of rank %d not seen "
               "(still %llu)", (unsigned long long)want, src,
               (unsigned long long)v);
     }
@@ -238,18 +146,15 @@ static void wait_flag(void *tc, const braid_rmem_t *m, int src,
 
 /* ------------------------------------------------------------ a rank */
 
-static void *open_comm(shm_oob_t *shm, int rank, oob_ctx_t *ctx)
+static void *open_comm(int rank, int n)
 {
-    braid_oob_t  oob = {.struct_size = sizeof(braid_oob_t), .rank = rank, .size = shm->size, .ctx = ctx,
-                        .allgather = oob_allgather, .barrier = oob_barrier};
-    int          nodes[MAX_RANKS] = {0};
-    braid_topo_t topo = {.struct_size = sizeof(braid_topo_t), .kind = BRAID_TOPO_SINGLE_HOST, .nnodes = 1,
-                         .ppn = shm->size, .node_of_rank = nodes};
-    void        *tc = NULL;
+    braid_oob_t  oob;
+    int          nodes[MAX_RANKS];
+    braid_topo_t topo = tu_topo(n, nodes);
+    void        *tc   = NULL;
 
-    ctx->shm  = shm;
-    ctx->rank = rank;
-    CHECK_OK(tl->comm_create(tl, &svc, &oob, &topo, &tc), "comm_create");
+    tu_oob(&oob, board, rank);
+    CHECK_OK(tl->comm_create(tl, tu_svc(), &oob, &topo, &tc), "comm_create");
     CHECK(tc != NULL, "comm_create gave no communicator");
     return tc;
 }
@@ -266,8 +171,8 @@ static void bad_args(void *tc, braid_rmem_t *m, int n, int rank)
           BRAID_ERR_INVALID_ARG, "put past the area accepted");
     CHECK(tl->put_signal(tc, m, n, 0, b, 8, 0, 1, &req) ==
           BRAID_ERR_INVALID_ARG, "peer out of range accepted");
-    CHECK(strstr(last_err, "roce") != NULL, "message does not name roce: %s",
-          last_err);
+    CHECK(strstr(tu_last_error(), "roce") != NULL,
+          "message does not name roce: %s", tu_last_error());
     CHECK(tl->test(tc, &req) == BRAID_OK, "test of an inactive request");
 }
 
@@ -325,7 +230,7 @@ static void burst_phase(void *tc, braid_rmem_t *m, int n, int rank,
     braid_treq_t *reqs = calloc(BURST, sizeof(*reqs));
     const volatile uint64_t *data =
         (const uint64_t *)((uint8_t *)m->local + data_off(n, from));
-    double t0 = svc_now();
+    double t0 = tu_now();
 
     CHECK(reqs != NULL, "out of memory");
     for (uint64_t i = 1; i <= BURST; i++) {
@@ -341,27 +246,25 @@ static void burst_phase(void *tc, braid_rmem_t *m, int n, int rank,
         CHECK(*data >= f, "data %llu older than its flag %llu",
               (unsigned long long)*data, (unsigned long long)f);
         CHECK_OK(tl->progress(tc), "progress");
-        CHECK(svc_now() - t0 < timeout_s, "burst: flag %llu of %d",
+        CHECK(tu_now() - t0 < timeout_s, "burst: flag %llu of %d",
               (unsigned long long)f, BURST);
     }
     wait_reqs(tc, reqs, BURST, "burst completion");
     free(reqs);
 }
 
-static int rank_main(shm_oob_t *shm, int rank, int iters)
+static int rank_main(int rank, int n, int iters)
 {
-    int          n = shm->size;
-    oob_ctx_t    ctx;
     braid_rmem_t area[2], extra;
     braid_link_t link = {.struct_size = sizeof(braid_link_t)};
     uint8_t     *heap[MAX_RANKS];
     void        *tc;
-    double       t0 = svc_now();
+    double       t0 = tu_now();
 
     g_rank = rank;
     /* Rank 0's declared link is everyone's. */
     setenv("BRAID_ROCE_GBPS", rank == 0 ? "12.5" : "7", 1);
-    tc = open_comm(shm, rank, &ctx);
+    tc = open_comm(rank, n);
     tl->link(tc, &link);
     CHECK(link.beta_gbps == 12.5 && link.alpha_us == 3.0,
           "link %.3g us %.3g GB/s, expected rank 0's 3 us 12.5 GB/s",
@@ -383,26 +286,26 @@ static int rank_main(shm_oob_t *shm, int rank, int iters)
     }
     bad_args(tc, &area[0], n, rank);
     /* Peers write into our areas as soon as they are past this point. */
-    CHECK_OK(oob_barrier(&ctx), "barrier");
+    CHECK_OK(tu_barrier(board, rank), "barrier");
 
     pairs_phase(tc, area, n, rank, 1, iters / 2, heap);
     /* A third area, released again: ids stay in step on every rank. */
     CHECK_OK(tl->mem_alloc(tc, 4096, &extra), "mem_alloc (extra)");
-    CHECK_OK(oob_barrier(&ctx), "barrier");
+    CHECK_OK(tu_barrier(board, rank), "barrier");
     tl->mem_free(tc, &extra);
     CHECK(extra.impl == NULL && extra.local == NULL, "mem_free left state");
     /* Iteration numbers go on rising: flags stay sequence numbers. */
     pairs_phase(tc, area, n, rank, iters / 2 + 1, iters, heap);
-    CHECK_OK(oob_barrier(&ctx), "barrier");
+    CHECK_OK(tu_barrier(board, rank), "barrier");
     if (n > 1) {
         braid_rmem_t burst;
         CHECK_OK(tl->mem_alloc(tc, area_len(n), &burst), "mem_alloc (burst)");
         burst_phase(tc, &burst, n, rank, heap[0]);
-        CHECK_OK(oob_barrier(&ctx), "barrier");
+        CHECK_OK(tu_barrier(board, rank), "barrier");
         tl->mem_free(tc, &burst);
     }
 
-    CHECK_OK(oob_barrier(&ctx), "barrier");
+    CHECK_OK(tu_barrier(board, rank), "barrier");
     tl->mem_free(tc, &area[0]);
     /* area[1] is left to comm_destroy, which must release it. */
     tl->comm_destroy(tc);
@@ -411,14 +314,13 @@ static int rank_main(shm_oob_t *shm, int rank, int iters)
     if (rank == 0)
         printf("test_roce: %d rank(s): %d iterations of all-pairs puts%s "
                "in %.1f s\n", n, iters,
-               n > 1 ? " + burst" : "", svc_now() - t0);
+               n > 1 ? " + burst" : "", tu_now() - t0);
     return 0;
 }
 
 /* Rank 1 dies after setup; rank 0's put to it must fail naming it. */
-static int dead_peer_main(shm_oob_t *shm, int rank)
+static int dead_peer_main(int rank, int n)
 {
-    oob_ctx_t    ctx;
     braid_rmem_t m;
     braid_treq_t req;
     uint64_t     v = 42;
@@ -427,13 +329,13 @@ static int dead_peer_main(shm_oob_t *shm, int rank)
     braid_status_t st;
 
     g_rank = rank;
-    tc = open_comm(shm, rank, &ctx);
+    tc = open_comm(rank, n);
     CHECK_OK(tl->mem_alloc(tc, 4096, &m), "mem_alloc");
-    CHECK_OK(oob_barrier(&ctx), "barrier");
+    CHECK_OK(tu_barrier(board, rank), "barrier");
     if (rank == 1)
         _exit(0); /* the kernel tears its QPs down */
     usleep(200 * 1000);
-    t0 = svc_now();
+    t0 = tu_now();
     st = tl->put_signal(tc, &m, 1, 64, &v, 8, 0, 1, &req);
     /* The transport must report it (its ACK retries run out after a few
      * seconds); its own timeout would be a weaker answer. */
@@ -441,8 +343,8 @@ static int dead_peer_main(shm_oob_t *shm, int rank)
         st = tl->test(tc, &req);
         if (st == BRAID_INPROGRESS) {
             st = BRAID_OK;
-            CHECK(svc_now() - t0 < timeout_s + 30, "no error after %.0f s",
-                  svc_now() - t0);
+            CHECK(tu_now() - t0 < timeout_s + 30, "no error after %.0f s",
+                  tu_now() - t0);
         } else if (st == BRAID_OK) {
             /* The first put may complete before rank 1's QP is gone. */
             st = tl->put_signal(tc, &m, 1, 64, &v, 8, 0, 1, &req);
@@ -450,10 +352,10 @@ static int dead_peer_main(shm_oob_t *shm, int rank)
     }
     CHECK(st == BRAID_ERR_PEER || st == BRAID_ERR_TRANSPORT,
           "dead peer: status %d", (int)st);
-    CHECK(strstr(last_err, "rank 1") != NULL, "error does not name rank 1: "
-          "%s", last_err);
+    CHECK(strstr(tu_last_error(), "rank 1") != NULL,
+          "error does not name rank 1: %s", tu_last_error());
     printf("test_roce: dead peer detected after %.1f s: %s\n",
-           svc_now() - t0, last_err);
+           tu_now() - t0, tu_last_error());
     CHECK(tl->progress(tc) != BRAID_OK, "progress after a failure is OK");
     tl->mem_free(tc, &m);
     tl->comm_destroy(tc);
@@ -467,9 +369,8 @@ static int dead_peer_main(shm_oob_t *shm, int rank)
  * the communicator then refuses more puts, and its area can go. */
 #define CANCEL_PUTS 200 /* more than the receives posted, less than the SQ */
 
-static int cancel_main(shm_oob_t *shm, int rank)
+static int cancel_main(int rank, int n)
 {
-    oob_ctx_t     ctx;
     braid_rmem_t  m;
     braid_treq_t *reqs = calloc(CANCEL_PUTS, sizeof(*reqs));
     void         *tc;
@@ -477,9 +378,9 @@ static int cancel_main(shm_oob_t *shm, int rank)
 
     g_rank = rank;
     CHECK(reqs != NULL, "out of memory");
-    tc = open_comm(shm, rank, &ctx);
+    tc = open_comm(rank, n);
     CHECK_OK(tl->mem_alloc(tc, 8192, &m), "mem_alloc");
-    CHECK_OK(oob_barrier(&ctx), "barrier");
+    CHECK_OK(tu_barrier(board, rank), "barrier");
     if (rank == 0) {
         /* The source lies in the area: zero-copy, no bounce slot to wait
          * for. */
@@ -488,19 +389,19 @@ static int cancel_main(shm_oob_t *shm, int rank)
                                     512, 0, (uint64_t)i + 1, &reqs[i]),
                      "put_signal");
         usleep(100 * 1000); /* the receives run out, RNR retries begin */
-        t0 = svc_now();
+        t0 = tu_now();
         for (int i = 0; i < CANCEL_PUTS; i++)
             tl->cancel(tc, &reqs[i]);
         for (int i = 0; i < CANCEL_PUTS; i++)
             CHECK(!reqs[i].active, "request %d still active after cancel", i);
-        CHECK(svc_now() - t0 < timeout_s, "cancel took %.1f s",
-              svc_now() - t0);
+        CHECK(tu_now() - t0 < timeout_s, "cancel took %.1f s",
+              tu_now() - t0);
         printf("test_roce: %d puts cancelled in %.3f s\n", CANCEL_PUTS,
-               svc_now() - t0);
+               tu_now() - t0);
         CHECK(tl->put_signal(tc, &m, 1, 1024, m.local, 8, 0, 1, &reqs[0]) !=
                   BRAID_OK, "put_signal after a cancel succeeded");
     }
-    CHECK_OK(oob_barrier(&ctx), "barrier");
+    CHECK_OK(tu_barrier(board, rank), "barrier");
     tl->mem_free(tc, &m);
     tl->comm_destroy(tc);
     free(reqs);
@@ -512,24 +413,23 @@ static int cancel_main(shm_oob_t *shm, int rank)
  * source, which is registered for the put. */
 #define LARGE_BYTES ((size_t)136 << 20)
 
-static int large_main(shm_oob_t *shm, int rank)
+static int large_main(int rank, int n)
 {
-    oob_ctx_t    ctx;
     braid_rmem_t m;
     braid_treq_t req;
     size_t       words = LARGE_BYTES / 8;
     uint64_t    *src = malloc(LARGE_BYTES), seed = 0x1234567ull * (rank + 1);
     void        *tc;
-    double       t0 = svc_now();
+    double       t0 = tu_now();
     int          peer = 1 - rank;
 
     g_rank = rank;
     CHECK(src != NULL, "out of memory");
-    tc = open_comm(shm, rank, &ctx);
+    tc = open_comm(rank, n);
     CHECK_OK(tl->mem_alloc(tc, 64 + LARGE_BYTES, &m), "mem_alloc (large)");
     for (size_t i = 0; i < words; i++)
         src[i] = i ^ seed;
-    CHECK_OK(oob_barrier(&ctx), "barrier");
+    CHECK_OK(tu_barrier(board, rank), "barrier");
     CHECK_OK(tl->put_signal(tc, &m, peer, 64, src, LARGE_BYTES, 0, 1, &req),
              "put_signal (large)");
     wait_flag(tc, &m, 0, 1, 1);
@@ -538,28 +438,25 @@ static int large_main(shm_oob_t *shm, int rank)
         CHECK(((uint64_t *)((uint8_t *)m.local + 64))[i] == (i ^ seed),
               "large put: word %zu of %zu wrong", i, words);
     wait_reqs(tc, &req, 1, "put_signal (large)");
-    CHECK_OK(oob_barrier(&ctx), "barrier");
+    CHECK_OK(tu_barrier(board, rank), "barrier");
     tl->mem_free(tc, &m);
     tl->comm_destroy(tc);
     free(src);
     if (rank == 0)
         printf("test_roce: 2 ranks: %zu MiB puts both ways in %.1f s\n",
-               LARGE_BYTES >> 20, svc_now() - t0);
+               LARGE_BYTES >> 20, tu_now() - t0);
     return 0;
 }
 
 /* One rank cannot open the device, then one asks for another area size:
  * every rank gets the error (naming the culprit), none hangs, and the
  * communicator stays usable after the refused mem_alloc. */
-static int refuse_main(shm_oob_t *shm, int rank)
+static int refuse_main(int rank, int n)
 {
-    int          n = shm->size, to = (rank + 1) % n, from = (rank + n - 1) % n;
-    oob_ctx_t    ctx = {shm, rank};
-    braid_oob_t  oob = {.struct_size = sizeof(braid_oob_t), .rank = rank, .size = n, .ctx = &ctx,
-                        .allgather = oob_allgather, .barrier = oob_barrier};
-    int          nodes[MAX_RANKS] = {0};
-    braid_topo_t topo = {.struct_size = sizeof(braid_topo_t), .kind = BRAID_TOPO_SINGLE_HOST, .nnodes = 1,
-                         .ppn = n, .node_of_rank = nodes};
+    int          to = (rank + 1) % n, from = (rank + n - 1) % n;
+    braid_oob_t  oob;
+    int          nodes[MAX_RANKS];
+    braid_topo_t topo = tu_topo(n, nodes);
     braid_rmem_t m;
     braid_treq_t req;
     uint64_t     v = 7;
@@ -567,22 +464,23 @@ static int refuse_main(shm_oob_t *shm, int rank)
     braid_status_t st;
 
     g_rank = rank;
+    tu_oob(&oob, board, rank);
     if (rank == 1)
         setenv("BRAID_ROCE_DEV", "nosuch0", 1);
-    st = tl->comm_create(tl, &svc, &oob, &topo, &tc);
+    st = tl->comm_create(tl, tu_svc(), &oob, &topo, &tc);
     unsetenv("BRAID_ROCE_DEV");
     CHECK(st == BRAID_ERR_UNAVAILABLE && tc == NULL, "comm_create with a "
           "refusing rank 1 gave %d", (int)st);
-    CHECK(strstr(last_err, rank == 1 ? "no such RDMA device"
+    CHECK(strstr(tu_last_error(), rank == 1 ? "no such RDMA device"
                                      : "rank 1 could not") != NULL,
-          "refusal message: %s", last_err);
+          "refusal message: %s", tu_last_error());
 
-    tc = open_comm(shm, rank, &ctx);
+    tc = open_comm(rank, n);
     st = tl->mem_alloc(tc, rank == n - 1 ? 8192 : 4096, &m);
     CHECK(st == BRAID_ERR_MISMATCH && m.impl == NULL && m.local == NULL,
           "mem_alloc of different sizes gave %d", (int)st);
-    CHECK(strstr(last_err, "mem_alloc") != NULL, "mismatch message: %s",
-          last_err);
+    CHECK(strstr(tu_last_error(), "mem_alloc") != NULL, "mismatch message: %s",
+          tu_last_error());
     CHECK_OK(tl->mem_alloc(tc, 4096, &m), "mem_alloc after a mismatch");
     CHECK_OK(tl->put_signal(tc, &m, to, 1024 + 8 * (size_t)rank, &v, 8,
                             flag_off(rank), 5, &req), "put_signal");
@@ -590,7 +488,7 @@ static int refuse_main(shm_oob_t *shm, int rank)
     CHECK(((uint64_t *)((uint8_t *)m.local + 1024))[from] == 7,
           "data after a refused mem_alloc");
     wait_reqs(tc, &req, 1, "put_signal");
-    CHECK_OK(oob_barrier(&ctx), "barrier");
+    CHECK_OK(tu_barrier(board, rank), "barrier");
     tl->mem_free(tc, &m);
     tl->comm_destroy(tc);
     if (rank == 0)
@@ -604,58 +502,35 @@ enum {
     PHASE_PUTS, PHASE_DEAD_PEER, PHASE_REFUSE, PHASE_LARGE, PHASE_CANCEL
 };
 
+typedef struct phase_arg {
+    int iters, phase;
+} phase_arg_t;
+
+static int run_rank(int rank, int n, void *arg)
+{
+    const phase_arg_t *pa = arg;
+    switch (pa->phase) {
+    case PHASE_DEAD_PEER: return dead_peer_main(rank, n);
+    case PHASE_REFUSE:    return refuse_main(rank, n);
+    case PHASE_LARGE:     return large_main(rank, n);
+    case PHASE_CANCEL:    return cancel_main(rank, n);
+    default:              return rank_main(rank, n, pa->iters);
+    }
+}
+
+/* Forked ranks over a fresh board; 1 when any failed.  The watchdog of each
+ * rank is generous: a rank that waits for a failed one sees the board
+ * aborted, or its own timeout, well before. */
 static int run_ranks(int n, int iters, int phase)
 {
-    shm_oob_t *shm = mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE,
-                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    pid_t      pid[MAX_RANKS];
-    int        failed = 0;
-    double     t0 = svc_now();
-
-    CHECK(shm != MAP_FAILED, "mmap: %s", strerror(errno));
-    memset(shm, 0, sizeof(*shm));
-    shm->size = n;
-    fflush(NULL);
-    for (int r = 0; r < n; r++) {
-        pid[r] = fork();
-        CHECK(pid[r] >= 0, "fork: %s", strerror(errno));
-        /* exit, not _exit: LeakSanitizer checks what a rank leaves. */
-        if (pid[r] == 0)
-            exit(phase == PHASE_DEAD_PEER ? dead_peer_main(shm, r)
-                 : phase == PHASE_REFUSE  ? refuse_main(shm, r)
-                 : phase == PHASE_LARGE   ? large_main(shm, r)
-                 : phase == PHASE_CANCEL  ? cancel_main(shm, r)
-                                          : rank_main(shm, r, iters));
-    }
-    for (int left = n; left > 0;) {
-        int   status;
-        pid_t w = waitpid(-1, &status, WNOHANG);
-        if (w == 0) {
-            if (svc_now() - t0 > 4 * timeout_s) {
-                fprintf(stderr, "test_roce FAIL: ranks hang; killing\n");
-                for (int r = 0; r < n; r++)
-                    kill(pid[r], SIGKILL);
-                failed = 1;
-            }
-            usleep(10000);
-            continue;
-        }
-        CHECK(w > 0, "waitpid: %s", strerror(errno));
-        left--;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            int r = 0;
-            while (r < n && pid[r] != w)
-                r++;
-            fprintf(stderr, "test_roce FAIL: rank %d %s %d\n", r,
-                    WIFEXITED(status) ? "exited with" : "killed by signal",
-                    WIFEXITED(status) ? WEXITSTATUS(status)
-                                      : WTERMSIG(status));
-            failed = 1;
-            __atomic_store_n(&shm->abort, 1, __ATOMIC_RELAXED);
-        }
-    }
-    munmap(shm, sizeof(*shm));
-    return failed;
+    phase_arg_t pa = {iters, phase};
+    board = tu_board_new(n, OOB_SLOT);
+    CHECK(board != NULL, "board: %s", strerror(errno));
+    int failed = tu_fork(n, run_rank, &pa, (unsigned)(4 * timeout_s + 30),
+                         "test_roce", NULL);
+    tu_board_free(board);
+    board = NULL;
+    return failed != 0;
 }
 
 /* -------------------------------------------------- without a device */
@@ -678,26 +553,24 @@ static int have_rdma_device(void)
 static void expect_refused(const char *var, const char *value,
                            braid_status_t want, const char *needle)
 {
-    shm_oob_t   *shm = calloc(1, sizeof(*shm));
-    oob_ctx_t    ctx = {shm, 0};
-    braid_oob_t  oob = {.struct_size = sizeof(braid_oob_t), .rank = 0, .size = 1, .ctx = &ctx,
-                        .allgather = oob_allgather, .barrier = oob_barrier};
-    braid_topo_t topo = {.struct_size = sizeof(braid_topo_t), .kind = BRAID_TOPO_SINGLE_HOST, .nnodes = 1,
-                         .ppn = 1};
-    void        *tc = (void *)1;
+    tu_board_t  *one = tu_board_new(1, OOB_SLOT);
+    braid_oob_t  oob;
+    int          nodes[1];
+    braid_topo_t topo = tu_topo(1, nodes);
+    void        *tc   = (void *)1;
     braid_status_t st;
 
-    CHECK(shm != NULL, "out of memory");
-    shm->size = 1;
+    CHECK(one != NULL, "out of memory");
+    tu_oob(&oob, one, 0);
     setenv(var, value, 1);
-    last_err[0] = '\0';
-    st = tl->comm_create(tl, &svc, &oob, &topo, &tc);
+    tu_clear_error();
+    st = tl->comm_create(tl, tu_svc(), &oob, &topo, &tc);
     unsetenv(var);
     CHECK(st == want && tc == NULL, "%s='%s': comm_create gave %d (want %d)",
           var, value, (int)st, (int)want);
-    CHECK(strstr(last_err, needle) != NULL, "%s='%s': message '%s' lacks "
-          "'%s'", var, value, last_err, needle);
-    free(shm);
+    CHECK(strstr(tu_last_error(), needle) != NULL, "%s='%s': message '%s' "
+          "lacks '%s'", var, value, tu_last_error(), needle);
+    tu_board_free(one);
 }
 
 static void env_checks(int device)
@@ -730,7 +603,7 @@ static void env_checks(int device)
     expect_refused("BRAID_ROCE_GID_INDEX", "9999", BRAID_ERR_UNAVAILABLE,
                    "GID entries");
     setenv("BRAID_ROCE_GBPS", "fast", 1);
-    CHECK(tl->probe(tl, &svc, why, sizeof(why)) == BRAID_ERR_PARSE &&
+    CHECK(tl->probe(tl, tu_svc(), why, sizeof(why)) == BRAID_ERR_PARSE &&
           strstr(why, "BRAID_ROCE_GBPS") != NULL,
           "probe accepts BRAID_ROCE_GBPS=fast: %s", why);
     unsetenv("BRAID_ROCE_GBPS");
@@ -740,18 +613,11 @@ static void env_checks(int device)
 
 static const braid_transport_t *find_roce(const char *path)
 {
-    void                    *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    const braid_plugin_t *p;
-
-    CHECK(dl != NULL, "dlopen %s: %s", path, dlerror());
-    p = dlsym(dl, BRAID_PLUGIN_SYMBOL);
-    CHECK(p != NULL && p->abi_version == BRAID_PLUGIN_ABI_VERSION,
-          "%s: no braid_plugin_v4 of ABI %u", path, BRAID_PLUGIN_ABI_VERSION);
-    for (int i = 0; i < p->n_transports; i++)
-        if (strcmp(p->transports[i]->name, "roce") == 0)
-            return p->transports[i];
-    CHECK(0, "%s brings no roce transport", path);
-    return NULL;
+    void                    *dl;
+    const braid_plugin_t    *p  = tu_plugin_open(path, &dl);
+    const braid_transport_t *rt = tu_transport(p, "roce");
+    CHECK(rt != NULL, "%s brings no roce transport", path);
+    return rt;
 }
 
 int main(int argc, char **argv)
@@ -772,7 +638,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--puts-only") == 0)
             puts_only = 1;
         else if (strcmp(argv[i], "-v") == 0)
-            verbose = 1;
+            setenv("BRAID_DEBUG", "debug", 1); /* the core's log */
         else if (argv[i][0] != '-' && plugin == NULL)
             plugin = argv[i];
         else {
@@ -788,6 +654,7 @@ int main(int argc, char **argv)
     }
     if (getenv("BRAID_TIMEOUT") != NULL)
         timeout_s = atof(getenv("BRAID_TIMEOUT"));
+    tu_set_timeout(timeout_s);
     setvbuf(stdout, NULL, _IONBF, 0);
     tl = find_roce(plugin);
     CHECK(tl->caps & BRAID_CAP_PUT_SIGNAL, "roce lacks PUT_SIGNAL");
@@ -798,7 +665,7 @@ int main(int argc, char **argv)
 
     device = have_rdma_device();
     env_checks(device);
-    braid_status_t st = tl->probe(tl, &svc, why, sizeof(why));
+    braid_status_t st = tl->probe(tl, tu_svc(), why, sizeof(why));
     if (st != BRAID_OK) {
         if (!device)
             CHECK(strstr(why, "no RDMA device") != NULL, "no device, but "

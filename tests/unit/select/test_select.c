@@ -186,6 +186,18 @@ static double est_never(const braid_algo_t *self, const braid_cost_in_t *in)
 #define HOST_MEM BRAID_MEM_BIT(BRAID_MEM_HOST)
 #define CUDA_MEM BRAID_MEM_BIT(BRAID_MEM_CUDA)
 
+/* A selector of 4 ranks on one host over mock candidates, initialised. */
+static braid_selector_t mock_selector(braid_candidate_t *cands, int n,
+                                      const braid_algo_spec_t *over,
+                                      const braid_tune_t *tune)
+{
+    braid_selector_t sel = {.ncands = n, .cands = cands, .override = over,
+                            .tune = tune, .nranks = 4, .nnodes = 1,
+                            .ppn = 4, .rank = 1};
+    braid_selector_init(&sel);
+    return sel;
+}
+
 static void test_dispatch(void)
 {
     braid_transport_t ucx = {.name = "ucx"}, shm = {.name = "shm"};
@@ -197,18 +209,15 @@ static void test_dispatch(void)
     braid_algo_t broken = {.name = "broken", .coll = BRAID_COLL_ALLREDUCE,
                               .estimate = est_never};
     braid_candidate_t cands[] = {
-        {"broken@ucx", &broken, &tl_ucx, "ucx", HOST_MEM, NULL},
-        {"oneshot@shm", &oneshot, &tl_shm, "shm", HOST_MEM, NULL},
-        {"ring@ucx", &ring, &tl_ucx, "ucx", HOST_MEM, NULL},
+        {"broken@ucx", &broken, &tl_ucx, "ucx", HOST_MEM, NULL, NULL},
+        {"oneshot@shm", &oneshot, &tl_shm, "shm", HOST_MEM, NULL, NULL},
+        {"ring@ucx", &ring, &tl_ucx, "ucx", HOST_MEM, NULL, NULL},
     };
     const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
     braid_algo_spec_t none, over;
     braid_tune_t      tune = {0};
     braid_algo_spec_parse(&none, NULL);
-    braid_selector_t sel = {.ncands = 3, .cands = cands, .override = &none,
-                            .tune = &tune, .nranks = 4, .nnodes = 1,
-                            .ppn = 4, .rank = 1};
-    braid_selector_init(&sel);
+    braid_selector_t sel = mock_selector(cands, 3, &none, &tune);
     braid_candidate_t *c;
     CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, host) == BRAID_OK &&
               c == &cands[1],
@@ -257,6 +266,7 @@ static void test_dispatch(void)
     CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, host) ==
               BRAID_ERR_NOT_SUPPORTED,
           "transport part must match");
+    braid_selector_fini(&sel);
     braid_tune_free(&tune);
 }
 
@@ -273,8 +283,8 @@ static void test_memory(void)
                         .flags = BRAID_ALGO_BACKEND, .estimate = est_flat,
                         .mem_types = HOST_MEM | CUDA_MEM};
     braid_candidate_t cands[] = {
-        {"gpu", &gpu, NULL, "gpu", HOST_MEM | CUDA_MEM, NULL},
-        {"oneshot@shm", &oneshot, &tl_shm, "shm", HOST_MEM, NULL},
+        {"gpu", &gpu, NULL, "gpu", HOST_MEM | CUDA_MEM, NULL, NULL},
+        {"oneshot@shm", &oneshot, &tl_shm, "shm", HOST_MEM, NULL, NULL},
     };
     const uint32_t host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
     const uint32_t dev  = braid_mem_need(BRAID_MEM_CUDA, BRAID_MEM_CUDA);
@@ -282,11 +292,8 @@ static void test_memory(void)
     braid_algo_spec_t none, over;
     braid_tune_t      tune = {0};
     braid_algo_spec_parse(&none, NULL);
-    braid_selector_t sel = {.ncands = 2, .cands = cands, .override = &none,
-                            .tune = &tune, .nranks = 4, .nnodes = 1,
-                            .ppn = 4, .rank = 1};
+    braid_selector_t sel = mock_selector(cands, 2, &none, &tune);
     braid_candidate_t *c;
-    braid_selector_init(&sel);
     CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, host) == BRAID_OK &&
               c == &cands[1],
           "host memory: the cheaper host candidate");
@@ -318,6 +325,7 @@ static void test_memory(void)
                   BRAID_ERR_NOT_SUPPORTED &&
               strstr(braid_last_error(), "device memory"),
           "no candidate for device memory: %s", braid_last_error());
+    braid_selector_fini(&sel);
 }
 
 /* Equal estimates: the first in name order wins, and the reason says so. */
@@ -328,17 +336,14 @@ static void test_ties(void)
     braid_algo_t ring = {.name = "ring", .coll = BRAID_COLL_ALLREDUCE,
                          .estimate = est_flat};
     braid_candidate_t cands[] = { /* sorted by name, as the core keeps them */
-        {"ring@shm", &ring, &tl_shm, "shm", HOST_MEM, NULL},
-        {"ring@ucx", &ring, &tl_ucx, "ucx", HOST_MEM, NULL},
+        {"ring@shm", &ring, &tl_shm, "shm", HOST_MEM, NULL, NULL},
+        {"ring@ucx", &ring, &tl_ucx, "ucx", HOST_MEM, NULL, NULL},
     };
     const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
     braid_algo_spec_t none;
     braid_tune_t      tune = {0};
     braid_algo_spec_parse(&none, NULL);
-    braid_selector_t sel = {.ncands = 2, .cands = cands, .override = &none,
-                            .tune = &tune, .nranks = 4, .nnodes = 1,
-                            .ppn = 4, .rank = 1};
-    braid_selector_init(&sel);
+    braid_selector_t sel = mock_selector(cands, 2, &none, &tune);
     braid_candidate_t *c;
     char name[80], why[200];
     CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 64, host) == BRAID_OK &&
@@ -371,10 +376,106 @@ static void test_ties(void)
     cands[1].algo = &(braid_algo_t){.name = "ring",
                                      .coll = BRAID_COLL_ALLREDUCE,
                                      .estimate = est_steep};
+    braid_selector_init(&sel); /* new choices: a new table */
     CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 64, host, name,
                                sizeof(name), why, sizeof(why)) == BRAID_OK &&
-              !strstr(why, "tie"),
+              !strcmp(name, "ring@ucx") && !strstr(why, "tie"),
           "no tie, no tie in the reason: %s", why);
+    braid_selector_fini(&sel);
+}
+
+static double est_mid(const braid_algo_t *self, const braid_cost_in_t *in)
+{
+    (void)self;
+    return 5.0 + in->bytes * 0.004;
+}
+
+/* The selection table: built once, it gives every size what the direct
+ * decision gives -- crossovers found to the byte, rows cut at the bounds of
+ * BRAID_ALGO rules and tuning rows that are no powers of two -- and
+ * braid_select_row_format prints it as BRAID_ALGO ranges. */
+static void test_table(void)
+{
+    braid_transport_t shm = {.name = "shm"};
+    braid_tl_t        tl  = {.ops = &shm};
+    braid_algo_t flat  = {.name = "flat", .coll = BRAID_COLL_ALLREDUCE,
+                          .estimate = est_flat};
+    braid_algo_t mid   = {.name = "mid", .coll = BRAID_COLL_ALLREDUCE,
+                          .estimate = est_mid};
+    braid_algo_t steep = {.name = "steep", .coll = BRAID_COLL_ALLREDUCE,
+                          .estimate = est_steep};
+    braid_candidate_t cands[] = {
+        {"flat@shm", &flat, &tl, "shm", HOST_MEM, NULL, NULL},
+        {"mid@shm", &mid, &tl, "shm", HOST_MEM, NULL, NULL},
+        {"steep@shm", &steep, &tl, "shm", HOST_MEM, NULL, NULL},
+    };
+    const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    braid_algo_spec_t none, over;
+    braid_tune_t      tune = {0};
+    braid_algo_spec_parse(&none, NULL);
+    braid_selector_t sel = mock_selector(cands, 3, &none, &tune);
+    CHECK(braid_selector_build(&sel, host) == BRAID_OK, "build: %s",
+          braid_last_error());
+
+    /* steep up to 666 B, mid to 1666 B, flat from 1667 B on. */
+    int                    n;
+    const braid_sel_row_t *r = braid_select_rows(&n, &sel,
+                                                 BRAID_COLL_ALLREDUCE, host);
+    CHECK(n == 3 && r[0].lo == 1 && r[0].pick.idx == 2 && r[1].lo == 667 &&
+              r[1].pick.idx == 1 && r[2].lo == 1667 && r[2].pick.idx == 0,
+          "crossovers to the byte: %d rows, from %zu, %zu, %zu", n,
+          n > 0 ? r[0].lo : 0, n > 1 ? r[1].lo : 0, n > 2 ? r[2].lo : 0);
+    char line[512];
+    braid_select_row_format(line, sizeof(line), &sel, BRAID_COLL_ALLREDUCE,
+                            host, 1);
+    CHECK(strstr(line, "667-1667") && strstr(line, "mid@shm") &&
+              strstr(line, "(cost model)"),
+          "row printed as a BRAID_ALGO range: '%s'", line);
+    braid_select_row_format(line, sizeof(line), &sel, BRAID_COLL_ALLREDUCE,
+                            host, 2);
+    CHECK(strstr(line, "1667- ") && strstr(line, "flat@shm"),
+          "the last row is open: '%s'", line);
+
+    /* Odd bounds of an override and a tuning row; then every size agrees
+     * with the direct decision. */
+    CHECK(braid_algo_spec_parse(&over, "allreduce:100-300=flat") ==
+              BRAID_OK, "ov");
+    CHECK(braid_tune_parse(&tune, "allreduce * * 3000 3500 steep@shm\n",
+                           "t") == BRAID_OK, "tune");
+    sel.override = &over;
+    braid_selector_init(&sel);
+    unsigned long long x    = 88172645463325252ull;
+    int                bad  = 0;
+    size_t             when = 0;
+    for (size_t i = 0; i < 30000; i++) {
+        /* 1..10000 B in order, then random sizes up to 2^40. */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t b = i < 10000 ? i + 1 : (size_t)(x >> 24);
+        braid_candidate_t      *c;
+        const braid_tune_row_t *sk;
+        braid_pick_t want = braid_select_decide(&sel, BRAID_COLL_ALLREDUCE, b,
+                                                host, &sk);
+        if (braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, b, host) !=
+                BRAID_OK || c != &cands[want.idx]) {
+            if (bad++ == 0)
+                when = b;
+        }
+    }
+    CHECK(bad == 0, "table and direct decision differ at %d sizes (first "
+          "%zu B)", bad, when);
+    r = braid_select_rows(&n, &sel, BRAID_COLL_ALLREDUCE, host);
+    int cut100 = 0, cut300 = 0, cut3000 = 0, cut3500 = 0;
+    for (int i = 0; i < n; i++) {
+        cut100 |= r[i].lo == 100 && r[i].pick.why == BRAID_WHY_OVERRIDE;
+        cut300 |= r[i].lo == 300;
+        cut3000 |= r[i].lo == 3000 && r[i].pick.why == BRAID_WHY_TUNE;
+        cut3500 |= r[i].lo == 3500;
+    }
+    CHECK(cut100 && cut300 && cut3000 && cut3500, "rows cut at the rule's "
+          "and the tuning row's bounds (%d %d %d %d)", cut100, cut300,
+          cut3000, cut3500);
+    braid_selector_fini(&sel);
+    braid_tune_free(&tune);
 }
 
 static void test_topo(void)
@@ -410,5 +511,6 @@ int main(void)
     test_dispatch();
     test_memory();
     test_ties();
+    test_table();
     return check_summary("test_select");
 }

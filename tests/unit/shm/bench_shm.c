@@ -58,11 +58,7 @@ static int cmp_double(const void *a, const void *b)
 
 static braid_topo_t one_host(th_rank_t *r, int *nodes)
 {
-    for (int i = 0; i < r->size; i++) {
-        nodes[i] = 0;
-    }
-    return (braid_topo_t){sizeof(braid_topo_t), r->size,
-                          BRAID_TOPO_SINGLE_HOST, 1, r->size, nodes, NULL};
+    return tu_topo(r->size, nodes);
 }
 
 /* As the core's wait loop: poll, yield on an oversubscribed host. */

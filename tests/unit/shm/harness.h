@@ -1,9 +1,7 @@
-/* Multi-process harness for the shm transport's tests and benchmark.
- *
- * The parent dlopens the plugin and maps a board (MAP_SHARED|MAP_ANONYMOUS)
- * with a process-shared barrier and one slot per rank; forked children are
- * the ranks, and an in-memory oob over the board stands in for the core's
- * bootstrap.  No libbraid: the plugin is driven through its ABI alone. */
+/* The shm transport's tests and benchmark: forked ranks drive the built
+ * plugin through its ABI over the shared harness (tests/unit/common: the
+ * core's services, the out-of-band board), plus what only a shared-memory
+ * transport needs checked (segments and descriptors left behind). */
 #ifndef BRAID_TEST_SHM_HARNESS_H
 #define BRAID_TEST_SHM_HARNESS_H
 
@@ -12,16 +10,14 @@
 
 #include <braid/plugin.h>
 
-#define TH_SLOT 4096 /* largest oob contribution */
-
-typedef struct th_board th_board_t;
+#include "../common/harness.h"
 
 typedef struct th_rank {
-    int                         rank;
-    int                         size;
-    int                         oversub; /* more ranks than cores: yield */
-    th_board_t                 *board;
-    braid_oob_t                 oob;
+    int                      rank;
+    int                      size;
+    int                      oversub; /* more ranks than cores: yield */
+    tu_board_t              *board;
+    braid_oob_t              oob;
     const braid_services_t  *svc;
     const braid_transport_t *tl;
 } th_rank_t;
@@ -43,18 +39,18 @@ void th_fail(const char *file, int line, const char *fmt, ...)
 
 /* dlopens path and finds transport "shm"; exits on failure. */
 const braid_transport_t *th_load(const char *path);
-const braid_services_t  *th_services(void);
-const char                 *th_last_error(void);
+#define th_last_error tu_last_error
+#define th_now        tu_now
+#define th_status_str braid_status_str
 
 /* Forks n ranks running body (each under a watchdog of timeout_s), waits
- * for them; returns the number of ranks that failed. */
+ * for them; returns the number of ranks that failed or left segments. */
 int th_run(const braid_transport_t *tl, int n, th_body_fn body, void *arg,
            int timeout_s, const char *label);
 
 /* The oob over the board, usable from a body. */
 void th_barrier(th_rank_t *r);
-/* A barrier that keeps the transport progressing while it waits, for when
- * peers need this rank to drain their messages before they can arrive. */
+/* A barrier that keeps the transport progressing while it waits. */
 void th_progress_barrier(th_rank_t *r, void *tcomm);
 
 /* Fds open in this process; mappings of braid-shm segments; braid-shm
@@ -65,14 +61,12 @@ int th_count_shm_names(long pid);
 
 /* Waits for n requests; returns the first error, or BRAID_OK. */
 braid_status_t th_wait(th_rank_t *r, void *tcomm, braid_treq_t *reqs, int n);
-/* What svc->sleep_polls() returns (0 by default): th_wait then sleeps in
- * the transport's wait hook as the core would. */
-extern unsigned th_sleep_polls;
+/* BRAID_SLEEP_POLLS (0 by default): svc->sleep_polls() returns it, and
+ * th_wait then sleeps in the transport's wait hook as the core would. */
+void th_set_sleep_polls(unsigned n);
 
-double th_now(void);
 /* Call in a poll loop: yields like the core's wait loop (every poll with more
  * ranks than cores, else now and then: this machine is shared). */
 void th_relax(th_rank_t *r, unsigned *polls);
-const char *th_status_str(braid_status_t st); /* without libbraid */
 
 #endif

@@ -53,11 +53,7 @@ static long verify(const unsigned char *buf, size_t len, int src, int dst,
 
 static braid_topo_t one_host(th_rank_t *r, int *nodes)
 {
-    for (int i = 0; i < r->size; i++) {
-        nodes[i] = 0;
-    }
-    return (braid_topo_t){sizeof(braid_topo_t), r->size,
-                          BRAID_TOPO_SINGLE_HOST, 1, r->size, nodes, NULL};
+    return tu_topo(r->size, nodes);
 }
 
 /* ------------------------------------------------------------ put_signal */
@@ -583,16 +579,18 @@ static int scenario(th_rank_t *r, void *arg)
     braid_link_t link = {.struct_size = sizeof(braid_link_t)};
 
     if (arg != NULL) {
-        th_sleep_polls = (unsigned)atoi(arg);
+        th_set_sleep_polls((unsigned)atoi(arg));
     }
     TH_CHECK(tl->probe(tl, r->svc, why, sizeof(why)) == BRAID_OK, "probe: %s", why);
     TH_CHECK(tl->caps == (BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV), "caps");
 
+    braid_topo_t multi = tu_topo(r->size, two_hosts);
     for (int i = 0; i < r->size; i++) {
         two_hosts[i] = i % 2;
     }
-    braid_topo_t multi = {sizeof(braid_topo_t), r->size, BRAID_TOPO_SWITCH, 2,
-                          (r->size + 1) / 2, two_hosts, NULL};
+    multi.kind   = BRAID_TOPO_SWITCH;
+    multi.nnodes = 2;
+    multi.ppn    = (r->size + 1) / 2;
     tc = (void *)1;
     TH_CHECK(tl->comm_create(tl, r->svc, &r->oob, &multi, &tc) ==
                  BRAID_ERR_UNAVAILABLE && tc == NULL,

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "../check.h"
-#include "harness.h"
+#include "plugins.h"
 
 #define ALPHA 10.0
 #define BETA  1.5  /* GB/s: B(x) = x / 1500 us */

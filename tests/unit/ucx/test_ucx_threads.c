@@ -1,6 +1,7 @@
 /* Unit test of the ucx transport plugin with the p2p algorithms over it: N
- * threads (1..8) act as ranks of one communicator each, over an in-memory
- * OOB, and run every p2p algorithm over every collective, checking results against a reference
+ * threads (1..8) act as ranks of one communicator each, over the shared
+ * harness's out-of-band board (tests/unit/common), with the core's own
+ * services, and run every p2p algorithm over every collective, checking results against a reference
  * computed locally from deterministic per-rank inputs (exact for integers
  * and for the float inputs chosen to sum exactly, within a tolerance
  * otherwise), bitwise equality across ranks, untouched send buffers, and
@@ -25,8 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
-#include "scalar.h"
+#include "algo/res.h"
+#include "plugins.h"
+#include "reference.h"
 
 #define MAX_RANKS   8
 #define BIG_COUNT   ((size_t)1048576 + 3)
@@ -48,7 +50,7 @@ typedef struct caselist {
 
 typedef struct world {
     int                n;
-    th_board_t         board;
+    tu_board_t        *board;
     pthread_barrier_t  bar;
     const th_plugin_t *plug;
     const caselist_t  *cases;
@@ -100,14 +102,6 @@ static void fail(world_t *w, int rank, const tcase_t *c, const char *fmt, ...)
 
 /* ------------------------------------------------------------- inputs */
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 /* f32/f64 sums use values that round, so the order of reduction shows (and
  * the cross-rank bitwise check means something); products use powers of
  * two and f16/bf16 small integers, which are exact in any order. */
@@ -121,7 +115,7 @@ static int tolerant(braid_dtype_t dt, braid_op_t op)
 static inline uint64_t input_bits(int q, size_t i, braid_dtype_t dt,
                                   braid_op_t op)
 {
-    return mix(((uint64_t)q << 48) ^ (i * 0x100000001b3ull) ^
+    return ref_mix(((uint64_t)q << 48) ^ (i * 0x100000001b3ull) ^
                ((uint64_t)dt << 40) ^ ((uint64_t)op << 44));
 }
 
@@ -152,7 +146,7 @@ static void gen(void *buf, int q, size_t first, size_t len, braid_dtype_t dt,
         break;
     case BRAID_F16:
     case BRAID_BF16:
-        GEN_LOOP(ts_set(buf, i, dt,
+        GEN_LOOP(ref_store_f(dt, buf, i,
                         op == BRAID_PROD ? sm[h % 4] : (double)(h % 17) - 8.0));
         break;
     case BRAID_I32:
@@ -191,13 +185,13 @@ static void *xmalloc(size_t bytes)
 
 static void job_prepare(job_t *j, const tcase_t *c, int n, int r,
                         uint64_t seq, braid_tl_t *tl, void **state,
-                        const braid_topo_t *topo)
+                        braid_res_t *res, const braid_topo_t *topo)
 {
     const braid_coll_t coll = c->algo->coll;
 
     memset(j, 0, sizeof(*j));
     j->c   = *c;
-    j->dts = ts_dtsize(c->dt);
+    j->dts = ref_size(c->dt);
     switch (coll) {
     case BRAID_COLL_ALLREDUCE:
     case BRAID_COLL_BROADCAST:
@@ -255,8 +249,9 @@ static void job_prepare(job_t *j, const tcase_t *c, int n, int r,
     j->task.seq        = seq;
     j->task.topo       = topo;
     j->task.tl         = tl;
-    j->task.svc        = &th_svc;
+    j->task.svc        = tu_svc();
     j->task.comm_state = state;
+    j->task.res        = res;
 }
 
 static void job_free(job_t *j)
@@ -298,11 +293,11 @@ static void check_reduction(world_t *w, int r, const job_t *j)
         }
         for (size_t i = 0; i < len; i++) {
             double want = c->op == BRAID_AVG ? sum[i] / n : sum[i];
-            double err  = ts_get(j->rbuf, i, c->dt) - want;
+            double err  = ref_load_f(c->dt, j->rbuf, i) - want;
             double lim  = tol * (c->op == BRAID_AVG ? sabs[i] / n : sabs[i]);
             if (err < 0 ? -err > lim + 1e-30 : err > lim + 1e-30) {
                 fail(w, r, c, "element %zu = %.17g, expected %.17g", i,
-                     ts_get(j->rbuf, i, c->dt), want);
+                     ref_load_f(c->dt, j->rbuf, i), want);
                 break;
             }
         }
@@ -312,13 +307,13 @@ static void check_reduction(world_t *w, int r, const job_t *j)
         gen(ref, 0, first, len, c->dt, c->op);
         for (int q = 1; q < n; q++) {
             gen(tmp, q, first, len, c->dt, c->op);
-            ts_reduce(ref, tmp, len, c->dt, c->op);
+            ref_reduce2(ref, ref, tmp, len, c->dt, c->op);
         }
-        ts_finish_avg(ref, len, c->dt, c->op, n);
+        ref_finish_avg(ref, len, c->dt, c->op, n);
         for (size_t i = 0; i < len; i++) {
             if (memcmp(ref + i * j->dts, j->rbuf + i * j->dts, j->dts) != 0) {
                 fail(w, r, c, "element %zu = %.17g, expected %.17g", i,
-                     ts_get(j->rbuf, i, c->dt), ts_get(ref, i, c->dt));
+                     ref_load_f(c->dt, j->rbuf, i), ref_load_f(c->dt, ref, i));
                 break;
             }
         }
@@ -343,7 +338,7 @@ static void check_copy(world_t *w, int r, const job_t *j)
     for (size_t i = 0; i < j->out_el; i++) {
         if (memcmp(ref + i * j->dts, j->rbuf + i * j->dts, j->dts) != 0) {
             fail(w, r, c, "element %zu = %.17g, expected %.17g", i,
-                 ts_get(j->rbuf, i, c->dt), ts_get(ref, i, c->dt));
+                 ref_load_f(c->dt, j->rbuf, i), ref_load_f(c->dt, ref, i));
             break;
         }
     }
@@ -356,7 +351,7 @@ static void job_check(world_t *w, int r, const job_t *j, braid_status_t st)
 
     atomic_fetch_add(&w->checks, 1);
     if (st != BRAID_OK) {
-        fail(w, r, c, "status %d: %s", (int)st, th_last_error());
+        fail(w, r, c, "status %d: %s", (int)st, tu_last_error());
         return;
     }
     /* Results that must be equal on all ranks are compared bitwise with
@@ -415,21 +410,22 @@ static int algo_index(const th_plugin_t *p, const braid_algo_t *a)
 }
 
 static void run_cases(world_t *w, int r, braid_tl_t *tl, void **state,
-                      uint64_t *seq)
+                      braid_res_t **res, uint64_t *seq)
 {
     for (int i = 0; i < w->cases->n; i++) {
         const tcase_t *c = &w->cases->v[i];
         job_t          j;
         braid_status_t st;
 
-        job_prepare(&j, c, w->n, r, (*seq)++, tl,
-                    &state[algo_index(w->plug, c->algo)], &w->topo);
-        double t0 = th_now();
-        st = th_drive(c->algo, &j.task);
+        int ai = algo_index(w->plug, c->algo);
+        job_prepare(&j, c, w->n, r, (*seq)++, tl, &state[ai], res[ai],
+                    &w->topo);
+        double t0 = tu_now();
+        st = tu_drive(c->algo, &j.task, 2 * TH_TIMEOUT_S);
         if (r == 0 && getenv("UCX_TEST_TIMES") != NULL) {
             printf("  %s %s count=%zu %s: %.3f s\n", coll_names[c->algo->coll],
                    c->algo->name, c->count, c->inplace ? "in" : "out",
-                   th_now() - t0);
+                   tu_now() - t0);
         }
         job_check(w, r, &j, st);
         cross_check(w, r, &j);
@@ -441,6 +437,7 @@ static void run_cases(world_t *w, int r, braid_tl_t *tl, void **state,
  * share the algorithm's comm_state (the second must not take the first's
  * scratch) and must not mix up their messages. */
 static void run_overlap(world_t *w, int r, braid_tl_t *tl, void **state,
+                        braid_res_t **res,
                         uint64_t *seq, const braid_algo_t *algo)
 {
     tcase_t        ca = {algo, BRAID_I32, BRAID_SUM, 1007, 0, 0};
@@ -448,11 +445,13 @@ static void run_overlap(world_t *w, int r, braid_tl_t *tl, void **state,
     job_t          a, b;
     braid_status_t sa, sb;
     int            done_a, done_b;
-    double         deadline = th_now() + 2 * TH_TIMEOUT_S;
-    void         **st       = &state[algo_index(w->plug, algo)];
+    double         deadline = tu_now() + 2 * TH_TIMEOUT_S;
+    int            ai       = algo_index(w->plug, algo);
 
-    job_prepare(&a, &ca, w->n, r, (*seq)++, tl, st, &w->topo);
-    job_prepare(&b, &cb, w->n, r, (*seq)++, tl, st, &w->topo);
+    job_prepare(&a, &ca, w->n, r, (*seq)++, tl, &state[ai], res[ai],
+                &w->topo);
+    job_prepare(&b, &cb, w->n, r, (*seq)++, tl, &state[ai], res[ai],
+                &w->topo);
     braid_wait_t wait;
     sa     = algo->start(&a.task, &wait);
     sb     = algo->start(&b.task, &wait);
@@ -473,7 +472,7 @@ static void run_overlap(world_t *w, int r, braid_tl_t *tl, void **state,
             algo->finish(&b.task);
             done_b = 1;
         }
-        if (th_now() > deadline) {
+        if (tu_now() > deadline) {
             sa = sb = BRAID_ERR_TIMEOUT;
             break; /* leaks the tasks: the test fails anyway */
         }
@@ -499,13 +498,13 @@ static void run_put_signal(world_t *w, int r, braid_tl_t *tl)
     braid_treq_t reqs[MAX_RANKS];
     char        *src = xmalloc(blk * (size_t)n);
     int          seen[MAX_RANKS] = {0}, nseen = 0, ndone = 0;
-    double       deadline = th_now() + 2 * TH_TIMEOUT_S;
+    double       deadline = tu_now() + 2 * TH_TIMEOUT_S;
     braid_status_t st;
 
     memset(reqs, 0, sizeof(reqs));
     st = tl->ops->mem_alloc(tl->tcomm, flag_base + 8 * (size_t)n, &mem);
     if (st != BRAID_OK) {
-        fail(w, r, NULL, "mem_alloc: %s", th_last_error());
+        fail(w, r, NULL, "mem_alloc: %s", tu_last_error());
         free(src);
         return;
     }
@@ -526,15 +525,15 @@ static void run_put_signal(world_t *w, int r, braid_tl_t *tl)
                                  flag_base + 8 * (size_t)r,
                                  0x1000u + (uint64_t)r, &reqs[p]);
         if (st != BRAID_OK) {
-            fail(w, r, NULL, "put_signal to %d: %s", p, th_last_error());
+            fail(w, r, NULL, "put_signal to %d: %s", p, tu_last_error());
         }
     }
-    while ((nseen < n || ndone < n) && th_now() < deadline) {
+    while ((nseen < n || ndone < n) && tu_now() < deadline) {
         ndone = 0;
         for (int p = 0; p < n; p++) {
             st = tl->ops->test(tl->tcomm, &reqs[p]);
             if (st < 0) {
-                fail(w, r, NULL, "put_signal to %d: %s", p, th_last_error());
+                fail(w, r, NULL, "put_signal to %d: %s", p, tu_last_error());
                 reqs[p].active = 0;
             }
             ndone += !reqs[p].active;
@@ -587,7 +586,7 @@ static void run_zero(world_t *w, int r, braid_tl_t *tl)
     braid_treq_t   reqs[2] = {{0}};
     braid_status_t st = tl->ops->irecv(tl->tcomm, left, BRAID_TAG(0xfffffe, 1),
                                        NULL, 0, &reqs[0]);
-    double         t0 = th_now();
+    double         t0 = tu_now();
 
     if (st == BRAID_OK) {
         st = tl->ops->isend(tl->tcomm, right, BRAID_TAG(0xfffffe, 1), NULL, 0,
@@ -595,12 +594,12 @@ static void run_zero(world_t *w, int r, braid_tl_t *tl)
     }
     for (int i = 0; i < 2 && st == BRAID_OK; i++) {
         while ((st = tl->ops->test(tl->tcomm, &reqs[i])) == BRAID_INPROGRESS &&
-               th_now() - t0 < TH_TIMEOUT_S) {
+               tu_now() - t0 < TH_TIMEOUT_S) {
             sched_yield();
         }
     }
     if (st != BRAID_OK || reqs[0].active || reqs[1].active) {
-        fail(w, r, NULL, "zero-length send/receive: %s", th_last_error());
+        fail(w, r, NULL, "zero-length send/receive: %s", tu_last_error());
     } else if (tl->ops->test(tl->tcomm, &reqs[1]) != BRAID_OK) {
         fail(w, r, NULL, "test() of an inactive request is not BRAID_OK");
     }
@@ -622,7 +621,7 @@ static void run_check_bits(world_t *w, int r, braid_tl_t *tl)
         uint64_t mine   = BRAID_TAG_CHECKED(seq, 3 + pass, 0x1111);
         uint64_t theirs = BRAID_TAG_CHECKED(seq, 3 + pass,
                                             pass == 0 ? 0x2222 : 0x1111);
-        double   t0     = th_now();
+        double   t0     = tu_now();
         memset(sbuf, 'a' + r, sizeof(sbuf));
         memset(rbuf, 0, sizeof(rbuf));
         st[0] = tl->ops->irecv(tl->tcomm, left, mine, rbuf, sizeof(rbuf),
@@ -635,23 +634,23 @@ static void run_check_bits(world_t *w, int r, braid_tl_t *tl)
             }
             while ((st[i] = tl->ops->test(tl->tcomm, &reqs[i])) ==
                        BRAID_INPROGRESS &&
-                   th_now() - t0 < TH_TIMEOUT_S) {
+                   tu_now() - t0 < TH_TIMEOUT_S) {
                 sched_yield();
             }
         }
         if (pass == 0 && (st[0] != BRAID_ERR_MISMATCH ||
-                          strstr(th_last_error(), "another signature") ==
+                          strstr(tu_last_error(), "another signature") ==
                               NULL)) {
             fail(w, r, NULL, "check bits: other check bits gave %d: %s",
-                 (int)st[0], th_last_error());
+                 (int)st[0], tu_last_error());
         }
         if (pass == 1 && (st[0] != BRAID_OK || rbuf[0] != 'a' + left)) {
             fail(w, r, NULL, "check bits: the next message: %s",
-                 th_last_error());
+                 tu_last_error());
         }
         if (st[1] != BRAID_OK) {
             fail(w, r, NULL, "check bits: send (pass %d): %s", pass,
-                 th_last_error());
+                 tu_last_error());
         }
     }
     atomic_fetch_add(&w->checks, 1);
@@ -672,7 +671,7 @@ static void run_cancel(world_t *w, int r, braid_tl_t *tl)
     memset(sbuf, 1, big);
     memset(pbuf, 2, 4096);
     if (tl->ops->mem_alloc(tl->tcomm, 8192, &mem) != BRAID_OK) {
-        fail(w, r, NULL, "cancel: mem_alloc: %s", th_last_error());
+        fail(w, r, NULL, "cancel: mem_alloc: %s", tu_last_error());
         memset(&mem, 0, sizeof(mem));
     }
     pthread_barrier_wait(&w->bar);
@@ -683,13 +682,13 @@ static void run_cancel(world_t *w, int r, braid_tl_t *tl)
         (mem.impl != NULL &&
          tl->ops->put_signal(tl->tcomm, &mem, right, 0, pbuf, 4096, 4096, 1,
                              &preq) != BRAID_OK)) {
-        fail(w, r, NULL, "cancel: posting failed: %s", th_last_error());
+        fail(w, r, NULL, "cancel: posting failed: %s", tu_last_error());
     }
     if (mem.impl == NULL) {
         preq = idle;
     }
     (void)tl->ops->test(tl->tcomm, &sreq);
-    t0 = th_now();
+    t0 = tu_now();
     tl->ops->cancel(tl->tcomm, &rreq);
     tl->ops->cancel(tl->tcomm, &sreq);
     tl->ops->cancel(tl->tcomm, &preq);
@@ -698,8 +697,8 @@ static void run_cancel(world_t *w, int r, braid_tl_t *tl)
         fail(w, r, NULL, "cancel left a request active (%d %d %d %d)",
              rreq.active, sreq.active, preq.active, idle.active);
     }
-    if (th_now() - t0 > 5.0) {
-        fail(w, r, NULL, "cancel took %.1f s", th_now() - t0);
+    if (tu_now() - t0 > 5.0) {
+        fail(w, r, NULL, "cancel took %.1f s", tu_now() - t0);
     }
     free(rbuf);
     free(sbuf);
@@ -713,11 +712,11 @@ static void run_cancel(world_t *w, int r, braid_tl_t *tl)
         for (int i = 0; i < 100; i++) {
             (void)tl->ops->progress(tl->tcomm);
         }
-        t0 = th_now();
+        t0 = tu_now();
         tl->ops->cancel(tl->tcomm, &rreq);
-        if (rreq.active || th_now() - t0 > 5.0) {
+        if (rreq.active || tu_now() - t0 > 5.0) {
             fail(w, r, NULL, "cancel of a matched receive: active %d after "
-                 "%.1f s", rreq.active, th_now() - t0);
+                 "%.1f s", rreq.active, tu_now() - t0);
         }
     }
     free(rbuf);
@@ -735,28 +734,31 @@ static void *rank_main(void *arg)
     rank_arg_t  *ra   = arg;
     world_t     *w    = ra->w;
     const int    r    = ra->rank;
-    th_oob_ctx_t octx;
     braid_oob_t  oob;
     braid_tl_t   tl    = {.struct_size = sizeof(braid_tl_t),
                           .link = {.struct_size = sizeof(braid_link_t)}};
     void        *state[32] = {0};
+    braid_res_t *res[32]   = {0}; /* the core's, per algorithm */
     uint64_t     seq   = 1;
     braid_status_t st;
 
-    th_oob(&oob, &octx, &w->board, r);
+    tu_oob(&oob, w->board, r);
     tl.ops = w->plug->tl;
-    st     = tl.ops->comm_create(tl.ops, &th_svc, &oob, &w->topo, &tl.tcomm);
+    st     = tl.ops->comm_create(tl.ops, tu_svc(), &oob, &w->topo, &tl.tcomm);
     if (st != BRAID_OK) {
-        fail(w, r, NULL, "comm_create: %s", th_last_error());
+        fail(w, r, NULL, "comm_create: %s", tu_last_error());
         return NULL; /* collective: every rank failed alike */
     }
     tl.ops->link(tl.tcomm, &tl.link);
 
-    run_cases(w, r, &tl, state, &seq);
+    for (int i = 0; i < w->plug->adesc->n_algos && i < 32; i++)
+        if ((res[i] = braid_res_create()) == NULL)
+            abort();
+    run_cases(w, r, &tl, state, res, &seq);
     if (w->n > 1) {
-        run_overlap(w, r, &tl, state, &seq, th_find_algo(w->plug,
+        run_overlap(w, r, &tl, state, res, &seq, th_find_algo(w->plug,
                     BRAID_COLL_ALLREDUCE, "ring"));
-        run_overlap(w, r, &tl, state, &seq, th_find_algo(w->plug,
+        run_overlap(w, r, &tl, state, res, &seq, th_find_algo(w->plug,
                     BRAID_COLL_ALLREDUCE, "recdbl"));
     }
     run_put_signal(w, r, &tl);
@@ -769,13 +771,14 @@ static void *rank_main(void *arg)
         if (state[i] != NULL && a->comm_state_free != NULL) {
             a->comm_state_free(state[i], &tl);
         }
+        braid_res_destroy(res[i], &tl);
     }
     {
-        double t0 = th_now();
+        double t0 = tu_now();
         tl.ops->comm_destroy(tl.tcomm);
-        if (th_now() - t0 > 5.0) {
+        if (tu_now() - t0 > 5.0) {
             fail(w, r, NULL, "comm_destroy after a cancel took %.1f s",
-                 th_now() - t0);
+                 tu_now() - t0);
         }
     }
     return NULL;
@@ -885,7 +888,7 @@ static void run_world(world_t *w, const th_plugin_t *p, int n, int nnodes,
     w->n     = n;
     w->plug  = p;
     w->cases = cases;
-    th_board_init(&w->board, n);
+    w->board = tu_board_new(n, 64 * 1024);
     pthread_barrier_init(&w->bar, NULL, (unsigned)n);
     for (int r = 0; r < n; r++) {
         w->node_of_rank[r] = r * nnodes / n;
@@ -905,7 +908,7 @@ static void run_world(world_t *w, const th_plugin_t *p, int n, int nnodes,
         pthread_join(th[r], NULL);
     }
     pthread_barrier_destroy(&w->bar);
-    th_board_destroy(&w->board);
+    tu_board_free(w->board);
 }
 
 /* -------------------------------------------------------- link & env */
@@ -918,15 +921,14 @@ static void *link_main(void *arg)
 {
     rank_arg_t  *ra = arg;
     world_t     *w  = ra->w;
-    th_oob_ctx_t octx;
     braid_oob_t  oob;
     void        *tcomm = NULL;
 
-    th_oob(&oob, &octx, &w->board, ra->rank);
-    seen_status[ra->rank] = w->plug->tl->comm_create(w->plug->tl, &th_svc,
+    tu_oob(&oob, w->board, ra->rank);
+    seen_status[ra->rank] = w->plug->tl->comm_create(w->plug->tl, tu_svc(),
                                                      &oob, &w->topo, &tcomm);
     snprintf(seen_error[ra->rank], sizeof(seen_error[0]), "%s",
-             th_last_error());
+             tu_last_error());
     if (seen_status[ra->rank] == BRAID_OK) {
         w->plug->tl->link(tcomm, &seen_link[ra->rank]);
         w->plug->tl->comm_destroy(tcomm);
@@ -1003,18 +1005,17 @@ static void *loss_main(void *arg)
 {
     rank_arg_t  *ra = arg;
     world_t     *w  = ra->w;
-    th_oob_ctx_t octx;
     braid_oob_t  oob;
     braid_tl_t   tl = {.struct_size = sizeof(braid_tl_t)};
     braid_treq_t req = {0};
     char         buf[64];
     double       t0;
 
-    th_oob(&oob, &octx, &w->board, ra->rank);
+    tu_oob(&oob, w->board, ra->rank);
     tl.ops = w->plug->tl;
-    if (tl.ops->comm_create(tl.ops, &th_svc, &oob, &w->topo, &tl.tcomm) !=
+    if (tl.ops->comm_create(tl.ops, tu_svc(), &oob, &w->topo, &tl.tcomm) !=
         BRAID_OK) {
-        snprintf(loss_error, sizeof(loss_error), "%s", th_last_error());
+        snprintf(loss_error, sizeof(loss_error), "%s", tu_last_error());
         loss_status = BRAID_ERR_INTERNAL;
         return NULL;
     }
@@ -1027,14 +1028,14 @@ static void *loss_main(void *arg)
         (void)tl.ops->progress(tl.tcomm);
         sched_yield();
     }
-    t0          = th_now();
+    t0          = tu_now();
     loss_status = tl.ops->irecv(tl.tcomm, 1, 77, buf, sizeof(buf), &req);
     if (loss_status == BRAID_OK) {
         /* The transport never times a request out (the core's job): the
          * test bounds the wait itself. */
         while ((loss_status = tl.ops->test(tl.tcomm, &req)) ==
                BRAID_INPROGRESS) {
-            if (th_now() - t0 > TH_TIMEOUT_S) {
+            if (tu_now() - t0 > TH_TIMEOUT_S) {
                 loss_status = BRAID_ERR_TIMEOUT;
                 tl.ops->cancel(tl.tcomm, &req);
                 break;
@@ -1042,8 +1043,8 @@ static void *loss_main(void *arg)
             sched_yield();
         }
     }
-    loss_seconds = th_now() - t0;
-    snprintf(loss_error, sizeof(loss_error), "%s", th_last_error());
+    loss_seconds = tu_now() - t0;
+    snprintf(loss_error, sizeof(loss_error), "%s", tu_last_error());
     tl.ops->comm_destroy(tl.tcomm);
     return NULL;
 }
@@ -1137,7 +1138,7 @@ int main(int argc, char **argv)
     th_plugin_t plug;
     char        why[256] = "";
     int         failures = 0, total = 0;
-    double      t0 = th_now();
+    double      t0 = tu_now();
 
     if (argc != 3) {
         fprintf(stderr, "usage: %s PATH/libbraid-ucx.so PATH/libbraid-p2p.so"
@@ -1148,7 +1149,7 @@ int main(int argc, char **argv)
     if (th_plugin_load(&plug, argv[1], argv[2]) != 0) {
         return 1;
     }
-    if (plug.desc->probe(plug.desc, &th_svc, why, sizeof(why)) != BRAID_OK) {
+    if (plug.desc->probe(plug.desc, tu_svc(), why, sizeof(why)) != BRAID_OK) {
         fprintf(stderr, "FAIL probe: %s\n", why);
         return 1;
     }
@@ -1159,7 +1160,7 @@ int main(int argc, char **argv)
     for (int n = 1; n <= MAX_RANKS; n++) {
         caselist_t  cases = {0};
         world_t     w;
-        double      t      = th_now();
+        double      t      = tu_now();
         const char *only_n = getenv("UCX_TEST_N");
 
         if (only_n != NULL && atoi(only_n) != n) {
@@ -1170,7 +1171,7 @@ int main(int argc, char **argv)
         run_world(&w, &plug, n, 1, &cases, rank_main);
         printf("n=%d: %d cases, %d checks, %d failures, %.2f s\n", n,
                cases.n, atomic_load(&w.checks), atomic_load(&w.failures),
-               th_now() - t);
+               tu_now() - t);
         fflush(stdout);
         failures += atomic_load(&w.failures);
         total += atomic_load(&w.checks);
@@ -1178,6 +1179,6 @@ int main(int argc, char **argv)
     }
     th_plugin_unload(&plug);
     printf("ucx-threads: %d checks, %d failures, %.1f s\n", total, failures,
-           th_now() - t0);
+           tu_now() - t0);
     return failures ? 1 : 0;
 }
