@@ -55,6 +55,8 @@ double braid_candidate_estimate(const braid_selector_t *sel,
         .stage_us    = sel->stage_us,
         .mem         = cost_mem(mem),
         .comm_state  = cand->comm_state,
+        .get_alpha_us  = cand->tl != NULL ? cand->tl->get_alpha_us : 0.0,
+        .get_beta_gbps = cand->tl != NULL ? cand->tl->get_beta_gbps : 0.0,
     };
     return cand->algo->estimate(cand->algo, &in);
 }
