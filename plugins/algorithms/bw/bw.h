@@ -34,11 +34,18 @@
 #define BRAID_BW_LINE      64
 
 /* Chunk sizes (bytes), from the sweep in docs/performance.md ("bw
- * plugin: chunk size"): a pull chunk and its two staging buffers stay in a
- * core's 2 MiB L2; a pipe chunk times the slots in flight stays in L3. */
+ * plugin: chunk sizes"; bench/chunk_sweep.sh rebuilds the plugin with
+ * other values): a pull chunk and its staging buffers stay in a core's
+ * 2 MiB L2; a pipe chunk times the slots in flight stays in L3. */
+#ifndef BRAID_BW_PULL_CHUNK
 #define BRAID_BW_PULL_CHUNK   ((size_t)256 << 10)
+#endif
+#ifndef BRAID_BW_PIPE_CHUNK
 #define BRAID_BW_PIPE_CHUNK   ((size_t)64 << 10)
+#endif
+#ifndef BRAID_BW_PIPE_DEPTH
 #define BRAID_BW_PIPE_DEPTH   4 /* slots per (writer, reader) pair */
+#endif
 /* Smallest chunk: below it a chunk costs more in flags than it moves. */
 #define BRAID_BW_MIN_CHUNK    ((size_t)4 << 10)
 /* Chunks per slice are counted in 24 bits of a flag (pull.c). */

@@ -11,7 +11,9 @@
 
 /* Pipeline segment: large enough that per-message cost is small against the
  * transfer, small enough that a ring keeps every link busy. */
+#ifndef BRAID_P2P_SEG_BYTES
 #define BRAID_P2P_SEG_BYTES (256u * 1024u)
+#endif
 /* BRAID_TAG() keeps 16 bits of step: tags of one call are unique below it. */
 #define BRAID_P2P_MAX_STEPS 65536L
 

@@ -12,7 +12,9 @@
  * one overlaps the transfer of the next, large enough that a message's
  * fixed cost is small against it (docs/performance.md, "rabenseifner
  * segment sweep"). */
+#ifndef BRAID_P2P_RAB_SEG_BYTES
 #define BRAID_P2P_RAB_SEG_BYTES ((size_t)128 << 10)
+#endif
 /* Segments in flight each way within a phase. */
 #define BRAID_P2P_RAB_WINDOW    4
 /* Phases: fold-in, log2(p) halvings, log2(p) doublings, fold-out. */
