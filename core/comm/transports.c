@@ -114,6 +114,11 @@ static void open_get_path(braid_comm_t *comm, braid_tl_t *tl, char *why)
     if (strcmp(why, "available") != 0) {
         tl->caps &= ~BRAID_CAP_GET;
         tl->get_alpha_us = tl->get_beta_gbps = 0.0;
+        char  *note = comm->sel.caps_note;
+        size_t used = strlen(note);
+        snprintf(note + used, sizeof(comm->sel.caps_note) - used,
+                 "%s%s: single-copy reads (get) unavailable: %s",
+                 used ? "; " : "", ops->name, why);
     }
     if (comm->rank == 0)
         BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "transport %s: single-copy "

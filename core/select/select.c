@@ -132,9 +132,10 @@ static braid_status_t decide(int *idx, why_t *why,
         return braid_error(BRAID_ERR_NOT_SUPPORTED, "BRAID_ALGO forces %s for "
                            "%s of %zu bytes%s on %d ranks, but no such "
                            "candidate can run it on this communicator "
-                           "(available: %s)", list, braid_coll_name(coll),
+                           "(available: %s)%s%s", list, braid_coll_name(coll),
                            bytes, mem_note(mem), sel->nranks,
-                           avail[0] ? avail : "none");
+                           avail[0] ? avail : "none",
+                           sel->caps_note[0] ? "; " : "", sel->caps_note);
     }
     const braid_tune_row_t *row = braid_tune_match(sel->tune, coll, sel->nranks,
                                                    sel->nnodes, bytes);
