@@ -25,6 +25,11 @@
  *     writers wait for credit, a stage.
  *   reduce_scatter  a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m), K' = ceil(m/C)
  *   allgather       a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m)
+ *   Once the host's buffers (footprint(): every rank's send and receive
+ *   buffer) outgrow the last-level cache, pipe's two extra copies per byte
+ *   (into a slot, out of it) no longer hit cached lines: Bput then runs at
+ *   BRAID_BW_DRAM_COPY_GBPS.  pull copies each byte once, straight from
+ *   the peer, and its get link is declared at the uncached rate already.
  * Both return -1 without a usable link (pull: without a get path). */
 #include <math.h>
 
@@ -90,6 +95,12 @@ double braid_bw_cost_pull(const braid_cost_in_t *in)
     }
 }
 
+/* Bytes of all ranks' send and receive buffers on one host. */
+static double footprint(const braid_cost_in_t *in, double n, double m)
+{
+    return in->coll == BRAID_COLL_ALLREDUCE ? 2.0 * n * m : n * (n + 1.0) * m;
+}
+
 double braid_bw_cost_pipe(const braid_cost_in_t *in)
 {
     terms_t t;
@@ -97,6 +108,8 @@ double braid_bw_cost_pipe(const braid_cost_in_t *in)
         return -1.0;
     if (t.n == 1)
         return 0.0;
+    if (footprint(in, t.n, t.m) > (double)BRAID_BW_CACHE_BYTES)
+        t.bp = fmax(t.bp, 1.0 / (BRAID_BW_DRAM_COPY_GBPS * 1e3));
     double f = (double)(t.n - 1) / t.n, k = t.n - 1.0;
     double d = (double)BRAID_BW_PIPE_DEPTH;
     switch (in->coll) {

@@ -106,6 +106,18 @@ static void check_cost(void)
         in.link.put_beta_gbps = 0;
         CHECK(braid_bw_cost_pull(&in) < 0 && braid_bw_cost_pipe(&in) < 0,
               "no put bandwidth");
+        /* With shm's declared links (put 10 GB/s, get 4): the copy path
+         * leads while the buffers stay in cache, the single copy once
+         * they do not (4 ranks: 1 MiB all-reduce, 64 MiB). */
+        in = cost_in(c, 4, (size_t)1 << 20, 4.0);
+        in.link.put_beta_gbps = 10.0;
+        CHECK(braid_bw_cost_pipe(&in) < braid_bw_cost_pull(&in),
+              "copy path behind at 1 MiB: pipe %g, pull %g",
+              braid_bw_cost_pipe(&in), braid_bw_cost_pull(&in));
+        in.bytes = (size_t)64 << 20;
+        CHECK(braid_bw_cost_pull(&in) < braid_bw_cost_pipe(&in),
+              "single copy behind at 64 MiB: pull %g, pipe %g",
+              braid_bw_cost_pull(&in), braid_bw_cost_pipe(&in));
         /* An older core's cost_in (without the get fields): pull refuses. */
         in = cost_in(c, 4, 1 << 20, 4.0);
         in.struct_size = offsetof(braid_cost_in_t, get_alpha_us);
