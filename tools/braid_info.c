@@ -62,12 +62,13 @@ static int print_plugins(void)
         if (d == NULL)
             continue;
         for (int k = 0; k < d->n_transports && k < BRAID_LOADER_MAX_TLS; k++)
-            printf("%-10s   transport %s%s%s: %s%s\n", "",
+            printf("%-10s   transport %s%s%s%s: %s%s\n", "",
                    d->transports[k]->name,
                    d->transports[k]->caps & BRAID_CAP_SENDRECV ? " send/recv"
                                                                : "",
                    d->transports[k]->caps & BRAID_CAP_PUT_SIGNAL
                        ? " put-with-signal" : "",
+                   d->transports[k]->caps & BRAID_CAP_GET ? " get" : "",
                    e->tl_ok[k] ? "available" : "unavailable: ",
                    e->tl_ok[k] ? "" : e->tl_why[k]);
         for (int k = 0; k < d->n_algos; k++) {
@@ -121,6 +122,21 @@ static void print_table(braid_comm_t *comm)
            "sizes are bytes per rank, half-open [from, to) as BRAID_ALGO "
            "writes them\n", comm->size, comm->topo.nnodes, comm->topo.ppn,
            topo);
+    /* The link parameters every estimate below starts from, and whether
+     * the single-copy path (get) opened on this communicator. */
+    for (int i = 0; i < comm->ntls; i++) {
+        const braid_tl_t *tl = &comm->tls[i];
+        printf("transport %s: send/recv %.2f us %.2f GB/s, put %.2f us "
+               "%.2f GB/s", tl->ops->name, tl->link.alpha_us,
+               tl->link.beta_gbps, tl->link.put_alpha_us,
+               tl->link.put_beta_gbps);
+        if (tl->caps & BRAID_CAP_GET)
+            printf(", get %.2f us %.2f GB/s", tl->get_alpha_us,
+                   tl->get_beta_gbps);
+        else if (comm->tl_get_why[i][0] != '\0')
+            printf(", get unavailable: %s", comm->tl_get_why[i]);
+        printf("\n");
+    }
     for (int c = 0; c < BRAID_COLL_COUNT; c++) {
         printf("\n%s\n", braid_coll_name((braid_coll_t)c));
         for (uint32_t k = 0; k < nneeds; k++) {

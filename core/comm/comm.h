@@ -54,6 +54,10 @@ struct braid_comm {
 
     int                         ntls;
     braid_tl_t                 *tls;
+    /* [ntls]: what each transport said of its get path (BRAID_CAP_GET) on
+     * this communicator, for BRAID_DEBUG=info and braid-info: "" without
+     * the capability, else "available" or why not. */
+    char                      (*tl_get_why)[160];
 
     braid_algo_spec_t           override;
     braid_tune_t                tune;

@@ -89,6 +89,44 @@ static braid_status_t agree_opened(braid_comm_t *comm, int ok, int *all_ok,
     return ast; /* a bootstrap failure is fatal; a refusal is not */
 }
 
+/* Whether a transport that declares BRAID_CAP_GET has the get path on this
+ * communicator (the transport decided it with its peers in comm_create, so
+ * every rank hears the same): without it, tl->caps loses the bit and no
+ * candidate needing it is built.  why (160 bytes) keeps the answer for
+ * braid-info. */
+static void open_get_path(braid_comm_t *comm, braid_tl_t *tl, char *why)
+{
+    const braid_transport_t *ops = tl->ops;
+    why[0] = '\0';
+    if (!(ops->caps & BRAID_CAP_GET))
+        return;
+    if (!BRAID_HAS(ops, braid_transport_t, get) || ops->get_link == NULL ||
+        ops->mem_expose == NULL || ops->mem_unexpose == NULL ||
+        ops->get == NULL) {
+        snprintf(why, 160, "the transport declares it but lacks get_link, "
+                 "mem_expose, mem_unexpose or get");
+    } else if (ops->get_link(tl->tcomm, &tl->get_alpha_us,
+                             &tl->get_beta_gbps, why, 160) == BRAID_OK &&
+               tl->get_beta_gbps > 0.0) {
+        snprintf(why, 160, "available");
+    } else if (why[0] == '\0') {
+        snprintf(why, 160, "no bandwidth declared");
+    }
+    if (strcmp(why, "available") != 0) {
+        tl->caps &= ~BRAID_CAP_GET;
+        tl->get_alpha_us = tl->get_beta_gbps = 0.0;
+        char  *note = comm->sel.caps_note;
+        size_t used = strlen(note);
+        snprintf(note + used, sizeof(comm->sel.caps_note) - used,
+                 "%s%s: single-copy reads (get) unavailable: %s",
+                 used ? "; " : "", ops->name, why);
+    }
+    if (comm->rank == 0)
+        BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "transport %s: single-copy "
+                  "reads (get) %s%s", ops->name,
+                  strcmp(why, "available") ? "unavailable: " : "", why);
+}
+
 /* Opens one transport everywhere or nowhere. */
 static braid_status_t open_one(braid_comm_t *comm,
                                const braid_transport_t *ops)
@@ -108,12 +146,15 @@ static braid_status_t open_one(braid_comm_t *comm,
             ops->comm_destroy(tcomm);
         return ast;
     }
+    char *get_why = comm->tl_get_why[comm->ntls];
     braid_tl_t *tl = &comm->tls[comm->ntls++];
     tl->struct_size      = sizeof(*tl);
     tl->ops              = ops;
     tl->tcomm            = tcomm;
     tl->link.struct_size = sizeof(tl->link);
     ops->link(tcomm, &tl->link);
+    tl->caps = ops->caps;
+    open_get_path(comm, tl, get_why);
     BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "transport %s open: alpha %.2f us, "
               "%.2f GB/s", ops->name, tl->link.alpha_us, tl->link.beta_gbps);
     return BRAID_OK;
@@ -142,7 +183,9 @@ static braid_status_t open_agreed_transports(braid_comm_t *comm)
     if ((st = intersect(comm, local, keep)) != BRAID_OK)
         goto out;
     comm->tls = calloc(local->n ? local->n : 1, sizeof(braid_tl_t));
-    if (comm->tls == NULL) {
+    comm->tl_get_why = calloc(local->n ? local->n : 1,
+                              sizeof(*comm->tl_get_why));
+    if (comm->tls == NULL || comm->tl_get_why == NULL) {
         st = braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
         goto out;
     }
@@ -230,7 +273,7 @@ static braid_status_t add_candidates(braid_comm_t *comm,
 {
     for (int t = 0; t < comm->ntls; t++) {
         braid_tl_t *tl = &comm->tls[t];
-        if ((tl->ops->caps & algo->needs_caps) != algo->needs_caps)
+        if ((tl->caps & algo->needs_caps) != algo->needs_caps)
             continue;
         if (algo->transport != NULL && strcmp(algo->transport, tl->ops->name))
             continue;
@@ -367,6 +410,8 @@ void braid_comm_close_transports(braid_comm_t *comm)
     for (int i = comm->ntls - 1; i >= 0; i--)
         comm->tls[i].ops->comm_destroy(comm->tls[i].tcomm);
     free(comm->tls);
-    comm->tls  = NULL;
-    comm->ntls = 0;
+    free(comm->tl_get_why);
+    comm->tls        = NULL;
+    comm->tl_get_why = NULL;
+    comm->ntls       = 0;
 }

@@ -54,6 +54,8 @@ double braid_candidate_estimate(const braid_selector_t *sel,
         .stage_us    = sel->stage_us,
         .mem         = cost_mem(mem),
         .comm_state  = cand->comm_state,
+        .get_alpha_us  = cand->tl != NULL ? cand->tl->get_alpha_us : 0.0,
+        .get_beta_gbps = cand->tl != NULL ? cand->tl->get_beta_gbps : 0.0,
     };
     return cand->algo->estimate(cand->algo, &in);
 }
@@ -154,9 +156,10 @@ static braid_status_t refuse(const braid_selector_t *sel, braid_pick_t pick,
         return braid_error(BRAID_ERR_NOT_SUPPORTED, "BRAID_ALGO forces %s for "
                            "%s of %zu bytes%s on %d ranks, but no such "
                            "candidate can run it on this communicator "
-                           "(available: %s)", list, braid_coll_name(coll),
+                           "(available: %s)%s%s", list, braid_coll_name(coll),
                            bytes, mem_note(mem), sel->nranks,
-                           avail[0] ? avail : "none");
+                           avail[0] ? avail : "none",
+                           sel->caps_note[0] ? "; " : "", sel->caps_note);
     }
     if (sel->none_why[coll][0] != '\0')
         return braid_error(BRAID_ERR_NOT_SUPPORTED, "no candidate can run %s "

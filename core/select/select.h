@@ -89,6 +89,10 @@ typedef struct braid_selector {
     /* Collectives without any candidate: why (validate.c), for the error
      * of a call; "" otherwise. */
     char                     none_why[BRAID_COLL_COUNT][512];
+    /* Capabilities a transport declares but lacks on this communicator
+     * ("shm: single-copy reads unavailable: ..."), for the error of a call
+     * that forces a candidate needing one; "" when none. */
+    char                     caps_note[256];
 } braid_selector_t;
 
 /* On a zeroed selector, or again after its candidates or choices changed:

@@ -184,6 +184,10 @@ braid_status_t braid_validate_algo(const braid_algo_spec_t *spec,
 
 static const char *caps_str(uint32_t caps)
 {
+    if (caps & BRAID_CAP_GET)
+        return caps & BRAID_CAP_PUT_SIGNAL ? "single-copy get and "
+                                             "put-with-signal"
+                                           : "single-copy get";
     return (caps & BRAID_CAP_PUT_SIGNAL) && (caps & BRAID_CAP_SENDRECV)
                ? "send/recv and put-with-signal"
            : caps & BRAID_CAP_PUT_SIGNAL ? "put-with-signal"

@@ -1037,6 +1037,9 @@ static const struct {
     {"twoshot", "allreduce"},
     {"direct", "allgather,reduce_scatter,barrier"},
     {"linear", "broadcast"},
+    {"pull", "allreduce,reduce_scatter,allgather"},
+    {"pipe", "allreduce,reduce_scatter,allgather"},
+    {"rabenseifner", "allreduce"},
 };
 
 static const char *colls_of(const char *cand)

@@ -98,12 +98,15 @@ esac
 ring64=$(choice 65536)
 
 # 3. The model's choice moves with the cabling and with the host count.
-[ "$sw64" = recdbl@ucx ] && [ "$ring64" = ring@ucx ] ||
-  fail "64 KiB on 4 hosts: want recdbl@ucx on the switch, ring@ucx on the ring; got $sw64, $ring64"
+#    Behind the switch every step of Rabenseifner's halving and doubling
+#    crosses one link; on the ring its far steps cross two, and the ring
+#    wins (docs/performance.md, "Where the choice moves").
+[ "$sw64" = rabenseifner@ucx ] && [ "$ring64" = ring@ucx ] ||
+  fail "64 KiB on 4 hosts: want rabenseifner@ucx on the switch, ring@ucx on the ring; got $sw64, $ring64"
 run "switch of 2" --netns switch -n 2 -- -c 131072
 sw2_128=$(choice 131072)
-[ "$sw2_128" = recdbl@ucx ] && [ "$sw128" = ring@ucx ] ||
-  fail "128 KiB behind a switch: want recdbl@ucx on 2 hosts, ring@ucx on 4; got $sw2_128, $sw128"
+[ "$sw2_128" = recdbl@ucx ] && [ "$sw128" = rabenseifner@ucx ] ||
+  fail "128 KiB behind a switch: want recdbl@ucx on 2 hosts, rabenseifner@ucx on 4; got $sw2_128, $sw128"
 
 # 4. Two ranks per host on a ring of 3 (all neighbours: a switch), and
 #    BRAID_TOPO overriding a detected ring.

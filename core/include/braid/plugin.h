@@ -272,6 +272,11 @@ typedef struct braid_link {
 
 #define BRAID_CAP_SENDRECV   (1u << 0) /* tagged two-sided isend/irecv */
 #define BRAID_CAP_PUT_SIGNAL (1u << 1) /* one-sided put + completion flag */
+/* One-sided read of a peer's buffer (single copy): mem_expose, get,
+ * get_link.  A transport may declare it and still lack it on a given
+ * communicator (shm: the kernel may forbid cross-memory attach); get_link
+ * says which, and the core then offers no candidate needing it there. */
+#define BRAID_CAP_GET        (1u << 2)
 
 #define BRAID_TAG_BITS 40
 #define BRAID_TAG(seq, step) \
@@ -292,6 +297,19 @@ typedef struct braid_link {
 #define BRAID_TAG_MATCH_MASK 0xffffffull
 #define BRAID_TAG_CHECKED(seq, step, sig32) \
     (BRAID_TAG(seq, step) ^ (((uint64_t)(sig32) & 0xffffull) << 24))
+
+/* A buffer of one rank exposed for its peers' get (BRAID_CAP_GET): what a
+ * peer needs to read it.  The owner fills it with mem_expose and sends it
+ * to the peers by value (through put_signal, or any per-call exchange), so
+ * its layout is fixed for good, as braid_treq_t's.  shm reads by address
+ * (process_vm_readv); a transport with registered memory (a UCX packed
+ * rkey, a verbs rkey) keeps its key bytes in key[]. */
+#define BRAID_RKEY_BYTES 112
+typedef struct braid_rkey {
+    uint64_t      addr; /* the buffer's address in its owner's process */
+    uint64_t      len;  /* bytes exposed from addr */
+    unsigned char key[BRAID_RKEY_BYTES]; /* the transport's; 0 if unused */
+} braid_rkey_t;
 
 typedef struct braid_transport {
     uint32_t    struct_size; /* sizeof(braid_transport_t) */
@@ -374,6 +392,37 @@ typedef struct braid_transport {
      * (after svc->sleep_polls() polls in a row that reported
      * BRAID_WAIT_PEER, on a host with more ranks than cores). */
     void (*wait)(void *tcomm, double max_s);
+
+    /* ---- appended to ABI 4: single-copy reads (BRAID_CAP_GET; NULL
+     * otherwise).  The core reads these only when struct_size covers them.
+     *
+     * get_link: whether this communicator has the get path, the same
+     * answer on every rank (decide it collectively in comm_create), and
+     * its link parameters: the latency of one get and the bandwidth one
+     * rank reads at while every rank of the host reads at once.  Otherwise
+     * BRAID_ERR_UNAVAILABLE and a reason in why ("process_vm_readv: EPERM
+     * (ptrace_scope 2)"); algorithms needing BRAID_CAP_GET are then not
+     * offered on this communicator.  Not collective. */
+    braid_status_t (*get_link)(void *tcomm, double *alpha_us,
+                               double *beta_gbps, char *why, size_t why_len);
+    /* Exposes len bytes at buf (this rank's memory, valid until
+     * mem_unexpose) for peers' get: fills *key, which the caller sends to
+     * them, and *handle, which it passes to mem_unexpose.  Not collective;
+     * cheap enough to call per collective call (a transport that must
+     * register memory keeps a cache).  The owner must not return the
+     * buffer to its caller while a peer may still read it: algorithms
+     * learn that from the peers (a flag each sends when done). */
+    braid_status_t (*mem_expose)(void *tcomm, const void *buf, size_t len,
+                                 braid_rkey_t *key, void **handle);
+    void (*mem_unexpose)(void *tcomm, void *handle);
+    /* Reads len bytes at offset off of the buffer peer exposed as *key
+     * into dst (this rank's memory).  dst is complete once req is (maybe
+     * on return: req->active 0).  An offset or length outside the key's
+     * range, or a key the peer no longer exposes, is an error naming the
+     * peer; so is a dead peer.  len may be 0. */
+    braid_status_t (*get)(void *tcomm, int peer, const braid_rkey_t *key,
+                          size_t off, void *dst, size_t len,
+                          braid_treq_t *req);
 } braid_transport_t;
 
 /* Handle of one transport on one communicator, handed to algorithms. */
@@ -382,6 +431,13 @@ typedef struct braid_tl {
     const braid_transport_t *ops;
     void                    *tcomm;
     braid_link_t             link;
+    /* ---- appended to ABI 4 (BRAID_HAS(tl, braid_tl_t, field)) */
+    /* What the transport offers on this communicator: ops->caps, less
+     * BRAID_CAP_GET where get_link said the communicator has no get path. */
+    uint32_t                 caps;
+    /* The get path's latency and bandwidth (get_link); 0 without one. */
+    double                   get_alpha_us;
+    double                   get_beta_gbps;
 } braid_tl_t;
 
 /* --------------------------------------------------------------- algorithm */
@@ -413,6 +469,12 @@ typedef struct braid_cost_in {
      * that its estimate can use what it learned there (links agreed on by
      * every rank); NULL for other algorithms. */
     const void       *comm_state;
+    /* ---- appended to ABI 4 (BRAID_HAS(in, braid_cost_in_t, field)) */
+    /* The transport's get path (BRAID_CAP_GET): latency of one get and the
+     * bandwidth one rank reads at while every rank of the host reads at
+     * once; both 0 when this communicator has no get path. */
+    double            get_alpha_us;
+    double            get_beta_gbps;
 } braid_cost_in_t;
 
 /* What a call that is not done waits for, as progress() reports it.  The

@@ -11,7 +11,9 @@
 
 /* Pipeline segment: large enough that per-message cost is small against the
  * transfer, small enough that a ring keeps every link busy. */
+#ifndef BRAID_P2P_SEG_BYTES
 #define BRAID_P2P_SEG_BYTES (256u * 1024u)
+#endif
 /* BRAID_TAG() keeps 16 bits of step: tags of one call are unique below it. */
 #define BRAID_P2P_MAX_STEPS 65536L
 
@@ -81,6 +83,8 @@ double braid_p2p_cost_allreduce_ring(const braid_algo_t *self,
                                      const braid_cost_in_t *in);
 double braid_p2p_cost_allreduce_recdbl(const braid_algo_t *self,
                                        const braid_cost_in_t *in);
+double braid_p2p_cost_allreduce_rabenseifner(const braid_algo_t *self,
+                                             const braid_cost_in_t *in);
 double braid_p2p_cost_reduce_scatter_ring(const braid_algo_t *self,
                                           const braid_cost_in_t *in);
 double braid_p2p_cost_reduce_scatter_recdbl(const braid_algo_t *self,
@@ -101,6 +105,7 @@ double braid_p2p_cost_barrier_recdbl(const braid_algo_t *self,
 /* The algorithms. */
 extern const braid_algo_t braid_p2p_allreduce_ring;
 extern const braid_algo_t braid_p2p_allreduce_recdbl;
+extern const braid_algo_t braid_p2p_allreduce_rabenseifner;
 extern const braid_algo_t braid_p2p_reduce_scatter_ring;
 extern const braid_algo_t braid_p2p_reduce_scatter_recdbl;
 extern const braid_algo_t braid_p2p_allgather_ring;

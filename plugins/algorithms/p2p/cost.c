@@ -125,6 +125,34 @@ double braid_p2p_cost_allreduce_recdbl(const braid_algo_t *self,
     return cost;
 }
 
+/* Allreduce, Rabenseifner: recursive halving over p = pow2_floor(n)
+ * blocks, then recursive doubling.  Halving step j (partner p/2^(j+1)
+ * away) moves and reduces m/2^(j+1); doubling step j (partner 2^j away)
+ * moves m·2^j/p:
+ *   2 L alpha + sum_d load(d) (2 d/p) B(m) + (p-1)/p G(m),  d = p/2 ... 1.
+ * Not a power of two: fold-in alpha + B(m) + G(m), fold-out alpha + B(m).
+ * Segments overlap their reduction with the next one's transfer; as for
+ * the ring, the model counts both (one host: the same CPU does both). */
+double braid_p2p_cost_allreduce_rabenseifner(const braid_algo_t *self,
+                                             const braid_cost_in_t *in)
+{
+    (void)self;
+    terms_t t;
+
+    if (terms(&t, in) < 0)
+        return -1.0;
+    if (t.n == 1)
+        return 0.0;
+    int    p    = braid_p2p_pow2_floor(t.n);
+    double cost = 2.0 * log2_floor_d(t.n) * t.alpha +
+                  (double)(p - 1) / p * t.m * t.gus;
+    for (int dist = p / 2; dist >= 1; dist /= 2)
+        cost += link_load(in, dist) * 2.0 * dist / p * t.m * t.bus;
+    if (p != t.n)
+        cost += 2.0 * (t.alpha + t.m * t.bus) + t.m * t.gus;
+    return cost;
+}
+
 /* Reduce-scatter, ring (m = one block): n-1 steps each moving and reducing
  * one block: (n-1) (alpha + B(m) + G(m)). */
 double braid_p2p_cost_reduce_scatter_ring(const braid_algo_t *self,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "shm.h"
@@ -74,6 +75,13 @@ static void fifo_init(void *base, size_t bytes, void *arg)
     hdr->rank   = comm->rank;
     hdr->nranks = comm->size;
     braid_shm_live_init(hdr);
+    /* For the cross-memory attach test (cma.c): the peers read these two
+     * words through this process's own address of them. */
+    hdr->cma_addr = (uint64_t)(uintptr_t)base;
+    if (getrandom(&hdr->cma_nonce, sizeof(hdr->cma_nonce), GRND_NONBLOCK) !=
+        (ssize_t)sizeof(hdr->cma_nonce))
+        hdr->cma_nonce = (uint64_t)getpid() * UINT64_C(0x9e3779b97f4a7c15) ^
+                         (uint64_t)(uintptr_t)base;
 }
 
 static braid_shm_ring_t *ring_of(void *base, int sender)
@@ -96,6 +104,7 @@ static void comm_free(braid_shm_comm_t *comm)
                       (unsigned long long)comm->n_sleep_timeouts,
                       (unsigned long long)comm->n_wakes);
     }
+    braid_shm_cma_release(comm);
     braid_shm_rmem_release_all(comm);
     braid_shm_recv_release(comm);
     braid_shm_ops_release(comm);
@@ -174,6 +183,20 @@ static braid_status_t shm_comm_create(const braid_transport_t *self,
         comm->in[p].ring  = ring_of(comm->fifo.base[comm->rank], p);
         comm->out[p].ring = ring_of(comm->fifo.base[p], comm->rank);
     }
+    /* Collective like the segments: every rank decides the same. */
+    st = braid_shm_cma_setup(comm);
+    if (st != BRAID_OK) {
+        comm_free(comm);
+        return st;
+    }
+    if (comm->rank == 0)
+        svc->log(BRAID_LOG_INFO, BRAID_SHM_COMPONENT, "%d ranks: large "
+                 "messages: %s%s", comm->size, comm->cma_ok
+                     ? "single-copy reads (cross-memory attach, "
+                       "process_vm_readv)"
+                     : "copy path through shared memory; single-copy reads "
+                       "unavailable: ",
+                 comm->cma_ok ? "" : comm->cma_why);
     /* Peers may sleep in wait() only on a host with more ranks than cores
      * and while the core's BRAID_SLEEP_POLLS is on (the same on every rank,
      * or the communicator would not exist): only then do senders ring. */
@@ -204,7 +227,7 @@ static void shm_link(void *tcomm, braid_link_t *link)
 const braid_transport_t braid_shm_transport = {
     .struct_size  = sizeof(braid_transport_t),
     .name         = "shm",
-    .caps         = BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV,
+    .caps         = BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV | BRAID_CAP_GET,
     .mem_types    = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .probe        = braid_shm_probe,
     .comm_create  = shm_comm_create,
@@ -219,4 +242,8 @@ const braid_transport_t braid_shm_transport = {
     .mem_free     = braid_shm_mem_free,
     .put_signal   = braid_shm_put_signal,
     .wait         = braid_shm_wait,
+    .get_link     = braid_shm_get_link,
+    .mem_expose   = braid_shm_mem_expose,
+    .mem_unexpose = braid_shm_mem_unexpose,
+    .get          = braid_shm_get,
 };

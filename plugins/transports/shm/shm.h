@@ -91,6 +91,11 @@ typedef struct braid_shm_hdr {
     int32_t  nranks;
     int64_t  pid;   /* owner, for the liveness check */
     uint64_t pidns; /* inode of the owner's pid namespace, 0 if unknown */
+    /* Cross-memory attach check (cma.c): where this header lives in the
+     * owner's address space, and a random word, which a peer reads with
+     * process_vm_readv and compares with what its own mapping shows. */
+    uint64_t cma_addr;
+    uint64_t cma_nonce;
     /* Futex doorbell: peers bump it when they give this rank work while it
      * sleeps in wait() (wake.c); each word on its own line. */
     alignas(BRAID_SHM_CACHELINE) uint32_t doorbell;
@@ -204,6 +209,13 @@ struct braid_shm_comm {
     unsigned            poll_calls; /* braid_shm_poll */
     double              last_live_check;
     int                 lost_peer; /* first peer found dead, -1 */
+    /* Single-copy reads (cma.c): whether every rank may read every peer's
+     * memory with process_vm_readv, agreed by all ranks in comm_create;
+     * why not, if not; the peers' pids and pidfds (-1: none). */
+    int                 cma_ok;
+    char                cma_why[160];
+    int64_t            *cma_pid;   /* [size] */
+    int                *cma_pidfd; /* [size] */
 };
 
 extern const braid_transport_t braid_shm_transport;
@@ -262,6 +274,22 @@ static inline void braid_shm_wake(braid_shm_comm_t *comm, int peer)
         braid_shm_wake_peer(comm, peer);
     }
 }
+
+/* cma.c: single-copy reads through cross-memory attach. */
+/* Collective (one oob allgather): decides comm->cma_ok on every rank alike
+ * from BRAID_SHM_CMA and a test read of every peer.  Fails only on an oob
+ * failure, a malformed BRAID_SHM_CMA, or BRAID_SHM_CMA=on without the path. */
+braid_status_t braid_shm_cma_setup(braid_shm_comm_t *comm);
+void           braid_shm_cma_release(braid_shm_comm_t *comm);
+braid_status_t braid_shm_get_link(void *tcomm, double *alpha_us,
+                                  double *beta_gbps, char *why,
+                                  size_t why_len);
+braid_status_t braid_shm_mem_expose(void *tcomm, const void *buf, size_t len,
+                                    braid_rkey_t *key, void **handle);
+void           braid_shm_mem_unexpose(void *tcomm, void *handle);
+braid_status_t braid_shm_get(void *tcomm, int peer, const braid_rkey_t *key,
+                             size_t off, void *dst, size_t len,
+                             braid_treq_t *req);
 
 /* rma.c */
 braid_status_t braid_shm_mem_alloc(void *tcomm, size_t len, braid_rmem_t *mem);

@@ -8,15 +8,21 @@
  * receives posted in reverse order, before and after the messages arrive,
  * zero-length, ring-sized and 8 MiB messages, self-sends, a length mismatch,
  * tag check bits that differ (BRAID_TAG_CHECKED),
- * cancelled sends and receives; then that comm_destroy leaves no fd,
- * mapping or /dev/shm name behind.
+ * cancelled sends and receives; single-copy gets of every peer's exposed
+ * buffer; then that comm_destroy leaves no fd, mapping or /dev/shm name
+ * behind.
  * Failure paths: one rank unable to open a file fails comm_create and
- * mem_alloc on every rank, cleanly. */
+ * mem_alloc on every rank, cleanly; without the get path (BRAID_SHM_CMA=off,
+ * malformed, or the kernel refusing cross-memory attach) every rank agrees
+ * and says why. */
+#include <linux/capability.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -564,6 +570,139 @@ static unsigned char *test_abandon(th_rank_t *r, void *tc)
     return big; /* the queued send may point into it until comm_destroy */
 }
 
+/* ------------------------------------------------------------------ get */
+
+/* Single-copy reads (cross-memory attach): every rank exposes a buffer of
+ * its own, the keys go round through the oob, and every rank reads ranges
+ * of every peer's (odd offsets and lengths, 0 bytes, the whole buffer).
+ * Bad ranges and peers are refused. */
+static void test_get(th_rank_t *r, void *tc)
+{
+    const braid_transport_t *tl = r->tl;
+    const int     n   = r->size;
+    const size_t  len = (size_t)3 << 20; /* several page-pinning batches */
+    unsigned char *mine = malloc(len), *got = malloc(len);
+    braid_rkey_t   key, *keys = calloc((size_t)n, sizeof(braid_rkey_t));
+    void          *handle = (void *)1;
+    braid_treq_t   req;
+    double         alpha = -1, beta = -1;
+    char           why[160] = "";
+
+    TH_CHECK(tl->get_link(tc, &alpha, &beta, why, sizeof(why)) == BRAID_OK &&
+                 alpha > 0 && beta > 0,
+             "get path: %s (%g us, %g GB/s)", why, alpha, beta);
+    fill(mine, len, r->rank, 0, 3);
+    TH_CHECK(tl->mem_expose(tc, mine, len, &key, &handle) == BRAID_OK &&
+                 key.addr == (uint64_t)(uintptr_t)mine && key.len == len,
+             "mem_expose");
+    TH_CHECK(r->oob.allgather(r->oob.ctx, &key, keys, sizeof(key)) ==
+                 BRAID_OK, "key exchange");
+    static const size_t offs[][2] = {{0, 0}, {0, 1}, {4095, 2}, {1, 4097},
+                                     {12345, 700000}, {0, (size_t)3 << 20}};
+    for (int k = 1; k < n; k++) {
+        int peer = (r->rank + k) % n;
+        for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+            size_t off = offs[i][0], cnt = offs[i][1];
+            memset(got, 0, cnt ? cnt : 1);
+            req.active = 1;
+            braid_status_t st = tl->get(tc, peer, &keys[peer], off, got, cnt,
+                                        &req);
+            TH_CHECK(st == BRAID_OK && !req.active, "get %zu at %zu from %d: "
+                     "%s", cnt, off, peer, th_last_error());
+            /* fill() writes pattern(src, dst, k, i) at byte i. */
+            for (size_t b = 0; b < cnt; b++)
+                if (got[b] != pattern(peer, 0, 3, off + b)) {
+                    TH_CHECK(0, "get from %d: byte %zu of %zu at %zu wrong",
+                             peer, b, cnt, off);
+                    break;
+                }
+        }
+        req.active = 1;
+        TH_CHECK(tl->get(tc, peer, &keys[peer], len - 4, got, 8, &req) ==
+                     BRAID_ERR_INVALID_ARG &&
+                     strstr(th_last_error(), "outside") != NULL,
+                 "a get past the exposed range is refused: %s",
+                 th_last_error());
+    }
+    if (n > 1)
+        TH_CHECK(tl->get(tc, n, &keys[0], 0, got, 8, &req) ==
+                     BRAID_ERR_INVALID_ARG && tl->get(tc, r->rank, &keys[0],
+                                                      0, got, 8, &req) ==
+                     BRAID_ERR_INVALID_ARG,
+                 "a get from no peer (or from itself) is refused");
+    th_barrier(r); /* nobody reads `mine` any more */
+    tl->mem_unexpose(tc, handle);
+    free(keys);
+    free(mine);
+    free(got);
+}
+
+/* Without the get path (BRAID_SHM_CMA=off, or the kernel refusing: both
+ * ranks non-dumpable and without CAP_SYS_PTRACE), every rank agrees there
+ * is none, says why, and get refuses; a malformed BRAID_SHM_CMA fails
+ * comm_create, pointing at the position. */
+static int no_get(th_rank_t *r, void *arg)
+{
+    const braid_transport_t *tl = r->tl;
+    const char   *how = arg;
+    int           nodes[16];
+    braid_topo_t  topo = one_host(r, nodes);
+    void         *tc = NULL;
+    double        alpha = 1, beta = 1;
+    char          why[160] = "";
+    braid_rkey_t  key = {.addr = 4096, .len = 8};
+    braid_treq_t  req;
+    unsigned char buf[8];
+
+    if (strcmp(how, "off") == 0) {
+        setenv("BRAID_SHM_CMA", "off", 1);
+    } else if (strcmp(how, "bad") == 0) {
+        setenv("BRAID_SHM_CMA", "offf", 1);
+        TH_CHECK(tl->comm_create(tl, r->svc, &r->oob, &topo, &tc) ==
+                     BRAID_ERR_PARSE && tc == NULL &&
+                     strstr(th_last_error(), "position 3") != NULL,
+                 "a malformed BRAID_SHM_CMA fails comm_create: %s",
+                 th_last_error());
+        return 0;
+    } else {
+        /* A real refusal: a process that is not dumpable may be read only
+         * by one with CAP_SYS_PTRACE, which these ranks drop. */
+        struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+        struct __user_cap_data_struct   caps[2];
+        TH_CHECK(prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0, "not dumpable");
+        if (syscall(SYS_capget, &hdr, caps) == 0) {
+            caps[0].effective &= ~(1u << CAP_SYS_PTRACE);
+            caps[0].permitted &= ~(1u << CAP_SYS_PTRACE);
+            TH_CHECK(syscall(SYS_capset, &hdr, caps) == 0, "drop "
+                     "CAP_SYS_PTRACE");
+        }
+    }
+    TH_CHECK(tl->comm_create(tl, r->svc, &r->oob, &topo, &tc) == BRAID_OK,
+             "comm_create without the get path (%s)", how);
+    if (tc == NULL)
+        return 1;
+    braid_status_t st = tl->get_link(tc, &alpha, &beta, why, sizeof(why));
+    if (r->size == 1) {
+        /* Nobody to read: the path is there, vacuously (unless off). */
+        TH_CHECK(strcmp(how, "off") == 0 ? st == BRAID_ERR_UNAVAILABLE
+                                         : st == BRAID_OK,
+                 "one rank: get_link %d: %s", st, why);
+    } else {
+        TH_CHECK(st == BRAID_ERR_UNAVAILABLE,
+                 "get_link says there is no get path (%s)", how);
+        TH_CHECK(strcmp(how, "off") == 0
+                     ? strstr(why, "BRAID_SHM_CMA=off") != NULL
+                     : strstr(why, "not permitted") != NULL,
+                 "and why: %s", why);
+        TH_CHECK(tl->get(tc, (r->rank + 1) % r->size, &key, 0, buf, 8,
+                         &req) == BRAID_ERR_NOT_SUPPORTED,
+                 "get refuses");
+    }
+    th_barrier(r);
+    tl->comm_destroy(tc);
+    return 0;
+}
+
 /* -------------------------------------------------------------- scenario */
 
 /* arg: NULL, or the BRAID_SLEEP_POLLS every rank is given (the core's
@@ -582,7 +721,8 @@ static int scenario(th_rank_t *r, void *arg)
         th_set_sleep_polls((unsigned)atoi(arg));
     }
     TH_CHECK(tl->probe(tl, r->svc, why, sizeof(why)) == BRAID_OK, "probe: %s", why);
-    TH_CHECK(tl->caps == (BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV), "caps");
+    TH_CHECK(tl->caps == (BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV |
+                          BRAID_CAP_GET), "caps");
 
     braid_topo_t multi = tu_topo(r->size, two_hosts);
     for (int i = 0; i < r->size; i++) {
@@ -609,6 +749,7 @@ static int scenario(th_rank_t *r, void *arg)
              "link %g us %g GB/s", link.alpha_us, link.beta_gbps);
 
     test_put_signal(r, tc);
+    test_get(r, tc);
     test_zero_and_inline(r, tc);
     test_all_pairs(r, tc);
     test_reverse_order(r, tc, 1);
@@ -636,7 +777,7 @@ static int failure_paths(th_rank_t *r, void *arg)
     int           nodes[16];
     braid_topo_t  topo = one_host(r, nodes);
     int           fds0 = th_count_fds(), victim = r->rank == r->size - 1;
-    int           maps1 = 0;
+    int           maps1 = 0, fds1 = fds0;
     struct rlimit old;
     void         *tc = NULL;
     braid_rmem_t  mem;
@@ -664,12 +805,14 @@ static int failure_paths(th_rank_t *r, void *arg)
                  "error names the cause: %s", th_last_error());
         TH_CHECK(th_count_shm_maps() == maps1, "mappings after the failed %s",
                  step ? "mem_alloc" : "comm_create");
-        TH_CHECK(th_count_fds() == fds0, "fds after the failure");
+        TH_CHECK(th_count_fds() == fds1, "fds after the failure: %d, "
+                 "expected %d", th_count_fds(), fds1);
         TH_CHECK(th_count_shm_names(getpid()) == 0, "names after the failure");
         if (step == 0) {
             TH_CHECK(tl->comm_create(tl, r->svc, &r->oob, &topo, &tc) == BRAID_OK,
                      "comm_create after a failed one");
             maps1 = th_count_shm_maps(); /* the fifo segments */
+            fds1  = th_count_fds();      /* and a pidfd per peer */
             TH_CHECK(maps1 == r->size, "one fifo mapping per rank: %d", maps1);
         }
     }
@@ -767,6 +910,16 @@ int main(int argc, char **argv)
         int f = th_run(tl, 3, dead_peer, NULL, 60, "dead peer");
         printf("%s dead peer detected\n", f ? "FAIL" : "ok");
         failed += f;
+    }
+    /* No get path: switched off, malformed switch, refused by the kernel. */
+    for (int i = 0; argc == 2 && i < 3; i++) {
+        static char *how[] = {"off", "bad", "eperm"};
+        for (int n = 1; n <= 3; n += 2) {
+            int f = th_run(tl, n, no_get, how[i], 60, "no get path");
+            printf("%s no get path (%s) with %d rank(s)\n", f ? "FAIL" : "ok",
+                   how[i], n);
+            failed += f;
+        }
     }
     for (int n = 1; n <= 3; n += 2) {
         int f = th_run(tl, n, failure_paths, NULL, 60, "failure paths");

@@ -1,0 +1,96 @@
+/* Helpers shared by the bw engines: CPU mates, per-call state, copies. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__SSE2__)
+#include <emmintrin.h>
+#define HAVE_STREAM 1
+#endif
+
+#include "bw.h"
+
+int braid_bw_mates(unsigned char *mate, const braid_task_t *task)
+{
+    memset(mate, 0, (size_t)task->size);
+    if (task->topo == NULL || task->svc == NULL ||
+        !BRAID_HAS(task->svc, braid_services_t, cpu_mates) ||
+        task->svc->cpu_mates == NULL)
+        return -1;
+    return task->svc->cpu_mates(task->topo, task->rank, mate);
+}
+
+int braid_bw_only_remote(const unsigned char *mate, int nmates,
+                         const unsigned char *want, int n)
+{
+    if (nmates < 0)
+        return 0;
+    for (int r = 0; r < n && nmates > 0; r++)
+        if (want[r] && mate[r])
+            return 0;
+    return 1;
+}
+
+braid_status_t braid_bw_priv_alloc(braid_task_t *task, size_t size)
+{
+    return task->svc->state_get(task, size, NULL); /* zeroed */
+}
+
+void braid_bw_priv_free(braid_task_t *task)
+{
+    task->svc->state_put(task);
+}
+
+void braid_bw_local_result(braid_task_t *task)
+{
+    size_t bytes = task->count * task->dtsize;
+    char  *dst   = task->recvbuf;
+
+    if (task->coll == BRAID_COLL_ALLGATHER)
+        dst += (size_t)task->rank * bytes;
+    if (bytes != 0 && dst != (const char *)task->sendbuf)
+        memcpy(dst, task->sendbuf, bytes);
+    if (task->coll != BRAID_COLL_ALLGATHER && task->count != 0)
+        task->svc->finish_avg(dst, task->count, task->dtype, task->op, 1);
+}
+
+void braid_bw_copy(void *dst, const void *src, size_t n, int stream)
+{
+#ifdef HAVE_STREAM
+    unsigned char       *d = dst;
+    const unsigned char *s = src;
+
+    if (!stream || n < 4096) {
+        memcpy(dst, src, n);
+        return;
+    }
+    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+    memcpy(d, s, head);
+    d += head, s += head, n -= head;
+    for (; n >= 64; n -= 64, d += 64, s += 64) {
+        __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)s);
+        __m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+        __m128i x2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+        __m128i x3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+        _mm_stream_si128((__m128i *)(void *)d, x0);
+        _mm_stream_si128((__m128i *)(void *)(d + 16), x1);
+        _mm_stream_si128((__m128i *)(void *)(d + 32), x2);
+        _mm_stream_si128((__m128i *)(void *)(d + 48), x3);
+    }
+    memcpy(d, s, n);
+    /* Streaming stores are weakly ordered: fence them before a flag. */
+    _mm_sfence();
+#else
+    (void)stream;
+    memcpy(dst, src, n);
+#endif
+}
+
+void *braid_bw_alloc(size_t bytes)
+{
+    size_t len = (bytes + BRAID_BW_LINE - 1) / BRAID_BW_LINE * BRAID_BW_LINE;
+    void  *p   = aligned_alloc(BRAID_BW_LINE, len ? len : BRAID_BW_LINE);
+    if (p != NULL)
+        memset(p, 0, len ? len : BRAID_BW_LINE);
+    return p;
+}

@@ -1,0 +1,126 @@
+/* Alpha-beta-gamma cost model of the bw engines (microseconds).
+ *
+ * Notation as plugins/algorithms/p2p/cost.c: n ranks, m = in->bytes (per
+ * rank: the all-reduce's buffer, reduce_scatter's recvcount, allgather's
+ * sendcount, times the dtype size), and
+ *     B(x) = x / (beta·1e3)    us to move x bytes at beta GB/s
+ *     G(x) = x / (gamma·1e3)   us to reduce x bytes (in->reduce_gbps)
+ * pull reads with the transport's get path (in->get_alpha_us, get_beta),
+ * and raises its flags with put_signal (put_alpha); pipe moves everything
+ * with put_signal (put_alpha, put_beta).  Every flag wave is one stage:
+ * alpha plus in->stage_us (the scheduler hand-offs of a shared core).
+ *
+ * pull (pull.c), with C = BRAID_BW_PULL_CHUNK and R = BRAID_BW_PULL_MAX_GET:
+ *   allreduce       3·a_put + 2(n-1)/n·Bget(m) + (n-1)/n·G(m)
+ *                   + a_get·(n-1)·(ceil(m/(nC)) + ceil(m/(nR)))
+ *     three waves (hello, progress, done); each owner reads n-1 pieces of
+ *     its slice and folds them; every rank reads n-1 finished slices.
+ *   reduce_scatter  2·a_put + (n-1)·Bget(m) + (n-1)·G(m) + a_get·(n-1)·ceil(m/C)
+ *   allgather       2·a_put + (n-1)·Bget(m) + a_get·(n-1)·ceil(m/R)
+ * pipe (pipe.c), with C = BRAID_BW_PIPE_CHUNK, K = ceil(m/(nC)) chunks a
+ * slice, each chunk of a slice one put per peer and stage:
+ *   allreduce       2·a_put·(1 + K/D) + 2(n-1)/n·Bput(m) + 2(n-1)/n·G(m)
+ *     pieces out, fold, reduced chunks out, copy-out (G: a copy streams
+ *     memory like a reduction); every D = BRAID_BW_PIPE_DEPTH chunks the
+ *     writers wait for credit, a stage.
+ *   reduce_scatter  a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m), K' = ceil(m/C)
+ *   allgather       a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m)
+ *   Once the host's buffers (footprint(): every rank's send and receive
+ *   buffer) outgrow the last-level cache, pipe's two extra copies per byte
+ *   (into a slot, out of it) no longer hit cached lines: Bput then runs at
+ *   BRAID_BW_DRAM_COPY_GBPS.  pull copies each byte once, straight from
+ *   the peer, and its get link is declared at the uncached rate already.
+ * Both return -1 without a usable link (pull: without a get path). */
+#include <math.h>
+
+#include "bw.h"
+
+typedef struct terms {
+    int    n;
+    double m;
+    double ap, bp;  /* put: us per stage, us per byte */
+    double ag, bg;  /* get: us per read, us per byte (0: no get path) */
+    double gus;     /* us per byte reduced or copied */
+} terms_t;
+
+static int terms(terms_t *t, const braid_cost_in_t *in)
+{
+    if (in->nranks < 1 || !isfinite(in->link.put_alpha_us) ||
+        !(in->link.put_alpha_us >= 0.0) ||
+        !isfinite(in->link.put_beta_gbps) || !(in->link.put_beta_gbps > 0.0))
+        return -1;
+    t->n   = in->nranks;
+    t->m   = (double)in->bytes;
+    t->ap  = in->link.put_alpha_us + in->stage_us;
+    t->bp  = 1.0 / (in->link.put_beta_gbps * 1e3);
+    t->gus = in->reduce_gbps > 0.0 && isfinite(in->reduce_gbps)
+                 ? 1.0 / (in->reduce_gbps * 1e3)
+                 : 0.0;
+    t->ag = t->bg = 0.0;
+    if (BRAID_HAS(in, braid_cost_in_t, get_beta_gbps) &&
+        isfinite(in->get_beta_gbps) && in->get_beta_gbps > 0.0 &&
+        isfinite(in->get_alpha_us) && in->get_alpha_us >= 0.0) {
+        t->ag = in->get_alpha_us;
+        t->bg = 1.0 / (in->get_beta_gbps * 1e3);
+    }
+    return 0;
+}
+
+static double pieces(double bytes, size_t per)
+{
+    return ceil(bytes / (double)per);
+}
+
+double braid_bw_cost_pull(const braid_cost_in_t *in)
+{
+    terms_t t;
+    if (terms(&t, in) < 0 || t.bg <= 0.0)
+        return -1.0;
+    if (t.n == 1)
+        return 0.0;
+    double f = (double)(t.n - 1) / t.n, k = t.n - 1.0;
+    switch (in->coll) {
+    case BRAID_COLL_ALLREDUCE:
+        return 3.0 * t.ap + 2.0 * f * t.m * t.bg + f * t.m * t.gus +
+               t.ag * k * (pieces(t.m / t.n, BRAID_BW_PULL_CHUNK) +
+                           pieces(t.m / t.n, BRAID_BW_PULL_MAX_GET));
+    case BRAID_COLL_REDUCE_SCATTER:
+        return 2.0 * t.ap + k * t.m * (t.bg + t.gus) +
+               t.ag * k * pieces(t.m, BRAID_BW_PULL_CHUNK);
+    case BRAID_COLL_ALLGATHER:
+        return 2.0 * t.ap + k * t.m * t.bg +
+               t.ag * k * pieces(t.m, BRAID_BW_PULL_MAX_GET);
+    default:
+        return -1.0;
+    }
+}
+
+/* Bytes of all ranks' send and receive buffers on one host. */
+static double footprint(const braid_cost_in_t *in, double n, double m)
+{
+    return in->coll == BRAID_COLL_ALLREDUCE ? 2.0 * n * m : n * (n + 1.0) * m;
+}
+
+double braid_bw_cost_pipe(const braid_cost_in_t *in)
+{
+    terms_t t;
+    if (terms(&t, in) < 0)
+        return -1.0;
+    if (t.n == 1)
+        return 0.0;
+    if (footprint(in, t.n, t.m) > (double)BRAID_BW_CACHE_BYTES)
+        t.bp = fmax(t.bp, 1.0 / (BRAID_BW_DRAM_COPY_GBPS * 1e3));
+    double f = (double)(t.n - 1) / t.n, k = t.n - 1.0;
+    double d = (double)BRAID_BW_PIPE_DEPTH;
+    switch (in->coll) {
+    case BRAID_COLL_ALLREDUCE:
+        return 2.0 * t.ap * (1.0 + pieces(t.m / t.n, BRAID_BW_PIPE_CHUNK) / d) +
+               2.0 * f * t.m * (t.bp + t.gus);
+    case BRAID_COLL_REDUCE_SCATTER:
+    case BRAID_COLL_ALLGATHER:
+        return t.ap * (1.0 + pieces(t.m, BRAID_BW_PIPE_CHUNK) / d) +
+               k * t.m * (t.bp + t.gus);
+    default:
+        return -1.0;
+    }
+}

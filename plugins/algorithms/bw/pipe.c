@@ -1,0 +1,563 @@
+/* "pipe": the copy path for large all-reduce, reduce_scatter and allgather
+ * over put-with-signal alone (any transport; on shm it serves when
+ * cross-memory attach is not allowed, and pull cannot run).
+ *
+ * Every ordered pair of ranks (r -> j) has two streams, each a ring of
+ * BRAID_BW_PIPE_DEPTH chunk slots in j's registered area:
+ *   RS  r's pieces of slice j (chunk c of slice j of r's send buffer);
+ *   AG  r's finished chunks of slice r (all-reduce), or of r's own block
+ *       (allgather).
+ * A call on rank `me`, everything as soon as it can go:
+ *   - put chunk c of every slice j into stream RS(me -> j), in order;
+ *   - once stream RS(s -> me) holds chunk c for every s, fold chunk c in
+ *     rank order (the own piece from the send buffer) into the receive
+ *     buffer, and hand every slot back;
+ *   - put every folded chunk into AG(me -> k) for every k;
+ *   - copy every chunk arriving on AG(s -> me) to its place, hand the slot
+ *     back.
+ * The allgather runs the AG streams alone, reduce_scatter the RS streams.
+ *
+ * Flow control.  A stream's messages are numbered from the communicator's
+ * creation on (positions), and position p lives in slot p mod D with flag
+ * p + 1.  The reader hands slots back by putting the count of messages it
+ * consumed into the writer's area (a credit flag); the writer puts position
+ * p only once that count is at least p - D + 1, so it never overwrites a
+ * slot not yet read -- in this call or the previous one: positions run on
+ * across calls, and every rank makes the same calls with the same sizes,
+ * so both ends count the same messages.  No barrier per call: a rank
+ * returns once its puts are out and its chunks are in.  Memory stays
+ * 2(n-1)·D chunk slots per rank whatever the message size.
+ *
+ * Traffic per rank (all-reduce of S): the pieces out (n-1)/n·S, the fold,
+ * the finished chunks out to n-1 peers, and their copy-out: the slots
+ * stay in cache when the reader keeps up, so memory sees about 2·S per
+ * rank; the CPU copies 3(n-1)/n·S. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bw.h"
+
+#define RS 0
+#define AG 1
+#define DEPTH     BRAID_BW_PIPE_DEPTH
+#define FOLD_BLK  16384 /* a multiple of every dtype: the fold's L1 block */
+/* A data flag: position + 1 in the low POS_BITS, the call's signature bits
+ * above them, so the first message of a call from a peer that called
+ * something else (positions still agree there) fails the call instead of
+ * being folded in. */
+#define POS_BITS  40
+#define POS_MASK  ((UINT64_C(1) << POS_BITS) - 1)
+
+typedef struct pipe_comm {
+    braid_rmem_t   mem;
+    int            n;
+    size_t         stride;     /* slot: flag line + chunk */
+    uint64_t      *sent[2];    /* [n] positions put on stream (me -> j) */
+    uint64_t      *got[2];     /* [n] positions consumed from (s -> me) */
+    uint64_t      *told[2];    /* [n] credit last put to s */
+    braid_treq_t  *creq[2];    /* [n] credit puts */
+    braid_treq_t  *dreq[2];    /* [n * DEPTH] data puts, by slot */
+    char          *acc;        /* fold block staging (in place) */
+    unsigned char *mate;
+    int            nmates;
+} pipe_comm_t;
+
+typedef struct pipe {
+    pipe_comm_t    *pc;
+    uint64_t        sig;        /* 24 signature bits, above POS_BITS */
+    int             odd;        /* a peer's message has another signature */
+    braid_bw_plan_t plan;
+    size_t          dts;
+    const char     *src;
+    char           *dst;
+    int             reduce, gather; /* streams this call uses */
+    size_t          mine;       /* chunks of slice me */
+    size_t          folded;     /* of them, reduced (allgather: all) */
+    size_t         *rs_sent;    /* [n] pieces of slice j put */
+    size_t         *ag_sent;    /* [n] own chunks put to k */
+    size_t         *ag_got;     /* [n] chunks of slice s copied */
+    int             left;       /* streams with messages still to come or
+                                   go, this call */
+    const void    **srcs;       /* [n] fold sources */
+} pipe_t;
+
+/* ------------------------------------------------------------- layout */
+
+static size_t inbox_off(const pipe_comm_t *pc, int kind, int s, uint64_t pos)
+{
+    return (((size_t)kind * (size_t)pc->n + (size_t)s) * DEPTH +
+            (size_t)(pos % DEPTH)) * pc->stride;
+}
+
+static size_t credit_off(const pipe_comm_t *pc, int kind, int s)
+{
+    return 2 * (size_t)pc->n * DEPTH * pc->stride +
+           ((size_t)kind * (size_t)pc->n + (size_t)s) * BRAID_BW_LINE;
+}
+
+static uint64_t flag_at(const pipe_comm_t *pc, size_t off)
+{
+    return __atomic_load_n((const uint64_t *)(const void *)
+                               ((const char *)pc->mem.local + off),
+                           __ATOMIC_ACQUIRE);
+}
+
+/* ------------------------------------------------------------- state */
+
+static void pipe_comm_free(void *state, braid_tl_t *tl)
+{
+    pipe_comm_t *pc = state;
+    if (pc == NULL)
+        return;
+    if (pc->mem.local != NULL && tl != NULL)
+        tl->ops->mem_free(tl->tcomm, &pc->mem);
+    free(pc->sent[0]); /* one block holds the counters and requests */
+    free(pc->acc);
+    free(pc->mate);
+    free(pc);
+}
+
+static braid_status_t comm_get(pipe_comm_t **out, braid_task_t *task)
+{
+    pipe_comm_t *pc = *task->comm_state;
+    if (pc != NULL) {
+        *out = pc;
+        return BRAID_OK;
+    }
+    const braid_tl_t *tl = task->tl;
+    int    n      = task->size;
+    size_t stride = BRAID_BW_LINE + BRAID_BW_PIPE_CHUNK;
+    size_t len    = 2 * (size_t)n * DEPTH * stride +
+                    2 * (size_t)n * BRAID_BW_LINE;
+    size_t counters = 6 * (size_t)n * sizeof(uint64_t) +
+                      2 * (size_t)n * (1 + DEPTH) * sizeof(braid_treq_t);
+    braid_status_t st = BRAID_OK;
+
+    pc = calloc(1, sizeof(*pc));
+    if (pc != NULL) {
+        pc->sent[0] = calloc(1, counters);
+        pc->acc     = braid_bw_alloc(FOLD_BLK);
+        pc->mate    = calloc((size_t)n, 1);
+    }
+    if (pc == NULL || pc->sent[0] == NULL || pc->acc == NULL ||
+        pc->mate == NULL)
+        st = task->svc->error(BRAID_ERR_NO_MEMORY, "bw: pipe: out of memory "
+                              "for the stream state");
+    braid_rmem_t mem;
+    memset(&mem, 0, sizeof(mem));
+    /* Collective: a rank that failed above still takes part. */
+    braid_status_t ast = tl->ops->mem_alloc(tl->tcomm, len, &mem);
+    if (st == BRAID_OK && ast == BRAID_OK &&
+        (mem.local == NULL || mem.len < len))
+        ast = task->svc->error(BRAID_ERR_TRANSPORT, "bw: %s mem_alloc of %zu "
+                               "bytes returned a smaller area",
+                               tl->ops->name, len);
+    if (st != BRAID_OK || ast != BRAID_OK) {
+        if (ast == BRAID_OK && st != BRAID_OK)
+            task->svc->log(BRAID_LOG_ERROR, BRAID_BW_COMPONENT, "rank %d: "
+                           "pipe: cannot keep its %zu-byte stream area",
+                           task->rank, len);
+        if (mem.local != NULL)
+            tl->ops->mem_free(tl->tcomm, &mem);
+        pipe_comm_free(pc, NULL);
+        return st != BRAID_OK ? st : ast;
+    }
+    pc->mem     = mem;
+    pc->n       = n;
+    pc->stride  = stride;
+    pc->sent[1] = pc->sent[0] + n;
+    pc->got[0]  = pc->sent[1] + n;
+    pc->got[1]  = pc->got[0] + n;
+    pc->told[0] = pc->got[1] + n;
+    pc->told[1] = pc->told[0] + n;
+    pc->creq[0] = (braid_treq_t *)(pc->told[1] + n);
+    pc->creq[1] = pc->creq[0] + n;
+    pc->dreq[0] = pc->creq[1] + n;
+    pc->dreq[1] = pc->dreq[0] + (size_t)n * DEPTH;
+    pc->nmates  = braid_bw_mates(pc->mate, task);
+    *task->comm_state = pc;
+    *out = pc;
+    return BRAID_OK;
+}
+
+/* ------------------------------------------------------------- start */
+
+static braid_status_t pipe_start(braid_task_t *task, braid_wait_t *wait)
+{
+    int n = task->size, me = task->rank;
+    braid_status_t st;
+
+    (void)wait;
+    size_t size = sizeof(pipe_t) + 3 * (size_t)n * sizeof(size_t) +
+                  (size_t)n * sizeof(void *);
+    if ((st = braid_bw_priv_alloc(task, size)) != BRAID_OK)
+        return st;
+    pipe_t *s  = task->priv;
+    s->rs_sent = (size_t *)(s + 1);
+    s->ag_sent = s->rs_sent + n;
+    s->ag_got  = s->ag_sent + n;
+    s->srcs    = (const void **)(s->ag_got + n);
+    s->dts     = task->dtsize;
+    s->src     = task->sendbuf;
+    s->dst     = task->recvbuf;
+    s->sig     = (uint64_t)(braid_task_sig32(task) & 0xffffffu) << POS_BITS;
+    s->reduce  = task->coll != BRAID_COLL_ALLGATHER;
+    s->gather  = task->coll != BRAID_COLL_REDUCE_SCATTER;
+    braid_bw_plan(&s->plan, task->coll, n, task->count, task->dtsize,
+                  BRAID_BW_PIPE_CHUNK);
+    if (n == 1 || task->count == 0)
+        return BRAID_OK;
+    if ((st = comm_get(&s->pc, task)) != BRAID_OK)
+        return st;
+    if (s->pc->n != n)
+        return task->svc->error(BRAID_ERR_INTERNAL, "bw: pipe: state made "
+                                "for %d ranks used by a %d-rank call",
+                                s->pc->n, n);
+    if (s->plan.chunk * s->dts > BRAID_BW_PIPE_CHUNK)
+        return task->svc->error(BRAID_ERR_NOT_SUPPORTED, "bw: pipe: %zu "
+                                "elements per rank need chunks larger than "
+                                "its slots", task->count);
+    s->mine = braid_bw_nchunks(&s->plan, me);
+    if (!s->reduce) {
+        s->folded = s->mine; /* allgather: the own block is ready */
+        char *at = s->dst + braid_bw_slice_off(&s->plan, me) * s->dts;
+        if (at != s->src)
+            memcpy(at, s->src, task->count * s->dts);
+    }
+    /* Streams with something to move: out to j and in from j. */
+    for (int j = 0; j < n; j++) {
+        if (j == me)
+            continue;
+        s->left += s->reduce && braid_bw_nchunks(&s->plan, j) > 0; /* out */
+        s->left += s->reduce && s->mine > 0;                       /* in */
+        s->left += s->gather && s->mine > 0;                       /* out */
+        s->left += s->gather && braid_bw_nchunks(&s->plan, j) > 0; /* in */
+    }
+    return BRAID_OK;
+}
+
+/* ------------------------------------------------------------ progress */
+
+/* Puts one chunk on stream (me -> j) if j handed back the slot it needs;
+ * returns 1 when it did. */
+static int put_chunk(braid_task_t *task, pipe_t *s, int kind, int j,
+                     const void *from, size_t bytes, braid_status_t *st)
+{
+    pipe_comm_t  *pc  = s->pc;
+    uint64_t      pos = pc->sent[kind][j];
+    braid_treq_t *req = &pc->dreq[kind][(size_t)j * DEPTH + pos % DEPTH];
+
+    *st = BRAID_OK;
+    if (pos >= flag_at(pc, credit_off(pc, kind, j)) + DEPTH)
+        return 0; /* j has not read the slot's last message yet */
+    if (req->active) {
+        *st = task->tl->ops->test(task->tl->tcomm, req);
+        if (*st == BRAID_INPROGRESS)
+            *st = BRAID_OK; /* the slot's last put still runs: later */
+        if (*st != BRAID_OK || req->active)
+            return 0;
+    }
+    size_t slot = inbox_off(pc, kind, task->rank, pos);
+    *st = task->tl->ops->put_signal(task->tl->tcomm, &pc->mem, j,
+                                    slot + BRAID_BW_LINE, from, bytes, slot,
+                                    ((pos + 1) & POS_MASK) | s->sig, req);
+    if (*st != BRAID_OK)
+        return 0;
+    pc->sent[kind][j] = pos + 1;
+    return 1;
+}
+
+/* The data of the next message on stream (src -> me), or NULL: not there
+ * yet, or (s->odd set) sent by a peer in another call. */
+static const char *head(pipe_t *s, int kind, int src)
+{
+    const pipe_comm_t *pc   = s->pc;
+    uint64_t           pos  = pc->got[kind][src];
+    size_t             slot = inbox_off(pc, kind, src, pos);
+    uint64_t           f    = flag_at(pc, slot);
+    uint64_t           want = ((pos + 1) & POS_MASK) | s->sig;
+    if (f != want) {
+        if ((f & POS_MASK) == (want & POS_MASK))
+            s->odd = src + 1;
+        return NULL;
+    }
+    return (const char *)pc->mem.local + slot + BRAID_BW_LINE;
+}
+
+static braid_status_t odd_call(braid_task_t *task, const pipe_t *s)
+{
+    return task->svc->error(
+        BRAID_ERR_MISMATCH, "bw: pipe: rank %d: rank %d is in call #%llu "
+        "with another signature: the ranks called different collectives, "
+        "counts, dtypes or ops", task->rank, s->odd - 1,
+        (unsigned long long)task->seq);
+}
+
+/* Puts the count of messages read from (src -> me) into src's area, the
+ * credit that lets src reuse their slots; when the last credit put is still
+ * running, a later one carries this count too (credits_out). */
+static braid_status_t credit(braid_task_t *task, pipe_comm_t *pc, int kind,
+                             int src)
+{
+    braid_treq_t *req = &pc->creq[kind][src];
+    if (req->active) {
+        braid_status_t st = task->tl->ops->test(task->tl->tcomm, req);
+        if (st == BRAID_INPROGRESS)
+            return BRAID_OK;
+        if (st != BRAID_OK)
+            return st;
+    }
+    size_t off = credit_off(pc, kind, task->rank);
+    braid_status_t st = task->tl->ops->put_signal(
+        task->tl->tcomm, &pc->mem, src, off, NULL, 0, off,
+        pc->got[kind][src], req);
+    if (st == BRAID_OK)
+        pc->told[kind][src] = pc->got[kind][src];
+    return st;
+}
+
+/* Hands the head slot of (src -> me) back. */
+static braid_status_t consume(braid_task_t *task, pipe_comm_t *pc, int kind,
+                              int src)
+{
+    pc->got[kind][src]++;
+    return credit(task, pc, kind, src);
+}
+
+/* Puts the credits held back; *all = 1 once every one is out. */
+static braid_status_t credits_out(braid_task_t *task, pipe_comm_t *pc,
+                                  int *all)
+{
+    *all = 1;
+    for (int kind = 0; kind < 2; kind++)
+        for (int r = 0; r < pc->n; r++) {
+            if (pc->told[kind][r] == pc->got[kind][r])
+                continue;
+            braid_status_t st = credit(task, pc, kind, r);
+            if (st != BRAID_OK)
+                return st;
+            if (pc->told[kind][r] != pc->got[kind][r])
+                *all = 0;
+        }
+    return BRAID_OK;
+}
+
+/* Rank-order fold of n sources into out, block by block (the accumulator
+ * in L1); in place (out is a source after the first two) each block is
+ * built aside first. */
+static void fold(braid_task_t *task, pipe_t *s, char *out, size_t count)
+{
+    int    n   = task->size;
+    size_t blk = FOLD_BLK / s->dts;
+    int    aside = 0;
+    for (int i = 2; i < n; i++)
+        aside |= s->srcs[i] == out;
+    for (size_t first = 0; first < count; first += blk) {
+        size_t cnt = count - first < blk ? count - first : blk;
+        size_t off = first * s->dts;
+        char  *acc = aside ? s->pc->acc : out + off;
+        task->svc->reduce2(acc, (const char *)s->srcs[0] + off,
+                           (const char *)s->srcs[1] + off, cnt, task->dtype,
+                           task->op);
+        for (int i = 2; i < n; i++)
+            task->svc->reduce(acc, (const char *)s->srcs[i] + off, cnt,
+                              task->dtype, task->op);
+        if (aside)
+            memcpy(out + off, acc, cnt * s->dts);
+    }
+}
+
+/* Folds the next chunk of the own slice once every piece is in. */
+static braid_status_t fold_next(braid_task_t *task, pipe_t *s, size_t *moved,
+                                int *did)
+{
+    const braid_bw_plan_t *p = &s->plan;
+    int    n = task->size, me = task->rank;
+    size_t c = s->folded, len = braid_bw_chunk_len(p, me, c);
+    size_t o = braid_bw_slice_off(p, me) + braid_bw_chunk_off(p, c);
+
+    *did = 0;
+    for (int r = 0; r < n; r++) {
+        if (r == me) {
+            s->srcs[r] = s->src + o * s->dts;
+        } else if ((s->srcs[r] = head(s, RS, r)) == NULL) {
+            return s->odd ? odd_call(task, s) : BRAID_OK;
+        }
+    }
+    char *out = p->coll == BRAID_COLL_ALLREDUCE
+                    ? s->dst + o * s->dts
+                    : s->dst + braid_bw_chunk_off(p, c) * s->dts;
+    fold(task, s, out, len);
+    task->svc->finish_avg(out, len, task->dtype, task->op, n);
+    for (int r = 0; r < n; r++) {
+        if (r == me)
+            continue;
+        braid_status_t st = consume(task, s->pc, RS, r);
+        if (st != BRAID_OK)
+            return st;
+    }
+    s->folded++;
+    if (s->folded == s->mine)
+        s->left -= n - 1; /* every RS stream in */
+    *moved += (size_t)n * len * s->dts;
+    *did = 1;
+    return BRAID_OK;
+}
+
+static braid_status_t pipe_progress(braid_task_t *task, braid_wait_t *wait)
+{
+    pipe_t *s = task->priv;
+    const braid_bw_plan_t *p = &s->plan;
+    int     n = task->size, me = task->rank;
+    size_t  moved = 0;
+    braid_status_t st;
+
+    if (s->pc == NULL) {
+        braid_bw_local_result(task);
+        return BRAID_OK;
+    }
+    if (task->tl->ops->progress != NULL &&
+        (st = task->tl->ops->progress(task->tl->tcomm)) != BRAID_OK)
+        return st;
+    int any = 1;
+    while (s->left > 0 && any && moved < BRAID_BW_BUDGET) {
+        any = 0;
+        /* Pieces out, chunk-major across the owners. */
+        for (int i = 1; s->reduce && i < n; i++) {
+            int    j   = (me + i) % n;
+            size_t all = braid_bw_nchunks(p, j);
+            while (s->rs_sent[j] < all) {
+                size_t c   = s->rs_sent[j];
+                size_t len = braid_bw_chunk_len(p, j, c);
+                size_t o   = braid_bw_slice_off(p, j) +
+                             braid_bw_chunk_off(p, c);
+                if (!put_chunk(task, s, RS, j, s->src + o * s->dts,
+                               len * s->dts, &st)) {
+                    if (st != BRAID_OK)
+                        return st;
+                    break;
+                }
+                moved += len * s->dts;
+                any    = 1;
+                if (++s->rs_sent[j] == all)
+                    s->left--;
+                break; /* one per owner, then the next owner */
+            }
+        }
+        /* The own slice: fold what is complete. */
+        if (s->reduce && s->folded < s->mine) {
+            int did;
+            if ((st = fold_next(task, s, &moved, &did)) != BRAID_OK)
+                return st;
+            any |= did;
+        }
+        /* Finished chunks out to every peer. */
+        for (int i = 1; s->gather && i < n; i++) {
+            int k = (me + i) % n;
+            while (s->ag_sent[k] < s->folded) {
+                size_t c   = s->ag_sent[k];
+                size_t len = braid_bw_chunk_len(p, me, c);
+                size_t o   = braid_bw_chunk_off(p, c);
+                const char *from = p->coll == BRAID_COLL_ALLGATHER
+                                       ? s->src + o * s->dts
+                                       : s->dst + (braid_bw_slice_off(p, me) +
+                                                   o) * s->dts;
+                if (!put_chunk(task, s, AG, k, from, len * s->dts, &st)) {
+                    if (st != BRAID_OK)
+                        return st;
+                    break;
+                }
+                moved += len * s->dts;
+                any    = 1;
+                if (++s->ag_sent[k] == s->mine)
+                    s->left--;
+            }
+        }
+        /* Other slices in, to their places. */
+        for (int i = 1; s->gather && i < n; i++) {
+            int    j   = (me + i) % n;
+            size_t all = braid_bw_nchunks(p, j);
+            const char *data;
+            while (s->ag_got[j] < all &&
+                   (data = head(s, AG, j)) != NULL) {
+                size_t c   = s->ag_got[j];
+                size_t len = braid_bw_chunk_len(p, j, c);
+                size_t o   = braid_bw_slice_off(p, j) +
+                             braid_bw_chunk_off(p, c);
+                memcpy(s->dst + o * s->dts, data, len * s->dts);
+                if ((st = consume(task, s->pc, AG, j)) != BRAID_OK)
+                    return st;
+                moved += len * s->dts;
+                any    = 1;
+                if (++s->ag_got[j] == all)
+                    s->left--;
+            }
+            if (s->odd)
+                return odd_call(task, s);
+        }
+    }
+    if (s->left > 0) {
+        *wait = BRAID_WAIT_LOCAL;
+        return BRAID_INPROGRESS;
+    }
+    /* Every credit out, and every put of this call done with the caller's
+     * buffers, before the call ends. */
+    int all;
+    if ((st = credits_out(task, s->pc, &all)) != BRAID_OK)
+        return st;
+    for (int kind = 0; kind < 2 && all; kind++)
+        for (size_t i = 0; i < (size_t)n * DEPTH && all; i++) {
+            braid_treq_t *req = &s->pc->dreq[kind][i];
+            if (!req->active)
+                continue;
+            st = task->tl->ops->test(task->tl->tcomm, req);
+            if (st == BRAID_INPROGRESS)
+                all = 0;
+            else if (st != BRAID_OK)
+                return st;
+        }
+    if (all)
+        return BRAID_OK;
+    *wait = BRAID_WAIT_LOCAL;
+    return BRAID_INPROGRESS;
+}
+
+static void pipe_finish(braid_task_t *task)
+{
+    pipe_t *s = task->priv;
+    if (s != NULL && s->pc != NULL) {
+        for (int kind = 0; kind < 2; kind++) {
+            for (size_t i = 0; i < (size_t)task->size * DEPTH; i++)
+                task->tl->ops->cancel(task->tl->tcomm,
+                                      &s->pc->dreq[kind][i]);
+            for (int r = 0; r < task->size; r++)
+                task->tl->ops->cancel(task->tl->tcomm, &s->pc->creq[kind][r]);
+        }
+    }
+    braid_bw_priv_free(task);
+}
+
+static double pipe_estimate(const braid_algo_t *self,
+                            const braid_cost_in_t *in)
+{
+    (void)self;
+    return braid_bw_cost_pipe(in);
+}
+
+#define PIPE_ALGO(var, coll_)                                              \
+    const braid_algo_t var = {                                             \
+        .struct_size     = sizeof(braid_algo_t),                           \
+        .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),                  \
+        .name            = "pipe",                                         \
+        .coll            = coll_,                                          \
+        .needs_caps      = BRAID_CAP_PUT_SIGNAL,                           \
+        .estimate        = pipe_estimate,                                  \
+        .start           = pipe_start,                                     \
+        .progress        = pipe_progress,                                  \
+        .finish          = pipe_finish,                                    \
+        .comm_state_free = pipe_comm_free,                                 \
+    }
+
+PIPE_ALGO(braid_bw_pipe_allreduce, BRAID_COLL_ALLREDUCE);
+PIPE_ALGO(braid_bw_pipe_reduce_scatter, BRAID_COLL_REDUCE_SCATTER);
+PIPE_ALGO(braid_bw_pipe_allgather, BRAID_COLL_ALLGATHER);
