@@ -51,7 +51,7 @@ double braid_candidate_estimate(const braid_selector_t *sel,
         .ppn         = sel->ppn,
         .topo        = sel->topo,
         .link        = cand->tl != NULL ? cand->tl->link : none,
-        .reduce_gbps = REDUCE_GBPS,
+        .reduce_gbps = sel->reduce_gbps > 0 ? sel->reduce_gbps : REDUCE_GBPS,
         .stage_us    = sel->stage_us,
         .mem         = cost_mem(mem),
         .comm_state  = cand->comm_state,
@@ -135,7 +135,8 @@ static braid_status_t decide(int *idx, why_t *why,
                            avail[0] ? avail : "none");
     }
     const braid_tune_row_t *row = braid_tune_match(sel->tune, coll, sel->nranks,
-                                                   sel->nnodes, bytes);
+                                                   sel->nnodes, (int)sel->topo,
+                                                   bytes);
     if (row != NULL) {
         *idx = cheapest(sel, &row->cand, coll, bytes, mem);
         if (*idx >= 0) {
@@ -186,18 +187,43 @@ static void ties_of(char *buf, size_t len, const braid_selector_t *sel,
     }
 }
 
+/* "tuning file line 12", with what braid-tune measured there: "(at 4096 B:
+ * 5.10 us; cost model: twoshot@shm)". */
+static void tune_note(char *buf, size_t len, const braid_selector_t *sel,
+                      int idx, braid_coll_t coll, size_t bytes, uint32_t mem)
+{
+    const braid_tune_row_t *row = braid_tune_match(
+        sel->tune, coll, sel->nranks, sel->nnodes, (int)sel->topo, bytes);
+    if (row == NULL) {
+        snprintf(buf, len, "%s", why_names[WHY_TUNE]);
+        return;
+    }
+    int    model = cheapest(sel, NULL, coll, bytes, mem);
+    double us    = braid_tune_measured(row, sel->cands[idx].name);
+    char   meas[96] = "";
+    if (us >= 0)
+        snprintf(meas, sizeof(meas), "measured %.2f us at %zu B; ", us,
+                 row->at);
+    snprintf(buf, len, "%s line %d (%scost model: %s)", why_names[WHY_TUNE],
+             row->line, meas, model >= 0 ? sel->cands[model].name : "none");
+}
+
 /* "cost model", or "cost model; tie with x, y: first in name order". */
 static void why_text(char *buf, size_t len, const braid_selector_t *sel,
                      const braid_cand_ref_t *ref, int idx, why_t why,
                      braid_coll_t coll, size_t bytes, uint32_t mem)
 {
-    char ties[256];
+    char ties[256], what[256];
     ties_of(ties, sizeof(ties), sel, ref, idx, coll, bytes, mem);
-    if (ties[0] != '\0')
-        snprintf(buf, len, "%s; tie with %s: first in name order",
-                 why_names[why], ties);
+    if (why == WHY_TUNE)
+        tune_note(what, sizeof(what), sel, idx, coll, bytes, mem);
     else
-        snprintf(buf, len, "%s", why_names[why]);
+        snprintf(what, sizeof(what), "%s", why_names[why]);
+    if (ties[0] != '\0')
+        snprintf(buf, len, "%s; tie with %s: first in name order", what,
+                 ties);
+    else
+        snprintf(buf, len, "%s", what);
 }
 
 static int size_class(size_t bytes)

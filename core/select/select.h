@@ -39,6 +39,8 @@ typedef struct braid_selector {
     const braid_tune_t      *tune;
     int                      nranks, nnodes, ppn;
     double                   stage_us; /* braid_cost_in_t.stage_us */
+    double                   reduce_gbps; /* measured (comm/calib.c); 0:
+                                             the declared figure */
     braid_topo_kind_t        topo;
     int                      rank;  /* rank 0 explains at BRAID_DEBUG=info */
     /* One-entry cache per collective: decode repeats one size. */

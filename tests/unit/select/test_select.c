@@ -140,11 +140,13 @@ static void test_tune(void)
           braid_last_error());
     CHECK(t.n == 2, "2 rows, got %d", t.n);
     const braid_tune_row_t *r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 4, 1,
-                                                 8);
+                                                 BRAID_TOPO_SINGLE_HOST, 8);
     CHECK(r == &t.rows[0] && !strcmp(r->cand.tl, "shm"), "row 0 matches");
-    r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 8, 1, 8);
+    r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 8, 1,
+                         BRAID_TOPO_SINGLE_HOST, 8);
     CHECK(r == NULL, "nranks 8 matches no row for 8 bytes");
-    r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 8, 2, 1 << 20);
+    r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 8, 2, BRAID_TOPO_SWITCH,
+                         1 << 20);
     CHECK(r == &t.rows[1], "wildcards match");
     braid_tune_free(&t);
 
