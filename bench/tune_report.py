@@ -259,7 +259,9 @@ def main():
     if what in ("gap", "compare"):
         gap(d)
     if what in ("model", "compare"):
-        model(d)
+        bad = model(d)
+        if what == "model" and bad:
+            sys.exit(1)
 
 
 if __name__ == "__main__":

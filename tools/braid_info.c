@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "comm/calib.h"
 #include "comm/comm.h"
 #include "loader/loader.h"
 #include "util/log.h"
@@ -88,6 +89,64 @@ static int print_plugins(void)
     return n;
 }
 
+/* The cost model's inputs: where they came from and what they are. */
+static void print_links(const braid_comm_t *comm)
+{
+    char line[1536];
+    braid_calib_describe(comm, line, sizeof(line));
+    printf("%s\n", line);
+    for (int i = 0; i < comm->ntls; i++) {
+        const braid_link_t *l = &comm->tls[i].link;
+        printf("  %-6s", comm->tls[i].ops->name);
+        if (comm->tls[i].ops->caps & BRAID_CAP_SENDRECV)
+            printf("  send/recv %.3g us + %.3g GB/s", l->alpha_us,
+                   l->beta_gbps);
+        if (comm->tls[i].ops->caps & BRAID_CAP_PUT_SIGNAL)
+            printf("  put %.3g us + %.3g GB/s", l->put_alpha_us,
+                   l->put_beta_gbps);
+        printf("\n");
+    }
+    printf("  stage %.3g us, reduction %.3g GB/s per rank\n",
+           comm->sel.stage_us,
+           comm->sel.reduce_gbps > 0 ? comm->sel.reduce_gbps : 8.0);
+}
+
+/* The tuning file's rows that apply to this communicator. */
+static void print_tune_rows(const braid_comm_t *comm)
+{
+    const char *path = getenv("BRAID_TUNE_FILE");
+    if (path == NULL || *path == '\0' || comm->tune.n == 0)
+        return;
+    int mine = 0;
+    for (int i = 0; i < comm->tune.n; i++) {
+        const braid_tune_row_t *r = &comm->tune.rows[i];
+        mine += (r->nranks < 0 || r->nranks == comm->size) &&
+                (r->nnodes < 0 || r->nnodes == comm->topo.nnodes) &&
+                (r->topo < 0 || r->topo == (int)comm->topo.kind);
+    }
+    printf("tuning file %s: %d rows, %d for this communicator%s\n", path,
+           comm->tune.n, mine, mine ? ":" : "");
+    for (int i = 0; i < comm->tune.n; i++) {
+        const braid_tune_row_t *r = &comm->tune.rows[i];
+        if (!((r->nranks < 0 || r->nranks == comm->size) &&
+              (r->nnodes < 0 || r->nnodes == comm->topo.nnodes) &&
+              (r->topo < 0 || r->topo == (int)comm->topo.kind)))
+            continue;
+        char cand[80], hi[32];
+        braid_cand_ref_format(cand, sizeof(cand), &r->cand);
+        if (r->hi == SIZE_MAX)
+            snprintf(hi, sizeof(hi), "inf");
+        else
+            snprintf(hi, sizeof(hi), "%zu", r->hi);
+        printf("  line %-4d %-14s [%zu, %s) B  %s", r->line,
+               braid_coll_name(r->coll), r->lo, hi, cand);
+        double us = braid_tune_measured(r, cand);
+        if (us >= 0)
+            printf("  (measured %.2f us at %zu B)", us, r->at);
+        printf("\n");
+    }
+}
+
 static void print_table(braid_comm_t *comm)
 {
     static const size_t sizes[] = {8, 64, 512, 4096, 16384, 65536, 262144,
@@ -96,13 +155,15 @@ static void print_table(braid_comm_t *comm)
     braid_topo_describe(comm, topo, sizeof(topo));
     printf("\nselection table: %d ranks on %d nodes (ppn %d)\ntopology: %s\n",
            comm->size, comm->topo.nnodes, comm->topo.ppn, topo);
+    print_links(comm);
+    print_tune_rows(comm);
     for (int c = 0; c < BRAID_COLL_COUNT; c++) {
         printf("\n%s\n", braid_coll_name((braid_coll_t)c));
         int nsizes = c == BRAID_COLL_BARRIER ? 1 : (int)(sizeof(sizes) /
                                                         sizeof(sizes[0]));
         for (int s = 0; s < nsizes; s++) {
             size_t bytes = c == BRAID_COLL_BARRIER ? 0 : sizes[s];
-            char   cand[80], why[80];
+            char   cand[80], why[256];
             if (braid_comm_choice(comm, (braid_coll_t)c, bytes, cand,
                                   sizeof(cand), why, sizeof(why)) != BRAID_OK) {
                 printf("  %10zu B  error: %s\n", bytes, braid_last_error());

@@ -306,6 +306,20 @@ static void merge(braid_calib_t *merged, const braid_calib_t *now)
     }
 }
 
+/* c as the cache file's text holds it. */
+static braid_status_t round_trip(braid_calib_t *c, const char *key)
+{
+    char *text = malloc(8192);
+    int   match;
+    if (text == NULL)
+        return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
+    braid_status_t st = braid_calib_format(text, 8192, key, c);
+    if (st == BRAID_OK)
+        st = braid_calib_parse(c, &match, text, key, "calibration");
+    free(text);
+    return st;
+}
+
 /* Sets the links and the selector from cs->values. */
 static void apply(braid_comm_t *comm, braid_calib_state_t *cs)
 {
@@ -434,6 +448,11 @@ braid_status_t braid_calib_apply(braid_comm_t *comm)
         if ((st = measure(comm, need, want_reduce, &now)) != BRAID_OK)
             return st;
         merge(&cs->values, &now);
+        /* Use the figures as the cache holds them (its text rounds them),
+         * so that this communicator and the next of its shape, which reads
+         * the cache, get the very same. */
+        if ((st = round_trip(&cs->values, key)) != BRAID_OK)
+            return st;
         char wrote[800] = "";
         if (comm->rank == 0 && cs->path[0]) {
             if (braid_calib_store(cs->path, key, &cs->values) == BRAID_OK)

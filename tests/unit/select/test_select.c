@@ -230,8 +230,10 @@ static void test_dispatch(void)
     char name[80], why[200];
     CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 8, host, name,
                                sizeof(name), why, sizeof(why)) == BRAID_OK &&
-              !strcmp(name, "ring@ucx") && !strcmp(why, "tuning file"),
-          "tuning file wins: %s by %s", name, why);
+              !strcmp(name, "ring@ucx") &&
+              !strcmp(why, "tuning file line 1 (cost model: oneshot@shm)"),
+          "tuning file wins, naming its line and the cost model's choice: "
+          "%s by %s", name, why);
     /* ...and the override beats the tuning file. */
     CHECK(braid_algo_spec_parse(&over, "allreduce:oneshot") == BRAID_OK, "ov");
     sel.override = &over;
