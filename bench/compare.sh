@@ -21,7 +21,8 @@
 #   MPI=0|1 GLOO=0|1   time Open MPI, Gloo [1, 1]
 #   PRUNE=F            braid-tune --prune F (0: every candidate everywhere) [0]
 #   QUICK=1            a smoke run: 2 ranks, all-reduce 8 B-4 KiB, reduce_scatter
-#                      and allgather at 64 KiB, one round of 5 calls
+#                      and allgather at 64 KiB, one round of 5 calls, Gloo's
+#                      all-reduce only (each torch job takes seconds to start)
 # Sizes are the larger buffer (nccl-tests' "size").  The commands, with
 # the figures they gave on this machine, are in docs/performance.md.
 set -uo pipefail
@@ -88,7 +89,9 @@ for n in $ranks; do
       done
     fi
     if [ "$gloo" = 1 ]; then
-      for c in allreduce allgather; do # Gloo has no reduce_scatter
+      gcolls="allreduce allgather" # Gloo has no reduce_scatter
+      [ "${QUICK:-0}" = 1 ] && gcolls=allreduce
+      for c in $gcolls; do
         s=("${ar[@]}"); [ $c = allreduce ] || s=("${rsag[@]}")
         run timeout 3600 /usr/bin/python3 "$here/../tools/braid-torchrun" \
           --nproc_per_node "$n" "$here/torch_allreduce.py" --backends gloo \

@@ -104,6 +104,12 @@ static void print_links(const braid_comm_t *comm)
         if (comm->tls[i].ops->caps & BRAID_CAP_PUT_SIGNAL)
             printf("  put %.3g us + %.3g GB/s", l->put_alpha_us,
                    l->put_beta_gbps);
+#ifdef BRAID_CAP_GET
+        if (BRAID_HAS(&comm->tls[i], braid_tl_t, get_beta_gbps) &&
+            comm->tls[i].get_beta_gbps > 0)
+            printf("  get %.3g us + %.3g GB/s", comm->tls[i].get_alpha_us,
+                   comm->tls[i].get_beta_gbps);
+#endif
         printf("\n");
     }
     printf("  stage %.3g us, reduction %.3g GB/s per rank\n",

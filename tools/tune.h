@@ -28,6 +28,7 @@ typedef struct series {
     series_kind_t  kind;
     braid_comm_t  *comm;
     unsigned       colls; /* bit per collective it runs (SERIES_CAND) */
+    int            warmed; /* has run calls already */
 } series_t;
 
 typedef enum {

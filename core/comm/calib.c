@@ -210,12 +210,13 @@ static int cmp_double(const void *a, const void *b)
 }
 
 static void combine_path(braid_calib_path_t *out, const result_t *all, int n,
-                         int t, int put)
+                         int t, int which)
 {
     memset(out, 0, sizeof(*out));
     for (int r = 0; r < n; r++) {
         const braid_calib_tl_t   *x = &all[r].values.tl[t];
-        const braid_calib_path_t *p = put ? &x->put : &x->sr;
+        const braid_calib_path_t *p = which == 2 ? &x->get
+                                      : which == 1 ? &x->put : &x->sr;
         if (p->pair_us > out->pair_us)
             out->pair_us = p->pair_us;
         if (p->all_us > out->all_us)
@@ -267,6 +268,7 @@ static braid_status_t measure(braid_comm_t *comm, unsigned need,
     for (int t = 0; t < got->ntl; t++) {
         combine_path(&got->tl[t].sr, all, comm->size, t, 0);
         combine_path(&got->tl[t].put, all, comm->size, t, 1);
+        combine_path(&got->tl[t].get, all, comm->size, t, 2);
     }
     double *g = malloc(sizeof(double) * (size_t)comm->size);
     if (g != NULL) {
@@ -334,6 +336,16 @@ static void apply(braid_comm_t *comm, braid_calib_state_t *cs)
                 braid_calib_find(&cs->values, comm->tls[i].ops->name, ver);
             if (t == NULL)
                 continue;
+#ifdef BRAID_CAP_GET
+            /* Reads wait for nobody: their latency is a read's, with no
+             * hand-off in it, and stays out of the stage term. */
+            if (pass == 1 && t->has_get &&
+                BRAID_HAS(&comm->tls[i], braid_tl_t, get_beta_gbps) &&
+                (comm->tls[i].caps & BRAID_CAP_GET)) {
+                comm->tls[i].get_alpha_us  = t->get.all_us;
+                comm->tls[i].get_beta_gbps = t->get.beta_gbps;
+            }
+#endif
             for (int put = 0; put < 2; put++) {
                 const braid_calib_path_t *p = put ? &t->put : &t->sr;
                 if (!(put ? t->has_put : t->has_sr))
@@ -373,10 +385,17 @@ static void log_figures(const braid_comm_t *comm)
     braid_log(BRAID_LOG_INFO, LOG_COMP, "%s", buf);
     for (int i = 0; i < comm->ntls; i++) {
         const braid_link_t *l = &comm->tls[i].link;
+        char get[80] = "";
+#ifdef BRAID_CAP_GET
+        if (BRAID_HAS(&comm->tls[i], braid_tl_t, get_beta_gbps) &&
+            comm->tls[i].get_beta_gbps > 0)
+            snprintf(get, sizeof(get), ", get %.3g us + %.3g GB/s",
+                     comm->tls[i].get_alpha_us, comm->tls[i].get_beta_gbps);
+#endif
         braid_log(BRAID_LOG_INFO, LOG_COMP, "transport %s: send/recv %.3g us "
-                  "+ %.3g GB/s, put %.3g us + %.3g GB/s%s",
+                  "+ %.3g GB/s, put %.3g us + %.3g GB/s%s%s",
                   comm->tls[i].ops->name, l->alpha_us, l->beta_gbps,
-                  l->put_alpha_us, l->put_beta_gbps,
+                  l->put_alpha_us, l->put_beta_gbps, get,
                   comm->calib->pinned >> i & 1 ? " (set by the user)" : "");
     }
     braid_log(BRAID_LOG_INFO, LOG_COMP, "stage %.3g us, reduction %.3g GB/s "

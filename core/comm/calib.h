@@ -37,6 +37,10 @@ typedef struct braid_calib_tl {
     char               version[BRAID_CALIB_NAME]; /* its plugin's version */
     int                has_sr, has_put;           /* which paths it has */
     braid_calib_path_t sr, put;
+    /* Single-copy reads (BRAID_CAP_GET), where the communicator has them;
+     * `all` is a read's latency under contention (nobody waits on it). */
+    int                has_get;
+    braid_calib_path_t get;
 } braid_calib_tl_t;
 
 /* What a calibration found (or a cache file holds). */

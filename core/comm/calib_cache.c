@@ -7,7 +7,9 @@
  *   reduce_gbps <GB/s>
  *   tl <name> <version> sr <pair_us> <all_us> <gbps> put <pair_us> <all_us> <gbps>
  *
- * A path a transport lacks is written "sr -" or "put -".  The file is
+ *                [get <pair_us> <all_us> <gbps>]
+ * A path a transport lacks is written "sr -" or "put -"; the get path
+ * (single-copy reads) is written only where the communicator has one.  The file is
  * braid's own, but it sits in the user's folder and may be damaged: a
  * fault is a BRAID_ERR_PARSE naming the line, and the caller measures
  * again rather than fail.  Numbers are read and written in the C locale. */
@@ -140,6 +142,8 @@ braid_status_t braid_calib_format(char *buf, size_t len, const char *key,
         append(buf, len, &off, "tl %s %s", t->name, t->version);
         append_path(buf, len, &off, "sr", t->has_sr, &t->sr);
         append_path(buf, len, &off, "put", t->has_put, &t->put);
+        if (t->has_get)
+            append_path(buf, len, &off, "get", 1, &t->get);
         append(buf, len, &off, "\n");
     }
     if (old != (locale_t)0)
@@ -173,7 +177,7 @@ static braid_status_t number(const line_t *ln, int i, double max, double *out)
     return braid_parse_double(name, ln->tok[i], 0.0, max, out);
 }
 
-/* "sr" or "put" at tok[*i], then "-" or three numbers. */
+/* "sr", "put" or "get" at tok[*i], then "-" or three numbers. */
 static braid_status_t parse_path(const line_t *ln, int *i, const char *tag,
                                  int *has, braid_calib_path_t *p)
 {
@@ -223,8 +227,11 @@ static braid_status_t parse_tl(braid_calib_t *c, const line_t *ln)
     if ((st = parse_path(ln, &i, "sr", &t->has_sr, &t->sr)) != BRAID_OK ||
         (st = parse_path(ln, &i, "put", &t->has_put, &t->put)) != BRAID_OK)
         return st;
+    if (i < ln->ntok && strcmp(ln->tok[i], "get") == 0 &&
+        (st = parse_path(ln, &i, "get", &t->has_get, &t->get)) != BRAID_OK)
+        return st;
     if (i != ln->ntok)
-        return bad(ln, "unexpected fields after the put path");
+        return bad(ln, "unexpected fields after the put and get paths");
     c->ntl++;
     return BRAID_OK;
 }

@@ -14,6 +14,10 @@
  *          rank moves data, which is what a collective's stages get (the
  *          ranks of a host share its memory and cores; across hosts the
  *          cost models add the network's own contention).
+ * The get path (single-copy reads, where the transport has one and the
+ * header declares it) is timed alike: each rank reads its left neighbour's
+ * exposed buffer; nobody waits for anybody, so `all` is a read's latency
+ * under contention and carries no hand-off.
  * Small exchanges are timed in blocks of SMALL_BLOCK, summarised by the
  * median block: a rank may run an exchange or two ahead of its neighbours
  * (its left one delivered early), so one exchange alone can take nothing,
@@ -44,7 +48,9 @@
  * TCP.  It stays in the caches, as the pieces that pipelined algorithms
  * move do. */
 #define BIG_BYTES    ((size_t)512 << 10)
-#define SMALL_WARMUP 10
+/* A fresh transport's first messages fault in its pages (shm: each of a
+ * peer's 32 cells on first use), which no later call pays. */
+#define SMALL_WARMUP 40
 #define SMALL_BLOCK  16
 #define SMALL_ITERS  (7 * SMALL_BLOCK)
 #define BIG_WARMUP   1
@@ -56,9 +62,14 @@
  * calibration has ended (every message of it is matched by then). */
 #define CALIB_SEQ 0xfffffeu
 
+typedef enum { PATH_SR, PATH_PUT, PATH_GET } path_t;
+
 typedef struct exch {
     braid_comm_t *comm;
     braid_tl_t   *tl;
+    path_t        path;
+    braid_rmem_t *mem;  /* PATH_PUT: the area written into */
+    const void   *keys; /* PATH_GET: every rank's braid_rkey_t */
     int           left, right; /* -1: this rank sits out */
     double        deadline;
     unsigned      polls;
@@ -97,9 +108,15 @@ static int pair_peer(const braid_comm_t *comm)
 
 static void setup(exch_t *x, braid_comm_t *comm, braid_tl_t *tl, int pair)
 {
+    path_t        path = x->path;
+    braid_rmem_t *mem  = x->mem;
+    const void   *keys = x->keys;
     memset(x, 0, sizeof(*x));
     x->comm = comm;
     x->tl   = tl;
+    x->path = path;
+    x->mem  = mem;
+    x->keys = keys;
     double limit = comm->timeout_s < DEADLINE_MAX_S ? comm->timeout_s
                                                     : DEADLINE_MAX_S;
     x->deadline = braid_now_s() + limit;
@@ -199,14 +216,51 @@ static braid_status_t put_once(exch_t *x, braid_rmem_t *mem, uint64_t value,
     return st;
 }
 
+#ifdef BRAID_CAP_GET
+/* One read of len bytes of the left rank's exposed buffer. */
+static braid_status_t get_once(exch_t *x, void *rbuf, size_t len)
+{
+    const braid_transport_t *ops = x->tl->ops;
+    const braid_rkey_t *key = (const braid_rkey_t *)x->keys + x->left;
+    braid_treq_t   req = {0};
+    braid_status_t st  = ops->get(x->tl->tcomm, x->left, key, 0, rbuf, len,
+                                  &req);
+    x->wait_start = 0;
+    while (st == BRAID_OK && req.active) {
+        braid_status_t t = ops->test(x->tl->tcomm, &req);
+        if (t != BRAID_OK && t != BRAID_INPROGRESS)
+            st = t;
+        else if (req.active)
+            st = pause_poll(x);
+    }
+    if (st != BRAID_OK)
+        cancel(x, &req, NULL);
+    return st;
+}
+#endif
+
+static braid_status_t once(exch_t *x, uint64_t value, unsigned step,
+                           const void *sbuf, void *rbuf, size_t len)
+{
+    switch (x->path) {
+    case PATH_PUT:
+        return put_once(x, x->mem, value, sbuf, len);
+#ifdef BRAID_CAP_GET
+    case PATH_GET:
+        return get_once(x, rbuf, len);
+#endif
+    default:
+        return sr_once(x, step & 0xffffu, sbuf, rbuf, len);
+    }
+}
+
 /* Microseconds per exchange on this rank over iters exchanges (after
  * warmup) in blocks of block: the median block, or with block 1 the
  * fastest exchange; 0 when it sits out.  put: mem != NULL, flags counted
  * from *flag_base. */
-static braid_status_t run(double *us, exch_t *x, braid_rmem_t *mem,
-                          uint64_t *flag_base, const void *sbuf, void *rbuf,
-                          size_t len, int warmup, int iters, int block,
-                          unsigned *step)
+static braid_status_t run(double *us, exch_t *x, uint64_t *flag_base,
+                          const void *sbuf, void *rbuf, size_t len,
+                          int warmup, int iters, int block, unsigned *step)
 {
     int            nblocks = iters / block;
     double        *t  = malloc(sizeof(double) * (size_t)nblocks);
@@ -221,8 +275,7 @@ static braid_status_t run(double *us, exch_t *x, braid_rmem_t *mem,
             continue;
         if (i >= warmup && (i - warmup) % block == 0)
             t0 = braid_now_s();
-        st = mem != NULL ? put_once(x, mem, value, sbuf, len)
-                         : sr_once(x, *step & 0xffffu, sbuf, rbuf, len);
+        st = once(x, value, *step, sbuf, rbuf, len);
         if (i >= warmup && (i - warmup) % block == block - 1)
             t[(i - warmup) / block] = (braid_now_s() - t0) * 1e6 / block;
     }
@@ -232,25 +285,24 @@ static braid_status_t run(double *us, exch_t *x, braid_rmem_t *mem,
     return st;
 }
 
-/* pair, all and big for one path (mem NULL: send/receive). */
-static braid_status_t measure_path(braid_calib_path_t *out, braid_comm_t *comm,
-                                   braid_tl_t *tl, braid_rmem_t *mem,
+/* pair, all and big for one path (x: path, mem or keys set). */
+static braid_status_t measure_path(braid_calib_path_t *out, exch_t *x,
+                                   braid_comm_t *comm, braid_tl_t *tl,
                                    const void *sbuf, void *rbuf)
 {
-    exch_t         x;
     uint64_t       flag = 0;
     unsigned       step = 0;
     double         big_us;
     braid_status_t st;
-    setup(&x, comm, tl, 1);
-    st = run(&out->pair_us, &x, mem, &flag, sbuf, rbuf, SMALL_BYTES,
-             SMALL_WARMUP, SMALL_ITERS, SMALL_BLOCK, &step);
-    setup(&x, comm, tl, 0);
+    setup(x, comm, tl, 1);
+    st = run(&out->pair_us, x, &flag, sbuf, rbuf, SMALL_BYTES, SMALL_WARMUP,
+             SMALL_ITERS, SMALL_BLOCK, &step);
+    setup(x, comm, tl, 0);
     if (st == BRAID_OK)
-        st = run(&out->all_us, &x, mem, &flag, sbuf, rbuf, SMALL_BYTES,
+        st = run(&out->all_us, x, &flag, sbuf, rbuf, SMALL_BYTES,
                  SMALL_WARMUP, SMALL_ITERS, SMALL_BLOCK, &step);
     if (st == BRAID_OK)
-        st = run(&big_us, &x, mem, &flag, sbuf, rbuf, BIG_BYTES, BIG_WARMUP,
+        st = run(&big_us, x, &flag, sbuf, rbuf, BIG_BYTES, BIG_WARMUP,
                  BIG_ITERS, 1, &step);
     /* The slope between the small and the large exchange; a large one no
      * slower than a small one (noise) leaves the bandwidth of the large
@@ -265,6 +317,45 @@ static braid_status_t measure_path(braid_calib_path_t *out, braid_comm_t *comm,
     return st;
 }
 
+#ifdef BRAID_CAP_GET
+/* Every rank exposes its send buffer and reads its left neighbour's. */
+static braid_status_t measure_get(braid_calib_path_t *out, braid_comm_t *comm,
+                                  braid_tl_t *tl, const void *sbuf, void *rbuf)
+{
+    const braid_transport_t *ops = tl->ops;
+    braid_rkey_t  mine, *keys = calloc((size_t)comm->size, sizeof(*keys));
+    void         *handle = NULL;
+    if (keys == NULL)
+        return braid_error(BRAID_ERR_NO_MEMORY, "calibration: out of memory");
+    memset(&mine, 0, sizeof(mine));
+    braid_status_t st = ops->mem_expose(tl->tcomm, sbuf, BIG_BYTES, &mine,
+                                        &handle);
+    int exposed = st == BRAID_OK;
+    /* Every rank takes part in the allgather, exposed or not: a rank
+     * that failed says so in the agreement that follows (every rank
+     * then fails), and the others read nothing from it meanwhile. */
+    braid_status_t ast = braid_bootstrap_allgather(comm->bs, &mine, keys,
+                                                   sizeof(mine));
+    int all_exposed = ast == BRAID_OK;
+    for (int r = 0; all_exposed && r < comm->size; r++)
+        all_exposed = keys[r].len == BIG_BYTES;
+    exch_t x = {.path = PATH_GET, .keys = keys};
+    if (st == BRAID_OK && all_exposed)
+        st = measure_path(out, &x, comm, tl, sbuf, rbuf);
+    else if (st == BRAID_OK)
+        st = ast != BRAID_OK ? ast
+                             : braid_error(BRAID_ERR_TRANSPORT, "calibration "
+                                           "of %s: a peer could not expose "
+                                           "its buffer", ops->name);
+    /* Nobody may still read the buffer when it goes. */
+    braid_status_t bst = braid_bootstrap_barrier(comm->bs);
+    if (exposed)
+        ops->mem_unexpose(tl->tcomm, handle);
+    free(keys);
+    return st != BRAID_OK ? st : bst;
+}
+#endif
+
 braid_status_t braid_calib_measure_tl(braid_comm_t *comm, braid_tl_t *tl,
                                       braid_calib_tl_t *out)
 {
@@ -275,11 +366,12 @@ braid_status_t braid_calib_measure_tl(braid_comm_t *comm, braid_tl_t *tl,
         st = braid_error(BRAID_ERR_NO_MEMORY, "calibration: out of memory");
         goto out;
     }
+    exch_t x = {.path = PATH_SR};
     out->has_sr  = (ops->caps & BRAID_CAP_SENDRECV) != 0;
     out->has_put = (ops->caps & BRAID_CAP_PUT_SIGNAL) != 0 &&
                    ops->mem_alloc != NULL && ops->put_signal != NULL;
     if (out->has_sr &&
-        (st = measure_path(&out->sr, comm, tl, NULL, sbuf, rbuf)) != BRAID_OK)
+        (st = measure_path(&out->sr, &x, comm, tl, sbuf, rbuf)) != BRAID_OK)
         goto out;
     if (out->has_put) {
         braid_rmem_t mem = {0};
@@ -287,13 +379,24 @@ braid_status_t braid_calib_measure_tl(braid_comm_t *comm, braid_tl_t *tl,
         if ((st = ops->mem_alloc(tl->tcomm, DATA_OFF + BIG_BYTES,
                                  &mem)) != BRAID_OK)
             goto out;
-        st = measure_path(&out->put, comm, tl, &mem, sbuf, rbuf);
+        x = (exch_t){.path = PATH_PUT, .mem = &mem};
+        st = measure_path(&out->put, &x, comm, tl, sbuf, rbuf);
         /* Nobody may still write into the area when it goes. */
         braid_status_t bst = braid_bootstrap_barrier(comm->bs);
         ops->mem_free(tl->tcomm, &mem);
         if (st == BRAID_OK)
             st = bst;
+        if (st != BRAID_OK)
+            goto out;
     }
+#ifdef BRAID_CAP_GET
+    /* The get path, where this communicator has one (the transport said
+     * so to every rank alike, transports.c). */
+    out->has_get = BRAID_HAS(tl, braid_tl_t, caps) &&
+                   (tl->caps & BRAID_CAP_GET) != 0;
+    if (out->has_get)
+        st = measure_get(&out->get, comm, tl, sbuf, rbuf);
+#endif
 out:
     free(sbuf);
     free(rbuf);

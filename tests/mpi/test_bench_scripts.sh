@@ -21,8 +21,6 @@ echo "$out" | grep -Eq "^  allreduce +2 +8 +$num +$num +$num +$num +" ||
 if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
   echo "$out" | grep -Eq "^  allreduce +2 +4K +$num +$num +$num +$num +$num +$num"x ||
     fail "compare.sh: no Gloo figure and ratio at 4 KiB"
-  echo "$out" | grep -Eq "^  allgather +2 +64K +($num +){5}" ||
-    fail "compare.sh: no allgather row with Gloo at 64 KiB"
 fi
 echo "$out" | grep -Eq "^  allreduce +2 +8 +[a-z]+@[a-z]+ +$num +[a-z]+@[a-z]+ +$num +[-+][0-9]+% ?.? +[a-z]+@[a-z]+ +$num +[-+][0-9]+%" ||
   fail "compare.sh: no oracle-gap row with auto and tuned at 8 B"

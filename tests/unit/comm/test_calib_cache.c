@@ -43,6 +43,8 @@ static braid_calib_t sample(void)
     c.tl[0].has_sr = c.tl[0].has_put = 1;
     c.tl[0].sr  = (braid_calib_path_t){0.5, 2.25, 4.125};
     c.tl[0].put = (braid_calib_path_t){0.0625, 1.5, 27};
+    c.tl[0].has_get = 1;
+    c.tl[0].get = (braid_calib_path_t){0.75, 1.25, 6.5};
     snprintf(c.tl[1].name, sizeof(c.tl[1].name), "roce");
     snprintf(c.tl[1].version, sizeof(c.tl[1].version), "1.2");
     c.tl[1].has_put = 1;
@@ -69,8 +71,12 @@ static void test_round_trip(void)
               s->sr.all_us == 2.25 && s->sr.beta_gbps == 4.125 &&
               s->put.beta_gbps == 27,
           "shm back");
+    CHECK(s != NULL && s->has_get && s->get.pair_us == 0.75 &&
+              s->get.all_us == 1.25 && s->get.beta_gbps == 6.5,
+          "shm's get path back");
     const braid_calib_tl_t *r = braid_calib_find(&back, "roce", "1.2");
-    CHECK(r != NULL && !r->has_sr && r->has_put && r->put.beta_gbps == 12.5,
+    CHECK(r != NULL && !r->has_sr && r->has_put && !r->has_get &&
+              r->put.beta_gbps == 12.5,
           "a transport without send/recv back");
     CHECK(braid_calib_find(&back, "shm", "0.2") == NULL,
           "another version is another entry");
@@ -110,6 +116,11 @@ static void test_damage(void)
     snprintf(body, sizeof(body), "%stl shm 0.1 put -\n", head);
     damaged(body, 4, "expected 'sr'");
     snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - extra\n", head);
+    damaged(body, 4, "unexpected fields");
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - get 1 2 0\n", head);
+    damaged(body, 4, "a bandwidth must be above 0");
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - get 1 2 3 x\n",
+             head);
     damaged(body, 4, "unexpected fields");
     snprintf(body, sizeof(body), "%stl shm 0.1 sr - put -\ntl shm 0.1 sr - "
              "put -\n", head);
