@@ -23,7 +23,12 @@
  * (its left one delivered early), so one exchange alone can take nothing,
  * while a block takes that many stages.  They are far shorter than a time
  * slice, and what varies is the hand-off between ranks, which the model
- * must include.  Large exchanges are summarised by their fastest: a
+ * must include.  A busy machine still deschedules a rank for a whole time
+ * slice now and then, which inflates every block it falls in; the small
+ * measurements therefore run SMALL_REPEATS times and keep the fastest
+ * median, so that one such moment cannot flip the ranking of candidates
+ * at small sizes (it lands on one path and not on the other).  Large
+ * exchanges are summarised by their fastest: a
  * repetition the kernel gave to another program (a busy machine) says
  * nothing about the transport, and every candidate would suffer alike.
  * Waiting follows the core's rule (wait.c): yield after every poll when the
@@ -53,6 +58,8 @@
 #define SMALL_WARMUP 40
 #define SMALL_BLOCK  16
 #define SMALL_ITERS  (7 * SMALL_BLOCK)
+/* The small exchanges' repeats (the fastest kept; see the top). */
+#define SMALL_REPEATS 3
 #define BIG_WARMUP   1
 #define BIG_ITERS    7
 #define SPIN_S       20e-6
@@ -285,119 +292,165 @@ static braid_status_t run(double *us, exch_t *x, uint64_t *flag_base,
     return st;
 }
 
-/* pair, all and big for one path (x: path, mem or keys set). */
-static braid_status_t measure_path(braid_calib_path_t *out, exch_t *x,
-                                   braid_comm_t *comm, braid_tl_t *tl,
-                                   const void *sbuf, void *rbuf)
+/* One path being measured: its exchange, its counters, its figures. */
+typedef struct path_run {
+    exch_t              x; /* path, mem or keys set */
+    uint64_t            flag;
+    unsigned            step;
+    braid_calib_path_t *out;
+} path_run_t;
+
+/* pair and all of one path, once (repeat k): the fastest so far kept.  The
+ * same ranks sit out of the pair every time (0 then). */
+static braid_status_t measure_small(path_run_t *p, braid_comm_t *comm,
+                                    braid_tl_t *tl, const void *sbuf,
+                                    void *rbuf, int k)
 {
-    uint64_t       flag = 0;
-    unsigned       step = 0;
-    double         big_us;
-    braid_status_t st;
-    setup(x, comm, tl, 1);
-    st = run(&out->pair_us, x, &flag, sbuf, rbuf, SMALL_BYTES, SMALL_WARMUP,
-             SMALL_ITERS, SMALL_BLOCK, &step);
-    setup(x, comm, tl, 0);
+    double pair_us = 0, all_us = 0;
+    int    warm = k == 0 ? SMALL_WARMUP : SMALL_BLOCK;
+    setup(&p->x, comm, tl, 1);
+    braid_status_t st = run(&pair_us, &p->x, &p->flag, sbuf, rbuf,
+                            SMALL_BYTES, warm, SMALL_ITERS, SMALL_BLOCK,
+                            &p->step);
+    setup(&p->x, comm, tl, 0);
     if (st == BRAID_OK)
-        st = run(&out->all_us, x, &flag, sbuf, rbuf, SMALL_BYTES,
-                 SMALL_WARMUP, SMALL_ITERS, SMALL_BLOCK, &step);
-    if (st == BRAID_OK)
-        st = run(&big_us, x, &flag, sbuf, rbuf, BIG_BYTES, BIG_WARMUP,
-                 BIG_ITERS, 1, &step);
+        st = run(&all_us, &p->x, &p->flag, sbuf, rbuf, SMALL_BYTES, warm,
+                 SMALL_ITERS, SMALL_BLOCK, &p->step);
+    if (k == 0 || pair_us < p->out->pair_us)
+        p->out->pair_us = pair_us;
+    if (k == 0 || all_us < p->out->all_us)
+        p->out->all_us = all_us;
+    return st;
+}
+
+/* The large exchange of one path, after its small ones. */
+static braid_status_t measure_big(path_run_t *p, braid_comm_t *comm,
+                                  braid_tl_t *tl, const void *sbuf, void *rbuf)
+{
+    double big_us = 0;
+    setup(&p->x, comm, tl, 0);
+    braid_status_t st = run(&big_us, &p->x, &p->flag, sbuf, rbuf, BIG_BYTES,
+                            BIG_WARMUP, BIG_ITERS, 1, &p->step);
     /* The slope between the small and the large exchange; a large one no
      * slower than a small one (noise) leaves the bandwidth of the large
      * one alone. */
-    double extra = big_us - out->all_us;
+    double extra = big_us - p->out->all_us;
     double bytes = (double)(BIG_BYTES - SMALL_BYTES);
     if (extra <= 0.0)
         extra = big_us > 0.0 ? big_us : 1.0;
-    out->beta_gbps = bytes / extra / 1e3;
-    /* The pair ran only on two ranks: the others report 0 and the
-     * agreement takes the largest. */
+    p->out->beta_gbps = bytes / extra / 1e3;
     return st;
 }
 
 #ifdef BRAID_CAP_GET
-/* Every rank exposes its send buffer and reads its left neighbour's. */
-static braid_status_t measure_get(braid_calib_path_t *out, braid_comm_t *comm,
-                                  braid_tl_t *tl, const void *sbuf, void *rbuf)
+/* Every rank exposes its send buffer for its right neighbour to read:
+ * *keys gets every rank's key, *handle this rank's exposure (NULL when
+ * it failed; the caller unexposes it after a barrier). */
+static braid_status_t expose_get(braid_rkey_t **keys, void **handle,
+                                 braid_comm_t *comm, braid_tl_t *tl,
+                                 const void *sbuf)
 {
     const braid_transport_t *ops = tl->ops;
-    braid_rkey_t  mine, *keys = calloc((size_t)comm->size, sizeof(*keys));
-    void         *handle = NULL;
-    if (keys == NULL)
-        return braid_error(BRAID_ERR_NO_MEMORY, "calibration: out of memory");
+    braid_rkey_t mine;
     memset(&mine, 0, sizeof(mine));
+    *handle = NULL;
+    *keys   = calloc((size_t)comm->size, sizeof(**keys));
+    if (*keys == NULL)
+        return braid_error(BRAID_ERR_NO_MEMORY, "calibration: out of memory");
     braid_status_t st = ops->mem_expose(tl->tcomm, sbuf, BIG_BYTES, &mine,
-                                        &handle);
-    int exposed = st == BRAID_OK;
+                                        handle);
+    if (st != BRAID_OK)
+        *handle = NULL;
     /* Every rank takes part in the allgather, exposed or not: a rank
      * that failed says so in the agreement that follows (every rank
      * then fails), and the others read nothing from it meanwhile. */
-    braid_status_t ast = braid_bootstrap_allgather(comm->bs, &mine, keys,
+    braid_status_t ast = braid_bootstrap_allgather(comm->bs, &mine, *keys,
                                                    sizeof(mine));
-    int all_exposed = ast == BRAID_OK;
-    for (int r = 0; all_exposed && r < comm->size; r++)
-        all_exposed = keys[r].len == BIG_BYTES;
-    exch_t x = {.path = PATH_GET, .keys = keys};
-    if (st == BRAID_OK && all_exposed)
-        st = measure_path(out, &x, comm, tl, sbuf, rbuf);
-    else if (st == BRAID_OK)
-        st = ast != BRAID_OK ? ast
-                             : braid_error(BRAID_ERR_TRANSPORT, "calibration "
-                                           "of %s: a peer could not expose "
-                                           "its buffer", ops->name);
-    /* Nobody may still read the buffer when it goes. */
-    braid_status_t bst = braid_bootstrap_barrier(comm->bs);
-    if (exposed)
-        ops->mem_unexpose(tl->tcomm, handle);
-    free(keys);
-    return st != BRAID_OK ? st : bst;
+    if (st != BRAID_OK)
+        return st;
+    if (ast != BRAID_OK)
+        return ast;
+    for (int r = 0; r < comm->size; r++)
+        if ((*keys)[r].len != BIG_BYTES)
+            return braid_error(BRAID_ERR_TRANSPORT, "calibration of %s: "
+                               "rank %d could not expose its buffer",
+                               ops->name, r);
+    return BRAID_OK;
 }
 #endif
 
+/* Every path of tl: the small exchanges of all paths in turn, repeated,
+ * so that a busy moment of the machine falls on one repeat of every path
+ * rather than on every repeat of one; then the large ones. */
 braid_status_t braid_calib_measure_tl(braid_comm_t *comm, braid_tl_t *tl,
                                       braid_calib_tl_t *out)
 {
     const braid_transport_t *ops = tl->ops;
     braid_status_t st = BRAID_OK;
+    braid_rmem_t   mem = {0};
+    int            have_mem = 0;
+    path_run_t     pr[3];
+    int            np = 0;
+#ifdef BRAID_CAP_GET
+    braid_rkey_t  *keys   = NULL;
+    void          *handle = NULL;
+#endif
     unsigned char *sbuf = calloc(1, BIG_BYTES), *rbuf = calloc(1, BIG_BYTES);
+    memset(pr, 0, sizeof(pr));
     if (sbuf == NULL || rbuf == NULL) {
         st = braid_error(BRAID_ERR_NO_MEMORY, "calibration: out of memory");
         goto out;
     }
-    exch_t x = {.path = PATH_SR};
     out->has_sr  = (ops->caps & BRAID_CAP_SENDRECV) != 0;
     out->has_put = (ops->caps & BRAID_CAP_PUT_SIGNAL) != 0 &&
                    ops->mem_alloc != NULL && ops->put_signal != NULL;
-    if (out->has_sr &&
-        (st = measure_path(&out->sr, &x, comm, tl, sbuf, rbuf)) != BRAID_OK)
-        goto out;
+    if (out->has_sr)
+        pr[np++] = (path_run_t){.x = {.path = PATH_SR}, .out = &out->sr};
     if (out->has_put) {
-        braid_rmem_t mem = {0};
         /* Collective on every rank, as the algorithms allocate. */
         if ((st = ops->mem_alloc(tl->tcomm, DATA_OFF + BIG_BYTES,
                                  &mem)) != BRAID_OK)
             goto out;
-        x = (exch_t){.path = PATH_PUT, .mem = &mem};
-        st = measure_path(&out->put, &x, comm, tl, sbuf, rbuf);
-        /* Nobody may still write into the area when it goes. */
-        braid_status_t bst = braid_bootstrap_barrier(comm->bs);
-        ops->mem_free(tl->tcomm, &mem);
-        if (st == BRAID_OK)
-            st = bst;
-        if (st != BRAID_OK)
-            goto out;
+        have_mem = 1;
+        pr[np++] = (path_run_t){.x = {.path = PATH_PUT, .mem = &mem},
+                                .out = &out->put};
     }
 #ifdef BRAID_CAP_GET
     /* The get path, where this communicator has one (the transport said
      * so to every rank alike, transports.c). */
     out->has_get = BRAID_HAS(tl, braid_tl_t, caps) &&
                    (tl->caps & BRAID_CAP_GET) != 0;
-    if (out->has_get)
-        st = measure_get(&out->get, comm, tl, sbuf, rbuf);
+    if (out->has_get) {
+        if ((st = expose_get(&keys, &handle, comm, tl, sbuf)) != BRAID_OK)
+            goto out;
+        pr[np++] = (path_run_t){.x = {.path = PATH_GET, .keys = keys},
+                                .out = &out->get};
+    }
 #endif
-out:
+    for (int k = 0; k < SMALL_REPEATS && st == BRAID_OK; k++)
+        for (int i = 0; i < np && st == BRAID_OK; i++)
+            st = measure_small(&pr[i], comm, tl, sbuf, rbuf, k);
+    for (int i = 0; i < np && st == BRAID_OK; i++)
+        st = measure_big(&pr[i], comm, tl, sbuf, rbuf);
+out:;
+    /* Nobody may still write into the area or read the buffer when they
+     * go. */
+    int shared = have_mem;
+#ifdef BRAID_CAP_GET
+    shared |= keys != NULL;
+#endif
+    if (shared) {
+        braid_status_t bst = braid_bootstrap_barrier(comm->bs);
+        if (st == BRAID_OK)
+            st = bst;
+    }
+    if (have_mem)
+        ops->mem_free(tl->tcomm, &mem);
+#ifdef BRAID_CAP_GET
+    if (handle != NULL)
+        ops->mem_unexpose(tl->tcomm, handle);
+    free(keys);
+#endif
     free(sbuf);
     free(rbuf);
     return st;
