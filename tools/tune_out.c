@@ -7,20 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "busbw.h"
 #include "tune.h"
-
-static double bus_factor(braid_coll_t coll, int n)
-{
-    switch (coll) {
-    case BRAID_COLL_ALLREDUCE:
-        return 2.0 * (n - 1) / n;
-    case BRAID_COLL_REDUCE_SCATTER:
-    case BRAID_COLL_ALLGATHER:
-        return (double)(n - 1) / n;
-    default:
-        return 1.0;
-    }
-}
 
 static const char *topo_name(const braid_comm_t *c)
 {
@@ -92,7 +80,7 @@ int tune_csv(const tune_t *t, const sweep_t *sw, int nsweeps)
                     fprintf(f, ",");
                 if (p->state == POINT_OK)
                     fprintf(f, "%.4f,%.4f,ok\n", algbw,
-                            algbw * bus_factor(sw[s].coll, w->size));
+                            algbw * braid_bench_bus_factor(sw[s].coll, w->size));
                 else
                     fprintf(f, ",,pruned\n");
             }

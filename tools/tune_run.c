@@ -9,24 +9,13 @@
 #include <time.h>
 
 #include "tune.h"
+#include "util/stats.h"
 
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static braid_status_t call(tune_t *t, braid_comm_t *comm, braid_coll_t coll,
@@ -156,7 +145,7 @@ static double time_round(tune_t *t, series_t *s, braid_coll_t coll,
     if ((st = braid_allreduce(t->times, t->tmax, (size_t)iters, BRAID_F64,
                               BRAID_MAX, t->world)) != BRAID_OK)
         die(t, st, "allreduce of the times");
-    return median(t->tmax, iters);
+    return braid_median(t->tmax, iters);
 }
 
 /* The world's candidate of this name for coll, or NULL. */
@@ -254,7 +243,7 @@ int tune_sweep(tune_t *t, sweep_t *sw)
             if (p->state == POINT_OK) {
                 double v[TUNE_MAX_ROUNDS];
                 memcpy(v, p->round_us, sizeof(double) * (size_t)t->o.rounds);
-                p->us = median(v, t->o.rounds);
+                p->us = braid_median(v, t->o.rounds);
             }
         }
         if (t->rank == 0 && !t->o.quiet) {

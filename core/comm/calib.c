@@ -26,6 +26,7 @@
 #include "comm/comm.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/stats.h"
 
 #define LOG_COMP "calib"
 #define HOST_LEN 64
@@ -203,12 +204,6 @@ static unsigned missing(const braid_comm_t *comm, const braid_calib_state_t *cs,
 
 /* Every rank's measurement combined: the slowest rank's stages, the
  * median rank's reductions. */
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void combine_path(braid_calib_path_t *out, const result_t *all, int n,
                          int t, int which)
 {
@@ -274,7 +269,7 @@ static braid_status_t measure(braid_comm_t *comm, unsigned need,
     if (g != NULL) {
         for (int r = 0; r < comm->size; r++)
             g[r] = all[r].values.reduce_gbps;
-        qsort(g, (size_t)comm->size, sizeof(double), cmp_double);
+        braid_sort_doubles(g, comm->size);
         got->reduce_gbps = g[comm->size / 2];
         free(g);
     }

@@ -43,6 +43,7 @@
 #include "comm/comm.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/stats.h"
 
 /* The flag at offset 0 of the area, the data a cache line after it. */
 #define DATA_OFF     ((size_t)64)
@@ -82,18 +83,6 @@ typedef struct exch {
     unsigned      polls;
     double        wait_start;
 } exch_t;
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static double fastest(const double *v, int n)
 {
@@ -287,7 +276,7 @@ static braid_status_t run(double *us, exch_t *x, uint64_t *flag_base,
             t[(i - warmup) / block] = (braid_now_s() - t0) * 1e6 / block;
     }
     if (st == BRAID_OK && x->left >= 0)
-        *us = block == 1 ? fastest(t, nblocks) : median(t, nblocks);
+        *us = block == 1 ? fastest(t, nblocks) : braid_median(t, nblocks);
     free(t);
     return st;
 }
