@@ -34,6 +34,7 @@
 
 #include <braid/braid.h>
 
+#include "busbw.h"
 #include "cuda_mem.h"
 #include "reference.h"
 
@@ -635,19 +636,6 @@ static int64_t check_call(const opts_t *o, bench_t *b, const shape_t *sh,
     return v.wrong + v.differ + v.touched;
 }
 
-static double bus_factor(braid_coll_t c, int n)
-{
-    switch (c) {
-    case BRAID_COLL_ALLREDUCE:
-        return 2.0 * (n - 1) / n;
-    case BRAID_COLL_REDUCE_SCATTER:
-    case BRAID_COLL_ALLGATHER:
-        return (double)(n - 1) / n;
-    default:
-        return 1.0;
-    }
-}
-
 /* ---------------------------------------------------------------- output */
 
 static void print_header(const opts_t *o, const bench_t *b)
@@ -810,7 +798,8 @@ static void run_size(const opts_t *o, bench_t *b, size_t bytes)
         res[k].us    = time_call(o, b, &sh, bf);
         res[k].algbw = res[k].us > 0 ? (double)sh.bytes / res[k].us / 1e3
                                      : 0.0;
-        res[k].busbw = res[k].algbw * bus_factor(o->coll, b->size);
+        res[k].busbw =
+            res[k].algbw * braid_bench_bus_factor(o->coll, b->size);
         res[k].wrong = check_call(o, b, &sh, bf, k);
         b->bw_sum += res[k].busbw;
         b->bw_n++;

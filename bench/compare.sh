@@ -1,55 +1,117 @@
 #!/usr/bin/env bash
-# Side-by-side all-reduce latencies (f32 sum, out of place, median of the
-# slowest rank): braid's automatic choice and each candidate, next to Open
-# MPI's MPI_Allreduce measured in the same session.  Ratios in one run are
-# what to read; this machine is shared and noisy.
-#   bench/compare.sh BUILD_DIR [RANKS...]          (default ranks: 2 4 8)
-#   SIZES="8 4096 65536 16777216" CANDS="auto oneshot@shm ring@ucx" ITERS=50
-#   TIMING=batch: back-to-back batches instead of single aligned calls (both
-#   benchmarks measure the same way; see braid-bench --help)
+# braid against Open MPI and torch's Gloo, in one session: every braid
+# candidate, the automatic choice (without and with braid-tune's table),
+# MPI_Allreduce/MPI_Reduce_scatter_block/MPI_Allgather and Gloo's
+# all_reduce/all_gather, taking turns round after round so that a shared,
+# noisy machine hits them alike.  Prints the tables of docs/tuning.md
+# ("Reading compare.sh"): bus bandwidth against the peers, the oracle gap
+# (the automatic choice against the best forced candidate), and the cost
+# model's estimate next to every candidate's measured time; writes every
+# measurement and the charts (bench/plot.sh) to OUT.
+#
+#   bench/compare.sh BUILD_DIR [RANKS...]        (default ranks: 2 4 8)
+#
+# Environment (defaults in brackets):
+#   OUT=DIR            where everything goes [compare-<date>-<time>]
+#   ROUNDS=N           rounds [3]; each round runs braid, Open MPI, Gloo
+#   AR="MIN MAX F"     all-reduce sizes: MIN, times F, up to MAX [8 256M 4]
+#   RSAG="MIN MAX F"   reduce_scatter and allgather sizes [1M 256M 16]
+#   ITERS=N            calls per round up to 256 KiB, fewer above [20]
+#   TUNE=0|1           make braid-tune's table first, time 'tuned' with it [1]
+#   MPI=0|1 GLOO=0|1   time Open MPI, Gloo [1, 1]
+#   PRUNE=F            braid-tune --prune F (0: every candidate everywhere) [0]
+#   QUICK=1            a smoke run: 2 ranks, all-reduce 8 B-4 KiB, reduce_scatter
+#                      and allgather at 64 KiB, one round of 5 calls, Gloo's
+#                      all-reduce only (each torch job takes seconds to start)
+# Sizes are the larger buffer (nccl-tests' "size").  The commands, with
+# the figures they gave on this machine, are in docs/performance.md.
 set -uo pipefail
 build=${1:?usage: compare.sh BUILD_DIR [RANKS...]}; shift
-ranks=${*:-2 4 8}
-sizes=${SIZES:-8 4096 65536 16777216}
-cands=${CANDS:-auto oneshot@shm twoshot@shm ring@shm oneshot@ucx twoshot@ucx ring@ucx}
-iters=${ITERS:-50}
-timing=${TIMING:-percall}
-bench=$build/bench/braid-bench braidrun=$build/tools/braidrun
+build=$(cd "$build" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+if [ "${QUICK:-0}" = 1 ]; then
+  ranks=${*:-2}
+  : "${ROUNDS:=1}" "${AR:=8 4K 16}" "${RSAG:=64K 64K 2}" "${ITERS:=5}"
+else
+  ranks=${*:-2 4 8}
+fi
+rounds=${ROUNDS:-3} ar=(${AR:-8 256M 4}) rsag=(${RSAG:-1M 256M 16})
+iters=${ITERS:-20} tune=${TUNE:-1} mpi=${MPI:-1} gloo=${GLOO:-1}
+prune=${PRUNE:-0}
+out=${OUT:-compare-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out" || exit 1
+out=$(cd "$out" && pwd)
+braidrun=$build/tools/braidrun tunebin=$build/tools/braid-tune
 mpibench=$build/bench/mpi-allreduce-bench
+log=$out/log.txt
+: >"$log"
 
-# One size, one candidate: prints "time algo" from braid-bench's row.
-braid_time() {
-  local n=$1 size=$2 cand=$3 algo=()
-  [ "$cand" = auto ] || algo=(--algo "$cand")
-  local it=$iters
-  [ "$size" -ge 4194304 ] && it=$(( iters < 10 ? iters : 10 ))
-  "$braidrun" -n "$n" "$bench" -b "$size" -e "$size" -n "$it" -w 3 -c 0 \
-      -i 0 -t "$timing" "${algo[@]}" 2>/dev/null |
-    awk -v s="$size" '$2 == s { print $7, $6; found=1 } END { if (!found) print "-", "-" }'
+say() { echo "compare.sh: $*" >&2; echo "$*" >>"$log"; }
+run() { say "+ $*"; "$@" >>"$log" 2>&1; local rc=$?; [ $rc -eq 0 ] || say "exit status $rc: $*"; return $rc; }
+
+[ -x "$tunebin" ] || { echo "compare.sh: no $tunebin (build first)" >&2; exit 1; }
+if [ "$mpi" = 1 ] && [ ! -x "$mpibench" ]; then
+  say "no $mpibench (Open MPI not found at build time): Open MPI skipped"; mpi=0
+fi
+if [ "$gloo" = 1 ] && ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
+  say "no torch for /usr/bin/python3: Gloo skipped"; gloo=0
+fi
+
+# braid-tune over one set of sizes: -C COLLS MIN MAX F, then its own options.
+braid_tune() {
+  local n=$1 colls=$2 lo=$3 hi=$4 f=$5; shift 5
+  run "$braidrun" -n "$n" "$tunebin" -q -C "$colls" -b "$lo" -e "$hi" -f "$f" \
+      -n "$iters" --prune "$prune" "$@"
 }
 
-mpi_time() {
-  local n=$1 size=$2 it=$iters
-  [ "$size" -ge 4194304 ] && it=$(( iters < 10 ? iters : 10 ))
-  [ -x "$mpibench" ] || { echo "-"; return; }
-  mpirun --allow-run-as-root --oversubscribe -np "$n" "$mpibench" -b "$size" \
-      -e "$size" -n "$it" -w 3 -t "$timing" 2>/dev/null |
-    awk -v s="$size" '$1 == s { print $3 }'
-}
-
-printf '%-6s %-10s %-12s %10s %s\n' ranks size candidate "time(us)" "vs MPI"
 for n in $ranks; do
-  for size in $sizes; do
-    m=$(mpi_time "$n" "$size"); m=${m:--}
-    printf '%-6s %-10s %-12s %10s\n' "$n" "$size" "MPI" "$m"
-    for cand in $cands; do
-      read -r t algo < <(braid_time "$n" "$size" "$cand")
-      ratio="-"
-      if [ "$t" != "-" ] && [ "$m" != "-" ]; then
-        ratio=$(awk -v a="$m" -v b="$t" 'BEGIN { printf "%.2fx", a / b }')
-      fi
-      label=$cand; [ "$cand" = auto ] && label="auto:$algo"
-      printf '%-6s %-10s %-12s %10s %s\n' "$n" "$size" "$label" "$t" "$ratio"
-    done
+  table=$out/tune-n$n.txt
+  tf=()
+  if [ "$tune" = 1 ]; then
+    # The table comes from its own run: judging it on the measurements it
+    # was made from would only measure their noise.
+    rm -f "$table"
+    braid_tune "$n" allreduce "${ar[@]}" -r "$rounds" -o "$table" &&
+      braid_tune "$n" reduce_scatter,allgather "${rsag[@]}" -r "$rounds" \
+        -o "$table" --merge && tf=(--tune-file "$table")
+  fi
+  for ((r = 1; r <= rounds; r++)); do
+    braid_tune "$n" allreduce "${ar[@]}" -r 1 "${tf[@]}" \
+      --csv "$out/braid-n$n-r$r-ar.csv"
+    braid_tune "$n" reduce_scatter,allgather "${rsag[@]}" -r 1 "${tf[@]}" \
+      --csv "$out/braid-n$n-r$r-rsag.csv"
+    if [ "$mpi" = 1 ]; then
+      for c in allreduce reduce_scatter allgather; do
+        s=("${ar[@]}"); [ $c = allreduce ] || s=("${rsag[@]}")
+        run mpirun --allow-run-as-root --oversubscribe -np "$n" "$mpibench" \
+          -C $c -b "${s[0]}" -e "${s[1]}" -f "${s[2]}" -n "$iters" -w 2 -a 1 \
+          -o "$out/mpi-n$n-r$r-$c.csv"
+      done
+    fi
+    if [ "$gloo" = 1 ]; then
+      gcolls="allreduce allgather" # Gloo has no reduce_scatter
+      [ "${QUICK:-0}" = 1 ] && gcolls=allreduce
+      for c in $gcolls; do
+        s=("${ar[@]}"); [ $c = allreduce ] || s=("${rsag[@]}")
+        run timeout 3600 /usr/bin/python3 "$here/../tools/braid-torchrun" \
+          --nproc_per_node "$n" "$here/torch_allreduce.py" --backends gloo \
+          --coll $c -b "${s[0]}" -e "${s[1]}" -f "${s[2]}" -n "$iters" -r 1 \
+          --csv "$out/gloo-n$n-r$r-$c.csv"
+      done
+    fi
   done
 done
+
+csvs=()
+for f in "$out"/braid-*.csv "$out"/mpi-*.csv "$out"/gloo-*.csv; do
+  [ -s "$f" ] && csvs+=("$f")
+done
+[ ${#csvs[@]} -gt 0 ] || { echo "compare.sh: nothing was measured (see $log)" >&2; exit 1; }
+{
+  echo "# bench/compare.sh $build $ranks (ROUNDS=$rounds AR='${ar[*]}' RSAG='${rsag[*]}' ITERS=$iters TUNE=$tune PRUNE=$prune) on $(hostname), $(date '+%Y-%m-%d %H:%M')"
+  echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  /usr/bin/python3 "$here/tune_report.py" compare "${csvs[@]}"
+} | tee "$out/report.txt"
+"$here/plot.sh" -o "$out/png" "${csvs[@]}" >/dev/null &&
+  echo "# charts: $out/png" | tee -a "$out/report.txt"
+echo "# everything: $out"

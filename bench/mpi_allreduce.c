@@ -5,7 +5,14 @@
  * can be compared as ratios in one session.  Baseline only: not part of
  * braid.
  *   mpirun -np 2 mpi-allreduce-bench [-b 8] [-e 64M] [-f 2] [-n 20] [-w 5]
- *                                    [-t percall|batch] */
+ *                                    [-t percall|batch] [-a 0|1]
+ *                                    [-C allreduce|reduce_scatter|allgather]
+ *                                    [-o FILE]
+ * -C: MPI_Reduce_scatter_block or MPI_Allgather instead, size being the
+ * larger buffer as in braid-bench; -a 1: fewer calls for large sizes, as
+ * braid-tune (n * 256 KiB / size, at least 3); -o: also a CSV
+ * "coll,nranks,size,series,time_us" with series "ompi" (bench/plot.sh,
+ * bench/tune_report.py). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +42,8 @@ static int cmp_double(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     size_t minb = 8, maxb = 64u << 20;
-    int    factor = 2, iters = 20, warmup = 5, batch = 0, bad = 0;
+    int    factor = 2, iters = 20, warmup = 5, batch = 0, bad = 0, adapt = 0;
+    const char *coll = "allreduce", *csv = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-b")) minb = parse_size(argv[i + 1]);
         else if (!strcmp(argv[i], "-e")) maxb = parse_size(argv[i + 1]);
@@ -45,10 +53,16 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-t")) {
             batch = !strcmp(argv[i + 1], "batch");
             bad |= !batch && strcmp(argv[i + 1], "percall");
+        } else if (!strcmp(argv[i], "-a")) adapt = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-o")) csv = argv[i + 1];
+        else if (!strcmp(argv[i], "-C")) {
+            coll = argv[i + 1];
+            bad |= strcmp(coll, "allreduce") && strcmp(coll, "reduce_scatter") &&
+                   strcmp(coll, "allgather");
         } else bad = 1;
     }
     if (bad || factor < 2 || iters < 1 || minb < 4 || maxb < minb) {
-        fprintf(stderr, "usage: mpi-allreduce-bench [-b min] [-e max] [-f factor>=2] [-n iters] [-w warmup] [-t percall|batch]\n");
+        fprintf(stderr, "usage: mpi-allreduce-bench [-b min] [-e max] [-f factor>=2] [-n iters] [-w warmup] [-t percall|batch] [-a 0|1] [-C allreduce|reduce_scatter|allgather] [-o csv]\n");
         return 2;
     }
     MPI_Init(&argc, &argv);
@@ -59,38 +73,77 @@ int main(int argc, char **argv)
     int     nt    = batch ? BATCHES : iters;
     double *times = malloc(sizeof(double) * (size_t)nt);
     double *tmax  = malloc(sizeof(double) * (size_t)nt);
+    int     ar = !strcmp(coll, "allreduce"), rs = !strcmp(coll, "reduce_scatter");
+    double  factor_bus = ar ? 2.0 * (size - 1) / size : (double)(size - 1) / size;
+    FILE   *out = NULL;
     memset(send, 0, maxb);
+    if (rank == 0 && csv != NULL) {
+        if ((out = fopen(csv, "w")) == NULL) {
+            fprintf(stderr, "mpi-allreduce-bench: -o %s: cannot write\n", csv);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        fprintf(out, "coll,nranks,size,series,time_us\n");
+    }
     if (rank == 0)
-        printf("# MPI_Allreduce f32 sum, %d ranks, out of place, median of "
-               "%d %s\n%12s %12s %12s %10s %10s\n", size, nt,
+        printf("# MPI_%s f32%s, %d ranks, out of place, median of "
+               "%d %s\n%12s %12s %12s %10s %10s\n",
+               ar ? "Allreduce" : rs ? "Reduce_scatter_block" : "Allgather",
+               ar || rs ? " sum" : "", size, nt,
                batch ? "batches of back-to-back calls" : "single calls",
                "size", "count", "time(us)", "algbw", "busbw");
     /* As braid-bench: the last size is maxb even off the geometric steps. */
     for (size_t bytes = minb; bytes <= maxb;
          bytes = bytes < maxb && bytes * (size_t)factor > maxb
                      ? maxb : bytes * (size_t)factor) {
-        int count = (int)(bytes / sizeof(float));
-        for (int i = 0; i < warmup; i++)
-            MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        for (int i = 0; i < nt; i++) {
-            int calls = batch ? iters : 1;
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            for (int k = 0; k < calls; k++)
-                MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM,
-                              MPI_COMM_WORLD);
-            times[i] = (MPI_Wtime() - t0) / calls * 1e6;
+        /* reduce_scatter and allgather: count per rank, size the larger
+         * buffer, as braid-bench. */
+        int count = (int)(bytes / sizeof(float) / (ar ? 1 : (size_t)size));
+        if (count < 1)
+            count = 1;
+        size_t shown = (size_t)count * sizeof(float) * (ar ? 1 : (size_t)size);
+        int    n = nt;
+        if (adapt && !batch) {
+            double scaled = (double)iters * (256 << 10) / (double)shown;
+            n = scaled < iters ? (int)scaled : iters;
+            n = n < 3 ? 3 : n;
         }
-        MPI_Allreduce(times, tmax, nt, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        qsort(tmax, (size_t)nt, sizeof(double), cmp_double);
-        double us = nt % 2 ? tmax[nt / 2]
-                           : 0.5 * (tmax[nt / 2 - 1] + tmax[nt / 2]);
-        double algbw = (double)bytes / us / 1e3;
+        for (int i = 0; i < warmup + n; i++) {
+            int calls = batch ? iters : 1;
+            if (i >= warmup)
+                MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            for (int k = 0; k < calls; k++) {
+                if (ar)
+                    MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM,
+                                  MPI_COMM_WORLD);
+                else if (rs)
+                    MPI_Reduce_scatter_block(send, recv, count, MPI_FLOAT,
+                                             MPI_SUM, MPI_COMM_WORLD);
+                else
+                    MPI_Allgather(send, count, MPI_FLOAT, recv, count,
+                                  MPI_FLOAT, MPI_COMM_WORLD);
+                if (i < warmup)
+                    break;
+            }
+            if (i >= warmup)
+                times[i - warmup] = (MPI_Wtime() - t0) / calls * 1e6;
+        }
+        MPI_Allreduce(times, tmax, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        qsort(tmax, (size_t)n, sizeof(double), cmp_double);
+        double us = n % 2 ? tmax[n / 2]
+                          : 0.5 * (tmax[n / 2 - 1] + tmax[n / 2]);
+        double algbw = (double)shown / us / 1e3;
         if (rank == 0)
-            printf("%12zu %12d %12.2f %10.3f %10.3f\n", bytes, count, us, algbw,
-                   algbw * 2.0 * (size - 1) / size);
+            printf("%12zu %12d %12.2f %10.3f %10.3f\n", shown, count, us, algbw,
+                   algbw * factor_bus);
+        if (out != NULL)
+            fprintf(out, "%s,%d,%zu,ompi,%.3f\n", coll, size, shown, us);
         if (bytes == maxb)
             break;
+    }
+    if (out != NULL && fclose(out) != 0) {
+        fprintf(stderr, "mpi-allreduce-bench: -o %s: cannot write\n", csv);
+        MPI_Abort(MPI_COMM_WORLD, 1);
     }
     free(send);
     free(recv);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "comm/calib.h"
 #include "comm/comm.h"
 #include "loader/loader.h"
 #include "util/log.h"
@@ -89,6 +90,73 @@ static int print_plugins(void)
     return n;
 }
 
+/* The cost model's inputs: where they came from and what they are. */
+static void print_links(const braid_comm_t *comm)
+{
+    char line[1536];
+    braid_calib_describe(comm, line, sizeof(line));
+    printf("%s\n", line);
+    for (int i = 0; i < comm->ntls; i++) {
+        const braid_link_t *l = &comm->tls[i].link;
+        printf("  %-6s", comm->tls[i].ops->name);
+        if (comm->tls[i].ops->caps & BRAID_CAP_SENDRECV)
+            printf("  send/recv %.3g us + %.3g GB/s", l->alpha_us,
+                   l->beta_gbps);
+        if (comm->tls[i].ops->caps & BRAID_CAP_PUT_SIGNAL)
+            printf("  put %.3g us + %.3g GB/s", l->put_alpha_us,
+                   l->put_beta_gbps);
+#ifdef BRAID_CAP_GET
+        if (BRAID_HAS(&comm->tls[i], braid_tl_t, get_beta_gbps) &&
+            comm->tls[i].get_beta_gbps > 0)
+            printf("  get %.3g us + %.3g GB/s", comm->tls[i].get_alpha_us,
+                   comm->tls[i].get_beta_gbps);
+        else if (comm->tl_get_why[i][0] != '\0')
+            printf("  get unavailable: %s", comm->tl_get_why[i]);
+#endif
+        printf("\n");
+    }
+    printf("  stage %.3g us, reduction %.3g GB/s per rank\n",
+           comm->sel.stage_us,
+           comm->sel.reduce_gbps > 0 ? comm->sel.reduce_gbps : 8.0);
+}
+
+/* The tuning file's rows that apply to this communicator. */
+static void print_tune_rows(const braid_comm_t *comm)
+{
+    const char *path = getenv("BRAID_TUNE_FILE");
+    if (path == NULL || *path == '\0' || comm->tune.n == 0)
+        return;
+    int mine = 0;
+    for (int i = 0; i < comm->tune.n; i++) {
+        const braid_tune_row_t *r = &comm->tune.rows[i];
+        mine += (r->nranks < 0 || r->nranks == comm->size) &&
+                (r->nnodes < 0 || r->nnodes == comm->topo.nnodes) &&
+                (r->topo < 0 || r->topo == (int)comm->topo.kind);
+    }
+    printf("tuning file %s: %d rows, %d for this communicator%s\n", path,
+           comm->tune.n, mine, mine ? ":" : "");
+    for (int i = 0; i < comm->tune.n; i++) {
+        const braid_tune_row_t *r = &comm->tune.rows[i];
+        if (!((r->nranks < 0 || r->nranks == comm->size) &&
+              (r->nnodes < 0 || r->nnodes == comm->topo.nnodes) &&
+              (r->topo < 0 || r->topo == (int)comm->topo.kind)))
+            continue;
+        char cand[80], hi[32];
+        braid_cand_ref_format(cand, sizeof(cand), &r->cand);
+        if (r->hi == SIZE_MAX)
+            snprintf(hi, sizeof(hi), "inf");
+        else
+            snprintf(hi, sizeof(hi), "%zu", r->hi);
+        printf("  line %-4d %-14s [%zu, %s) B  %s", r->line,
+               braid_coll_name(r->coll), r->lo, hi, cand);
+        double us = braid_tune_measured(r, cand);
+        if (us >= 0)
+            printf("  (measured %.2f us at %zu B)", us, r->at);
+        printf("\n");
+    }
+}
+
+
 /* The memory needs some candidate takes besides host memory's: their
  * tables are printed too. */
 static uint32_t device_needs(const braid_comm_t *comm, uint32_t *needs)
@@ -122,21 +190,8 @@ static void print_table(braid_comm_t *comm)
            "sizes are bytes per rank, half-open [from, to) as BRAID_ALGO "
            "writes them\n", comm->size, comm->topo.nnodes, comm->topo.ppn,
            topo);
-    /* The link parameters every estimate below starts from, and whether
-     * the single-copy path (get) opened on this communicator. */
-    for (int i = 0; i < comm->ntls; i++) {
-        const braid_tl_t *tl = &comm->tls[i];
-        printf("transport %s: send/recv %.2f us %.2f GB/s, put %.2f us "
-               "%.2f GB/s", tl->ops->name, tl->link.alpha_us,
-               tl->link.beta_gbps, tl->link.put_alpha_us,
-               tl->link.put_beta_gbps);
-        if (tl->caps & BRAID_CAP_GET)
-            printf(", get %.2f us %.2f GB/s", tl->get_alpha_us,
-                   tl->get_beta_gbps);
-        else if (comm->tl_get_why[i][0] != '\0')
-            printf(", get unavailable: %s", comm->tl_get_why[i]);
-        printf("\n");
-    }
+    print_links(comm);
+    print_tune_rows(comm);
     for (int c = 0; c < BRAID_COLL_COUNT; c++) {
         printf("\n%s\n", braid_coll_name((braid_coll_t)c));
         for (uint32_t k = 0; k < nneeds; k++) {

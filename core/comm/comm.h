@@ -89,6 +89,8 @@ struct braid_comm {
     braid_progress_t           *board;
     size_t                      board_len;
     int                         world; /* from braid_init (not a split) */
+    /* comm/calib.c: where the link figures came from. */
+    struct braid_calib_state   *calib;
 };
 
 /* comm/entry.c: the thread model (braid.h, Threads).  Every public call

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "comm/calib.h"
 #include "comm/comm.h"
 #include "select/validate.h"
 #include "util/env.h"
@@ -187,6 +188,10 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
                              ? BRAID_HANDOFF_US * (double)comm->topo.ppn /
                                    (double)ncpu
                              : 0.0;
+    /* The links, stage and reduction figures measured on this machine (or
+     * read from the calibration cache) replace the declared ones. */
+    if ((st = braid_calib_apply(comm)) != BRAID_OK)
+        return st;
 
     if (comm->rank == 0 && braid_log_level() >= BRAID_LOG_INFO) {
         char list[1024] = "";
@@ -220,6 +225,7 @@ void braid_comm_teardown(braid_comm_t *comm)
         braid_timeout_cap(BRAID_FAILED_TEARDOWN_S);
     braid_comm_close_transports(comm);
     braid_timeout_cap(0);
+    braid_calib_free(comm);
     braid_board_close(comm);
     braid_tune_free(&comm->tune);
     free(comm->node_of_rank);

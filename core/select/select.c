@@ -50,7 +50,7 @@ double braid_candidate_estimate(const braid_selector_t *sel,
         .ppn         = sel->ppn,
         .topo        = sel->topo,
         .link        = cand->tl != NULL ? cand->tl->link : none,
-        .reduce_gbps = REDUCE_GBPS,
+        .reduce_gbps = sel->reduce_gbps > 0 ? sel->reduce_gbps : REDUCE_GBPS,
         .stage_us    = sel->stage_us,
         .mem         = cost_mem(mem),
         .comm_state  = cand->comm_state,
@@ -122,7 +122,8 @@ braid_pick_t braid_select_decide(const braid_selector_t *sel,
         return pick;
     }
     const braid_tune_row_t *row = braid_tune_match(sel->tune, coll, sel->nranks,
-                                                   sel->nnodes, bytes);
+                                                   sel->nnodes, (int)sel->topo,
+                                                   bytes);
     if (row != NULL) {
         pick = (braid_pick_t){cheapest(sel, &row->cand, coll, bytes, mem),
                               BRAID_WHY_TUNE, &row->cand};
@@ -194,18 +195,45 @@ static void ties_of(char *buf, size_t len, const braid_selector_t *sel,
     }
 }
 
+/* "tuning file line 12 (measured 5.10 us at 4096 B; cost model:
+ * twoshot@shm)": the row, what braid-tune measured there, and what the
+ * cost model alone would have taken. */
+static void tune_note(char *buf, size_t len, const braid_selector_t *sel,
+                      int idx, braid_coll_t coll, size_t bytes, uint32_t mem)
+{
+    const braid_tune_row_t *row = braid_tune_match(
+        sel->tune, coll, sel->nranks, sel->nnodes, (int)sel->topo, bytes);
+    if (row == NULL || idx < 0) {
+        snprintf(buf, len, "%s", why_names[BRAID_WHY_TUNE]);
+        return;
+    }
+    int    model = cheapest(sel, NULL, coll, bytes, mem);
+    double us    = braid_tune_measured(row, sel->cands[idx].name);
+    char   meas[96] = "";
+    if (us >= 0)
+        snprintf(meas, sizeof(meas), "measured %.2f us at %zu B; ", us,
+                 row->at);
+    snprintf(buf, len, "%s line %d (%scost model: %s)",
+             why_names[BRAID_WHY_TUNE], row->line, meas,
+             model >= 0 ? sel->cands[model].name : "none");
+}
+
 void braid_select_why(char *buf, size_t len, const braid_selector_t *sel,
                       braid_pick_t pick, braid_coll_t coll, size_t bytes,
                       uint32_t mem)
 {
-    char ties[256] = "";
+    char ties[256] = "", what[256];
     if (pick.idx >= 0)
         ties_of(ties, sizeof(ties), sel, pick.ref, pick.idx, coll, bytes, mem);
-    if (ties[0] != '\0')
-        snprintf(buf, len, "%s; tie with %s: first in name order",
-                 why_names[pick.why], ties);
+    if (pick.why == BRAID_WHY_TUNE)
+        tune_note(what, sizeof(what), sel, pick.idx, coll, bytes, mem);
     else
-        snprintf(buf, len, "%s", why_names[pick.why]);
+        snprintf(what, sizeof(what), "%s", why_names[pick.why]);
+    if (ties[0] != '\0')
+        snprintf(buf, len, "%s; tie with %s: first in name order", what,
+                 ties);
+    else
+        snprintf(buf, len, "%s", what);
 }
 
 braid_status_t braid_select(braid_candidate_t **cand, braid_selector_t *sel,

@@ -76,6 +76,8 @@ typedef struct braid_selector {
     const braid_tune_t      *tune;
     int                      nranks, nnodes, ppn;
     double                   stage_us; /* braid_cost_in_t.stage_us */
+    double                   reduce_gbps; /* measured (comm/calib.c); 0:
+                                             the declared figure */
     braid_topo_kind_t        topo;
     int                      rank;  /* rank 0 prints the tables at info */
     /* Built once per memory need (table.c), read by every call. */

@@ -14,9 +14,14 @@
  *
  * Tuning file (written by braid-tune, read through BRAID_TUNE_FILE): one row
  * per line, '#' starts a comment, fields separated by blanks:
- *   coll nranks nnodes min_bytes max_bytes candidate
+ *   coll nranks nnodes [topo] min_bytes max_bytes candidate [measured]
+ *   topo     := single | switch | ring | '*'    (absent: any topology)
+ *   measured := 'at' size (cand '=' microseconds)+
  * nranks and nnodes may be '*'; max_bytes may be 'inf'; the range is
- * [min_bytes, max_bytes).  The first matching row wins. */
+ * [min_bytes, max_bytes) of the call's bytes per rank (braid_cost_in_t
+ * .bytes).  `measured` records what braid-tune timed at one size of the
+ * range (at most BRAID_TUNE_MEAS candidates); the dispatcher only shows
+ * it.  The first matching row wins.  docs/tuning.md has the details. */
 #ifndef BRAID_CORE_SPEC_H
 #define BRAID_CORE_SPEC_H
 
@@ -50,12 +55,24 @@ braid_status_t braid_algo_spec_parse(braid_algo_spec_t *spec, const char *text);
 const braid_algo_rule_t *braid_algo_spec_match(const braid_algo_spec_t *spec,
                                                braid_coll_t coll, size_t bytes);
 
-typedef struct braid_tune_row {
-    braid_coll_t     coll;
-    int              nranks; /* -1: any */
-    int              nnodes; /* -1: any */
-    size_t           lo, hi;
+#define BRAID_TUNE_MEAS 24
+
+typedef struct braid_tune_meas {
     braid_cand_ref_t cand;
+    double           us;
+} braid_tune_meas_t;
+
+typedef struct braid_tune_row {
+    braid_coll_t      coll;
+    int               nranks; /* -1: any */
+    int               nnodes; /* -1: any */
+    size_t            lo, hi;
+    braid_cand_ref_t  cand;
+    int               topo;   /* -1: any, else a braid_topo_kind_t */
+    int               line;   /* in its file, for messages */
+    size_t            at;     /* the size measured (valid when nmeas > 0) */
+    int               nmeas;
+    braid_tune_meas_t meas[BRAID_TUNE_MEAS];
 } braid_tune_row_t;
 
 typedef struct braid_tune {
@@ -67,9 +84,15 @@ typedef struct braid_tune {
 braid_status_t braid_tune_parse(braid_tune_t *tune, const char *text,
                                 const char *source);
 braid_status_t braid_tune_load(braid_tune_t *tune, const char *path);
+/* The first row for this call on a communicator of nranks ranks on nnodes
+ * hosts cabled as topo (a braid_topo_kind_t), or NULL. */
 const braid_tune_row_t *braid_tune_match(const braid_tune_t *tune,
                                          braid_coll_t coll, int nranks,
-                                         int nnodes, size_t bytes);
+                                         int nnodes, int topo, size_t bytes);
+/* The measured time of cand in row, or -1 when it has none. */
+double braid_tune_measured(const braid_tune_row_t *row, const char *cand);
+/* "single", "switch", "ring" for a braid_topo_kind_t; "*" for -1. */
+const char *braid_tune_topo_name(int topo);
 void braid_tune_free(braid_tune_t *tune);
 
 /* Shared by both parsers. */

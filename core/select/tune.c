@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <braid/plugin.h>
+
 #include "select/lex.h"
 #include "select/spec.h"
 #include "util/log.h"
@@ -28,6 +30,108 @@ static braid_status_t parse_count(braid_lex_t *lx, int *out, const char *what)
     return BRAID_OK;
 }
 
+/* '*', single, switch or ring; absent (a digit follows): any. */
+static braid_status_t parse_topo(braid_lex_t *lx, int *topo)
+{
+    *topo = -1;
+    if (braid_lex_accept(lx, '*'))
+        return BRAID_OK;
+    int c = braid_lex_peek(lx);
+    if (c >= '0' && c <= '9')
+        return BRAID_OK;
+    size_t      start = lx->pos;
+    const char *s;
+    size_t      n = braid_lex_name(lx, &s);
+    static const struct { const char *name; int kind; } words[] = {
+        {"single", BRAID_TOPO_SINGLE_HOST},
+        {"switch", BRAID_TOPO_SWITCH},
+        {"ring", BRAID_TOPO_RING},
+    };
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (n == strlen(words[i].name) && strncmp(s, words[i].name, n) == 0) {
+            *topo = words[i].kind;
+            return BRAID_OK;
+        }
+    lx->pos = start;
+    return braid_lex_fail(lx, "a topology (single, switch, ring or '*') or "
+                          "min_bytes");
+}
+
+/* A non-negative decimal number of microseconds ("12", "3.25"). */
+static braid_status_t parse_us(braid_lex_t *lx, double *us)
+{
+    braid_lex_skip_blanks(lx);
+    size_t start = lx->pos, dots = 0;
+    while (lx->pos < lx->end &&
+           ((lx->text[lx->pos] >= '0' && lx->text[lx->pos] <= '9') ||
+            lx->text[lx->pos] == '.')) {
+        dots += lx->text[lx->pos] == '.';
+        lx->pos++;
+    }
+    size_t n = lx->pos - start;
+    char   num[40];
+    if (n == 0 || n >= sizeof(num) || dots > 1 ||
+        lx->text[start] == '.' || lx->text[lx->pos - 1] == '.') {
+        lx->pos = start;
+        return braid_lex_fail(lx, "a time in microseconds (digits, one "
+                              "optional decimal point)");
+    }
+    memcpy(num, lx->text + start, n);
+    num[n] = '\0';
+    double v = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (num[i] == '.') {
+            scale = 1;
+            continue;
+        }
+        v = v * 10 + (num[i] - '0');
+        scale *= 10;
+    }
+    *us = scale > 0 ? v / scale : v;
+    if (!(*us < 1e15)) {
+        lx->pos = start;
+        return braid_lex_fail(lx, "a time below 1e15 microseconds");
+    }
+    return BRAID_OK;
+}
+
+/* 'at' size (cand '=' us)+ */
+static braid_status_t parse_measured(braid_tune_row_t *row, braid_lex_t *lx)
+{
+    braid_status_t st;
+    size_t         at_pos = (braid_lex_skip_blanks(lx), lx->pos);
+    if ((st = braid_lex_size(lx, &row->at)) != BRAID_OK)
+        return st;
+    if (row->at < row->lo || row->at >= row->hi) {
+        lx->pos = at_pos;
+        return braid_lex_fail(lx, "a measured size inside the row's range");
+    }
+    do {
+        if (row->nmeas == BRAID_TUNE_MEAS)
+            return braid_lex_fail(lx, "the end of the row (at most "
+                                  "24 measured candidates)");
+        braid_tune_meas_t *m = &row->meas[row->nmeas];
+        size_t cand_pos = (braid_lex_skip_blanks(lx), lx->pos);
+        if ((st = braid_lex_cand(lx, &m->cand)) != BRAID_OK)
+            return st;
+        for (int i = 0; i < row->nmeas; i++)
+            if (strcmp(row->meas[i].cand.algo, m->cand.algo) == 0 &&
+                strcmp(row->meas[i].cand.tl, m->cand.tl) == 0) {
+                lx->pos = cand_pos;
+                return braid_lex_fail(lx, "a candidate not measured before "
+                                      "on this row");
+            }
+        if (lx->pos >= lx->end || lx->text[lx->pos] != '=')
+            return braid_lex_fail(lx, "'=' and the candidate's time in "
+                                  "microseconds");
+        lx->pos++;
+        if ((st = parse_us(lx, &m->us)) != BRAID_OK)
+            return st;
+        row->nmeas++;
+    } while (braid_lex_peek(lx) != '\0' && braid_lex_peek(lx) != '#');
+    return BRAID_OK;
+}
+
 static braid_status_t parse_row(braid_tune_row_t *row, braid_lex_t *lx)
 {
     braid_status_t st;
@@ -41,6 +145,7 @@ static braid_status_t parse_row(braid_tune_row_t *row, braid_lex_t *lx)
     }
     if ((st = parse_count(lx, &row->nranks, "a rank count or '*'")) != BRAID_OK ||
         (st = parse_count(lx, &row->nnodes, "a node count or '*'")) != BRAID_OK ||
+        (st = parse_topo(lx, &row->topo)) != BRAID_OK ||
         (st = braid_lex_size(lx, &row->lo)) != BRAID_OK)
         return st;
     size_t hi_pos = (braid_lex_skip_blanks(lx), lx->pos);
@@ -56,8 +161,13 @@ static braid_status_t parse_row(braid_tune_row_t *row, braid_lex_t *lx)
     }
     if ((st = braid_lex_cand(lx, &row->cand)) != BRAID_OK)
         return st;
+    size_t at_pos = (braid_lex_skip_blanks(lx), lx->pos);
+    if (braid_lex_name(lx, &s) == 2 && strncmp(s, "at", 2) == 0)
+        return parse_measured(row, lx);
+    lx->pos = at_pos;
     if (braid_lex_peek(lx) != '\0' && braid_lex_peek(lx) != '#')
-        return braid_lex_fail(lx, "the end of the row");
+        return braid_lex_fail(lx, "'at' (the measured times) or the end of "
+                              "the row");
     return BRAID_OK;
 }
 
@@ -86,6 +196,7 @@ braid_status_t braid_tune_parse(braid_tune_t *tune, const char *text,
             }
             tune->rows = rows;
             memset(&rows[tune->n], 0, sizeof(rows[0]));
+            rows[tune->n].line = line;
             braid_status_t st = parse_row(&rows[tune->n], &lx);
             if (st != BRAID_OK) {
                 braid_tune_free(tune);
@@ -131,16 +242,38 @@ braid_status_t braid_tune_load(braid_tune_t *tune, const char *path)
 
 const braid_tune_row_t *braid_tune_match(const braid_tune_t *tune,
                                          braid_coll_t coll, int nranks,
-                                         int nnodes, size_t bytes)
+                                         int nnodes, int topo, size_t bytes)
 {
     for (int i = 0; i < tune->n; i++) {
         const braid_tune_row_t *r = &tune->rows[i];
         if (r->coll == coll && (r->nranks < 0 || r->nranks == nranks) &&
-            (r->nnodes < 0 || r->nnodes == nnodes) && bytes >= r->lo &&
+            (r->nnodes < 0 || r->nnodes == nnodes) &&
+            (r->topo < 0 || r->topo == topo) && bytes >= r->lo &&
             bytes < r->hi)
             return r;
     }
     return NULL;
+}
+
+double braid_tune_measured(const braid_tune_row_t *row, const char *cand)
+{
+    char name[80];
+    for (int i = 0; i < row->nmeas; i++) {
+        braid_cand_ref_format(name, sizeof(name), &row->meas[i].cand);
+        if (strcmp(name, cand) == 0)
+            return row->meas[i].us;
+    }
+    return -1.0;
+}
+
+const char *braid_tune_topo_name(int topo)
+{
+    switch (topo) {
+    case BRAID_TOPO_SINGLE_HOST: return "single";
+    case BRAID_TOPO_SWITCH: return "switch";
+    case BRAID_TOPO_RING: return "ring";
+    default: return "*";
+    }
 }
 
 void braid_tune_free(braid_tune_t *tune)

@@ -96,11 +96,11 @@ int main(void)
     st = braid_comm_split(comm, 0, rank, &tuned);
     EXPECT(st == BRAID_OK, "split with a tuning file: %s", braid_last_error());
     if (st == BRAID_OK) {
-        char cand[80] = "", why[80] = "";
+        char cand[80] = "", why[200] = "";
         st = braid_comm_choice(tuned, BRAID_COLL_ALLREDUCE, 8, cand,
                                sizeof(cand), why, sizeof(why));
         EXPECT(st == BRAID_OK && strncmp(cand, "recdbl@", 7) == 0 &&
-                   strcmp(why, "tuning file") == 0,
+                   strncmp(why, "tuning file line 2 (cost model: ", 32) == 0,
                "tuned choice: %s by %s", cand, why);
         for (int i = 0; i < 100; i++)
             buf[i] = 2.0f;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/compare.sh and bench/rounds.sh, run small: each must print a braid
-# time, an Open MPI time and their ratio for the size asked.
+# bench/compare.sh and bench/rounds.sh, run small: each must print braid's
+# and Open MPI's figures for the sizes asked.
 #
 # usage: test_bench_scripts.sh SOURCE_ROOT BUILD_DIR
 set -u
@@ -8,15 +8,30 @@ src=$1 build=$2
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-out=$(SIZES=8 CANDS="auto oneshot@shm" ITERS=5 bash "$src/bench/compare.sh" \
-        "$build" 2 2>&1)
+# compare.sh's smoke run: every table, with a braid, an Open MPI and (with
+# torch) a Gloo figure, and the charts.
+tmp=$(mktemp -d /tmp/braid-compare-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export BRAID_CALIB_DIR="$tmp/cache"
+out=$(QUICK=1 OUT="$tmp/out" bash "$src/bench/compare.sh" "$build" 2>&1)
 echo "$out"
-echo "$out" | grep -Eq '^2 +8 +MPI +[0-9]+\.[0-9]+' ||
-  fail "compare.sh: no MPI row for 2 ranks, 8 B"
-echo "$out" | grep -Eq '^2 +8 +auto:[a-z]+@[a-z]+ +[0-9]+\.[0-9]+ [0-9.]+x' ||
-  fail "compare.sh: no auto row with a ratio"
-echo "$out" | grep -Eq '^2 +8 +oneshot@shm +[0-9]+\.[0-9]+ [0-9.]+x' ||
-  fail "compare.sh: no oneshot@shm row with a ratio"
+num='[0-9]+\.[0-9]+'
+echo "$out" | grep -Eq "^  allreduce +2 +8 +$num +$num +$num +$num +" ||
+  fail "compare.sh: no bus-bandwidth row with auto, tuned, best and Open MPI for 2 ranks, 8 B"
+if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
+  echo "$out" | grep -Eq "^  allreduce +2 +4K +$num +$num +$num +$num +$num +$num"x ||
+    fail "compare.sh: no Gloo figure and ratio at 4 KiB"
+fi
+echo "$out" | grep -Eq "^  allreduce +2 +8 +[a-z]+@[a-z]+ +$num +[a-z]+@[a-z]+ +$num +[-+][0-9]+% ?.? +[a-z]+@[a-z]+ +$num +[-+][0-9]+%" ||
+  fail "compare.sh: no oracle-gap row with auto and tuned at 8 B"
+echo "$out" | grep -Eq "^  reduce_scatter +2 +64K +" ||
+  fail "compare.sh: no reduce_scatter row"
+echo "$out" | grep -Eq "^  allreduce +2 +oneshot@shm +[0-9]+% +[-+][0-9]+% +4$" ||
+  fail "compare.sh: no model error for oneshot@shm over its 4 sizes"
+echo "$out" | grep -q "^### Ranking: pairs measured more than 20% apart" ||
+  fail "compare.sh: no ranking check"
+[ -s "$tmp/out/png/allreduce-n2.png" ] || fail "compare.sh: no chart"
+[ -s "$tmp/out/tune-n2.txt" ] || fail "compare.sh: no tuning table"
 
 out=$(ITERS=50 bash "$src/bench/rounds.sh" "$build" 2 8 2 batch 2>&1)
 echo "$out"

@@ -140,11 +140,13 @@ static void test_tune(void)
           braid_last_error());
     CHECK(t.n == 2, "2 rows, got %d", t.n);
     const braid_tune_row_t *r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 4, 1,
-                                                 8);
+                                                 BRAID_TOPO_SINGLE_HOST, 8);
     CHECK(r == &t.rows[0] && !strcmp(r->cand.tl, "shm"), "row 0 matches");
-    r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 8, 1, 8);
+    r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 8, 1,
+                         BRAID_TOPO_SINGLE_HOST, 8);
     CHECK(r == NULL, "nranks 8 matches no row for 8 bytes");
-    r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 8, 2, 1 << 20);
+    r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 8, 2, BRAID_TOPO_SWITCH,
+                         1 << 20);
     CHECK(r == &t.rows[1], "wildcards match");
     braid_tune_free(&t);
 
@@ -237,8 +239,10 @@ static void test_dispatch(void)
     char name[80], why[200];
     CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 8, host, name,
                                sizeof(name), why, sizeof(why)) == BRAID_OK &&
-              !strcmp(name, "ring@ucx") && !strcmp(why, "tuning file"),
-          "tuning file wins: %s by %s", name, why);
+              !strcmp(name, "ring@ucx") &&
+              !strcmp(why, "tuning file line 1 (cost model: oneshot@shm)"),
+          "tuning file wins, naming its line and the cost model's choice: "
+          "%s by %s", name, why);
     /* ...and the override beats the tuning file. */
     CHECK(braid_algo_spec_parse(&over, "allreduce:oneshot") == BRAID_OK, "ov");
     sel.override = &over;

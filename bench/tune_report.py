@@ -1,0 +1,284 @@
+#!/usr/bin/python3
+"""Tables from braid-tune, mpi-allreduce-bench and torch_allreduce.py CSVs.
+
+    tune_report.py model FILE...     the cost model against the measurements
+    tune_report.py gap FILE...       the automatic choice against the best
+                                     forced candidate (the oracle gap)
+    tune_report.py compare FILE...   model, gap, and braid's automatic choice
+                                     against Open MPI and Gloo (bus bandwidth)
+    tune_report.py merge FILE...     one plot CSV (medians) on stdout, for
+                                     bench/plot.sh
+
+Inputs (recognised by their header; several rounds of one configuration
+are several files, and every figure is the median over them):
+  braid-tune --csv:  coll,nranks,nnodes,topo,size,bytes,series,cand,time_us,
+                     estimate_us,...   (series: a candidate, auto or tuned)
+  plot CSV:          coll,nranks,size,series,time_us  (mpi-allreduce-bench
+                     --csv, torch_allreduce.py --csv: series ompi, gloo)
+Sizes are nccl-tests sizes (the larger buffer); bus bandwidth is
+size/time times 2(n-1)/n (allreduce) or (n-1)/n (reduce_scatter,
+allgather).  Thresholds: DIFF (the ranking check, default 0.2), GAP
+(auto, default 0.10), TUNED_GAP (default 0.05), BUS (default 1.5), taken
+from the environment.
+"""
+import csv
+import math
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+DIFF = float(os.environ.get("DIFF", "0.2"))
+GAP = float(os.environ.get("GAP", "0.10"))
+TUNED_GAP = float(os.environ.get("TUNED_GAP", "0.05"))
+BUS = float(os.environ.get("BUS", "1.5"))
+OTHERS = ("ompi", "gloo")
+
+
+def fmt_size(n):
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def fmt_us(us):
+    if us is None:
+        return "-"
+    return f"{us:.2f}" if us < 1e4 else f"{us:.0f}"
+
+
+def bus_factor(coll, n):
+    if coll == "allreduce":
+        return 2.0 * (n - 1) / n
+    if coll in ("reduce_scatter", "allgather"):
+        return (n - 1) / n
+    return 1.0
+
+
+def busbw(coll, n, size, us):
+    if not us:
+        return None
+    return size / us / 1e3 * bus_factor(coll, n)
+
+
+class Data:
+    """Every (coll, nranks, size, series) with its times over rounds."""
+
+    def __init__(self):
+        self.times = defaultdict(list)
+        self.ran = defaultdict(list)     # the candidate an auto series ran
+        self.est = {}                    # estimate of what ran (us)
+        self.bytes = {}
+
+    def load(self, path):
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        for r in rows:
+            if not r.get("time_us"):
+                continue
+            key = (r["coll"], int(r["nranks"]), int(r["size"]), r["series"])
+            self.times[key].append(float(r["time_us"]))
+            if r.get("cand"):
+                self.ran[key].append(r["cand"])
+            if r.get("estimate_us"):
+                self.est[key] = float(r["estimate_us"])
+            if r.get("bytes"):
+                self.bytes[key[:3]] = int(r["bytes"])
+
+    def median(self, key):
+        v = self.times.get(key)
+        return statistics.median(v) if v else None
+
+    def ran_name(self, key):
+        v = self.ran.get(key)
+        return max(set(v), key=v.count) if v else key[3]
+
+    def points(self):
+        """(coll, nranks, size) -> {series: median us}"""
+        out = defaultdict(dict)
+        for key in self.times:
+            out[key[:3]][key[3]] = self.median(key)
+        return out
+
+    def rounds(self):
+        return max((len(v) for v in self.times.values()), default=0)
+
+
+def is_cand(series):
+    return "@" in series or series not in ("auto", "tuned") + OTHERS
+
+
+def best_cand(row):
+    c = [(t, s) for s, t in row.items() if is_cand(s) and t]
+    return min(c) if c else (None, None)
+
+
+def model(d):
+    pts = d.points()
+    print("\n## The cost model against the measurements")
+    print("error = estimate / measured - 1; the ranking check compares every "
+          f"pair of candidates whose measured times differ by more than "
+          f"{DIFF:.0%}")
+    errs = defaultdict(list)
+    bad = []
+    for (coll, n, size), row in sorted(pts.items()):
+        cands = sorted(s for s in row if is_cand(s) and row[s])
+        print(f"\n{coll}, {n} ranks, {fmt_size(size)} B:")
+        print(f"  {'candidate':16} {'measured':>12} {'estimate':>12} "
+              f"{'error':>8}")
+        for s in cands:
+            est = d.est.get((coll, n, size, s))
+            e = est / row[s] - 1 if est is not None and row[s] else None
+            if e is not None:
+                errs[(coll, n, s)].append(e)
+            print(f"  {s:16} {fmt_us(row[s]):>12} {fmt_us(est):>12} "
+                  f"{'-' if e is None else f'{e:+.0%}':>8}")
+        for i, a in enumerate(cands):
+            for b in cands[i + 1:]:
+                ta, tb = row[a], row[b]
+                ea = d.est.get((coll, n, size, a))
+                eb = d.est.get((coll, n, size, b))
+                if ea is None or eb is None:
+                    continue
+                if max(ta, tb) / min(ta, tb) <= 1 + DIFF:
+                    continue
+                if (ta < tb) != (ea < eb):
+                    bad.append((coll, n, size, a, ta, ea, b, tb, eb))
+    print("\n### Error per candidate (median and largest |error| over sizes)")
+    print(f"  {'coll':15} {'ranks':>5} {'candidate':16} {'median':>8} "
+          f"{'worst':>8} sizes")
+    for (coll, n, s), e in sorted(errs.items()):
+        med = statistics.median(abs(x) for x in e)
+        worst = max(e, key=abs)
+        print(f"  {coll:15} {n:>5} {s:16} {med:>8.0%} {worst:>+8.0%} "
+              f"{len(e)}")
+    print(f"\n### Ranking: pairs measured more than {DIFF:.0%} apart that the "
+          f"model orders the other way: {len(bad)}")
+    for coll, n, size, a, ta, ea, b, tb, eb in bad:
+        print(f"  {coll} {n} ranks {fmt_size(size)} B: {a} {fmt_us(ta)} us "
+              f"(estimate {fmt_us(ea)}) vs {b} {fmt_us(tb)} us (estimate "
+              f"{fmt_us(eb)})")
+    return len(bad)
+
+
+def gap(d):
+    pts = d.points()
+    print("\n## The oracle gap: the automatic choice against the best forced "
+          "candidate")
+    print("gap = auto / best - 1 (medians over rounds); tuned = the automatic "
+          "choice with braid-tune's file;\npick = the candidate it ran, timed "
+          "forced in the same rounds, / best - 1: the choice alone, without "
+          "the\nnoise between the auto series and the forced ones (on a busy "
+          "machine the two differ by more\nthan the gap)")
+    print(f"  {'coll':15} {'ranks':>5} {'size':>6} {'best':>16} "
+          f"{'best us':>10} {'auto ran':>16} {'auto us':>10} {'gap':>7} "
+          f"{'tuned ran':>16} {'tuned us':>10} {'gap':>7} {'pick':>6} "
+          f"{'tpick':>6}")
+    over = {"auto": 0, "tuned": 0}
+    worst = {"auto": 0.0, "tuned": 0.0}
+    picks = {"auto": [], "tuned": []}
+    for (coll, n, size), row in sorted(pts.items()):
+        tb, b = best_cand(row)
+        if tb is None:
+            continue
+        line = (f"  {coll:15} {n:>5} {fmt_size(size):>6} {b:>16} "
+                f"{fmt_us(tb):>10}")
+        for s, limit in (("auto", GAP), ("tuned", TUNED_GAP)):
+            t = row.get(s)
+            if t is None:
+                line += f" {'-':>16} {'-':>10} {'-':>7}"
+                continue
+            g = t / tb - 1
+            worst[s] = max(worst[s], g)
+            flag = "!" if g > limit else " "
+            over[s] += g > limit
+            line += (f" {d.ran_name((coll, n, size, s)):>16} {fmt_us(t):>10} "
+                     f"{g:>+6.0%}{flag}")
+        for s in ("auto", "tuned"):
+            ran = d.ran_name((coll, n, size, s)) if row.get(s) else None
+            tp = row.get(ran) if ran else None
+            if tp:
+                picks[s].append(tp / tb - 1)
+            line += f" {'-' if not tp else f'{tp / tb - 1:+.0%}':>6}"
+        print(line)
+    for s, limit in (("auto", GAP), ("tuned", TUNED_GAP)):
+        if any(k[3] == s for k in d.times):
+            print(f"  {s}: largest gap {worst[s]:+.0%}; sizes over "
+                  f"{limit:.0%}: {over[s]} (marked !)")
+        if picks[s]:
+            print(f"  {s} pick: largest {max(picks[s]):+.0%}, median "
+                  f"{statistics.median(picks[s]):+.0%}; sizes over "
+                  f"{limit:.0%}: {sum(p > limit for p in picks[s])} of "
+                  f"{len(picks[s])}")
+    return over["auto"] + over["tuned"]
+
+
+def compare(d):
+    pts = d.points()
+    print("\n## braid against Open MPI (ompi) and Gloo: bus bandwidth (GB/s)")
+    print(f"auto/peer = auto's bus bandwidth over the better of ompi and gloo;"
+          f" wanted >= {BUS} from 16 MiB, >= 1 from 64 KiB")
+    print(f"  {'coll':15} {'ranks':>5} {'size':>6} {'auto':>8} {'tuned':>8} "
+          f"{'best':>8} {'ompi':>8} {'gloo':>8} {'auto/peer':>10}")
+    fails = 0
+    for (coll, n, size), row in sorted(pts.items()):
+        bw = {s: busbw(coll, n, size, row.get(s))
+              for s in ("auto", "tuned", "ompi", "gloo")}
+        tb, _ = best_cand(row)
+        bw["best"] = busbw(coll, n, size, tb)
+        peers = [bw[s] for s in OTHERS if bw[s]]
+        ratio = bw["auto"] / max(peers) if bw["auto"] and peers else None
+        want = BUS if size >= 16 << 20 else 1.0 if size >= 64 << 10 else None
+        flag = ""
+        if ratio is not None and want is not None and ratio < want:
+            flag = " !"
+            fails += 1
+
+        def f(x):
+            return "-" if x is None else f"{x:.3f}"
+        print(f"  {coll:15} {n:>5} {fmt_size(size):>6} {f(bw['auto']):>8} "
+              f"{f(bw['tuned']):>8} {f(bw['best']):>8} {f(bw['ompi']):>8} "
+              f"{f(bw['gloo']):>8} "
+              f"{'-' if ratio is None else f'{ratio:.2f}x':>10}{flag}")
+    print(f"  sizes below the target: {fails} (marked !)")
+    return fails
+
+
+def merge(d):
+    w = csv.writer(sys.stdout, lineterminator="\n")
+    w.writerow(["coll", "nranks", "size", "series", "time_us"])
+    for key in sorted(d.times):
+        w.writerow(list(key) + [f"{d.median(key):.3f}"])
+
+
+def main():
+    if len(sys.argv) < 3 or sys.argv[1] not in ("model", "gap", "compare",
+                                                "merge"):
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    d = Data()
+    for path in sys.argv[2:]:
+        d.load(path)
+    if not d.times:
+        print("tune_report.py: no measurements in the files given",
+              file=sys.stderr)
+        sys.exit(1)
+    what = sys.argv[1]
+    if what == "merge":
+        merge(d)
+        return
+    print(f"# {len(sys.argv) - 2} files, up to {d.rounds()} rounds per "
+          "figure (medians)")
+    if what in ("compare",):
+        compare(d)
+    if what in ("gap", "compare"):
+        gap(d)
+    if what in ("model", "compare"):
+        bad = model(d)
+        if what == "model" and bad:
+            sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,482 @@
+/* The measurements of a calibration (calib.h): what one rank sees.
+ *
+ * A path is measured in three exchanges, each repeated (this machine, and
+ * most, is shared):
+ *   pair   two ranks exchange a small message while the others wait in the
+ *          bootstrap channel (asleep, off the CPU): the latency of the link
+ *          alone.  The pair is rank 0 and the first rank of another host,
+ *          or rank 1 on one host;
+ *   all    every rank sends a small message to the next and receives one
+ *          from the previous at once, as a stage of a collective does: the
+ *          latency of a stage with every rank busy.  On a host with more
+ *          ranks than cores it includes the scheduler's hand-offs;
+ *   big    the same with BIG_BYTES: the bandwidth of a rank while every
+ *          rank moves data, which is what a collective's stages get (the
+ *          ranks of a host share its memory and cores; across hosts the
+ *          cost models add the network's own contention).
+ * The get path (single-copy reads, where the transport has one and the
+ * header declares it) is timed alike: each rank reads its left neighbour's
+ * exposed buffer; nobody waits for anybody, so `all` is a read's latency
+ * under contention and carries no hand-off.
+ * Small exchanges are timed in blocks of SMALL_BLOCK, summarised by the
+ * median block: a rank may run an exchange or two ahead of its neighbours
+ * (its left one delivered early), so one exchange alone can take nothing,
+ * while a block takes that many stages.  They are far shorter than a time
+ * slice, and what varies is the hand-off between ranks, which the model
+ * must include.  A busy machine still deschedules a rank for a whole time
+ * slice now and then, which inflates every block it falls in; the small
+ * measurements therefore run SMALL_REPEATS times and keep the fastest
+ * median, so that one such moment cannot flip the ranking of candidates
+ * at small sizes (it lands on one path and not on the other).  Large
+ * exchanges are summarised by their fastest: a
+ * repetition the kernel gave to another program (a busy machine) says
+ * nothing about the transport, and every candidate would suffer alike.
+ * Waiting follows the core's rule (wait.c): yield after every poll when the
+ * host has more ranks than cores, else spin a while first. */
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/calib.h"
+#include "comm/comm.h"
+#include "util/env.h"
+#include "util/log.h"
+#include "util/stats.h"
+
+/* The flag at offset 0 of the area, the data a cache line after it. */
+#define DATA_OFF     ((size_t)64)
+#define SMALL_BYTES  8
+/* Large enough that per-message costs vanish against the copy (they are a
+ * few microseconds), small enough that a repetition fits in a time slice
+ * and the whole stays a fraction of a second on 8 ranks on 2 cores over
+ * TCP.  It stays in the caches, as the pieces that pipelined algorithms
+ * move do. */
+#define BIG_BYTES    ((size_t)512 << 10)
+/* A fresh transport's first messages fault in its pages (shm: each of a
+ * peer's 32 cells on first use), which no later call pays. */
+#define SMALL_WARMUP 40
+#define SMALL_BLOCK  16
+#define SMALL_ITERS  (7 * SMALL_BLOCK)
+/* The small exchanges' repeats (the fastest kept; see the top). */
+#define SMALL_REPEATS 3
+#define BIG_WARMUP   1
+#define BIG_ITERS    7
+#define SPIN_S       20e-6
+/* A measurement that has not finished by then has met something wrong. */
+#define DEADLINE_MAX_S 20.0
+/* Tags of the calibration: a call number no call reaches before the
+ * calibration has ended (every message of it is matched by then). */
+#define CALIB_SEQ 0xfffffeu
+
+typedef enum { PATH_SR, PATH_PUT, PATH_GET } path_t;
+
+typedef struct exch {
+    braid_comm_t *comm;
+    braid_tl_t   *tl;
+    path_t        path;
+    braid_rmem_t *mem;  /* PATH_PUT: the area written into */
+    const void   *keys; /* PATH_GET: every rank's braid_rkey_t */
+    int           left, right; /* -1: this rank sits out */
+    double        deadline;
+    unsigned      polls;
+    double        wait_start;
+} exch_t;
+
+static double fastest(const double *v, int n)
+{
+    double m = v[0];
+    for (int i = 1; i < n; i++)
+        if (v[i] < m)
+            m = v[i];
+    return m;
+}
+
+/* The second rank of the pair: the first on another host, or rank 1. */
+static int pair_peer(const braid_comm_t *comm)
+{
+    for (int r = 1; r < comm->size; r++)
+        if (comm->node_of_rank[r] != comm->node_of_rank[0])
+            return r;
+    return 1;
+}
+
+static void setup(exch_t *x, braid_comm_t *comm, braid_tl_t *tl, int pair)
+{
+    path_t        path = x->path;
+    braid_rmem_t *mem  = x->mem;
+    const void   *keys = x->keys;
+    memset(x, 0, sizeof(*x));
+    x->comm = comm;
+    x->tl   = tl;
+    x->path = path;
+    x->mem  = mem;
+    x->keys = keys;
+    double limit = comm->timeout_s < DEADLINE_MAX_S ? comm->timeout_s
+                                                    : DEADLINE_MAX_S;
+    x->deadline = braid_now_s() + limit;
+    int n = comm->size, r = comm->rank;
+    if (!pair) {
+        x->right = (r + 1) % n;
+        x->left  = (r + n - 1) % n;
+        return;
+    }
+    int peer = pair_peer(comm);
+    x->left = x->right = r == 0 ? peer : r == peer ? 0 : -1;
+}
+
+/* Between polls: the core's waiting rule. */
+static braid_status_t pause_poll(exch_t *x)
+{
+    double now = 0;
+    if ((++x->polls & 63u) == 0 || x->wait_start == 0) {
+        now = braid_now_s();
+        if (x->wait_start == 0)
+            x->wait_start = now;
+        if (now > x->deadline)
+            return braid_error(BRAID_ERR_TIMEOUT, "calibration of transport "
+                               "%s: no progress within %.0f s (set "
+                               "BRAID_CALIBRATE=0 to skip it)",
+                               x->tl->ops->name, x->deadline - x->wait_start);
+    }
+    if (x->comm->oversubscribed ||
+        (now != 0 && now - x->wait_start > SPIN_S))
+        sched_yield();
+    return BRAID_OK;
+}
+
+static void cancel(exch_t *x, braid_treq_t *a, braid_treq_t *b)
+{
+    if (a->active)
+        x->tl->ops->cancel(x->tl->tcomm, a);
+    if (b != NULL && b->active)
+        x->tl->ops->cancel(x->tl->tcomm, b);
+}
+
+/* One send/receive exchange: receive len from left, send len to right. */
+static braid_status_t sr_once(exch_t *x, unsigned step, const void *sbuf,
+                              void *rbuf, size_t len)
+{
+    const braid_transport_t *ops = x->tl->ops;
+    braid_treq_t rr = {0}, sr = {0};
+    uint64_t     tag = BRAID_TAG(CALIB_SEQ, step);
+    braid_status_t st = ops->irecv(x->tl->tcomm, x->left, tag, rbuf, len, &rr);
+    if (st == BRAID_OK)
+        st = ops->isend(x->tl->tcomm, x->right, tag, sbuf, len, &sr);
+    x->wait_start = 0;
+    while (st == BRAID_OK && (rr.active || sr.active)) {
+        braid_status_t a = ops->test(x->tl->tcomm, &rr);
+        braid_status_t b = ops->test(x->tl->tcomm, &sr);
+        if (a != BRAID_OK && a != BRAID_INPROGRESS)
+            st = a;
+        else if (b != BRAID_OK && b != BRAID_INPROGRESS)
+            st = b;
+        else if (rr.active || sr.active)
+            st = pause_poll(x);
+    }
+    if (st != BRAID_OK)
+        cancel(x, &rr, &sr);
+    return st;
+}
+
+/* One put exchange: put len (and the flag value) to right, wait for
+ * left's flag to reach value. */
+static braid_status_t put_once(exch_t *x, braid_rmem_t *mem, uint64_t value,
+                               const void *sbuf, size_t len)
+{
+    const braid_transport_t *ops = x->tl->ops;
+    braid_treq_t req  = {0};
+    uint64_t    *flag = (uint64_t *)mem->local;
+    braid_status_t st = ops->put_signal(x->tl->tcomm, mem, x->right,
+                                        DATA_OFF, sbuf, len, 0, value,
+                                        &req);
+    x->wait_start = 0;
+    while (st == BRAID_OK) {
+        if (req.active) {
+            braid_status_t t = ops->test(x->tl->tcomm, &req);
+            if (t != BRAID_OK && t != BRAID_INPROGRESS) {
+                st = t;
+                break;
+            }
+        } else if ((st = ops->progress(x->tl->tcomm)) != BRAID_OK) {
+            break;
+        }
+        if (!req.active &&
+            __atomic_load_n(flag, __ATOMIC_ACQUIRE) >= value)
+            break;
+        st = pause_poll(x);
+    }
+    if (st != BRAID_OK)
+        cancel(x, &req, NULL);
+    return st;
+}
+
+#ifdef BRAID_CAP_GET
+/* One read of len bytes of the left rank's exposed buffer. */
+static braid_status_t get_once(exch_t *x, void *rbuf, size_t len)
+{
+    const braid_transport_t *ops = x->tl->ops;
+    const braid_rkey_t *key = (const braid_rkey_t *)x->keys + x->left;
+    braid_treq_t   req = {0};
+    braid_status_t st  = ops->get(x->tl->tcomm, x->left, key, 0, rbuf, len,
+                                  &req);
+    x->wait_start = 0;
+    while (st == BRAID_OK && req.active) {
+        braid_status_t t = ops->test(x->tl->tcomm, &req);
+        if (t != BRAID_OK && t != BRAID_INPROGRESS)
+            st = t;
+        else if (req.active)
+            st = pause_poll(x);
+    }
+    if (st != BRAID_OK)
+        cancel(x, &req, NULL);
+    return st;
+}
+#endif
+
+static braid_status_t once(exch_t *x, uint64_t value, unsigned step,
+                           const void *sbuf, void *rbuf, size_t len)
+{
+    switch (x->path) {
+    case PATH_PUT:
+        return put_once(x, x->mem, value, sbuf, len);
+#ifdef BRAID_CAP_GET
+    case PATH_GET:
+        return get_once(x, rbuf, len);
+#endif
+    default:
+        return sr_once(x, step & 0xffffu, sbuf, rbuf, len);
+    }
+}
+
+/* Microseconds per exchange on this rank over iters exchanges (after
+ * warmup) in blocks of block: the median block, or with block 1 the
+ * fastest exchange; 0 when it sits out.  put: mem != NULL, flags counted
+ * from *flag_base. */
+static braid_status_t run(double *us, exch_t *x, uint64_t *flag_base,
+                          const void *sbuf, void *rbuf, size_t len,
+                          int warmup, int iters, int block, unsigned *step)
+{
+    int            nblocks = iters / block;
+    double        *t  = malloc(sizeof(double) * (size_t)nblocks);
+    braid_status_t st = t ? braid_bootstrap_barrier(x->comm->bs)
+                          : braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
+    double         t0 = 0;
+    *us = 0;
+    for (int i = 0; st == BRAID_OK && i < warmup + iters; i++) {
+        uint64_t value = ++*flag_base;
+        (*step)++;
+        if (x->left < 0)
+            continue;
+        if (i >= warmup && (i - warmup) % block == 0)
+            t0 = braid_now_s();
+        st = once(x, value, *step, sbuf, rbuf, len);
+        if (i >= warmup && (i - warmup) % block == block - 1)
+            t[(i - warmup) / block] = (braid_now_s() - t0) * 1e6 / block;
+    }
+    if (st == BRAID_OK && x->left >= 0)
+        *us = block == 1 ? fastest(t, nblocks) : braid_median(t, nblocks);
+    free(t);
+    return st;
+}
+
+/* One path being measured: its exchange, its counters, its figures. */
+typedef struct path_run {
+    exch_t              x; /* path, mem or keys set */
+    uint64_t            flag;
+    unsigned            step;
+    braid_calib_path_t *out;
+} path_run_t;
+
+/* pair and all of one path, once (repeat k): the fastest so far kept.  The
+ * same ranks sit out of the pair every time (0 then). */
+static braid_status_t measure_small(path_run_t *p, braid_comm_t *comm,
+                                    braid_tl_t *tl, const void *sbuf,
+                                    void *rbuf, int k)
+{
+    double pair_us = 0, all_us = 0;
+    int    warm = k == 0 ? SMALL_WARMUP : SMALL_BLOCK;
+    setup(&p->x, comm, tl, 1);
+    braid_status_t st = run(&pair_us, &p->x, &p->flag, sbuf, rbuf,
+                            SMALL_BYTES, warm, SMALL_ITERS, SMALL_BLOCK,
+                            &p->step);
+    setup(&p->x, comm, tl, 0);
+    if (st == BRAID_OK)
+        st = run(&all_us, &p->x, &p->flag, sbuf, rbuf, SMALL_BYTES, warm,
+                 SMALL_ITERS, SMALL_BLOCK, &p->step);
+    if (k == 0 || pair_us < p->out->pair_us)
+        p->out->pair_us = pair_us;
+    if (k == 0 || all_us < p->out->all_us)
+        p->out->all_us = all_us;
+    return st;
+}
+
+/* The large exchange of one path, after its small ones. */
+static braid_status_t measure_big(path_run_t *p, braid_comm_t *comm,
+                                  braid_tl_t *tl, const void *sbuf, void *rbuf)
+{
+    double big_us = 0;
+    setup(&p->x, comm, tl, 0);
+    braid_status_t st = run(&big_us, &p->x, &p->flag, sbuf, rbuf, BIG_BYTES,
+                            BIG_WARMUP, BIG_ITERS, 1, &p->step);
+    /* The slope between the small and the large exchange; a large one no
+     * slower than a small one (noise) leaves the bandwidth of the large
+     * one alone. */
+    double extra = big_us - p->out->all_us;
+    double bytes = (double)(BIG_BYTES - SMALL_BYTES);
+    if (extra <= 0.0)
+        extra = big_us > 0.0 ? big_us : 1.0;
+    p->out->beta_gbps = bytes / extra / 1e3;
+    return st;
+}
+
+#ifdef BRAID_CAP_GET
+/* Every rank exposes its send buffer for its right neighbour to read:
+ * *keys gets every rank's key, *handle this rank's exposure (NULL when
+ * it failed; the caller unexposes it after a barrier). */
+static braid_status_t expose_get(braid_rkey_t **keys, void **handle,
+                                 braid_comm_t *comm, braid_tl_t *tl,
+                                 const void *sbuf)
+{
+    const braid_transport_t *ops = tl->ops;
+    braid_rkey_t mine;
+    memset(&mine, 0, sizeof(mine));
+    *handle = NULL;
+    *keys   = calloc((size_t)comm->size, sizeof(**keys));
+    if (*keys == NULL)
+        return braid_error(BRAID_ERR_NO_MEMORY, "calibration: out of memory");
+    braid_status_t st = ops->mem_expose(tl->tcomm, sbuf, BIG_BYTES, &mine,
+                                        handle);
+    if (st != BRAID_OK)
+        *handle = NULL;
+    /* Every rank takes part in the allgather, exposed or not: a rank
+     * that failed says so in the agreement that follows (every rank
+     * then fails), and the others read nothing from it meanwhile. */
+    braid_status_t ast = braid_bootstrap_allgather(comm->bs, &mine, *keys,
+                                                   sizeof(mine));
+    if (st != BRAID_OK)
+        return st;
+    if (ast != BRAID_OK)
+        return ast;
+    for (int r = 0; r < comm->size; r++)
+        if ((*keys)[r].len != BIG_BYTES)
+            return braid_error(BRAID_ERR_TRANSPORT, "calibration of %s: "
+                               "rank %d could not expose its buffer",
+                               ops->name, r);
+    return BRAID_OK;
+}
+#endif
+
+/* Every path of tl: the small exchanges of all paths in turn, repeated,
+ * so that a busy moment of the machine falls on one repeat of every path
+ * rather than on every repeat of one; then the large ones. */
+braid_status_t braid_calib_measure_tl(braid_comm_t *comm, braid_tl_t *tl,
+                                      braid_calib_tl_t *out)
+{
+    const braid_transport_t *ops = tl->ops;
+    braid_status_t st = BRAID_OK;
+    braid_rmem_t   mem = {0};
+    int            have_mem = 0;
+    path_run_t     pr[3];
+    int            np = 0;
+#ifdef BRAID_CAP_GET
+    braid_rkey_t  *keys   = NULL;
+    void          *handle = NULL;
+#endif
+    unsigned char *sbuf = calloc(1, BIG_BYTES), *rbuf = calloc(1, BIG_BYTES);
+    memset(pr, 0, sizeof(pr));
+    if (sbuf == NULL || rbuf == NULL) {
+        st = braid_error(BRAID_ERR_NO_MEMORY, "calibration: out of memory");
+        goto out;
+    }
+    out->has_sr  = (ops->caps & BRAID_CAP_SENDRECV) != 0;
+    out->has_put = (ops->caps & BRAID_CAP_PUT_SIGNAL) != 0 &&
+                   ops->mem_alloc != NULL && ops->put_signal != NULL;
+    if (out->has_sr)
+        pr[np++] = (path_run_t){.x = {.path = PATH_SR}, .out = &out->sr};
+    if (out->has_put) {
+        /* Collective on every rank, as the algorithms allocate. */
+        if ((st = ops->mem_alloc(tl->tcomm, DATA_OFF + BIG_BYTES,
+                                 &mem)) != BRAID_OK)
+            goto out;
+        have_mem = 1;
+        pr[np++] = (path_run_t){.x = {.path = PATH_PUT, .mem = &mem},
+                                .out = &out->put};
+    }
+#ifdef BRAID_CAP_GET
+    /* The get path, where this communicator has one (the transport said
+     * so to every rank alike, transports.c). */
+    out->has_get = BRAID_HAS(tl, braid_tl_t, caps) &&
+                   (tl->caps & BRAID_CAP_GET) != 0;
+    if (out->has_get) {
+        if ((st = expose_get(&keys, &handle, comm, tl, sbuf)) != BRAID_OK)
+            goto out;
+        pr[np++] = (path_run_t){.x = {.path = PATH_GET, .keys = keys},
+                                .out = &out->get};
+    }
+#endif
+    for (int k = 0; k < SMALL_REPEATS && st == BRAID_OK; k++)
+        for (int i = 0; i < np && st == BRAID_OK; i++)
+            st = measure_small(&pr[i], comm, tl, sbuf, rbuf, k);
+    for (int i = 0; i < np && st == BRAID_OK; i++)
+        st = measure_big(&pr[i], comm, tl, sbuf, rbuf);
+out:;
+    /* Nobody may still write into the area or read the buffer when they
+     * go. */
+    int shared = have_mem;
+#ifdef BRAID_CAP_GET
+    shared |= keys != NULL;
+#endif
+    if (shared) {
+        braid_status_t bst = braid_bootstrap_barrier(comm->bs);
+        if (st == BRAID_OK)
+            st = bst;
+    }
+    if (have_mem)
+        ops->mem_free(tl->tcomm, &mem);
+#ifdef BRAID_CAP_GET
+    if (handle != NULL)
+        ops->mem_unexpose(tl->tcomm, handle);
+    free(keys);
+#endif
+    free(sbuf);
+    free(rbuf);
+    return st;
+}
+
+braid_status_t braid_calib_measure_reduce(braid_comm_t *comm, double *gbps)
+{
+    const braid_services_t *svc = braid_core_services();
+    size_t count = BIG_BYTES / sizeof(float);
+    float *a = calloc(count, sizeof(float)), *b = calloc(count, sizeof(float));
+    double t[BIG_ITERS];
+    braid_status_t st = BRAID_OK;
+    if (a == NULL || b == NULL) {
+        st = braid_error(BRAID_ERR_NO_MEMORY, "calibration: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < count; i++)
+        b[i] = (float)(i & 7);
+    if ((st = braid_bootstrap_barrier(comm->bs)) != BRAID_OK)
+        goto out;
+    svc->reduce(a, b, count, BRAID_F32, BRAID_SUM); /* warm */
+    for (int i = 0; i < BIG_ITERS; i++) {
+        double t0 = braid_now_s();
+        svc->reduce(a, b, count, BRAID_F32, BRAID_SUM);
+        t[i] = (braid_now_s() - t0) * 1e6;
+    }
+    /* A rank reduces alone in this loop (a millisecond is shorter than a
+     * time slice), but during a collective the ranks pinned to one CPU
+     * take turns on it: each gets its share. */
+    long   ncpu  = sysconf(_SC_NPROCESSORS_ONLN);
+    double share = ncpu > 0 && comm->machine_ppn > ncpu
+                       ? (double)ncpu / (double)comm->machine_ppn
+                       : 1.0;
+    double us = fastest(t, BIG_ITERS);
+    *gbps = (double)BIG_BYTES / (us > 0 ? us : 1e-3) / 1e3 * share;
+out:
+    free(a);
+    free(b);
+    return st;
+}

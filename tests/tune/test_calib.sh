@@ -1,0 +1,89 @@
+#!/bin/sh
+# Link calibration end to end: measured on first use and cached, read back
+# the same on every rank, refreshed by force, a damaged cache measured
+# again, figures the user pinned left alone, and every way to get
+# BRAID_CALIBRATE wrong refused on every rank.
+#   test_calib.sh BRAIDRUN CALIB_RANK
+set -u
+braidrun=$1 prog=$2
+tmp=$(mktemp -d /tmp/braid-calib-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export BRAID_CALIB_DIR="$tmp/cache"
+unset BRAID_CALIBRATE
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+run() { # N OUTFILE [args]: prints nothing, returns the exit status
+  n=$1 out=$2; shift 2
+  "$braidrun" -n "$n" --prefix none "$prog" "$@" >"$out" 2>"$out.err"
+}
+figs() { grep "^$1 figures:" "$2"; }
+
+# 1. First use measures and writes the cache; every rank agrees (the
+#    program checks) -- on the world and on a split of another shape.
+run 3 "$tmp/a" --split || fail "first run: $(cat "$tmp/a" "$tmp/a.err")"
+grep -q "^world why: link figures: measured at creation" "$tmp/a" ||
+  fail "first run did not measure: $(cat "$tmp/a")"
+grep -q "^even why: link figures: measured at creation" "$tmp/a" ||
+  fail "the split (2 ranks) did not measure its own shape: $(cat "$tmp/a")"
+[ "$(ls "$BRAID_CALIB_DIR"/calib-*.txt 2>/dev/null | wc -l)" -eq 2 ] ||
+  fail "expected 2 cache files (3 ranks, 2 ranks): $(ls "$BRAID_CALIB_DIR")"
+grep -q '^tl shm ' "$BRAID_CALIB_DIR"/calib-*.txt ||
+  fail "no shm entry in the cache"
+
+# 2. The second run reads the cache: the same figures, bit for bit.
+run 3 "$tmp/b" --split || fail "second run: $(cat "$tmp/b" "$tmp/b.err")"
+grep -q "^world why: link figures: from the calibration cache $BRAID_CALIB_DIR/calib-" "$tmp/b" ||
+  fail "second run did not read the cache: $(cat "$tmp/b")"
+[ "$(figs world "$tmp/a")" = "$(figs world "$tmp/b")" ] ||
+  fail "cached figures differ: $(figs world "$tmp/a") / $(figs world "$tmp/b")"
+[ "$(figs even "$tmp/a")" = "$(figs even "$tmp/b")" ] ||
+  fail "the split's cached figures differ"
+
+# 3. force measures again and rewrites the file.
+world_file=$(grep -l 'ranks=3 ' "$BRAID_CALIB_DIR"/calib-*.txt)
+before=$(grep '^measured' "$world_file")
+sleep 1
+BRAID_CALIBRATE=force run 3 "$tmp/c" || fail "force: $(cat "$tmp/c.err")"
+grep -q "^world why: link figures: measured at creation in .* (BRAID_CALIBRATE=force)" "$tmp/c" ||
+  fail "force did not measure: $(cat "$tmp/c")"
+[ "$before" != "$(grep '^measured' "$world_file")" ] ||
+  fail "force did not rewrite $world_file"
+
+# 4. A damaged cache is reported with its line and measured again.
+sed -i 's/^reduce_gbps .*/reduce_gbps fast/' "$world_file"
+run 3 "$tmp/d" || fail "damaged cache: $(cat "$tmp/d.err")"
+grep -q "calib-.*\.txt:5 field 2" "$tmp/d.err" ||
+  fail "no warning naming the damaged line: $(cat "$tmp/d.err")"
+grep -q "^world why: link figures: measured at creation .*(the cache file could not be used)" "$tmp/d" ||
+  fail "a damaged cache was not measured again: $(cat "$tmp/d")"
+grep -q '^reduce_gbps [0-9]' "$world_file" || fail "the damaged file was not rewritten"
+
+# 5. Off: the transports' declared figures (shm declares 0.4 us, 2 GB/s).
+BRAID_CALIBRATE=0 run 2 "$tmp/e" || fail "BRAID_CALIBRATE=0: $(cat "$tmp/e.err")"
+grep -q "^world why: link figures: declared by the transports (BRAID_CALIBRATE=0)" "$tmp/e" ||
+  fail "BRAID_CALIBRATE=0: $(cat "$tmp/e")"
+figs world "$tmp/e" | grep -q '^world figures: shm ucx[a-z ]* 0.40000000000000002 2 ' ||
+  fail "BRAID_CALIBRATE=0 did not keep shm's declared figures: $(figs world "$tmp/e")"
+
+# 6. Figures the user set for a transport are not calibrated.
+BRAID_UCX_GBPS=3.5 BRAID_CALIBRATE=force run 2 "$tmp/f" ||
+  fail "BRAID_UCX_GBPS: $(cat "$tmp/f.err")"
+grep -q "set by the user: ucx" "$tmp/f" || fail "ucx not reported as set by the user: $(cat "$tmp/f")"
+figs world "$tmp/f" | awk '{ # shm: fields 5-8, ucx: 9-12 (after "shm ucx [roce]")
+    i = 3; while ($i ~ /^[a-z]+$/) i++
+    exit !($(i + 5) == 3.5 && $(i + 7) == 1.75) }' ||
+  fail "ucx's figures are not the user's (3.5 GB/s, put 1.75): $(figs world "$tmp/f")"
+
+# 7. A malformed value fails init with its position; different values on
+#    different ranks fail every rank.
+BRAID_CALIBRATE=forse run 2 "$tmp/g" --fail ||
+  fail "BRAID_CALIBRATE=forse was accepted: $(cat "$tmp/g")"
+[ "$(grep -c "init failed: parse error: .*BRAID_CALIBRATE='forse': unexpected character at position 3" "$tmp/g")" -eq 2 ] ||
+  fail "BRAID_CALIBRATE=forse: $(cat "$tmp/g")"
+run 3 "$tmp/h" --mismatch --fail ||
+  fail "ranks with different BRAID_CALIBRATE were accepted: $(cat "$tmp/h")"
+[ "$(grep -c "init failed: mismatch between ranks: .*rank [01]'s BRAID_CALIBRATE differs" "$tmp/h")" -eq 3 ] ||
+  fail "a BRAID_CALIBRATE mismatch must fail all 3 ranks: $(cat "$tmp/h")"
+
+[ "$failures" -eq 0 ] && echo "calib: ok"
+exit $((failures > 0))

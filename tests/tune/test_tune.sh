@@ -1,0 +1,69 @@
+#!/bin/sh
+# braid-tune on a tiny sweep: it writes a table the core reads, braid-info
+# shows which rows decide and the dispatcher follows them; --merge keeps
+# other shapes' rows; the CSV carries every candidate's estimate; a
+# damaged table is refused with its line.
+#   test_tune.sh BRAIDRUN BRAID_TUNE BRAID_INFO
+set -u
+braidrun=$1 tune=$2 info=$3
+tmp=$(mktemp -d /tmp/braid-tune-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export BRAID_CALIB_DIR="$tmp/cache"
+unset BRAID_ALGO BRAID_TUNE_FILE
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+table=$tmp/braid.tune
+
+# 1. Two sizes of all-reduce and allgather, one round, on 2 ranks.
+"$braidrun" -n 2 "$tune" -C allreduce,allgather -b 8 -e 4K -f 512 -n 3 -w 1 \
+    -r 1 -o "$table" --csv "$tmp/all.csv" >"$tmp/out" 2>&1 ||
+  fail "braid-tune exited $?: $(cat "$tmp/out")"
+rows=$(grep -c '^allreduce 2 1 single ' "$table")
+[ "$rows" -eq 2 ] || fail "expected 2 allreduce rows for 2 ranks: $(cat "$table")"
+grep -q '^allgather 2 1 single 0 ' "$table" || fail "no allgather row"
+grep -Eq '^allreduce 2 1 single 0 [0-9]+ [a-z]+@[a-z]+ at 8 ([a-z]+@[a-z]+=[0-9.]+ ?)+$' "$table" ||
+  fail "the first row has no winner and measured times: $(cat "$table")"
+grep -q ' inf [a-z]*@[a-z]* at 4096 ' "$table" || fail "the last row does not reach inf"
+grep -q '^\[0\] # allreduce, 2 ranks' "$tmp/out" || fail "no table on stdout: $(cat "$tmp/out")"
+
+# 2. The CSV: every candidate and the automatic choice, with estimates.
+head -n1 "$tmp/all.csv" | grep -q '^coll,nranks,nnodes,topo,size,bytes,series,cand,time_us,estimate_us,' ||
+  fail "CSV header: $(head -n1 "$tmp/all.csv")"
+grep -q '^allreduce,2,1,single,8,8,oneshot@shm,oneshot@shm,[0-9.]*,[0-9.]*,' "$tmp/all.csv" ||
+  fail "no oneshot@shm row with time and estimate"
+grep -q '^allreduce,2,1,single,8,8,auto,[a-z]*@[a-z]*,[0-9.]*,[0-9.]*,' "$tmp/all.csv" ||
+  fail "no auto row naming what it ran"
+
+# 3. The core reads the table: braid-info shows the rows for this
+#    communicator, and its choices follow them, naming the line.
+winner=$(awk '$1 == "allreduce" && $5 == 0 { print $7 }' "$table")
+line=$(grep -n '^allreduce 2 1 single 0 ' "$table" | cut -d: -f1)
+BRAID_TUNE_FILE=$table "$info" -n 2 >"$tmp/info" 2>&1 || fail "braid-info: $(cat "$tmp/info")"
+grep -q "tuning file $table: 4 rows, 4 for this communicator:" "$tmp/info" ||
+  fail "braid-info does not list the table's rows: $(cat "$tmp/info")"
+grep -q "line $line *allreduce *\[0, [0-9]*) B  $winner  (measured [0-9.]* us at 8 B)" "$tmp/info" ||
+  fail "braid-info does not show row $line ($winner): $(grep line "$tmp/info")"
+# The selection table's row holding 8 B (half-open "from-to", from <= 8).
+grep -Eq "^\[0\] +[0-8]-[0-9]+ +$winner +\(tuning file line $line \(measured [0-9.]+ us at 8 B; cost model: [a-z]+@[a-z]+\)\)" "$tmp/info" ||
+  fail "the 8 B all-reduce is not decided by line $line: $(grep 'tuning file line' "$tmp/info")"
+
+# 4. --merge keeps other shapes' rows and replaces this shape's.
+cp "$table" "$tmp/before"
+echo "allreduce 16 2 switch 0 inf ring@ucx" >>"$table"
+"$braidrun" -n 2 "$tune" -q -C allreduce -b 8 -e 8 -n 3 -w 1 -r 1 -o "$table" \
+    --merge >"$tmp/out" 2>&1 || fail "braid-tune --merge exited $?: $(cat "$tmp/out")"
+grep -q '^allreduce 16 2 switch 0 inf ring@ucx$' "$table" || fail "--merge lost the 16-rank row"
+grep -q '^allgather 2 1 single ' "$table" || fail "--merge lost the allgather rows (not tuned now)"
+[ "$(grep -c '^allreduce 2 1 single ' "$table")" -eq 1 ] ||
+  fail "--merge did not replace this shape's allreduce rows: $(cat "$table")"
+
+# 5. A damaged table stops every rank at init with its line.
+sed 's/^allgather 2 1 single 0 /allgather 2 1 single x /' "$tmp/before" >"$tmp/bad.tune"
+bad_line=$(grep -n '^allgather' "$tmp/bad.tune" | head -n1 | cut -d: -f1)
+BRAID_TUNE_FILE=$tmp/bad.tune "$braidrun" -n 2 "$info" --table >"$tmp/bad" 2>&1 &&
+  fail "a damaged table was accepted"
+grep -q "bad.tune:$bad_line: expected a size" "$tmp/bad" ||
+  fail "no message naming line $bad_line: $(cat "$tmp/bad")"
+
+[ "$failures" -eq 0 ] && echo "tune: ok"
+exit $((failures > 0))

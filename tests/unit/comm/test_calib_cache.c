@@ -1,0 +1,185 @@
+/* The calibration cache file: BRAID_CALIBRATE's values, the file's text
+ * read back exactly, another shape's key missing, and every damage named
+ * by its line. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "comm/calib.h"
+#include "util/log.h"
+
+static void test_mode(void)
+{
+    braid_calib_mode_t m;
+    CHECK(braid_calib_mode_parse(&m, NULL) == BRAID_OK && m == BRAID_CALIB_ON,
+          "unset: on");
+    CHECK(braid_calib_mode_parse(&m, "0") == BRAID_OK && m == BRAID_CALIB_OFF,
+          "0: off");
+    CHECK(braid_calib_mode_parse(&m, "force") == BRAID_OK &&
+              m == BRAID_CALIB_FORCE,
+          "force");
+    CHECK(braid_calib_mode_parse(&m, "forse") == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "BRAID_CALIBRATE='forse'") &&
+              strstr(braid_last_error(), "position 3"),
+          "typo points at it: %s", braid_last_error());
+    CHECK(braid_calib_mode_parse(&m, "yes") == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "expected 0, 1 or force"),
+          "unknown word: %s", braid_last_error());
+}
+
+static braid_calib_t sample(void)
+{
+    braid_calib_t c;
+    memset(&c, 0, sizeof(c));
+    c.reduce_gbps = 21.5;
+    c.when = 1796300000;
+    c.took_s = 0.125;
+    c.ntl = 2;
+    snprintf(c.tl[0].name, sizeof(c.tl[0].name), "shm");
+    snprintf(c.tl[0].version, sizeof(c.tl[0].version), "0.1");
+    c.tl[0].has_sr = c.tl[0].has_put = 1;
+    c.tl[0].sr  = (braid_calib_path_t){0.5, 2.25, 4.125};
+    c.tl[0].put = (braid_calib_path_t){0.0625, 1.5, 27};
+    c.tl[0].has_get = 1;
+    c.tl[0].get = (braid_calib_path_t){0.75, 1.25, 6.5};
+    snprintf(c.tl[1].name, sizeof(c.tl[1].name), "roce");
+    snprintf(c.tl[1].version, sizeof(c.tl[1].version), "1.2");
+    c.tl[1].has_put = 1;
+    c.tl[1].put = (braid_calib_path_t){3, 4, 12.5};
+    return c;
+}
+
+static void test_round_trip(void)
+{
+    const char *key = "v1 hosts=h/boot ranks=4 nodes=1 ppn=4";
+    braid_calib_t c = sample(), back;
+    char text[4096];
+    int match = -1;
+    CHECK(braid_calib_format(text, sizeof(text), key, &c) == BRAID_OK,
+          "format: %s", braid_last_error());
+    CHECK(braid_calib_parse(&back, &match, text, key, "c.txt") == BRAID_OK &&
+              match == 1,
+          "parse back: %s", braid_last_error());
+    CHECK(back.ntl == 2 && back.reduce_gbps == 21.5 && back.took_s == 0.125 &&
+              back.when == 1796300000,
+          "scalars back");
+    const braid_calib_tl_t *s = braid_calib_find(&back, "shm", "0.1");
+    CHECK(s != NULL && s->has_sr && s->has_put && s->sr.pair_us == 0.5 &&
+              s->sr.all_us == 2.25 && s->sr.beta_gbps == 4.125 &&
+              s->put.beta_gbps == 27,
+          "shm back");
+    CHECK(s != NULL && s->has_get && s->get.pair_us == 0.75 &&
+              s->get.all_us == 1.25 && s->get.beta_gbps == 6.5,
+          "shm's get path back");
+    const braid_calib_tl_t *r = braid_calib_find(&back, "roce", "1.2");
+    CHECK(r != NULL && !r->has_sr && r->has_put && !r->has_get &&
+              r->put.beta_gbps == 12.5,
+          "a transport without send/recv back");
+    CHECK(braid_calib_find(&back, "shm", "0.2") == NULL,
+          "another version is another entry");
+    CHECK(braid_calib_parse(&back, &match, text, "v1 hosts=h/boot ranks=8",
+                            "c.txt") == BRAID_OK && match == 0,
+          "another shape's key does not match");
+}
+
+/* text (with a valid key line first) must be refused at c.txt:LINE. */
+static void damaged(const char *body, int line, const char *want)
+{
+    char text[1024], where[32];
+    braid_calib_t c;
+    int match = 1;
+    snprintf(text, sizeof(text), "key k\n%s", body);
+    snprintf(where, sizeof(where), "c.txt:%d", line);
+    braid_status_t st = braid_calib_parse(&c, &match, text, "k", "c.txt");
+    CHECK(st == BRAID_ERR_PARSE && match == 0 &&
+              strstr(braid_last_error(), where) &&
+              strstr(braid_last_error(), want),
+          "'%s' refused at %s with '%s': got %d '%s'", body, where, want, st,
+          braid_last_error());
+}
+
+static void test_damage(void)
+{
+    const char *head = "measured 1 took 0.1\nreduce_gbps 8\n";
+    char body[512];
+    damaged("measured 1 took 0.1\nreduce_gbps x\n", 3, "field 2");
+    damaged("measured 1 took 0.1\nreduce_gbps 0\n", 3, "above 0");
+    damaged("measured one took 0.1\n", 2, "field 2");
+    damaged("measured 1\n", 2, "expected 'measured SECONDS took SECONDS'");
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2\n", head);
+    damaged(body, 4, "before field 7");
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2 0 put -\n", head);
+    damaged(body, 4, "a bandwidth must be above 0");
+    snprintf(body, sizeof(body), "%stl shm 0.1 put -\n", head);
+    damaged(body, 4, "expected 'sr'");
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - extra\n", head);
+    damaged(body, 4, "unexpected fields");
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - get 1 2 0\n", head);
+    damaged(body, 4, "a bandwidth must be above 0");
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - get 1 2 3 x\n",
+             head);
+    damaged(body, 4, "unexpected fields");
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr - put -\ntl shm 0.1 sr - "
+             "put -\n", head);
+    damaged(body, 5, "the same transport twice");
+    snprintf(body, sizeof(body), "%sbogus 1\n", head);
+    damaged(body, 4, "expected key, measured, reduce_gbps or tl");
+    damaged("key again\n", 2, "a second key line");
+
+    braid_calib_t c;
+    int match = 1;
+    CHECK(braid_calib_parse(&c, &match, "key k\nmeasured 1 took 1\n", "k",
+                            "c.txt") == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "lacks the reduce_gbps line"),
+          "a missing line is named: %s", braid_last_error());
+}
+
+static void test_files(void)
+{
+    char dir[] = "/tmp/braid-calib-test-XXXXXX", path[1024], sub[600];
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(sub, sizeof(sub), "%s/a/b", dir);
+    braid_calib_cache_path(path, sizeof(path), sub, "key one");
+    CHECK(strstr(path, "/a/b/calib-") != NULL, "path: %s", path);
+    braid_calib_t c = sample(), back;
+    int match = 0;
+    CHECK(braid_calib_load(&back, &match, path, "key one") == BRAID_ERR_IO &&
+              errno == ENOENT,
+          "no file yet: %s", braid_last_error());
+    CHECK(braid_calib_store(path, "key one", &c) == BRAID_OK,
+          "store (creating the folders): %s", braid_last_error());
+    CHECK(braid_calib_load(&back, &match, path, "key one") == BRAID_OK &&
+              match && back.ntl == 2,
+          "load: %s", braid_last_error());
+    char other[1024];
+    braid_calib_cache_path(other, sizeof(other), sub, "key two");
+    CHECK(strcmp(other, path) != 0, "another key, another file");
+
+    setenv("BRAID_CALIB_DIR", sub, 1);
+    char d[600];
+    braid_calib_cache_dir(d, sizeof(d));
+    CHECK(strcmp(d, sub) == 0, "BRAID_CALIB_DIR: %s", d);
+    unsetenv("BRAID_CALIB_DIR");
+    setenv("XDG_CACHE_HOME", "/x", 1);
+    braid_calib_cache_dir(d, sizeof(d));
+    CHECK(strcmp(d, "/x/braid") == 0, "XDG_CACHE_HOME: %s", d);
+    unsetenv("XDG_CACHE_HOME");
+
+    unlink(path);
+    rmdir(sub);
+    snprintf(sub, sizeof(sub), "%s/a", dir);
+    rmdir(sub);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    test_mode();
+    test_round_trip();
+    test_damage();
+    test_files();
+    return check_summary("calib-cache");
+}

@@ -1,0 +1,258 @@
+/* braid-tune's timing: every series of one collective at every size, in
+ * rounds.  Within a round the series take turns (the first one rotates
+ * from round to round), so that a shared, noisy machine hits them alike;
+ * a series' figure at a size is the median over rounds of the median call
+ * of the round, each call timed alone after a barrier and taken from the
+ * slowest rank, as braid-bench and mpi-allreduce-bench time theirs. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tune.h"
+#include "util/stats.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static braid_status_t call(tune_t *t, braid_comm_t *comm, braid_coll_t coll,
+                           size_t count)
+{
+    switch (coll) {
+    case BRAID_COLL_ALLREDUCE:
+        return braid_allreduce(t->sbuf, t->rbuf, count, BRAID_F32, BRAID_SUM,
+                               comm);
+    case BRAID_COLL_REDUCE_SCATTER:
+        return braid_reduce_scatter(t->sbuf, t->rbuf, count, BRAID_F32,
+                                    BRAID_SUM, comm);
+    case BRAID_COLL_ALLGATHER:
+        return braid_allgather(t->sbuf, t->rbuf, count, BRAID_F32, comm);
+    case BRAID_COLL_BROADCAST:
+        return braid_broadcast(t->rbuf, count, BRAID_F32, 0, comm);
+    default:
+        return braid_barrier(comm);
+    }
+}
+
+/* Inputs: element i of rank r's send buffer is (i % 7) + r, small integers
+ * whose f32 sums are exact. */
+static void fill(tune_t *t, braid_coll_t coll, size_t count)
+{
+    float *s = (float *)t->sbuf, *r = (float *)t->rbuf;
+    size_t n = coll == BRAID_COLL_REDUCE_SCATTER ? count * (size_t)t->size
+                                                 : count;
+    for (size_t i = 0; coll != BRAID_COLL_BARRIER && i < n; i++)
+        s[i] = (float)(i % 7 + (size_t)t->rank);
+    if (coll == BRAID_COLL_BROADCAST)
+        for (size_t i = 0; i < count; i++)
+            r[i] = t->rank == 0 ? (float)(i % 7) : -1.0f;
+}
+
+/* Elements of this rank's result that are wrong. */
+static size_t wrong(const tune_t *t, braid_coll_t coll, size_t count)
+{
+    const float *r = (const float *)t->rbuf;
+    double n = t->size, base = n * (n - 1) / 2;
+    size_t bad = 0;
+    for (size_t i = 0; i < count * (coll == BRAID_COLL_ALLGATHER
+                                         ? (size_t)t->size : 1); i++) {
+        double want;
+        switch (coll) {
+        case BRAID_COLL_ALLREDUCE:
+            want = n * (double)(i % 7) + base;
+            break;
+        case BRAID_COLL_REDUCE_SCATTER:
+            want = n * (double)(((size_t)t->rank * count + i) % 7) + base;
+            break;
+        case BRAID_COLL_ALLGATHER:
+            want = (double)((i % count) % 7 + i / count);
+            break;
+        case BRAID_COLL_BROADCAST:
+            want = (double)(i % 7);
+            break;
+        default:
+            return 0;
+        }
+        bad += (double)r[i] != want;
+    }
+    return bad;
+}
+
+static void die(tune_t *t, braid_status_t st, const char *what)
+{
+    fprintf(stderr, "braid-tune rank %d: %s: %s: %s\n", t->rank, what,
+            braid_status_str(st), braid_last_error());
+    exit(1);
+}
+
+static int iters_for(const tune_t *t, size_t size)
+{
+    /* About the same time per size: fewer calls for large messages. */
+    double scaled = (double)t->o.iters * (double)(256 << 10) /
+                    (double)(size ? size : 1);
+    int n = scaled < t->o.iters ? (int)scaled : t->o.iters;
+    return n < 3 ? 3 : n;
+}
+
+/* A fresh communicator's first calls fault in its transports' pages
+ * (shm: every cell of a peer on first use), which an application pays
+ * once: the first time a series runs, it warms up with this many calls
+ * (sizes up to 1 MiB). */
+#define FIRST_WARMUP 64
+
+/* One round of one series at one size: the median call of the slowest
+ * rank, in microseconds. */
+static double time_round(tune_t *t, series_t *s, braid_coll_t coll,
+                         size_t count, size_t size, int check)
+{
+    braid_status_t st;
+    int iters = iters_for(t, size), warm = t->o.warmup;
+    if (size >= (8u << 20) && warm > 1)
+        warm = 1;
+    if (!s->warmed && size <= (1u << 20) && warm < FIRST_WARMUP)
+        warm = FIRST_WARMUP;
+    s->warmed = 1;
+    for (int i = 0; i < warm || (check && i == 0); i++) {
+        if (check && i == 0)
+            fill(t, coll, count);
+        if ((st = call(t, s->comm, coll, count)) != BRAID_OK)
+            die(t, st, s->name);
+        if (check && i == 0) {
+            int64_t bad = (int64_t)wrong(t, coll, count), all = 0;
+            if ((st = braid_allreduce(&bad, &all, 1, BRAID_I64, BRAID_SUM,
+                                      t->world)) != BRAID_OK)
+                die(t, st, "allreduce of the check");
+            if (all != 0) {
+                if (t->rank == 0)
+                    fprintf(stderr, "braid-tune: %s of %zu B with %s gave "
+                            "%lld wrong elements\n", braid_coll_name(coll),
+                            size, s->name, (long long)all);
+                exit(1);
+            }
+        }
+    }
+    for (int i = 0; i < iters; i++) {
+        if ((st = braid_barrier(t->world)) != BRAID_OK)
+            die(t, st, "barrier");
+        double t0 = now_s();
+        if ((st = call(t, s->comm, coll, count)) != BRAID_OK)
+            die(t, st, s->name);
+        t->times[i] = (now_s() - t0) * 1e6;
+    }
+    if ((st = braid_allreduce(t->times, t->tmax, (size_t)iters, BRAID_F64,
+                              BRAID_MAX, t->world)) != BRAID_OK)
+        die(t, st, "allreduce of the times");
+    return braid_median(t->tmax, iters);
+}
+
+/* The world's candidate of this name for coll, or NULL. */
+static const braid_candidate_t *world_cand(const tune_t *t, braid_coll_t coll,
+                                           const char *name)
+{
+    const braid_selector_t *sel = &t->world->sel;
+    for (int i = 0; i < sel->ncands; i++)
+        if (sel->cands[i].algo->coll == coll &&
+            strcmp(sel->cands[i].name, name) == 0)
+            return &sel->cands[i];
+    return NULL;
+}
+
+static double estimate(const tune_t *t, braid_coll_t coll, const char *name,
+                       size_t bytes)
+{
+    const braid_candidate_t *c = world_cand(t, coll, name);
+    if (c == NULL)
+        return -1;
+    return braid_candidate_estimate(&t->world->sel, c, coll, bytes,
+                                    braid_mem_need(BRAID_MEM_HOST,
+                                                   BRAID_MEM_HOST));
+}
+
+int tune_best(const tune_t *t, const sweep_t *sw, int i)
+{
+    int best = -1;
+    for (int k = 0; k < t->nseries; k++) {
+        const point_t *p = &sw->pt[i][k];
+        if (t->series[k].kind == SERIES_CAND && p->state == POINT_OK &&
+            (best < 0 || p->us < sw->pt[i][best].us))
+            best = k;
+    }
+    return best;
+}
+
+/* What each series will do at size i: which candidate runs, its estimate,
+ * or why it sits out. */
+static void plan(tune_t *t, sweep_t *sw, int i)
+{
+    braid_coll_t coll = sw->coll;
+    for (int k = 0; k < t->nseries; k++) {
+        series_t *s = &t->series[k];
+        point_t  *p = &sw->pt[i][k];
+        memset(p, 0, sizeof(*p));
+        p->us = -1;
+        if (s->kind == SERIES_CAND) {
+            snprintf(p->ran, sizeof(p->ran), "%s", s->name);
+            p->est = estimate(t, coll, s->name, sw->bytes[i]);
+            if (!(s->colls >> coll & 1) || p->est < 0)
+                p->state = POINT_CANNOT;
+        } else {
+            char why[256];
+            braid_status_t st = braid_comm_choice(s->comm, coll, sw->bytes[i],
+                                                  p->ran, sizeof(p->ran), why,
+                                                  sizeof(why));
+            if (st != BRAID_OK)
+                die(t, st, "braid_comm_choice");
+            p->est = estimate(t, coll, p->ran, sw->bytes[i]);
+        }
+    }
+    /* --prune: a candidate far slower than the best at the size before
+     * sits this one out (every rank decides alike: the times are the
+     * slowest rank's, the same everywhere). */
+    int prev = i > 0 ? tune_best(t, sw, i - 1) : -1;
+    if (t->o.prune <= 0 || prev < 0 || sw->size[i] < (64u << 10))
+        return;
+    for (int k = 0; k < t->nseries; k++) {
+        point_t *q = &sw->pt[i - 1][k];
+        if (t->series[k].kind == SERIES_CAND && sw->pt[i][k].state == POINT_OK &&
+            (q->state == POINT_PRUNED ||
+             (q->state == POINT_OK &&
+              q->us > t->o.prune * sw->pt[i - 1][prev].us)))
+            sw->pt[i][k].state = POINT_PRUNED;
+    }
+}
+
+int tune_sweep(tune_t *t, sweep_t *sw)
+{
+    for (int i = 0; i < sw->nsizes; i++) {
+        plan(t, sw, i);
+        for (int r = 0; r < t->o.rounds; r++)
+            for (int j = 0; j < t->nseries; j++) {
+                int      k = (j + r) % t->nseries;
+                point_t *p = &sw->pt[i][k];
+                if (p->state != POINT_OK)
+                    continue;
+                p->round_us[r] = time_round(t, &t->series[k], sw->coll,
+                                            sw->count[i], sw->size[i],
+                                            t->o.check && r == 0);
+            }
+        for (int k = 0; k < t->nseries; k++) {
+            point_t *p = &sw->pt[i][k];
+            if (p->state == POINT_OK) {
+                double v[TUNE_MAX_ROUNDS];
+                memcpy(v, p->round_us, sizeof(double) * (size_t)t->o.rounds);
+                p->us = braid_median(v, t->o.rounds);
+            }
+        }
+        if (t->rank == 0 && !t->o.quiet) {
+            int b = tune_best(t, sw, i);
+            fprintf(stderr, "braid-tune: %s %zu B: best %s %.2f us\n",
+                    braid_coll_name(sw->coll), sw->size[i],
+                    b >= 0 ? t->series[b].name : "-",
+                    b >= 0 ? sw->pt[i][b].us : 0.0);
+        }
+    }
+    return 0;
+}
