@@ -102,7 +102,7 @@ static void print_table(braid_comm_t *comm)
                                                         sizeof(sizes[0]));
         for (int s = 0; s < nsizes; s++) {
             size_t bytes = c == BRAID_COLL_BARRIER ? 0 : sizes[s];
-            char   cand[80], why[80];
+            char   cand[80], why[320];
             if (braid_comm_choice(comm, (braid_coll_t)c, bytes, cand,
                                   sizeof(cand), why, sizeof(why)) != BRAID_OK) {
                 printf("  %10zu B  error: %s\n", bytes, braid_last_error());

@@ -56,6 +56,10 @@ double braid_candidate_estimate(const braid_selector_t *sel,
         .mem         = cost_mem(mem),
         .comm_state  = cand->comm_state,
     };
+    if (sel->link_share > 1) {
+        in.link.beta_gbps /= sel->link_share;
+        in.link.put_beta_gbps /= sel->link_share;
+    }
     return cand->algo->estimate(cand->algo, &in);
 }
 
@@ -86,6 +90,16 @@ static int cheapest(const braid_selector_t *sel, const braid_cand_ref_t *ref,
         }
     }
     return best;
+}
+
+int braid_select_cheapest(const braid_selector_t *sel, braid_coll_t coll,
+                          size_t bytes, uint32_t mem, double *est)
+{
+    int idx = cheapest(sel, NULL, coll, bytes, mem);
+    *est    = idx >= 0 ? braid_candidate_estimate(sel, &sel->cands[idx], coll,
+                                                  bytes, mem)
+                       : -1.0;
+    return idx;
 }
 
 static const char *mem_note(uint32_t mem)
@@ -198,6 +212,11 @@ static void why_text(char *buf, size_t len, const braid_selector_t *sel,
                  why_names[why], ties);
     else
         snprintf(buf, len, "%s", why_names[why]);
+    size_t o = strlen(buf);
+    if (sel->describe != NULL && o + 4 < len &&
+        sel->describe(&sel->cands[idx], coll, bytes, buf + o + 2,
+                      len - o - 2))
+        memcpy(buf + o, "; ", 2);
 }
 
 static int size_class(size_t bytes)
@@ -240,7 +259,7 @@ static void explain_once(braid_selector_t *sel, braid_coll_t coll,
             snprintf(others + o, sizeof(others) - o, "%s %s cannot run",
                      o ? "," : "", c->name);
     }
-    char reason[320];
+    char reason[640];
     why_text(reason, sizeof(reason), sel, ref, idx, why, coll, bytes, mem);
     braid_log(BRAID_LOG_INFO, LOG_COMP, "%s %zu B%s (class %s%zu B), %d ranks "
               "on %d nodes: %s by %s (estimate %.2f us); others:%s",

@@ -39,6 +39,15 @@ typedef struct braid_selector {
     const braid_tune_t      *tune;
     int                      nranks, nnodes, ppn;
     double                   stage_us; /* braid_cost_in_t.stage_us */
+    /* Groups of ranks that send at once through each host's link, sharing
+     * its bandwidth (the rails of a hierarchical call): estimates see the
+     * link's bandwidth divided by it.  0 or 1: the link is the group's. */
+    int                      link_share;
+    /* Says what a composite's estimate is made of ("host reduce_scatter
+     * direct@shm 0.6 us + ...", hier/) and returns 1; 0 for candidates it
+     * does not describe.  NULL: none. */
+    int (*describe)(const braid_candidate_t *c, braid_coll_t coll,
+                    size_t bytes, char *buf, size_t len);
     braid_topo_kind_t        topo;
     int                      rank;  /* rank 0 explains at BRAID_DEBUG=info */
     /* One-entry cache per collective: decode repeats one size. */
@@ -65,6 +74,10 @@ braid_status_t braid_select_explain(braid_selector_t *sel, braid_coll_t coll,
                                     size_t bytes, uint32_t mem, char *cand,
                                     size_t cand_len, char *why,
                                     size_t why_len);
+/* The candidate the cost model alone picks for the call (index into
+ * sel->cands, *est its estimate), or -1 when none can run it. */
+int braid_select_cheapest(const braid_selector_t *sel, braid_coll_t coll,
+                          size_t bytes, uint32_t mem, double *est);
 /* Microseconds; negative when it cannot run the call (wrong collective or
  * memory, or its own estimate says so). */
 double braid_candidate_estimate(const braid_selector_t *sel,
