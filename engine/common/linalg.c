@@ -344,6 +344,17 @@ void braid_eng_matmul(float *Y, const float *X, const braid_eng_mat_t *W,
     }
 }
 
+void braid_eng_transpose(float *dst, const float *src, int64_t rows,
+                         int64_t cols)
+{
+    enum { TILE = 32 };
+    for (int64_t r0 = 0; r0 < rows; r0 += TILE)
+        for (int64_t c0 = 0; c0 < cols; c0 += TILE)
+            for (int64_t r = r0; r < r0 + TILE && r < rows; r++)
+                for (int64_t c = c0; c < c0 + TILE && c < cols; c++)
+                    dst[c * rows + r] = src[r * cols + c];
+}
+
 void braid_eng_blas_threads(int n)
 {
     openblas_set_num_threads(n);

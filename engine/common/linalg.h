@@ -75,6 +75,11 @@ void braid_eng_matmul(float *Y, const float *X, const braid_eng_mat_t *W,
                       int64_t T, float *scratch);
 size_t braid_eng_matmul_scratch(int64_t cols);
 
+/* dst[cols, rows] = src[rows, cols]^T (f32), in tiles that stay in cache:
+ * GPT-2 checkpoints store a block's matrices (in, out). */
+void braid_eng_transpose(float *dst, const float *src, int64_t rows,
+                         int64_t cols);
+
 /* OpenBLAS threads for this process (openblas_set_num_threads). */
 void braid_eng_blas_threads(int n);
 

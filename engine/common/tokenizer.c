@@ -58,6 +58,7 @@ struct braid_eng_tok {
     pcre2_code         *re;
     int                 add_prefix_space;
     int                 ignore_merges;
+    int                 bytes;       /* braid_eng_tok_bytes: id = byte */
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -511,6 +512,30 @@ braid_status_t braid_eng_tok_load(braid_eng_tok_t **out, const char *path)
     return BRAID_OK;
 }
 
+braid_status_t braid_eng_tok_bytes(braid_eng_tok_t **out)
+{
+    braid_eng_tok_t *t = calloc(1, sizeof(*t));
+    braid_status_t   s = BRAID_OK;
+    if (t) {
+        t->bytes = 1;
+        t->n_ids = 256;
+        t->dec = calloc(256, sizeof(*t->dec));
+        t->dec_len = calloc(256, sizeof(*t->dec_len));
+    }
+    if (!t || !t->dec || !t->dec_len)
+        s = braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
+    for (int b = 0; b < 256 && s == BRAID_OK; b++) {
+        char c = (char)b;
+        s = set_decode(t, b, &c, 1);
+    }
+    if (s != BRAID_OK) {
+        braid_eng_tok_free(t);
+        return s;
+    }
+    *out = t;
+    return BRAID_OK;
+}
+
 void braid_eng_tok_free(braid_eng_tok_t *t)
 {
     if (!t)
@@ -667,6 +692,14 @@ static const tok_added_t *added_at(const braid_eng_tok_t *t,
 braid_status_t braid_eng_tok_encode(const braid_eng_tok_t *t, const char *text,
                                     size_t len, int32_t **ids, size_t *n)
 {
+    if (t->bytes) {
+        if (!(*ids = malloc((len ? len : 1) * sizeof(int32_t))))
+            return braid_eng_fail(BRAID_ERR_NO_MEMORY, "tokenizer: out of memory");
+        for (size_t i = 0; i < len; i++)
+            (*ids)[i] = (unsigned char)text[i];
+        *n = len;
+        return BRAID_OK;
+    }
     id_buf_t out = {0};
     /* +1: the prefix space; scratch holds up to 2 UTF-8 bytes a byte. */
     int32_t *sym = malloc((len + 2) * sizeof(*sym));

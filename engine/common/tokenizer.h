@@ -27,6 +27,9 @@ typedef struct braid_eng_tok braid_eng_tok_t;
 
 /* Loads tokenizer.json; errors name the file and what is unsupported. */
 braid_status_t braid_eng_tok_load(braid_eng_tok_t **tok, const char *path);
+/* The byte tokenizer of braid-train's models: token i is byte i (256 ids),
+ * so any byte string encodes and decodes back exactly. */
+braid_status_t braid_eng_tok_bytes(braid_eng_tok_t **tok);
 void braid_eng_tok_free(braid_eng_tok_t *tok);
 
 /* One past the highest token id (vocab and added tokens). */

@@ -7,6 +7,7 @@
 #include "engine/common/json.h"
 #include "engine/common/util.h"
 #include "engine/infer/config.h"
+#include "engine/infer/gpt.h"
 
 static braid_status_t check(const braid_infer_config_t *c, const char *what)
 {
@@ -62,10 +63,15 @@ braid_status_t braid_infer_config_load(braid_infer_config_t *c,
     int bias = 0, sliding = 0;
     if ((s = braid_eng_json_str(&mt, j, "model_type", 0, path)) != BRAID_OK)
         goto out;
+    if (mt && strcmp(mt, "gpt2") == 0) {
+        if ((s = braid_infer_gpt_config(c, j, path)) == BRAID_OK)
+            add_eos(c, j);
+        goto out;
+    }
     if (mt && strcmp(mt, "qwen3") != 0) {
         s = braid_eng_fail(BRAID_ERR_NOT_SUPPORTED,
-                           "%s: model_type '%s' is not supported (qwen3)",
-                           path, mt);
+                           "%s: model_type '%s' is not supported (qwen3, "
+                           "gpt2)", path, mt);
         goto out;
     }
     if ((s = braid_eng_json_int(&c->hidden, j, "hidden_size", 1, 0, 1, big, path)) ||
@@ -177,6 +183,7 @@ braid_status_t braid_infer_split(braid_infer_split_t *sp,
                                  const braid_infer_config_t *c, int rank,
                                  int size)
 {
+    int gpt = c->arch == BRAID_INFER_GPT2; /* its names in the message */
     const char *what = c->kv_heads % size ? "num_key_value_heads"
                      : c->heads % size ? "num_attention_heads"
                      : c->inter % size ? "intermediate_size" : NULL;
@@ -190,6 +197,8 @@ braid_status_t braid_infer_split(braid_infer_split_t *sp,
                                       k ? ", " : "", (long long)d);
         int64_t v = !strcmp(what, "num_key_value_heads") ? c->kv_heads
                   : !strcmp(what, "num_attention_heads") ? c->heads : c->inter;
+        if (gpt) /* kv_heads = heads; heads dividing makes 4 n_embd do */
+            what = "n_head";
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                               "tensor parallelism over %d ranks: %s %lld is "
                               "not divisible by %d (rank counts that work: "
@@ -215,6 +224,8 @@ uint64_t braid_infer_bytes_per_token(const braid_infer_config_t *c,
                                      const braid_infer_split_t *sp,
                                      braid_dtype_t dtype)
 {
+    if (c->arch == BRAID_INFER_GPT2)
+        return braid_infer_gpt_bytes_per_token(c, sp);
     uint64_t es = braid_dtype_size(dtype), H = (uint64_t)c->hidden;
     uint64_t per_layer = H * (uint64_t)(2 * sp->q_dim + 2 * sp->kv_dim) +
                          3 * H * (uint64_t)sp->inter;

@@ -15,8 +15,17 @@
 
 #define BRAID_INFER_MAX_EOS 8
 
+/* The model families braid-infer runs: Qwen3-style decoders (this header,
+ * model.c), and GPT-2 as braid-train trains it (gpt.h: engine/train's
+ * model code). */
+typedef enum {
+    BRAID_INFER_QWEN3,
+    BRAID_INFER_GPT2,
+} braid_infer_arch_t;
+
 typedef struct {
     char          name[64];   /* preset name, or the config.json path */
+    braid_infer_arch_t arch;  /* model_type qwen3 (or absent), gpt2 */
     int64_t       hidden;     /* hidden_size H */
     int64_t       layers;     /* num_hidden_layers L */
     int64_t       heads;      /* num_attention_heads nH */
@@ -31,11 +40,16 @@ typedef struct {
     int           n_eos;
     int32_t       eos[BRAID_INFER_MAX_EOS]; /* eos_token_id (int or list) */
     braid_dtype_t dtype;      /* torch_dtype: f32, bf16, f16 (presets' weights) */
+    int           byte_tokens; /* "tokenizer": "bytes" (braid-train's) */
 } braid_infer_config_t;
 
 /* Reads and checks a Hugging Face config.json (model_type qwen3 or absent;
  * anything the model here does not implement -- rope_scaling, attention
- * bias, sliding windows, another activation -- is refused by name). */
+ * bias, sliding windows, another activation -- is refused by name), or a
+ * GPT-2 one (model_type gpt2, as braid-train writes it: gpt.h).  A GPT-2
+ * fills the fields as a decoder with kv_heads = heads, head_dim = n_embd /
+ * n_head, inter = 4 n_embd, max_pos = n_positions, tied embeddings and
+ * rms_eps = its LayerNorm epsilon. */
 braid_status_t braid_infer_config_load(braid_infer_config_t *cfg,
                                        const char *path);
 /* Adds the eos_token_id(s) of another JSON file (generation_config.json

@@ -1,7 +1,9 @@
-/* braid-infer: tensor-parallel inference of a Qwen3-style model on braid.
+/* braid-infer: tensor-parallel inference of a Qwen3-style model, or of a
+ * GPT-2 that braid-train trained, on braid.
  *
  *   braidrun -n 2 braid-infer --model DIR --prompt "text" -g 32
  *   braidrun -n 2 braid-infer --preset tiny --prompt-ids 1,2,3 -g 16
+ *   braidrun -n 2 braid-infer --model TRAINED_CKPT --prompt "text" -g 64
  *
  * Every rank loads its shard of the weights, prefills the prompt, then
  * decodes one token at a time; rank 0 prints the text (or ids), prefill and
@@ -27,6 +29,7 @@
 #include "engine/common/tokenizer.h"
 #include "engine/common/util.h"
 #include "engine/infer/config.h"
+#include "engine/infer/gpt.h"
 #include "engine/infer/model.h"
 #include "engine/infer/sampler.h"
 #include "engine/infer/run.h"
@@ -40,9 +43,11 @@ static void usage(FILE *f)
 "usage: braid-infer (--model DIR | --preset NAME) [options]\n"
 "  --model DIR          Hugging Face checkpoint: config.json, model.safetensors\n"
 "                       (or model.safetensors.index.json and its shards),\n"
-"                       tokenizer.json for --prompt\n"
+"                       tokenizer.json for --prompt; Qwen3, or GPT-2 as\n"
+"                       braid-train --save writes it (bytes for tokens)\n"
 "  --preset NAME        tiny | qwen3-0.6b: weights generated from --seed\n"
-"  --prompt TEXT        prompt text (needs a tokenizer.json)\n"
+"  --prompt TEXT        prompt text (needs a tokenizer.json, but for\n"
+"                       braid-train's byte-level GPT-2)\n"
 "  --prompt-ids LIST    prompt token ids: 1,2,3\n"
 "  -p, --prompt-len N   a generated prompt of N token ids (benchmarks)\n"
 "  -g, --gen N          tokens to generate (default 16)\n"
@@ -201,12 +206,18 @@ static braid_status_t setup_model(braid_infer_run_t *r)
     }
     if ((s = braid_infer_split(&r->sp, &r->cfg, r->rank, r->size)) != BRAID_OK)
         return s;
+    int gpt = r->cfg.arch == BRAID_INFER_GPT2;
+    if (gpt && r->o.dtype != BRAID_DTYPE_COUNT && r->o.dtype != BRAID_F32)
+        return braid_eng_fail(BRAID_ERR_NOT_SUPPORTED,
+                              "--dtype %s: a GPT-2 runs in f32 (braid-train's "
+                              "layers)", braid_dtype_name(r->o.dtype));
     double t0 = braid_eng_now();
     if (r->o.model) {
         braid_eng_st_t *st;
         if ((s = braid_eng_st_open(&st, r->o.model)) != BRAID_OK)
             return s;
-        s = braid_infer_weights_load(&r->w, &r->cfg, &r->sp, st, r->o.dtype);
+        s = gpt ? braid_infer_gpt_load(&r->w, &r->cfg, &r->sp, st)
+                : braid_infer_weights_load(&r->w, &r->cfg, &r->sp, st, r->o.dtype);
         braid_eng_st_close(st);
     } else {
         s = braid_infer_weights_generate(&r->w, &r->cfg, &r->sp, r->o.seed,
@@ -218,24 +229,50 @@ static braid_status_t setup_model(braid_infer_run_t *r)
     return s;
 }
 
+/* braid-train's GPT-2 checkpoints carry no tokenizer.json: their tokens
+ * are bytes.  A GPT-2 without one gets the byte tokenizer, unless its
+ * vocabulary is larger than bytes and its config does not say "tokenizer":
+ * "bytes" (real GPT-2 weights: their tokenizer.json is needed). */
+static braid_status_t byte_tokens(braid_infer_run_t *r)
+{
+    char path[4096];
+    braid_status_t s;
+    if (r->cfg.arch != BRAID_INFER_GPT2 || r->o.tokenizer)
+        return BRAID_OK;
+    if ((s = braid_eng_path_join(path, sizeof(path), r->o.model,
+                                 "tokenizer.json")) != BRAID_OK ||
+        access(path, F_OK) == 0)
+        return s;
+    if (r->cfg.vocab > 256 && !r->cfg.byte_tokens)
+        return r->o.prompt ? braid_eng_fail(BRAID_ERR_INVALID_ARG,
+                                            "--prompt: %s has no tokenizer.json, "
+                                            "and its vocabulary of %lld is not "
+                                            "bytes", r->o.model,
+                                            (long long)r->cfg.vocab)
+                           : BRAID_OK;
+    return braid_eng_tok_bytes(&r->tok);
+}
+
 static braid_status_t setup_prompt(braid_infer_run_t *r)
 {
     braid_status_t s;
     const braid_infer_opts_t *o = &r->o;
+    if ((s = byte_tokens(r)) != BRAID_OK)
+        return s;
     if (o->prompt) {
         char path[4096];
         const char *tp = o->tokenizer;
-        if (!tp && !o->model)
+        if (!tp && !o->model && !r->tok)
             return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                                   "--prompt needs a tokenizer: --model DIR "
                                   "with tokenizer.json, or --tokenizer FILE");
-        if (!tp) {
+        if (!tp && !r->tok) {
             if ((s = braid_eng_path_join(path, sizeof(path), o->model,
                                          "tokenizer.json")) != BRAID_OK)
                 return s;
             tp = path;
         }
-        if ((s = braid_eng_tok_load(&r->tok, tp)) != BRAID_OK ||
+        if ((!r->tok && (s = braid_eng_tok_load(&r->tok, tp)) != BRAID_OK) ||
             (s = braid_eng_tok_encode(r->tok, o->prompt, strlen(o->prompt),
                                       &r->prompt, &r->n_prompt)) != BRAID_OK)
             return s;

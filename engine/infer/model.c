@@ -8,6 +8,7 @@
 #include "engine/common/err.h"
 #include "engine/common/linalg.h"
 #include "engine/common/util.h"
+#include "engine/infer/gpt.h"
 #include "engine/infer/model.h"
 
 /* ---------------------------------------------------------------- setup */
@@ -21,6 +22,8 @@ static float *alloc_floats(size_t n, int *failed)
     }
     return p;
 }
+
+static braid_status_t qwen_init(braid_infer_model_t *m);
 
 braid_status_t braid_infer_model_init(braid_infer_model_t *m,
                                       const braid_infer_config_t *c,
@@ -48,6 +51,19 @@ braid_status_t braid_infer_model_init(braid_infer_model_t *m,
     m->cfg = c, m->sp = *sp, m->w = w, m->comm = comm, m->pool = pool;
     m->ctx = ctx;
     m->chunk = chunk < ctx ? chunk : ctx;
+    braid_status_t s = c->arch == BRAID_INFER_GPT2 ? braid_infer_gpt_init(m)
+                                                   : qwen_init(m);
+    if (s != BRAID_OK)
+        braid_infer_model_free(m);
+    return s;
+}
+
+/* The Qwen3 path's KV cache, RoPE table and activations. */
+static braid_status_t qwen_init(braid_infer_model_t *m)
+{
+    const braid_infer_config_t *c = m->cfg;
+    const braid_infer_split_t *sp = &m->sp;
+    int64_t ctx = m->ctx;
     int64_t H = c->hidden, hd = c->head_dim, T = m->chunk;
     int64_t widest = H > sp->q_dim ? H : sp->q_dim;
     widest = widest > sp->inter ? widest : sp->inter;
@@ -70,7 +86,6 @@ braid_status_t braid_infer_model_init(braid_infer_model_t *m,
     m->scores  = alloc_floats((size_t)(T * ctx), &failed);
     m->scratch = alloc_floats(braid_eng_matmul_scratch(widest), &failed);
     if (failed) {
-        braid_infer_model_free(m);
         return braid_eng_fail(BRAID_ERR_NO_MEMORY,
                               "out of memory for a KV cache of %lld positions",
                               (long long)ctx);
@@ -88,6 +103,7 @@ braid_status_t braid_infer_model_init(braid_infer_model_t *m,
 
 void braid_infer_model_free(braid_infer_model_t *m)
 {
+    braid_infer_gpt_free(m);
     braid_eng_arena_free(&m->kv);
     m->kcache = m->vcache = NULL;
     float **bufs[] = {&m->rope, &m->x, &m->h,
@@ -106,9 +122,8 @@ void braid_infer_model_reset(braid_infer_model_t *m)
 
 /* ---------------------------------------------------------------- blocks */
 
-/* In-place sum over the tensor-parallel group, timed. */
-static braid_status_t tp_allreduce(braid_infer_model_t *m, float *buf,
-                                   size_t n)
+braid_status_t braid_infer_allreduce(braid_infer_model_t *m, float *buf,
+                                     size_t n)
 {
     if (m->sp.size == 1)
         return BRAID_OK;
@@ -134,7 +149,7 @@ static braid_status_t tp_allreduce(braid_infer_model_t *m, float *buf,
 static braid_status_t add_reduced(braid_infer_model_t *m, int64_t T)
 {
     int64_t n = T * m->cfg->hidden;
-    braid_status_t s = tp_allreduce(m, m->proj, (size_t)n);
+    braid_status_t s = braid_infer_allreduce(m, m->proj, (size_t)n);
     for (int64_t i = 0; i < n; i++)
         m->x[i] += m->proj[i];
     return s;
@@ -304,10 +319,34 @@ static braid_status_t embed(braid_infer_model_t *m, const int32_t *tokens,
         else
             memset(m->x + t * H, 0, (size_t)H * sizeof(float));
     }
-    return tp_allreduce(m, m->x, (size_t)(T * H));
+    return braid_infer_allreduce(m, m->x, (size_t)(T * H));
 }
 
 /* ---------------------------------------------------------------- forward */
+
+/* The logits of tokens first .. T-1 of this call: rows of this rank's
+ * vocab_n, [T - first, vocab_n]. */
+static braid_status_t qwen_forward(braid_infer_model_t *m,
+                                   const int32_t *tokens, int64_t T,
+                                   int64_t first, float *logits)
+{
+    const braid_infer_config_t *c = m->cfg;
+    braid_status_t s = embed(m, tokens, T);
+    for (int64_t l = 0; l < c->layers && s == BRAID_OK; l++) {
+        s = attention_block(m, l, T);
+        if (s == BRAID_OK)
+            s = mlp_block(m, l, T);
+    }
+    if (s != BRAID_OK)
+        return s;
+    /* Final norm and this rank's vocabulary rows of the LM head. */
+    int64_t H = c->hidden;
+    for (int64_t t = first; t < T; t++)
+        rmsnorm(m->h + (t - first) * H, m->x + t * H, m->w->norm, H,
+                c->rms_eps);
+    linear(m, logits, m->h, &m->w->head, T - first);
+    return BRAID_OK;
+}
 
 braid_status_t braid_infer_forward(braid_infer_model_t *m,
                                    const int32_t *tokens, int64_t T,
@@ -328,23 +367,14 @@ braid_status_t braid_infer_forward(braid_infer_model_t *m,
             return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                                   "token id %d is outside the vocabulary "
                                   "[0, %lld)", tokens[t], (long long)c->vocab);
-    braid_status_t s = embed(m, tokens, T);
-    for (int64_t l = 0; l < c->layers && s == BRAID_OK; l++) {
-        s = attention_block(m, l, T);
-        if (s == BRAID_OK)
-            s = mlp_block(m, l, T);
-    }
+    int64_t first = all_logits ? 0 : T - 1, n = T - first;
+    int64_t vn = m->sp.vocab_n, vc = m->sp.vocab_chunk;
+    braid_status_t s = c->arch == BRAID_INFER_GPT2
+                     ? braid_infer_gpt_forward(m, tokens, T, first, logits)
+                     : qwen_forward(m, tokens, T, first, logits);
     if (s != BRAID_OK)
         return s;
     m->pos += T;
-
-    /* Final norm and this rank's vocabulary rows of the LM head. */
-    int64_t H = c->hidden, first = all_logits ? 0 : T - 1, n = T - first;
-    int64_t vn = m->sp.vocab_n, vc = m->sp.vocab_chunk;
-    for (int64_t t = first; t < T; t++)
-        rmsnorm(m->h + (t - first) * H, m->x + t * H, m->w->norm, H,
-                c->rms_eps);
-    linear(m, logits, m->h, &m->w->head, n);
     for (int64_t t = n - 1; t >= 0; t--) { /* rows of vn -> rows of vc */
         memmove(logits + t * vc, logits + t * vn, (size_t)vn * sizeof(float));
         for (int64_t i = vn; i < vc; i++)

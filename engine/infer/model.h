@@ -14,7 +14,9 @@
  * writes it, the others zeros, one all-reduce), and the LM head gives each
  * rank the logits of its vocabulary rows.  Every all-reduce sums f32 in
  * place; braid makes the result bitwise identical on every rank, so the
- * replicated parts (norms, residual stream, sampling) stay identical too. */
+ * replicated parts (norms, residual stream, sampling) stay identical too.
+ * A GPT-2 (cfg->arch, gpt.h) runs through the same calls, on its own
+ * blocks. */
 #ifndef BRAID_INFER_MODEL_H
 #define BRAID_INFER_MODEL_H
 
@@ -53,6 +55,7 @@ typedef struct {
     float *rope;                        /* [ctx, hd/2, 2]: cos, sin */
     /* activations for up to `chunk` tokens; scores [chunk, ctx] */
     float *x, *h, *q, *k, *v, *att, *proj, *g, *u, *scores, *scratch;
+    struct braid_infer_gpt_state *gpt;  /* a GPT-2's cache and activations */
     braid_infer_stats_t stats;
 } braid_infer_model_t;
 
@@ -69,6 +72,11 @@ braid_status_t braid_infer_model_init(braid_infer_model_t *m,
 void braid_infer_model_free(braid_infer_model_t *m);
 /* Empties the KV cache (a new sequence). */
 void braid_infer_model_reset(braid_infer_model_t *m);
+
+/* buf[n] summed over the tensor-parallel group in place (nothing on one
+ * rank), timed and counted in m->stats. */
+braid_status_t braid_infer_allreduce(braid_infer_model_t *m, float *buf,
+                                     size_t n);
 
 /* Runs tokens[T] (T <= chunk) at positions pos .. pos+T-1 and appends them
  * to the cache.  logits: this rank's vocabulary slice, [T, vocab_chunk] if

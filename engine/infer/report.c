@@ -56,7 +56,7 @@ static void print_text(const braid_infer_run_t *r, const figures_t *f,
                        const braid_infer_stats_t phase[2])
 {
     const braid_infer_config_t *c = &r->cfg;
-    const char *dt = braid_dtype_name(r->w.layer[0].wq.dtype);
+    const char *dt = braid_dtype_name(braid_infer_weights_dtype(&r->w));
     printf("braid-infer: %s, %lld layers, hidden %lld, heads %lld/%lld, "
            "vocab %lld, %s weights; %d rank%s x %d thread%s\n", c->name,
            (long long)c->layers, (long long)c->hidden, (long long)c->heads,
@@ -107,7 +107,7 @@ static braid_status_t print_json(const braid_infer_run_t *r, const figures_t *f,
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", r->cfg.name);
-    cJSON_AddStringToObject(j, "dtype", braid_dtype_name(r->w.layer[0].wq.dtype));
+    cJSON_AddStringToObject(j, "dtype", braid_dtype_name(braid_infer_weights_dtype(&r->w)));
     cJSON_AddNumberToObject(j, "ranks", r->size);
     cJSON_AddNumberToObject(j, "threads", r->threads);
     cJSON_AddNumberToObject(j, "prompt_tokens", (double)r->n_prompt);
@@ -136,7 +136,7 @@ static braid_status_t print_json(const braid_infer_run_t *r, const figures_t *f,
                             ratio((double)phase[1].allreduces, (double)f->steps));
     cJSON_AddNumberToObject(j, "weight_bytes_per_rank", f->max[F_WEIGHTS]);
     cJSON_AddNumberToObject(j, "bytes_per_token",
-        (double)braid_infer_bytes_per_token(&r->cfg, &r->sp, r->w.layer[0].wq.dtype));
+        (double)braid_infer_bytes_per_token(&r->cfg, &r->sp, braid_infer_weights_dtype(&r->w)));
     cJSON_AddNumberToObject(j, "load_s", f->max[F_LOAD]);
     cJSON *rss = cJSON_AddArrayToObject(j, "rss_bytes");
     cJSON *peak = cJSON_AddArrayToObject(j, "peak_rss_bytes");

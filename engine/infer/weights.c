@@ -11,6 +11,7 @@
 #include "engine/common/err.h"
 #include "engine/common/strmap.h"
 #include "engine/common/util.h"
+#include "engine/infer/gpt.h"
 #include "engine/infer/weights.h"
 
 typedef enum {
@@ -455,9 +456,18 @@ braid_status_t braid_infer_save_generated(const char *dir,
     return e;
 }
 
+braid_dtype_t braid_infer_weights_dtype(const braid_infer_weights_t *w)
+{
+    return w->gpt ? BRAID_F32 : w->layer[0].wq.dtype;
+}
+
 void braid_infer_weights_free(braid_infer_weights_t *w,
                               const braid_infer_config_t *c)
 {
+    if (w->gpt) {
+        braid_infer_gpt_weights_free(w);
+        return;
+    }
     if (w->layer)
         for (int64_t l = 0; l < c->layers; l++) {
             braid_infer_layer_t *ly = &w->layer[l];

@@ -1,5 +1,6 @@
 /* One rank's share of the weights of a Qwen3-style model, loaded from a
  * safetensors checkpoint or generated from a seed, and checkpoints written.
+ * (A GPT-2's share lives here too, loaded by gpt.h.)
  *
  * Hugging Face names and shapes ([out, in], row-major; H hidden, hd head_dim):
  *   model.embed_tokens.weight                    [V, H]
@@ -37,6 +38,8 @@ typedef struct {
     float *qn, *kn;              /* [hd] QK-norm */
 } braid_infer_layer_t;
 
+struct braid_infer_gpt_weights;
+
 typedef struct {
     braid_infer_layer_t *layer;  /* [L] */
     braid_eng_mat_t      embed;  /* [vocab_n, H] this rank's vocab rows */
@@ -44,7 +47,11 @@ typedef struct {
     float               *norm;   /* [H] */
     uint64_t             bytes;  /* bytes held by this rank */
     braid_eng_arena_t    arena;  /* holds every matrix (huge pages) */
+    struct braid_infer_gpt_weights *gpt; /* a GPT-2 (gpt.h) instead */
 } braid_infer_weights_t;
+
+/* The type matrices are kept in (for the report). */
+braid_dtype_t braid_infer_weights_dtype(const braid_infer_weights_t *w);
 
 /* Loads this rank's share from an open checkpoint.  First checks every
  * tensor of the checkpoint against the config: each expected name present

@@ -13,22 +13,12 @@
 
 #include "engine/common/err.h"
 #include "engine/common/json.h"
+#include "engine/common/linalg.h"
 #include "engine/common/safetensors.h"
 #include "engine/common/util.h"
 
 /* ----------------------------------------------------------------------------
  * tensors */
-
-/* dst(cols, rows) = src(rows, cols)^T, in tiles that stay in cache. */
-static void transpose(float *dst, const float *src, int rows, int cols)
-{
-    enum { TILE = 32 };
-    for (int r0 = 0; r0 < rows; r0 += TILE)
-        for (int c0 = 0; c0 < cols; c0 += TILE)
-            for (int r = r0; r < r0 + TILE && r < rows; r++)
-                for (int c = c0; c < c0 + TILE && c < cols; c++)
-                    dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
-}
 
 /* The shape a tensor has in a checkpoint. */
 static int stored_shape(int64_t shape[2], const braid_gpt_tensor_t *t)
@@ -87,7 +77,7 @@ static braid_status_t save_tensors(const char *path, const braid_gpt_t *m,
             snprintf(name, sizeof(name), "%s%s", a->prefix[k], t->name);
             void *dst = braid_eng_st_writer_data(w, name);
             if (t->conv1d) {
-                transpose(scratch, src, t->shape[0], t->shape[1]);
+                braid_eng_transpose(scratch, src, t->shape[0], t->shape[1]);
                 src = scratch;
             }
             memcpy(dst, src, t->numel * sizeof(float)); /* may be unaligned */
@@ -150,8 +140,8 @@ static braid_status_t load_tensors(const braid_gpt_t *m, const arrays_t *a,
             float  *dst  = t->conv1d ? scratch : a->base[k] + t->offset;
             st = braid_eng_st_read(dst, BRAID_F32, f, ft, 0, rows, 0, cols);
             if (st == BRAID_OK && t->conv1d)
-                transpose(a->base[k] + t->offset, scratch, (int)rows,
-                          (int)cols);
+                braid_eng_transpose(a->base[k] + t->offset, scratch, rows,
+                                    cols);
         }
     }
     if (f != NULL)
@@ -208,15 +198,7 @@ braid_status_t braid_train_ckpt_config(braid_gpt_config_t *cfg,
         st = braid_eng_json_load(&j, path);
     if (st != BRAID_OK)
         return st;
-    const char *type = NULL;
-    static const char *const keys[5] = {"n_layer", "n_head", "n_embd",
-                                        "n_positions", "vocab_size"};
-    st = braid_eng_json_str(&type, j, "model_type", 1, path);
-    if (st == BRAID_OK && strcmp(type, "gpt2") != 0)
-        st = braid_eng_fail(BRAID_ERR_INVALID_ARG, "%s: model_type \"%s\", "
-                            "braid-train's models are \"gpt2\"", path, type);
-    if (st == BRAID_OK)
-        st = braid_gpt_config_from(cfg, j, keys, path);
+    st = braid_gpt_config_hf(cfg, j, path);
     cJSON_Delete(j);
     return st;
 }

@@ -1,7 +1,10 @@
 /* Model configurations: presets and JSON files. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "gpt.h"
 #include "engine/common/err.h"
@@ -102,4 +105,66 @@ braid_status_t braid_gpt_config_json(braid_gpt_config_t *cfg,
 out:
     cJSON_Delete(root);
     return st;
+}
+
+braid_status_t braid_gpt_config_hf(braid_gpt_config_t *cfg, const cJSON *obj,
+                                   const char *what)
+{
+    static const char *const keys[5] = {"n_layer", "n_head", "n_embd",
+                                        "n_positions", "vocab_size"};
+    const char *type = NULL, *act = NULL;
+    double      eps;
+    int64_t     inner;
+    int         tied, scaled, by_layer, cross;
+    braid_status_t st = braid_eng_json_str(&type, obj, "model_type", 1, what);
+    if (st == BRAID_OK && strcmp(type, "gpt2") != 0)
+        return braid_eng_fail(BRAID_ERR_NOT_SUPPORTED, "%s: model_type "
+                              "\"%s\", braid-train's models are \"gpt2\"",
+                              what, type);
+    braid_gpt_config_t c;
+    if (st == BRAID_OK)
+        st = braid_gpt_config_from(&c, obj, keys, what);
+    /* GPT2Config's defaults where a key is absent */
+    if (st == BRAID_OK)
+        st = braid_eng_json_str(&act, obj, "activation_function", 0, what);
+    if (st == BRAID_OK)
+        st = braid_eng_json_num(&eps, obj, "layer_norm_epsilon", 0, 1e-5, 0,
+                                1, what);
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(obj, "n_inner");
+    if (st == BRAID_OK && in != NULL && !cJSON_IsNull(in))
+        st = braid_eng_json_int(&inner, obj, "n_inner", 1, 0, 1, 1 << 30,
+                                what);
+    else
+        inner = 4 * (int64_t)c.n_embd;
+    if (st == BRAID_OK)
+        st = braid_eng_json_bool(&tied, obj, "tie_word_embeddings", 0, 1,
+                                 what);
+    if (st == BRAID_OK)
+        st = braid_eng_json_bool(&scaled, obj, "scale_attn_weights", 0, 1,
+                                 what);
+    if (st == BRAID_OK)
+        st = braid_eng_json_bool(&by_layer, obj,
+                                 "scale_attn_by_inverse_layer_idx", 0, 0,
+                                 what);
+    if (st == BRAID_OK)
+        st = braid_eng_json_bool(&cross, obj, "add_cross_attention", 0, 0,
+                                 what);
+    if (st != BRAID_OK)
+        return st;
+    const char *unsupported =
+        act != NULL && strcmp(act, "gelu_new") != 0 &&
+                strcmp(act, "gelu_pytorch_tanh") != 0
+            ? "activation_function other than gelu_new"
+        : fabs(eps - 1e-5) > 1e-12 ? "layer_norm_epsilon other than 1e-5"
+        : inner != 4 * (int64_t)c.n_embd ? "n_inner other than 4 n_embd"
+        : !tied ? "tie_word_embeddings: false"
+        : !scaled ? "scale_attn_weights: false"
+        : by_layer ? "scale_attn_by_inverse_layer_idx: true"
+        : cross ? "add_cross_attention: true" : NULL;
+    if (unsupported != NULL)
+        return braid_eng_fail(BRAID_ERR_NOT_SUPPORTED, "%s: %s is not "
+                              "supported (braid-train's GPT)", what,
+                              unsupported);
+    *cfg = c;
+    return BRAID_OK;
 }

@@ -11,11 +11,7 @@
 #include "engine/common/err.h"
 #include "util.h"
 
-/* Tensors of one block, in layout order. */
-enum {
-    BLK_LN1W, BLK_LN1B, BLK_QKVW, BLK_QKVB, BLK_ATTPROJW, BLK_ATTPROJB,
-    BLK_LN2W, BLK_LN2B, BLK_FCW, BLK_FCB, BLK_FCPROJW, BLK_FCPROJB, BLK_COUNT
-};
+#define BLK_COUNT BRAID_GPT_BLK_COUNT
 
 static const char *const blk_names[BLK_COUNT] = {
     "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
@@ -41,20 +37,23 @@ static void set_tensor(braid_gpt_tensor_t *t, size_t *offset, const char *name,
     t->shape[1] = cols > 0 ? cols : 0;
     t->numel    = (size_t)rows * (size_t)(cols > 0 ? cols : 1);
     t->decay    = t->ndim == 2;
+    t->conv1d   = 0;
     t->offset   = *offset;
     *offset += t->numel;
 }
 
-static void layout(braid_gpt_t *m)
+int braid_gpt_ntensors(const braid_gpt_config_t *c)
 {
-    const braid_gpt_config_t *c = &m->cfg;
+    return 4 + c->n_layer * BLK_COUNT;
+}
+
+size_t braid_gpt_layout(braid_gpt_tensor_t *tn, const braid_gpt_config_t *c)
+{
     int    C = c->n_embd, L = c->n_layer;
     size_t off = 0;
     char   name[64];
-    set_tensor(&m->tensors[T_WTE], &off, "transformer.wte.weight",
-               c->vocab_size, C);
-    set_tensor(&m->tensors[T_WPE], &off, "transformer.wpe.weight",
-               c->block_size, C);
+    set_tensor(&tn[T_WTE], &off, "transformer.wte.weight", c->vocab_size, C);
+    set_tensor(&tn[T_WPE], &off, "transformer.wpe.weight", c->block_size, C);
     /* (rows, cols) of each block tensor; cols 0 for vectors */
     const int shape[BLK_COUNT][2] = {
         {C, 0}, {C, 0}, {3 * C, C}, {3 * C, 0}, {C, C}, {C, 0},
@@ -64,14 +63,14 @@ static void layout(braid_gpt_t *m)
         for (int k = 0; k < BLK_COUNT; k++) {
             snprintf(name, sizeof(name), "transformer.h.%d.%s", l,
                      blk_names[k]);
-            set_tensor(&m->tensors[T_BLK(l, k)], &off, name, shape[k][0],
+            set_tensor(&tn[T_BLK(l, k)], &off, name, shape[k][0],
                        shape[k][1]);
-            m->tensors[T_BLK(l, k)].conv1d = shape[k][1] > 0;
+            tn[T_BLK(l, k)].conv1d = shape[k][1] > 0;
         }
     }
-    set_tensor(&m->tensors[T_LNFW(L)], &off, "transformer.ln_f.weight", C, 0);
-    set_tensor(&m->tensors[T_LNFB(L)], &off, "transformer.ln_f.bias", C, 0);
-    m->nparams = off;
+    set_tensor(&tn[T_LNFW(L)], &off, "transformer.ln_f.weight", C, 0);
+    set_tensor(&tn[T_LNFB(L)], &off, "transformer.ln_f.bias", C, 0);
+    return off;
 }
 
 size_t braid_gpt_nparams(const braid_gpt_config_t *c)
@@ -81,17 +80,22 @@ size_t braid_gpt_nparams(const braid_gpt_config_t *c)
            (size_t)c->n_layer * (12 * C * C + 13 * C) + 2 * C;
 }
 
-void braid_gpt_block(braid_gpt_block_t *blk, const braid_gpt_t *model,
-                     float *base, int l)
+float **braid_gpt_block_slot(braid_gpt_block_t *blk, int k)
 {
-    const braid_gpt_tensor_t *t = &model->tensors[T_BLK(l, 0)];
     float **p[BLK_COUNT] = {
         &blk->ln1w, &blk->ln1b, &blk->qkvw, &blk->qkvb,
         &blk->attprojw, &blk->attprojb, &blk->ln2w, &blk->ln2b,
         &blk->fcw, &blk->fcb, &blk->fcprojw, &blk->fcprojb,
     };
+    return p[k];
+}
+
+void braid_gpt_block(braid_gpt_block_t *blk, const braid_gpt_t *model,
+                     float *base, int l)
+{
+    const braid_gpt_tensor_t *t = &model->tensors[T_BLK(l, 0)];
     for (int k = 0; k < BLK_COUNT; k++)
-        *p[k] = base + t[k].offset;
+        *braid_gpt_block_slot(blk, k) = base + t[k].offset;
 }
 
 /* ----------------------------------------------------------------------------
@@ -165,11 +169,11 @@ braid_status_t braid_gpt_create(braid_gpt_t **model,
     m->cfg      = *cfg;
     m->B        = B;
     m->T        = T;
-    m->ntensors = 4 + cfg->n_layer * BLK_COUNT;
+    m->ntensors = braid_gpt_ntensors(cfg);
     m->tensors  = calloc((size_t)m->ntensors, sizeof(*m->tensors));
     if (m->tensors == NULL)
         goto oom;
-    layout(m);
+    m->nparams = braid_gpt_layout(m->tensors, cfg);
     size_t nact = acts_layout(&m->acts, NULL, cfg, B, T);
     size_t nscr = scratch_layout(&m->scratch, NULL, cfg, B, T);
     m->params      = malloc(m->nparams * sizeof(float));
@@ -237,12 +241,78 @@ void braid_gpt_zero_grad(braid_gpt_t *model)
 /* ----------------------------------------------------------------------------
  * forward pass */
 
+static braid_gpt_dims_t whole_block(const braid_gpt_config_t *c)
+{
+    return (braid_gpt_dims_t){.C = c->n_embd, .NH = c->n_head,
+                              .CA = c->n_embd, .CF = 4 * c->n_embd};
+}
+
+/* Block l's activations in a model's arrays. */
+static braid_gpt_block_acts_t layer_acts(const braid_gpt_t *m, int l)
+{
+    const braid_gpt_acts_t *a = &m->acts;
+    size_t BT = (size_t)m->B * m->T, C = (size_t)m->cfg.n_embd;
+    size_t NH = (size_t)m->cfg.n_head, L = (size_t)l;
+    return (braid_gpt_block_acts_t){
+        .ln1       = a->ln1 + L * BT * C,
+        .ln1_mean  = a->ln1_mean + L * BT,
+        .ln1_rstd  = a->ln1_rstd + L * BT,
+        .qkv       = a->qkv + L * BT * 3 * C,
+        .atty      = a->atty + L * BT * C,
+        .att       = a->att + L * (size_t)m->B * NH * m->T * m->T,
+        .residual2 = a->residual2 + L * BT * C,
+        .ln2       = a->ln2 + L * BT * C,
+        .ln2_mean  = a->ln2_mean + L * BT,
+        .ln2_rstd  = a->ln2_rstd + L * BT,
+        .fch       = a->fch + L * BT * 4 * C,
+        .fch_gelu  = a->fch_gelu + L * BT * 4 * C,
+        .residual3 = a->residual3 + L * BT * C,
+    };
+}
+
+braid_status_t braid_gpt_block_forward(braid_gpt_block_acts_t *a,
+                                       const braid_gpt_block_t *w,
+                                       const float *residual,
+                                       const braid_gpt_dims_t *d, int B,
+                                       int T, int pos,
+                                       braid_gpt_reduce_fn reduce, void *ctx)
+{
+    int    N = B * T, C = d->C;
+    size_t NC = (size_t)N * C;
+    float *qkv = a->qkv + (size_t)pos * 3 * d->CA; /* this call's rows */
+    braid_status_t st = BRAID_OK;
+
+    /* x = x + attn(ln_1(x)); the projection lands in residual2 first */
+    braid_nn_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, residual,
+                               w->ln1w, w->ln1b, N, C);
+    braid_nn_matmul_forward(qkv, a->ln1, w->qkvw, w->qkvb, N, C, 3 * d->CA);
+    braid_nn_attention_forward(a->atty, a->att, a->qkv, B, T, pos, d->CA,
+                               d->NH);
+    braid_nn_matmul_forward(a->residual2, a->atty, w->attprojw, w->attprojb, N,
+                            d->CA, C);
+    if (reduce != NULL && (st = reduce(ctx, a->residual2, NC)) != BRAID_OK)
+        return st;
+    braid_nn_residual_forward(a->residual2, a->residual2, residual, NC);
+    /* x = x + mlp(ln_2(x)); residual3 may be residual: no longer read */
+    braid_nn_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->residual2,
+                               w->ln2w, w->ln2b, N, C);
+    braid_nn_matmul_forward(a->fch, a->ln2, w->fcw, w->fcb, N, C, d->CF);
+    braid_nn_gelu_forward(a->fch_gelu, a->fch, (size_t)N * d->CF);
+    braid_nn_matmul_forward(a->residual3, a->fch_gelu, w->fcprojw, w->fcprojb,
+                            N, d->CF, C);
+    if (reduce != NULL && (st = reduce(ctx, a->residual3, NC)) != BRAID_OK)
+        return st;
+    braid_nn_residual_forward(a->residual3, a->residual3, a->residual2, NC);
+    return BRAID_OK;
+}
+
 float braid_gpt_forward(braid_gpt_t *model, const int *inputs,
                         const int *targets)
 {
     const braid_gpt_config_t *c = &model->cfg;
     braid_gpt_acts_t         *a = &model->acts;
-    int    B = model->B, T = model->T, C = c->n_embd, NH = c->n_head;
+    braid_gpt_dims_t          d = whole_block(c);
+    int    B = model->B, T = model->T, C = c->n_embd;
     int    V = c->vocab_size, L = c->n_layer;
     size_t BT = (size_t)B * T;
     float *p = model->params;
@@ -256,39 +326,11 @@ float braid_gpt_forward(braid_gpt_t *model, const int *inputs,
                              p + model->tensors[T_WPE].offset, B, T, C);
     const float *residual = a->encoded; /* (B,T,C) entering block l */
     for (int l = 0; l < L; l++) {
-        braid_gpt_block_t w;
+        braid_gpt_block_t      w;
+        braid_gpt_block_acts_t la = layer_acts(model, l);
         braid_gpt_block(&w, model, p, l);
-        float *ln1       = a->ln1 + l * BT * C;
-        float *ln1_mean  = a->ln1_mean + l * BT;
-        float *ln1_rstd  = a->ln1_rstd + l * BT;
-        float *qkv       = a->qkv + l * BT * 3 * C;
-        float *atty      = a->atty + l * BT * C;
-        float *att       = a->att + (size_t)l * B * NH * T * T;
-        float *residual2 = a->residual2 + l * BT * C;
-        float *ln2       = a->ln2 + l * BT * C;
-        float *ln2_mean  = a->ln2_mean + l * BT;
-        float *ln2_rstd  = a->ln2_rstd + l * BT;
-        float *fch       = a->fch + l * BT * 4 * C;
-        float *fch_gelu  = a->fch_gelu + l * BT * 4 * C;
-        float *residual3 = a->residual3 + l * BT * C;
-
-        /* x = x + attn(ln_1(x)); the projection lands in residual2 first */
-        braid_nn_layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, w.ln1w,
-                                   w.ln1b, (int)BT, C);
-        braid_nn_matmul_forward(qkv, ln1, w.qkvw, w.qkvb, (int)BT, C, 3 * C);
-        braid_nn_attention_forward(atty, att, qkv, B, T, C, NH);
-        braid_nn_matmul_forward(residual2, atty, w.attprojw, w.attprojb,
-                                (int)BT, C, C);
-        braid_nn_residual_forward(residual2, residual2, residual, BT * C);
-        /* x = x + mlp(ln_2(x)) */
-        braid_nn_layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, w.ln2w,
-                                   w.ln2b, (int)BT, C);
-        braid_nn_matmul_forward(fch, ln2, w.fcw, w.fcb, (int)BT, C, 4 * C);
-        braid_nn_gelu_forward(fch_gelu, fch, BT * 4 * C);
-        braid_nn_matmul_forward(residual3, fch_gelu, w.fcprojw, w.fcprojb,
-                                (int)BT, 4 * C, C);
-        braid_nn_residual_forward(residual3, residual3, residual2, BT * C);
-        residual = residual3;
+        braid_gpt_block_forward(&la, &w, residual, &d, B, T, 0, NULL, NULL);
+        residual = la.residual3;
     }
     braid_nn_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual,
                                p + model->tensors[T_LNFW(L)].offset,
@@ -359,48 +401,37 @@ void braid_gpt_backward(braid_gpt_t *model, float dloss,
         braid_gpt_block_t w, dw;
         braid_gpt_block(&w, model, p, l);
         braid_gpt_block(&dw, model, g, l);
-        const float *residual  = l == 0 ? a->encoded
-                                        : a->residual3 + (l - 1) * BT * C;
-        const float *ln1       = a->ln1 + l * BT * C;
-        const float *ln1_mean  = a->ln1_mean + l * BT;
-        const float *ln1_rstd  = a->ln1_rstd + l * BT;
-        const float *qkv       = a->qkv + l * BT * 3 * C;
-        const float *atty      = a->atty + l * BT * C;
-        const float *att       = a->att + (size_t)l * B * NH * T * T;
-        const float *residual2 = a->residual2 + l * BT * C;
-        const float *ln2       = a->ln2 + l * BT * C;
-        const float *ln2_mean  = a->ln2_mean + l * BT;
-        const float *ln2_rstd  = a->ln2_rstd + l * BT;
-        const float *fch       = a->fch + l * BT * 4 * C;
-        const float *fch_gelu  = a->fch_gelu + l * BT * 4 * C;
+        const float *residual = l == 0 ? a->encoded
+                                       : a->residual3 + (l - 1) * BT * C;
+        braid_gpt_block_acts_t la = layer_acts(model, l);
 
         /* MLP: residual3 = residual2 + fcproj(gelu(fc(ln_2(residual2)))) */
         braid_nn_matmul_backward(s->dfch, dw.fcprojw, dw.fcprojb,
-                                 s->dresidual, fch_gelu, w.fcprojw, (int)BT,
-                                 4 * C, C);
-        ready_at(ready, ctx, &tn[T_BLK(l, BLK_FCPROJW)]);
-        braid_nn_gelu_backward(s->dfch, fch, s->dfch, BT * 4 * C);
-        braid_nn_matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, ln2, w.fcw,
-                                 (int)BT, C, 4 * C);
-        ready_at(ready, ctx, &tn[T_BLK(l, BLK_FCW)]);
+                                 s->dresidual, la.fch_gelu, w.fcprojw,
+                                 (int)BT, 4 * C, C);
+        ready_at(ready, ctx, &tn[T_BLK(l, BRAID_GPT_FCPROJW)]);
+        braid_nn_gelu_backward(s->dfch, la.fch, s->dfch, BT * 4 * C);
+        braid_nn_matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, la.ln2,
+                                 w.fcw, (int)BT, C, 4 * C);
+        ready_at(ready, ctx, &tn[T_BLK(l, BRAID_GPT_FCW)]);
         braid_nn_layernorm_backward(s->dresidual, dw.ln2w, dw.ln2b, s->dln,
-                                    residual2, w.ln2w, ln2_mean, ln2_rstd,
-                                    (int)BT, C);
-        ready_at(ready, ctx, &tn[T_BLK(l, BLK_LN2W)]);
+                                    la.residual2, w.ln2w, la.ln2_mean,
+                                    la.ln2_rstd, (int)BT, C);
+        ready_at(ready, ctx, &tn[T_BLK(l, BRAID_GPT_LN2W)]);
         /* attention: residual2 = residual + attproj(attn(qkv(ln_1(x)))) */
         braid_nn_matmul_backward(s->datty, dw.attprojw, dw.attprojb,
-                                 s->dresidual, atty, w.attprojw, (int)BT, C,
-                                 C);
-        ready_at(ready, ctx, &tn[T_BLK(l, BLK_ATTPROJW)]);
-        braid_nn_attention_backward(s->dqkv, s->datt, s->datty, qkv, att, B, T,
-                                    C, NH);
-        braid_nn_matmul_backward(s->dln, dw.qkvw, dw.qkvb, s->dqkv, ln1,
+                                 s->dresidual, la.atty, w.attprojw, (int)BT,
+                                 C, C);
+        ready_at(ready, ctx, &tn[T_BLK(l, BRAID_GPT_ATTPROJW)]);
+        braid_nn_attention_backward(s->dqkv, s->datt, s->datty, la.qkv,
+                                    la.att, B, T, C, NH);
+        braid_nn_matmul_backward(s->dln, dw.qkvw, dw.qkvb, s->dqkv, la.ln1,
                                  w.qkvw, (int)BT, C, 3 * C);
-        ready_at(ready, ctx, &tn[T_BLK(l, BLK_QKVW)]);
+        ready_at(ready, ctx, &tn[T_BLK(l, BRAID_GPT_QKVW)]);
         braid_nn_layernorm_backward(s->dresidual, dw.ln1w, dw.ln1b, s->dln,
-                                    residual, w.ln1w, ln1_mean, ln1_rstd,
-                                    (int)BT, C);
-        ready_at(ready, ctx, &tn[T_BLK(l, BLK_LN1W)]);
+                                    residual, w.ln1w, la.ln1_mean,
+                                    la.ln1_rstd, (int)BT, C);
+        ready_at(ready, ctx, &tn[T_BLK(l, BRAID_GPT_LN1W)]);
     }
     braid_nn_encoder_backward(g + tn[T_WTE].offset, g + tn[T_WPE].offset,
                               s->dresidual, model->inputs, B, T, C);

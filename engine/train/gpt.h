@@ -16,7 +16,11 @@
  * soon as the pass has gone below its first element.  wte comes last in the
  * backward pass: the LM head adds to its gradient first, the embedding last.
  * Tensor names are nanoGPT's state-dict names (nn.Linear weights are
- * (out, in)), so checkpoints read like a PyTorch GPT's. */
+ * (out, in)), so checkpoints read like a PyTorch GPT's.
+ *
+ * braid-infer samples from braid-train's checkpoints with this code: the
+ * same block forward pass (braid_gpt_block_forward), run over a KV cache
+ * and, across ranks, on a tensor-parallel share of each block. */
 #ifndef BRAID_TRAIN_GPT_H
 #define BRAID_TRAIN_GPT_H
 
@@ -51,6 +55,16 @@ braid_status_t braid_gpt_config_from(braid_gpt_config_t *cfg,
                                      const char *const keys[5],
                                      const char *what);
 
+/* From a Hugging Face GPT-2 config.json (model_type "gpt2": n_layer,
+ * n_head, n_embd, n_positions, vocab_size), as braid-train's checkpoints
+ * write it.  What the model here does not implement is refused by name:
+ * another model_type or activation_function (gelu_new, GPT-2's tanh
+ * approximation, and its alias gelu_pytorch_tanh are the one here),
+ * layer_norm_epsilon other than 1e-5, n_inner other than 4 n_embd, untied
+ * embeddings, unscaled or layer-scaled attention, cross-attention. */
+braid_status_t braid_gpt_config_hf(braid_gpt_config_t *cfg,
+                                   const struct cJSON *obj, const char *what);
+
 /* One tensor of the flat parameter array. */
 typedef struct braid_gpt_tensor {
     char   name[64]; /* nanoGPT state-dict name */
@@ -62,6 +76,14 @@ typedef struct braid_gpt_tensor {
     int    conv1d;   /* a block's matrix: stored (in, out) in checkpoints */
 } braid_gpt_tensor_t;
 
+/* The tensors of one block, in layout order (see braid_gpt_block_slot). */
+enum {
+    BRAID_GPT_LN1W, BRAID_GPT_LN1B, BRAID_GPT_QKVW, BRAID_GPT_QKVB,
+    BRAID_GPT_ATTPROJW, BRAID_GPT_ATTPROJB, BRAID_GPT_LN2W, BRAID_GPT_LN2B,
+    BRAID_GPT_FCW, BRAID_GPT_FCB, BRAID_GPT_FCPROJW, BRAID_GPT_FCPROJB,
+    BRAID_GPT_BLK_COUNT
+};
+
 /* Pointers into a flat array (parameters or gradients) for one block. */
 typedef struct braid_gpt_block {
     float *ln1w, *ln1b;         /* (C) */
@@ -71,6 +93,54 @@ typedef struct braid_gpt_block {
     float *fcw, *fcb;           /* (4C, C), (4C) */
     float *fcprojw, *fcprojb;   /* (C, 4C), (C) */
 } braid_gpt_block_t;
+
+/* The member of blk that holds block tensor k (BRAID_GPT_LN1W ...). */
+float **braid_gpt_block_slot(braid_gpt_block_t *blk, int k);
+
+/* The widths of a block as one rank holds it.  Training holds whole blocks;
+ * braid-infer splits the heads and the MLP over the ranks of a
+ * tensor-parallel group (Megatron style) and keeps the residual stream
+ * whole on each. */
+typedef struct braid_gpt_dims {
+    int C;  /* n_embd: the residual stream */
+    int NH; /* attention heads held */
+    int CA; /* their width NH * (C / n_head): qkv (3CA, C), proj (C, CA) */
+    int CF; /* MLP width held: fc (CF, C), its proj (C, CF) */
+} braid_gpt_dims_t;
+
+/* One block's activations of a forward call over B sequences of T new
+ * positions pos .. pos+T-1 (N = B T rows; pos > 0 only with B = 1). */
+typedef struct braid_gpt_block_acts {
+    float *ln1, *ln1_mean, *ln1_rstd; /* (N,C), (N), (N) */
+    float *qkv;       /* (B,S,3CA), S = pos + T: rows before pos are the
+                         earlier positions' (a KV cache), the call writes
+                         the last T */
+    float *atty;      /* (N,CA) */
+    float *att;       /* (B,NH,T,S) */
+    float *residual2; /* (N,C) */
+    float *ln2, *ln2_mean, *ln2_rstd; /* (N,C), (N), (N) */
+    float *fch, *fch_gelu;            /* (N,CF) */
+    float *residual3; /* (N,C): the block's output; may be its input */
+} braid_gpt_block_acts_t;
+
+/* Sums a rank's partial product over the tensor-parallel group, in place. */
+typedef braid_status_t (*braid_gpt_reduce_fn)(void *ctx, float *buf,
+                                              size_t n);
+
+/* One block of the forward pass, the one both engines run:
+ *   residual2 = residual + attn_proj(attention(qkv(ln_1(residual))))
+ *   residual3 = residual2 + mlp_proj(gelu(fc(ln_2(residual2))))
+ * With reduce (tensor parallelism: w holds this rank's rows of qkv and fc
+ * and columns of the two projections), each projection's partial sum goes
+ * through reduce before the residual is added; the projections' biases
+ * must then be set on one rank only (NULL on the others).  NULL reduce:
+ * one rank holds the whole block.  Returns reduce's status. */
+braid_status_t braid_gpt_block_forward(braid_gpt_block_acts_t *a,
+                                       const braid_gpt_block_t *w,
+                                       const float *residual,
+                                       const braid_gpt_dims_t *d, int B,
+                                       int T, int pos,
+                                       braid_gpt_reduce_fn reduce, void *ctx);
 
 /* Activations of one forward pass, kept for the backward pass. */
 typedef struct braid_gpt_acts {
@@ -123,6 +193,11 @@ typedef struct braid_gpt {
 /* Called by the backward pass whenever more gradients are final: every
  * gradient at a flat offset >= offset is.  Offsets only decrease. */
 typedef void (*braid_gpt_ready_fn)(void *ctx, size_t offset);
+
+/* The tensors of a model of this configuration, in layout order:
+ * t[braid_gpt_ntensors(cfg)] filled; returns the parameter count. */
+int    braid_gpt_ntensors(const braid_gpt_config_t *cfg);
+size_t braid_gpt_layout(braid_gpt_tensor_t *t, const braid_gpt_config_t *cfg);
 
 /* Parameters of a model of this configuration (without building it):
  * V C + maxT C + L (12 C^2 + 13 C) + 2 C. */

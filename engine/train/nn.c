@@ -59,8 +59,10 @@ static inline float exp_fast(float x)
     r = r - n * 1.42860682030941723212e-6f; /* ln2, low bits */
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +
               r * (1.0f / 120 + r * (1.0f / 720))))));
-    union { float f; int32_t i; } u = {.f = p};
-    u.i += (int32_t)n << 23;
+    /* Unsigned: n may be negative, and shifting a negative int is
+     * undefined; the wrapped sum is the same bits. */
+    union { float f; uint32_t u; } u = {.f = p};
+    u.u += (uint32_t)(int32_t)n << 23;
     return u.f;
 }
 
@@ -227,40 +229,43 @@ void braid_nn_matmul_backward(float *dinp, float *dw, float *db,
 
 ENG_HOT
 void braid_nn_attention_forward(float *out, float *att, const float *qkv,
-                                int B, int T, int C, int NH)
+                                int B, int T, int pos, int C, int NH)
 {
     int   hs    = C / NH;
     int   ld    = 3 * C; /* q, k and v rows of one token are 3C apart */
+    int   S     = pos + T;
     float scale = 1.0f / sqrtf((float)hs);
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
-            const float *q = qkv + (size_t)b * T * ld + (size_t)h * hs;
-            const float *k = q + C;
-            const float *v = q + 2 * C;
-            float *p = att + ((size_t)b * NH + h) * T * T; /* (T,T) */
-            /* scores(T,T) = q(T,hs) @ k(T,hs)^T * scale */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs,
-                        scale, q, ld, k, ld, 0.0f, p, T);
-            /* causal softmax: row t sees keys 0..t */
+            const float *seq = qkv + (size_t)b * S * ld + (size_t)h * hs;
+            const float *q = seq + (size_t)pos * ld; /* the last T rows */
+            const float *k = seq + C;
+            const float *v = seq + 2 * C;
+            float *p = att + ((size_t)b * NH + h) * T * S; /* (T,S) */
+            /* scores(T,S) = q(T,hs) @ k(S,hs)^T * scale */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, S, hs,
+                        scale, q, ld, k, ld, 0.0f, p, S);
+            /* causal softmax: row t (position pos + t) sees keys 0..pos+t */
             for (int t = 0; t < T; t++) {
-                float *row = p + (size_t)t * T;
-                float  max = row[0];
-                for (int j = 1; j <= t; j++)
+                float *row  = p + (size_t)t * S;
+                int    last = pos + t;
+                float  max  = row[0];
+                for (int j = 1; j <= last; j++)
                     max = row[j] > max ? row[j] : max;
-                for (int j = 0; j <= t; j++)
+                for (int j = 0; j <= last; j++)
                     row[j] = exp_fast(row[j] - max); /* vectorised */
                 float sum = 0.0f;
-                for (int j = 0; j <= t; j++)
+                for (int j = 0; j <= last; j++)
                     sum += row[j];
                 float inv = 1.0f / sum;
-                for (int j = 0; j <= t; j++)
+                for (int j = 0; j <= last; j++)
                     row[j] *= inv;
-                for (int j = t + 1; j < T; j++)
+                for (int j = last + 1; j < S; j++)
                     row[j] = 0.0f;
             }
-            /* out(T,hs) = p(T,T) @ v(T,hs), into this head's columns */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T,
-                        1.0f, p, T, v, ld, 0.0f,
+            /* out(T,hs) = p(T,S) @ v(S,hs), into this head's columns */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, S,
+                        1.0f, p, S, v, ld, 0.0f,
                         out + (size_t)b * T * C + (size_t)h * hs, C);
         }
     }

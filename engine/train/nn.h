@@ -51,12 +51,18 @@ void braid_nn_matmul_backward(float *dinp, float *dw, float *db,
                               const float *dout, const float *inp,
                               const float *w, int N, int C, int OC);
 
-/* Causal self-attention.  qkv (B,T,3C) holds q, k, v side by side, heads
- * within each; out (B,T,C); att (B,NH,T,T) keeps the softmax probabilities
- * (zero above the diagonal) for the backward pass. */
+/* Causal self-attention of the T positions pos .. pos+T-1 of each of B
+ * sequences.  qkv (B,S,3C), S = pos + T, holds q, k and v side by side
+ * (heads within each) of every position up to the last: the queries are
+ * its last T rows, and each sees the keys up to its own position.  out
+ * (B,T,C); att (B,NH,T,S) keeps the softmax probabilities (zero past the
+ * query's position) for the backward pass.  Training runs whole sequences
+ * (pos 0); inference appends T positions of one sequence (B 1) to the
+ * rows a KV cache holds.  C and NH are the heads this rank holds. */
 void braid_nn_attention_forward(float *out, float *att, const float *qkv,
-                                int B, int T, int C, int NH);
-/* dqkv(B,T,3C) overwritten; scratch holds T*T floats. */
+                                int B, int T, int pos, int C, int NH);
+/* Of a forward pass with pos 0.  dqkv(B,T,3C) overwritten; scratch holds
+ * T*T floats. */
 void braid_nn_attention_backward(float *dqkv, float *scratch,
                                  const float *dout, const float *qkv,
                                  const float *att, int B, int T, int C,

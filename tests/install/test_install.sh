@@ -1,8 +1,8 @@
 #!/bin/sh
 # A staged install (meson install --destdir), used as a user would: the
-# README's example built with pkg-config, and it and the installed
-# braid-bench run under the installed braidrun -- all without
-# LD_LIBRARY_PATH.  pkg-config is pointed at the stage by redefining the
+# README's example built with pkg-config, and it, the installed braid-bench
+# and the installed engines (braid-infer, braid-train) run under the
+# installed braidrun -- all without LD_LIBRARY_PATH.  pkg-config is pointed at the stage by redefining the
 # prefix, so the rpath it gives names the staged libdir.
 #   test_install.sh BUILD_DIR README.md
 set -eu
@@ -43,4 +43,29 @@ echo "$out" | grep -q "rank 1 of 2: x\[3\] = 8" ||
 # The installed braid-info lists the installed plugins.
 "$root/bin/braid-info" | grep -q "available.*$root" ||
   { echo "FAIL: the installed braid-info finds no installed plugin"; exit 1; }
+
+# The engines (built where OpenBLAS, cJSON and PCRE2 are; engine/meson.build)
+# find libbraid through their rpath too: braid-infer's tiny preset, and
+# braid-train's for two steps, saving a checkpoint that braid-infer samples
+# from.
+if [ -x "$build/engine/braid-infer" ]; then
+  for f in bin/braid-infer bin/braid-train; do
+    [ -x "$root/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
+  done
+  out=$("$root/bin/braidrun" -n 2 "$root/bin/braid-infer" --preset tiny \
+        --prompt-ids 1,2,3 -g 4 2>&1) ||
+    { echo "$out"; echo "FAIL: the installed braid-infer did not run"; exit 1; }
+  echo "$out" | grep -q '^\[0\] decode: 3 tokens' ||
+    { echo "$out"; echo "FAIL: the installed braid-infer decoded nothing"; exit 1; }
+  out=$("$root/bin/braidrun" -n 2 "$root/bin/braid-train" --preset tiny \
+        --data "$readme" --steps 2 --batch 2 --seq 16 --save "$stage/ckpt" 2>&1) ||
+    { echo "$out"; echo "FAIL: the installed braid-train did not run"; exit 1; }
+  [ -f "$stage/ckpt/model.safetensors" ] ||
+    { echo "$out"; echo "FAIL: the installed braid-train saved no checkpoint"; exit 1; }
+  out=$("$root/bin/braid-infer" --model "$stage/ckpt" --prompt "braid" -g 4 2>&1) ||
+    { echo "$out"; echo "FAIL: the installed braid-infer cannot load the checkpoint"; exit 1; }
+  echo "installed engines: ok"
+else
+  echo "install: engines not built here (no OpenBLAS, cJSON or PCRE2): not checked"
+fi
 echo "install: ok"

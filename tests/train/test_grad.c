@@ -229,7 +229,7 @@ static void test_matmul(int N, int C, int OC, int with_bias)
 static double eval_attention(void *ctx)
 {
     layer_t *s = ctx;
-    braid_nn_attention_forward(s->out, s->aux1, s->in, s->B, s->T, s->C,
+    braid_nn_attention_forward(s->out, s->aux1, s->in, s->B, s->T, 0, s->C,
                                s->NH);
     return objective(s);
 }
