@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "util/env.h"
 #include "util/log.h"
 
 #define LOG_COMP "hier"
@@ -129,6 +130,62 @@ static braid_status_t level_open_tls(braid_comm_t *comm, braid_level_t *l,
     return BRAID_OK;
 }
 
+/* Every pair of the level exchanges an empty message on each transport
+ * before any step runs.  A step may first talk to a peer long after the
+ * level opened (a rail broadcast from a host that was never root), and
+ * Debian's UCX 1.13 aborts the process when it connects for the first time
+ * to a peer that has died meanwhile (a fatal error inside its wireup, which
+ * no error mode reaches); a failure of an established connection is an
+ * ordinary error.  The communicator's own transports get the same: with
+ * the composites chosen, nothing else may ever complete their wireup, and
+ * UCX asserts when it destroys an endpoint still half connected to a dead
+ * peer.  Tag: seq 0, which a level's steps never use (they start at 1);
+ * the communicator has made no call yet, and every message is matched
+ * before this returns. */
+static braid_status_t connect_all(braid_tl_t *tls, int ntls, int rank,
+                                  int n, const char *name,
+                                  double timeout_s)
+{
+    braid_status_t st  = BRAID_OK;
+    braid_treq_t  *req = calloc(2 * (size_t)n, sizeof(*req));
+    if (req == NULL)
+        return braid_error(BRAID_ERR_NO_MEMORY, "hier: out of memory");
+    for (int t = 0; t < ntls && st == BRAID_OK; t++) {
+        braid_tl_t *tl       = &tls[t];
+        double      deadline = braid_now_s() + timeout_s;
+        if (!(tl->ops->caps & BRAID_CAP_SENDRECV))
+            continue;
+        memset(req, 0, 2 * (size_t)n * sizeof(*req));
+        for (int p = 0; p < n && st == BRAID_OK; p++) {
+            if (p == rank)
+                continue;
+            st = tl->ops->irecv(tl->tcomm, p, BRAID_TAG(0, 0), NULL, 0,
+                                &req[2 * p]);
+            if (st == BRAID_OK)
+                st = tl->ops->isend(tl->tcomm, p, BRAID_TAG(0, 0), NULL, 0,
+                                    &req[2 * p + 1]);
+        }
+        for (int i = 0; i < 2 * n && st == BRAID_OK;) {
+            st = tl->ops->test(tl->tcomm, &req[i]);
+            if (st == BRAID_OK) {
+                i++;
+            } else if (st == BRAID_INPROGRESS) {
+                st = BRAID_OK;
+                if (braid_now_s() > deadline)
+                    st = braid_error(BRAID_ERR_TIMEOUT, "hier: the ranks "
+                                     "of the %s did not all connect over "
+                                     "%s within %.0f s", name,
+                                     tl->ops->name, timeout_s);
+            }
+        }
+        for (int i = 0; i < 2 * n; i++)
+            if (req[i].active)
+                tl->ops->cancel(tl->tcomm, &req[i]);
+    }
+    free(req);
+    return st;
+}
+
 static braid_status_t level_cands(braid_comm_t *comm, braid_level_t *l,
                                   int link_share)
 {
@@ -172,8 +229,11 @@ static braid_status_t level_open(braid_comm_t *comm, braid_level_t *l,
     l->size = braid_bootstrap_size(l->bs);
     braid_comm_oob_init(&l->oob, l->bs);
     if ((st = level_topo(l, comm, ranks, one_host)) != BRAID_OK ||
-        (st = level_open_tls(comm, l, ops, nops)) != BRAID_OK)
+        (st = level_open_tls(comm, l, ops, nops)) != BRAID_OK ||
+        (st = connect_all(l->tls, l->ntls, l->rank, l->size, l->name,
+                          comm->timeout_s)) != BRAID_OK)
         return st;
+    l->seq = 1;
     return level_cands(comm, l, link_share);
 }
 
@@ -285,7 +345,9 @@ braid_status_t braid_hier_open(braid_comm_t *comm)
                   h->host_lvl.ntls == 0 ? "host" : "rail");
         goto out;
     }
-    if ((st = add_composites(comm, h)) != BRAID_OK)
+    if ((st = connect_all(comm->tls, comm->ntls, comm->rank, comm->size,
+                          "communicator", comm->timeout_s)) != BRAID_OK ||
+        (st = add_composites(comm, h)) != BRAID_OK)
         goto out;
     comm->hier = h;
     h          = NULL;
