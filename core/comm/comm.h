@@ -9,6 +9,7 @@
 #include "bootstrap/bootstrap.h"
 #include "comm/sig.h"
 #include "cuda/route.h"
+#include "hier/hier.h"
 #include "loader/loader.h"
 #include "select/select.h"
 #include "select/spec.h"
@@ -32,6 +33,12 @@ typedef struct braid_call {
      * tight loop). */
     char               error[512]; /* message when status != OK */
 } braid_call_t;
+
+/* An algorithm every rank has (not a backend), and its plugin's name. */
+typedef struct braid_agreed_algo {
+    const braid_algo_t *algo;
+    const char         *plugin;
+} braid_agreed_algo_t;
 
 struct braid_request {
     braid_call_t  call; /* first: the queue links requests by their call */
@@ -58,6 +65,16 @@ struct braid_comm {
      * this communicator, for BRAID_DEBUG=info and braid-info: "" without
      * the capability, else "available" or why not. */
     char                      (*tl_get_why)[160];
+    /* Transports every rank has that did not open on this communicator
+     * (shm, when it spans hosts): hier/ opens them on each host. */
+    int                         ntl_local;
+    const braid_transport_t   **tl_local;
+    /* The algorithms every rank has, backends aside (hier/ builds the
+     * levels' candidates from them). */
+    int                         nalgos;
+    braid_agreed_algo_t        *algos;
+    /* hier/: the levels and composite candidates; NULL without them. */
+    braid_hier_t               *hier;
 
     braid_algo_spec_t           override;
     braid_tune_t                tune;
@@ -197,6 +214,19 @@ braid_status_t braid_topo_kind_parse(braid_topo_kind_t *kind, const char *s,
 /* comm/transports.c */
 braid_status_t braid_comm_open_transports(braid_comm_t *comm);
 void braid_comm_close_transports(braid_comm_t *comm);
+/* *all_ok = whether ok is 1 on every rank (what names the thing, for the
+ * log).  Collective over the communicator's channel. */
+braid_status_t braid_comm_agree(braid_comm_t *comm, int ok, int *all_ok,
+                                const char *what);
+/* Adds to sel a candidate of algo on each of tls that has the capabilities
+ * it needs, each with its own resources (braid_res_create; plugin names it
+ * in the warning about a duplicate; NULL: no warning); sort puts them in
+ * name order, as the selector needs. */
+braid_status_t braid_cands_add(braid_selector_t *sel, const braid_algo_t *algo,
+                               braid_tl_t *tls, int ntls, const char *plugin);
+void braid_cands_sort(braid_selector_t *sel);
+/* comm/setup.c: an out-of-band channel over bs, as plugins get it. */
+void braid_comm_oob_init(braid_oob_t *oob, braid_bootstrap_t *bs);
 
 /* comm/queue.c */
 void braid_call_enqueue(braid_comm_t *comm, braid_call_t *call);

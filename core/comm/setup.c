@@ -33,6 +33,13 @@ static braid_status_t oob_barrier(void *ctx)
     return braid_bootstrap_barrier(ctx);
 }
 
+void braid_comm_oob_init(braid_oob_t *oob, braid_bootstrap_t *bs)
+{
+    *oob = (braid_oob_t){sizeof(braid_oob_t), braid_bootstrap_rank(bs),
+                         braid_bootstrap_size(bs), bs, oob_allgather,
+                         oob_barrier};
+}
+
 static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 {
     const unsigned char *p = data;
@@ -144,8 +151,7 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
 
     comm->rank = braid_bootstrap_rank(comm->bs);
     comm->size = braid_bootstrap_size(comm->bs);
-    comm->oob  = (braid_oob_t){sizeof(braid_oob_t), comm->rank, comm->size,
-                               comm->bs, oob_allgather, oob_barrier};
+    braid_comm_oob_init(&comm->oob, comm->bs);
     if ((st = braid_loader_acquire(&comm->plugins)) != BRAID_OK)
         return st;
     if ((st = braid_topo_detect(comm)) != BRAID_OK)

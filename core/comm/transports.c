@@ -68,9 +68,8 @@ static int transport_name_taken(const braid_comm_t *comm, const char *name)
     return 0;
 }
 
-/* *all_ok = whether ok is 1 on every rank; what names the thing opened. */
-static braid_status_t agree_opened(braid_comm_t *comm, int ok, int *all_ok,
-                                   const char *what)
+braid_status_t braid_comm_agree(braid_comm_t *comm, int ok, int *all_ok,
+                                const char *what)
 {
     int32_t  mine = ok;
     int32_t *oks  = malloc(sizeof(int32_t) * (size_t)comm->size);
@@ -140,10 +139,14 @@ static braid_status_t open_one(braid_comm_t *comm,
         BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "transport %s not opened: %s",
                   ops->name, braid_last_error());
     snprintf(what, sizeof(what), "transport %s", ops->name);
-    braid_status_t ast = agree_opened(comm, st == BRAID_OK, &all_ok, what);
+    braid_status_t ast = braid_comm_agree(comm, st == BRAID_OK, &all_ok, what);
     if (!all_ok) {
         if (st == BRAID_OK)
             ops->comm_destroy(tcomm);
+        /* Every rank has it, and it did not open here: it may still serve
+         * the ranks of each host (hier/). */
+        if (ast == BRAID_OK)
+            comm->tl_local[comm->ntl_local++] = ops;
         return ast;
     }
     char *get_why = comm->tl_get_why[comm->ntls];
@@ -185,7 +188,9 @@ static braid_status_t open_agreed_transports(braid_comm_t *comm)
     comm->tls = calloc(local->n ? local->n : 1, sizeof(braid_tl_t));
     comm->tl_get_why = calloc(local->n ? local->n : 1,
                               sizeof(*comm->tl_get_why));
-    if (comm->tls == NULL || comm->tl_get_why == NULL) {
+    comm->tl_local = calloc(local->n ? local->n : 1, sizeof(*comm->tl_local));
+    if (comm->tls == NULL || comm->tl_get_why == NULL ||
+        comm->tl_local == NULL) {
         st = braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
         goto out;
     }
@@ -224,12 +229,18 @@ static int cand_cmp(const void *a, const void *b)
     return c ? c : (int)x->algo->coll - (int)y->algo->coll;
 }
 
-static int cand_exists(const braid_comm_t *comm, const char *name,
+void braid_cands_sort(braid_selector_t *sel)
+{
+    qsort(sel->cands, (size_t)sel->ncands, sizeof(braid_candidate_t),
+          cand_cmp);
+}
+
+static int cand_exists(const braid_selector_t *sel, const char *name,
                        braid_coll_t coll)
 {
-    for (int i = 0; i < comm->sel.ncands; i++)
-        if (comm->sel.cands[i].algo->coll == coll &&
-            strcmp(comm->sel.cands[i].name, name) == 0)
+    for (int i = 0; i < sel->ncands; i++)
+        if (sel->cands[i].algo->coll == coll &&
+            strcmp(sel->cands[i].name, name) == 0)
             return 1;
     return 0;
 }
@@ -250,29 +261,29 @@ static uint32_t takes(const braid_algo_t *algo)
 
 /* 1 when added, 0 when an earlier plugin brought the same, -1 when out
  * of memory. */
-static int cand_add(braid_comm_t *comm, const braid_candidate_t *c,
+static int cand_add(braid_selector_t *sel, const braid_candidate_t *c,
                     const char *plugin)
 {
-    if (cand_exists(comm, c->name, c->algo->coll)) {
-        BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin %s brings %s for %s, "
-                  "which an earlier plugin already brought; ignored",
-                  plugin, c->name, braid_coll_name(c->algo->coll));
+    if (cand_exists(sel, c->name, c->algo->coll)) {
+        if (plugin != NULL)
+            BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin %s brings %s for %s, "
+                      "which an earlier plugin already brought; ignored",
+                      plugin, c->name, braid_coll_name(c->algo->coll));
         return 0;
     }
-    braid_candidate_t *added = &comm->sel.cands[comm->sel.ncands];
+    braid_candidate_t *added = &sel->cands[sel->ncands];
     *added = *c;
     if ((added->res = braid_res_create()) == NULL)
         return -1;
-    comm->sel.ncands++;
+    sel->ncands++;
     return 1;
 }
 
-static braid_status_t add_candidates(braid_comm_t *comm,
-                                     const braid_algo_t *algo,
-                                     const char *plugin)
+braid_status_t braid_cands_add(braid_selector_t *sel, const braid_algo_t *algo,
+                               braid_tl_t *tls, int ntls, const char *plugin)
 {
-    for (int t = 0; t < comm->ntls; t++) {
-        braid_tl_t *tl = &comm->tls[t];
+    for (int t = 0; t < ntls; t++) {
+        braid_tl_t *tl = &tls[t];
         if ((tl->caps & algo->needs_caps) != algo->needs_caps)
             continue;
         if (algo->transport != NULL && strcmp(algo->transport, tl->ops->name))
@@ -289,7 +300,7 @@ static braid_status_t add_candidates(braid_comm_t *comm,
         else
             snprintf(c.name, sizeof(c.name), "%s@%s", algo->name,
                      tl->ops->name);
-        if (cand_add(comm, &c, plugin) < 0)
+        if (cand_add(sel, &c, plugin) < 0)
             return braid_error(BRAID_ERR_NO_MEMORY, "out of memory for the "
                                "candidates");
     }
@@ -311,12 +322,12 @@ static braid_status_t add_backend(braid_comm_t *comm, const braid_algo_t *algo,
         BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "backend %s not opened: %s",
                   algo->name, braid_last_error());
     snprintf(what, sizeof(what), "backend %s", algo->name);
-    braid_status_t ast = agree_opened(comm, st == BRAID_OK, &all_ok, what);
+    braid_status_t ast = braid_comm_agree(comm, st == BRAID_OK, &all_ok, what);
     braid_candidate_t c = {.algo = algo, .tl = NULL, .tl_name = algo->name,
                            .mem_types = takes(algo),
                            .comm_state = state};
     snprintf(c.name, sizeof(c.name), "%s", algo->name);
-    int added = all_ok ? cand_add(comm, &c, plugin) : 0;
+    int added = all_ok ? cand_add(&comm->sel, &c, plugin) : 0;
     if (added <= 0) {
         if (st == BRAID_OK && algo->comm_state_free != NULL)
             algo->comm_state_free(state, NULL);
@@ -352,7 +363,8 @@ static braid_status_t build_candidates(braid_comm_t *comm)
     comm->sel.cands = calloc((size_t)(nalgos * (comm->ntls ? comm->ntls : 1)) +
                                  (size_t)nalgos + 1,
                              sizeof(braid_candidate_t));
-    if (comm->sel.cands == NULL) {
+    comm->algos = calloc((size_t)nalgos + 1, sizeof(*comm->algos));
+    if (comm->sel.cands == NULL || comm->algos == NULL) {
         st = braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
         goto out;
     }
@@ -365,15 +377,18 @@ static braid_status_t build_candidates(braid_comm_t *comm)
             const braid_algo_t *algo = e->desc->algos[a];
             if (!keep[i])
                 continue;
-            st = algo->flags & BRAID_ALGO_BACKEND
-                     ? add_backend(comm, algo, e->name)
-                     : add_candidates(comm, algo, e->name);
+            if (!(algo->flags & BRAID_ALGO_BACKEND)) {
+                st = braid_cands_add(&comm->sel, algo, comm->tls, comm->ntls,
+                                     e->name);
+                comm->algos[comm->nalgos++] =
+                    (braid_agreed_algo_t){algo, e->name};
+            } else {
+                st = add_backend(comm, algo, e->name);
+            }
             if (st != BRAID_OK)
                 goto out;
         }
     }
-    qsort(comm->sel.cands, (size_t)comm->sel.ncands, sizeof(braid_candidate_t),
-          cand_cmp);
 out:
     free(local);
     free(keep);
@@ -383,13 +398,21 @@ out:
 braid_status_t braid_comm_open_transports(braid_comm_t *comm)
 {
     braid_status_t st = open_agreed_transports(comm);
-    if (st != BRAID_OK)
-        return st;
-    return build_candidates(comm);
+    if (st == BRAID_OK)
+        st = build_candidates(comm);
+    /* Composites of the candidates of each host and across hosts, where
+     * ranks share hosts (hier/). */
+    if (st == BRAID_OK)
+        st = braid_hier_open(comm);
+    if (st == BRAID_OK)
+        braid_cands_sort(&comm->sel);
+    return st;
 }
 
 void braid_comm_close_transports(braid_comm_t *comm)
 {
+    /* The levels' own transports and candidates, and the composites. */
+    braid_hier_close(comm);
     /* Algorithm state first, transports after: comm_state_free may give
      * registered areas back to its transport (mem_free needs the tcomm).
      * That is safe after a failure too, because every call was finished
@@ -414,4 +437,10 @@ void braid_comm_close_transports(braid_comm_t *comm)
     comm->tls        = NULL;
     comm->tl_get_why = NULL;
     comm->ntls       = 0;
+    free(comm->tl_local);
+    comm->tl_local  = NULL;
+    comm->ntl_local = 0;
+    free(comm->algos);
+    comm->algos  = NULL;
+    comm->nalgos = 0;
 }

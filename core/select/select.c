@@ -57,6 +57,10 @@ double braid_candidate_estimate(const braid_selector_t *sel,
         .get_alpha_us  = cand->tl != NULL ? cand->tl->get_alpha_us : 0.0,
         .get_beta_gbps = cand->tl != NULL ? cand->tl->get_beta_gbps : 0.0,
     };
+    if (sel->link_share > 1) {
+        in.link.beta_gbps /= sel->link_share;
+        in.link.put_beta_gbps /= sel->link_share;
+    }
     return cand->algo->estimate(cand->algo, &in);
 }
 
@@ -92,6 +96,16 @@ static int cheapest(const braid_selector_t *sel, const braid_cand_ref_t *ref,
         }
     }
     return best;
+}
+
+int braid_select_cheapest(const braid_selector_t *sel, braid_coll_t coll,
+                          size_t bytes, uint32_t mem, double *est)
+{
+    int idx = cheapest(sel, NULL, coll, bytes, mem);
+    *est    = idx >= 0 ? braid_candidate_estimate(sel, &sel->cands[idx], coll,
+                                                  bytes, mem)
+                       : -1.0;
+    return idx;
 }
 
 static const char *mem_note(uint32_t mem)
@@ -234,6 +248,12 @@ void braid_select_why(char *buf, size_t len, const braid_selector_t *sel,
                  ties);
     else
         snprintf(buf, len, "%s", what);
+    /* A composite says what its estimate is made of (hier/). */
+    size_t o = strlen(buf);
+    if (pick.idx >= 0 && sel->describe != NULL && o + 4 < len &&
+        sel->describe(&sel->cands[pick.idx], coll, bytes, buf + o + 2,
+                      len - o - 2))
+        memcpy(buf + o, "; ", 2);
 }
 
 braid_status_t braid_select(braid_candidate_t **cand, braid_selector_t *sel,

@@ -78,6 +78,15 @@ typedef struct braid_selector {
     double                   stage_us; /* braid_cost_in_t.stage_us */
     double                   reduce_gbps; /* measured (comm/calib.c); 0:
                                              the declared figure */
+    /* Groups of ranks that send at once through each host's link, sharing
+     * its bandwidth (the rails of a hierarchical call): estimates see the
+     * link's bandwidth divided by it.  0 or 1: the link is the group's. */
+    int                      link_share;
+    /* Says what a composite's estimate is made of ("host reduce_scatter
+     * direct@shm 0.6 us + ...", hier/) and returns 1; 0 for candidates it
+     * does not describe.  NULL: none. */
+    int (*describe)(const braid_candidate_t *c, braid_coll_t coll,
+                    size_t bytes, char *buf, size_t len);
     braid_topo_kind_t        topo;
     int                      rank;  /* rank 0 prints the tables at info */
     /* Built once per memory need (table.c), read by every call. */
@@ -147,6 +156,10 @@ void braid_select_why(char *buf, size_t len, const braid_selector_t *sel,
                       braid_pick_t pick, braid_coll_t coll, size_t bytes,
                       uint32_t mem);
 
+/* The candidate the cost model alone picks for the call (index into
+ * sel->cands, *est its estimate), or -1 when none can run it. */
+int braid_select_cheapest(const braid_selector_t *sel, braid_coll_t coll,
+                          size_t bytes, uint32_t mem, double *est);
 /* Microseconds; negative when it cannot run the call (wrong collective or
  * memory, or its own estimate says so). */
 double braid_candidate_estimate(const braid_selector_t *sel,

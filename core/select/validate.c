@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hier/hier.h"
 #include "select/validate.h"
 #include "util/log.h"
 #include "util/suggest.h"
@@ -69,6 +70,10 @@ static void collect(const braid_plugin_table_t *t, int coll, names_t *algos,
         for (int k = 0; k < e->desc->n_transports; k++)
             names_add(tls, e->desc->transports[k]->name);
     }
+    /* The core's own composites (hier/): no plugin brings them. */
+    for (int c = 0; c < BRAID_COLL_COUNT; c++)
+        if ((coll < 0 || coll == c) && braid_hier_algo((braid_coll_t)c))
+            names_add(algos, BRAID_HIER_NAME);
 }
 
 static int is_name_char(char c)
@@ -154,6 +159,12 @@ static braid_status_t check_cand(const braid_cand_ref_t *c, braid_coll_t coll,
                            c->algo, pos, hint, braid_coll_name(coll), list,
                            ex);
     }
+    if (c->tl[0] != '\0' && strcmp(c->algo, BRAID_HIER_NAME) == 0)
+        return braid_error(BRAID_ERR_NOT_FOUND,
+                           "BRAID_ALGO: '%s@%s' (at position %zu): the "
+                           "composite '%s' takes no transport (its levels' "
+                           "steps pick theirs)", c->algo, c->tl,
+                           word_pos(text, c->algo, ":,="), BRAID_HIER_NAME);
     if (c->tl[0] != '\0' && !names_has(&tls, c->tl, strlen(c->tl))) {
         names_list(list, sizeof(list), &tls);
         braid_suggest_phrase(hint, sizeof(hint), c->tl, strlen(c->tl), tls.v,

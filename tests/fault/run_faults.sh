@@ -23,6 +23,7 @@
 #          [--fault kill|stop|exit|mismatch] [--timeout S] [--margin S]
 #          [--seed N] [--cands LIST|all|all:COLL|default] [--victim V]
 #          [--mismatch count|coll|dtype|op|root] [--at-once] [--matrix]
+#          [--ranks-per-host K]
 #
 # LIST: COLL:ALGO@TRANSPORT items separated by commas or blanks.  "all":
 # every candidate that `braid-info -n 4` lists (tests/cands.sh); "all:COLL":
@@ -32,7 +33,9 @@
 # markdown table (what survivors and braidrun reported), and exit 0: a
 # report, not a test.  --at-once: every survivor must report within half
 # the timeout, i.e. from what it saw itself, not from the timeout's
-# failure inquiry.
+# failure inquiry.  --ranks-per-host K: the ranks are emulated hosts of K
+# ranks each (BRAID_HOSTNAME), which have the hierarchical candidates
+# ("allreduce:hier") too.
 set -u
 
 if [ $# -lt 3 ]; then
@@ -42,7 +45,7 @@ fi
 BRAIDRUN=$1 FAULT=$2 INFO=$3
 shift 3
 KILLS=20 TIMEOUT=10 MARGIN=3 SEED0=1 CANDS=default RANKS=4 FINALIZE_MS=3000
-KIND=kill MATRIX=0 VICTIM=-1 MM=count AT_ONCE=0
+KIND=kill MATRIX=0 VICTIM=-1 MM=count AT_ONCE=0 PER_HOST=
 while [ $# -gt 0 ]; do
     case $1 in
     --kills) KILLS=$2 ;;
@@ -55,6 +58,7 @@ while [ $# -gt 0 ]; do
     --mismatch) MM=$2 ;;
     --matrix) MATRIX=1; shift; continue ;;
     --at-once) AT_ONCE=1; shift; continue ;;
+    --ranks-per-host) PER_HOST=$2 ;;
     *) echo "run_faults.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift 2
@@ -85,8 +89,9 @@ HARD=$(( GRACE + 60 ))
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/braid-fault-XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT
 
-"$(dirname "$0")/../cands.sh" "$INFO" "$RANKS" >"$tmp/available" 2>&1
-if [ ! -s "$tmp/available" ] || grep -qv '^[a-z_]*:[a-z0-9_]*@' "$tmp/available"; then
+RANKS_PER_HOST=$PER_HOST "$(dirname "$0")/../cands.sh" "$INFO" "$RANKS" \
+    >"$tmp/available" 2>&1
+if [ ! -s "$tmp/available" ] || grep -qvE '^[a-z_]*:([a-z0-9_]*@|hier$)' "$tmp/available"; then
     echo "run_faults.sh: '$INFO -n $RANKS' listed no candidates:" >&2
     cat "$tmp/available" >&2
     exit 1
@@ -136,8 +141,11 @@ for cand in $CANDS; do
         run="$cand fault=$KIND$([ "$KIND" = mismatch ] && echo " ($MM)") seed=$seed victim=$victim"
         bad_run=0 why=""
         rm -f "$tmp/death"
+        label=()
+        [ -n "$PER_HOST" ] && label=(sh -c \
+            "BRAID_HOSTNAME=h\$((BRAID_RANK / $PER_HOST)) exec \"\$0\" \"\$@\"")
         timeout -k 5 "$HARD" "$BRAIDRUN" -t "$TIMEOUT" -g "$GRACE" \
-            -n "$RANKS" "$FAULT" --algo "$cand" --fault "$KIND" \
+            -n "$RANKS" "${label[@]}" "$FAULT" --algo "$cand" --fault "$KIND" \
             --victim "$victim" --seed "$seed" --death-file "$tmp/death" \
             --mismatch "$MM" \
             --watchdog "$WATCHDOG" >"$tmp/out" 2>"$tmp/err"
@@ -218,6 +226,11 @@ for cand in $CANDS; do
         same=0
         if [ "$ncalls" -gt 0 ] && [ "$ndistinct" -eq 1 ] && ! grep -q -- "-1" <<<"$calls"; then
             same=1
+        elif [ -n "$PER_HOST" ] && [ "$victim" -eq 0 ]; then
+            # Rank 0 runs the inquiry; without it, survivors on different
+            # hosts cannot compare notes and each names the call it failed
+            # in (docs/architecture.md, "When a call fails").
+            same=0
         elif [ "$ncalls" -gt 0 ]; then
             fail "$run" "the survivors name different failed calls:$calls"
         fi

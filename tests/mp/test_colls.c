@@ -1040,11 +1040,12 @@ static const struct {
     {"pull", "allreduce,reduce_scatter,allgather"},
     {"pipe", "allreduce,reduce_scatter,allgather"},
     {"rabenseifner", "allreduce"},
+    {"hier", "allreduce,reduce_scatter,allgather,broadcast"},
 };
 
 static const char *colls_of(const char *cand)
 {
-    size_t len = strcspn(cand, "@");
+    size_t len = strcspn(cand, "@,");
     for (size_t i = 0; i < NELEM(algo_colls); i++)
         if (strlen(algo_colls[i].algo) == len &&
             strncmp(algo_colls[i].algo, cand, len) == 0)
@@ -1072,7 +1073,10 @@ static void check_choices(tcomm_t *tc, const char *colls)
             if (st != BRAID_OK)
                 mp_fatal(PROG, g.world_rank, st, "braid_comm_choice(%s, %zu)",
                          c, bytes);
-            if (strcmp(cand, g.algo) != 0) {
+            /* The world communicator runs the first of the list. */
+            size_t first_len = strcspn(g.algo, ",");
+            if (strlen(cand) != first_len ||
+                strncmp(cand, g.algo, first_len) != 0) {
                 g.failures++;
                 fprintf(stderr, PROG " FAIL rank %d: BRAID_ALGO=%s but "
                         "braid_comm_choice(%s, %zu bytes) = %s (%s)\n",
@@ -1123,7 +1127,9 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: " PROG " [options]   (run under braidrun/mpirun)\n"
             "  --algo CAND        force candidate CAND (\"ring@ucx\") on the\n"
-            "                     collectives it implements (sets BRAID_ALGO)\n"
+            "                     collectives it implements (sets BRAID_ALGO);\n"
+            "                     CAND,NEXT,...: communicators without CAND\n"
+            "                     (splits) run the next; the world runs CAND\n"
             "  --algo-colls LIST  collectives to force it on (comma list)\n"
             "  --only LIST        test only these collectives (comma list;\n"
             "                     with --algo, default: the forced ones)\n"

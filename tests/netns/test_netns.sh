@@ -3,8 +3,9 @@
 # whatever happens to the ranks or to braidrun; ranks on different emulated
 # hosts talk over the emulated network; braid detects a switch and a ring
 # from the hop counts, every rank agrees, BRAID_TOPO overrides; the choice
-# of candidate moves with the topology and the host count where the cost
-# model says so; bad options and a missing root are refused clearly.
+# of candidate moves with the topology, the host count and the ranks per
+# host (the hierarchical composite) where the cost model says so; bad
+# options and a missing root are refused clearly.
 #
 # usage: test_netns.sh BRAIDRUN NETNS_RANK
 # Needs root (network namespaces): skipped otherwise, saying why.
@@ -115,6 +116,13 @@ case $(topology) in
   "switch of 3 hosts, up to 2 ranks per host (detected"*) ;;
   *) fail "ring of 3 x 2: topology '$(topology)'" ;;
 esac
+# Two hosts of 2 behind the switch: the hierarchical composite (a host step
+# over shm, a rail step over the network) is chosen for a small and a large
+# all-reduce, by every rank, and its rail step crosses the network.
+run "2 hosts x 2" --netns switch -n 4 --ranks-per-host 2 -- -c 8 -c 1048576 -t 1048576
+[ "$(choice 8)" = hier ] && [ "$(choice 1048576)" = hier ] ||
+  fail "2 hosts x 2: want hier at 8 B and 1 MiB; got $(choice 8), $(choice 1048576)"
+[ "$(grep -c 'network: OK' "$out")" -eq 4 ] || { fail "2 hosts x 2: data not over the network"; grep network "$out"; }
 BRAID_TOPO=switch run "override" --netns ring -n 4 -- -c 8
 case $(topology) in
   "switch of 4 hosts, up to 1 rank per host (set by BRAID_TOPO=switch; detected"*"a ring)") ;;
