@@ -4,6 +4,7 @@
 
 #include "select/lex.h"
 #include "select/spec.h"
+#include "util/env.h"
 #include "util/log.h"
 
 void braid_lex_skip_blanks(braid_lex_t *lx)
@@ -60,36 +61,16 @@ braid_status_t braid_lex_fail(braid_lex_t *lx, const char *expected)
 braid_status_t braid_lex_size(braid_lex_t *lx, size_t *out)
 {
     braid_lex_skip_blanks(lx);
-    size_t start = lx->pos;
-    size_t v = 0;
-    while (lx->pos < lx->end && isdigit((unsigned char)lx->text[lx->pos])) {
-        size_t d = (size_t)(lx->text[lx->pos] - '0');
-        if (v > (SIZE_MAX - d) / 10) {
-            lx->pos = start;
-            return braid_lex_fail(lx, "a size that fits in 64 bits");
-        }
-        v = v * 10 + d;
-        lx->pos++;
-    }
-    if (lx->pos == start)
-        return braid_lex_fail(lx, "a size (digits with optional K, M or G)");
-    size_t mult = 1;
-    if (lx->pos < lx->end) {
-        switch (lx->text[lx->pos]) {
-        case 'k': case 'K': mult = (size_t)1 << 10; break;
-        case 'm': case 'M': mult = (size_t)1 << 20; break;
-        case 'g': case 'G': mult = (size_t)1 << 30; break;
-        default: break;
-        }
-        if (mult != 1)
-            lx->pos++;
-    }
-    if (v > SIZE_MAX / mult) {
+    size_t      start = lx->pos;
+    const char *fault;
+    if (braid_size_scan(lx->text, lx->end, &lx->pos, out, &fault) ==
+        BRAID_OK)
+        return BRAID_OK;
+    if (strcmp(fault, "too large") == 0) {
         lx->pos = start;
         return braid_lex_fail(lx, "a size that fits in 64 bits");
     }
-    *out = v * mult;
-    return BRAID_OK;
+    return braid_lex_fail(lx, "a size (digits with optional K, M, G or T)");
 }
 
 braid_status_t braid_lex_cand(braid_lex_t *lx, void *out)

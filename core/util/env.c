@@ -116,46 +116,67 @@ braid_status_t braid_parse_int(const char *name, const char *value,
     return BRAID_OK;
 }
 
+braid_status_t braid_size_scan(const char *text, size_t len, size_t *pos,
+                               size_t *out, const char **fault)
+{
+    size_t i = *pos, v = 0;
+    for (; i < len && text[i] >= '0' && text[i] <= '9'; i++) {
+        size_t d = (size_t)(text[i] - '0');
+        if (v > (SIZE_MAX - d) / 10) {
+            *pos   = i;
+            *fault = "too large";
+            return BRAID_ERR_PARSE;
+        }
+        v = v * 10 + d;
+    }
+    if (i == *pos) {
+        *fault = "a decimal digit";
+        return BRAID_ERR_PARSE;
+    }
+    unsigned shift = 0;
+    size_t   unit  = i;
+    if (i < len) {
+        switch (text[i]) {
+        case 'k': case 'K': shift = 10; break;
+        case 'm': case 'M': shift = 20; break;
+        case 'g': case 'G': shift = 30; break;
+        case 't': case 'T': shift = 40; break;
+        default: break;
+        }
+    }
+    if (shift != 0 && ++i < len && text[i] == 'i')
+        i++;
+    if (i < len && (text[i] == 'b' || text[i] == 'B'))
+        i++;
+    if (shift != 0 && v > (SIZE_MAX >> shift)) {
+        *pos   = unit;
+        *fault = "too large";
+        return BRAID_ERR_PARSE;
+    }
+    *out = v << shift;
+    *pos = i;
+    return BRAID_OK;
+}
+
 braid_status_t braid_parse_size(const char *name, const char *value,
                                 size_t min, size_t max, size_t *out)
 {
     if (value == NULL || *value == '\0')
         return empty(name, "a size");
-    size_t             pos = 0, nd;
-    unsigned long long acc;
-    braid_status_t     st = scan_digits(name, value, &pos, SIZE_MAX, &acc, &nd);
-    if (st != BRAID_OK)
-        return st;
-    if (nd == 0)
-        return unexpected(name, value, pos, "a decimal digit");
-
-    unsigned shift = 0;
-    size_t   suffix_pos = pos;
-    switch (value[pos]) {
-    case 'k': case 'K': shift = 10; break;
-    case 'm': case 'M': shift = 20; break;
-    case 'g': case 'G': shift = 30; break;
-    case 't': case 'T': shift = 40; break;
-    case 'b': case 'B': case '\0': break;
-    default:
-        return unexpected(name, value, pos,
-                          "a digit or one of the suffixes K, M, G, T");
+    size_t      pos = 0, v;
+    const char *fault;
+    if (braid_size_scan(value, strlen(value), &pos, &v, &fault) != BRAID_OK) {
+        if (strcmp(fault, "too large") == 0)
+            return braid_error(BRAID_ERR_PARSE,
+                               "%s=" BRAID_QUOTE_FMT
+                               ": size too large at position %zu",
+                               name, BRAID_QUOTE(value), pos);
+        return unexpected(name, value, pos, fault);
     }
-    if (shift != 0) {
-        pos++;
-        if (value[pos] == 'i')
-            pos++;
-    }
-    if (value[pos] == 'b' || value[pos] == 'B')
-        pos++;
     if (value[pos] != '\0')
-        return unexpected(name, value, pos, "the end of the value");
-    if (shift != 0 && acc > (SIZE_MAX >> shift))
-        return braid_error(BRAID_ERR_PARSE,
-                           "%s=" BRAID_QUOTE_FMT
-                           ": size too large at position %zu",
-                           name, BRAID_QUOTE(value), suffix_pos);
-    size_t v = (size_t)acc << shift;
+        return unexpected(name, value, pos,
+                          "a digit, a unit (K, M, G, T) or the end of the "
+                          "value");
     if (v < min || v > max)
         return braid_error(BRAID_ERR_PARSE,
                            "%s=" BRAID_QUOTE_FMT

@@ -27,8 +27,15 @@ const char *braid_env_get(const char *name);
 /* Decimal integer in [min, max]; a leading '-' only when min < 0. */
 braid_status_t braid_parse_int(const char *name, const char *value,
                                long long min, long long max, long long *out);
-/* Byte count: decimal integer with an optional binary suffix K, M, G or T
- * (any case, optionally followed by "B" or "iB"), in [min, max]. */
+/* The size grammar every parser shares (environment variables, BRAID_ALGO,
+ * tuning files): decimal digits, then optionally a binary unit K, M, G or T
+ * (any case) with an 'i' after it, and a final 'B'.  Scans text[*pos, len):
+ * BRAID_OK with *out and *pos just past the size; else BRAID_ERR_PARSE,
+ * *pos at the fault and *fault "a decimal digit" (none at *pos) or "too
+ * large" (past SIZE_MAX), and no message set: the caller words it. */
+braid_status_t braid_size_scan(const char *text, size_t len, size_t *pos,
+                               size_t *out, const char **fault);
+/* Byte count in the size grammar above, the whole value, in [min, max]. */
 braid_status_t braid_parse_size(const char *name, const char *value,
                                 size_t min, size_t max, size_t *out);
 /* Finite decimal floating point number in [min, max]. */
