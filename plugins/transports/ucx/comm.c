@@ -1,7 +1,5 @@
 /* Communicators of the ucx transport: a ucp worker each, endpoints to every
  * rank, and their orderly (bounded) teardown. */
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,10 +108,8 @@ static void retire_pending(braid_ucx_comm_t *comm)
  * force at once, since a flush towards a dead or departing peer could only
  * wait.  Either way the wait is short: the peers need not progress for a
  * close to finish. */
-static int close_eps(braid_ucx_comm_t *comm)
+static void close_eps(braid_ucx_comm_t *comm)
 {
-    int unfinished = 0;
-
     double            deadline = braid_ucx_deadline(comm,
                                      comm->broken ? BRAID_UCX_FAILED_CLOSE_S
                                                   : BRAID_UCX_CLOSE_S);
@@ -139,71 +135,28 @@ static int close_eps(braid_ucx_comm_t *comm)
         }
         if (reqs != NULL) {
             reqs[p] = req;
-        } else if (braid_ucx_wait_ucp(comm, req, deadline) ==
-                   UCS_ERR_TIMED_OUT) {
-            unfinished++;
+        } else {
+            (void)braid_ucx_wait_ucp(comm, req, deadline);
         }
     }
     if (reqs == NULL) {
-        return unfinished;
+        return;
     }
     /* Close all, then wait for all: peers close towards us concurrently.
-     * One still closing at the deadline keeps the worker alive. */
+     * One still closing at the deadline is released by worker destroy. */
     for (int p = 0; p < comm->size; p++) {
         if (reqs[p] != NULL &&
             braid_ucx_wait_ucp(comm, reqs[p], deadline) == UCS_ERR_TIMED_OUT) {
             comm->svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT,
                           "rank %d: closing the endpoint to rank %d did not "
-                          "finish in time", comm->rank, p);
-            unfinished++;
+                          "finish in time; destroying it", comm->rank, p);
         }
     }
     free(reqs);
-    return unfinished;
-}
-
-/* Workers that could not be destroyed safely, kept until the process exits
- * (and reachable from here, so leak checkers do not count them). */
-typedef struct abandoned {
-    ucp_worker_h      worker;
-    struct abandoned *next;
-} abandoned_t;
-
-static pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
-static abandoned_t    *abandoned_workers;
-
-/* UCX (1.13) aborts the process in ucp_worker_destroy while an endpoint of
- * the worker is still closing -- one of ours past its deadline, or one UCX
- * made itself for a peer that failed or left first.  Such a worker is kept
- * instead, with its context reference, and the plugin (with the UCX
- * libraries it holds) is pinned so that no dlclose unmaps the code UCX's
- * progress thread runs.  A failed communicator is usually the process's
- * last; what is kept is one worker's memory and descriptors. */
-static void abandon_worker(braid_ucx_comm_t *comm)
-{
-    abandoned_t *a = malloc(sizeof(*a));
-    Dl_info      self;
-
-    comm->svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT,
-                  "rank %d: endpoints still closing; the worker is kept "
-                  "until exit rather than destroyed", comm->rank);
-    if (dladdr((void *)abandon_worker, &self) != 0 && self.dli_fname != NULL) {
-        (void)dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-    }
-    if (a == NULL) {
-        return; /* still not destroyed: a leak is better than an abort */
-    }
-    a->worker = comm->worker;
-    pthread_mutex_lock(&abandoned_lock);
-    a->next           = abandoned_workers;
-    abandoned_workers = a;
-    pthread_mutex_unlock(&abandoned_lock);
 }
 
 static void comm_teardown(braid_ucx_comm_t *comm)
 {
-    int keep = 0;
-
     if (comm == NULL) {
         return;
     }
@@ -220,16 +173,12 @@ static void comm_teardown(braid_ucx_comm_t *comm)
                                           comm, BRAID_UCX_CLOSE_S)) != UCS_OK) {
                 comm->broken = 1;
             }
-            keep = close_eps(comm) > 0 || comm->broken;
+            close_eps(comm);
         }
-        if (keep) {
-            abandon_worker(comm);
-        } else {
-            ucp_worker_destroy(comm->worker);
-        }
+        ucp_worker_destroy(comm->worker);
     }
     braid_ucx_areas_release(comm);
-    if (comm->context != NULL && !keep) {
+    if (comm->context != NULL) {
         braid_ucx_context_release();
     }
     braid_ucx_log_quiet(0);
