@@ -38,7 +38,7 @@
 #include "cuda_mem.h"
 #include "reference.h"
 
-#define SEED 0xbe9c4ull /* of the inputs (tests/common/reference.c) */
+#define SEED    0xbe9c4ull /* of the inputs (tests/common/reference.c) */
 #define BATCHES 5 /* --timing batch: batches per row, the median is shown */
 
 typedef struct {
@@ -47,29 +47,29 @@ typedef struct {
     braid_dtype_t dtype;
     braid_op_t    op;
     braid_coll_t  coll;
-    int           place;  /* -1 both groups, 0 out-of-place, 1 in-place */
+    int           place; /* -1 both groups, 0 out-of-place, 1 in-place */
     int           root;
     const char   *algo;
     int           csv;      /* rows as CSV only, on stdout (--csv) */
     const char   *csv_path; /* and/or into this file (--csv FILE) */
     FILE         *csv_out;  /* rank 0: where CSV rows go, or NULL */
-    int           batch;  /* time back-to-back batches, not single calls */
-    int           cuda;   /* -M cuda: the call's buffers are device memory */
+    int           batch;    /* time back-to-back batches, not single calls */
+    int           cuda;     /* -M cuda: the call's buffers are device memory */
 } opts_t;
 
 typedef struct {
-    braid_comm_t *comm;
-    int           rank, size;
+    braid_comm_t  *comm;
+    int            rank, size;
     unsigned char *sbuf, *rbuf; /* allocated for the largest size */
     /* -M cuda: the device copies the calls use; sbuf/rbuf are then where
      * inputs are written and results checked, copied over before and
      * after (outside the timed loop). */
     unsigned char *dsbuf, *drbuf;
-    size_t        cap;          /* bytes of each of the four */
-    double       *times, *tmax; /* per iteration */
-    double        bw_sum;
-    int           bw_n;
-    int64_t       wrong_total;
+    size_t         cap;          /* bytes of each of the four */
+    double        *times, *tmax; /* per iteration */
+    double         bw_sum;
+    int            bw_n;
+    int64_t        wrong_total;
 } bench_t;
 
 /* One row's sizes. */
@@ -79,8 +79,8 @@ typedef struct {
     size_t bytes;    /* count * dtsize ("size" column) */
 } shape_t;
 
-static const char *coll_names[] = {"allreduce", "reduce_scatter",
-                                   "allgather", "broadcast"};
+static const char *coll_names[] = {"allreduce", "reduce_scatter", "allgather",
+                                   "broadcast"};
 
 /* ----------------------------------------------------------------- errors */
 
@@ -99,14 +99,16 @@ static void die(const bench_t *b, braid_status_t st, const char *what)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: braid-bench [options]   (run under braidrun/mpirun)\n"
         "  -b, --minbytes N     smallest size (K/M/G suffixes), default 8\n"
         "  -e, --maxbytes N     largest size, default 64M\n"
         "  -f, --stepfactor N   size multiplier between rows, default 2\n"
         "  -n, --iters N        timed iterations per row, default 20\n"
         "  -w, --warmup_iters N untimed iterations first, default 5\n"
-        "  -c, --check 0/1      verify results and count wrong ones, default 1:\n"
+        "  -c, --check 0/1      verify results and count wrong ones, default "
+        "1:\n"
         "                       random inputs against the tests' reference,\n"
         "                       bitwise equal on every rank, send buffer\n"
         "                       untouched\n"
@@ -116,19 +118,22 @@ static void usage(FILE *f)
         "  -i, --inplace 0/1    only out-of-place (0) or in-place (1); "
         "default both\n"
         "  -r, --root N         broadcast root, default 0\n"
-        "      --algo CAND      force a candidate (sets BRAID_ALGO=coll:CAND)\n"
+        "      --algo CAND      force a candidate (sets "
+        "BRAID_ALGO=coll:CAND)\n"
         "  -t, --timing MODE    percall (default): each call timed alone,\n"
         "                       ranks aligned by a barrier first; batch:\n"
         "                       %d batches of -n calls back to back, time\n"
         "                       per call of each batch\n"
-        "  -M, --memory MEM     host (default) or cuda: buffers in CUDA device\n"
+        "  -M, --memory MEM     host (default) or cuda: buffers in CUDA "
+        "device\n"
         "                       memory (the device of the local rank)\n"
         "      --csv [FILE]     CSV rows: on stdout instead of the table, or\n"
         "                       into FILE (rank 0) next to the table\n"
         "  -h, --help           this text\n"
         "size is the larger buffer; time is the median over iterations (or\n"
         "batches) of the slowest rank.  A size that a forced --algo cannot\n"
-        "run shows '-'.\n", BATCHES);
+        "run shows '-'.\n",
+        BATCHES);
 }
 
 static void bad_usage(const char *fmt, const char *arg)
@@ -149,12 +154,24 @@ static int parse_size(const char *s, size_t *out)
     unsigned long long v;
     if (*s < '0' || *s > '9')
         return -1;
-    v = strtoull(s, &end, 10);
+    v              = strtoull(s, &end, 10);
     unsigned shift = 0;
     switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
     default: break;
     }
     if (*end != '\0' || v > (SIZE_MAX >> shift))
@@ -195,11 +212,16 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         {NULL, 0, NULL, 0},
     };
     int step = 2, c;
-    *o = (opts_t){.minbytes = 8, .maxbytes = (size_t)64 << 20, .iters = 20,
-                  .warmup = 5, .check = 1, .dtype = BRAID_F32,
-                  .op = BRAID_SUM, .coll = BRAID_COLL_ALLREDUCE,
-                  .place = -1};
-    opterr = 0;
+    *o       = (opts_t){.minbytes = 8,
+                        .maxbytes = (size_t)64 << 20,
+                        .iters    = 20,
+                        .warmup   = 5,
+                        .check    = 1,
+                        .dtype    = BRAID_F32,
+                        .op       = BRAID_SUM,
+                        .coll     = BRAID_COLL_ALLREDUCE,
+                        .place    = -1};
+    opterr   = 0;
     while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:C:i:r:t:M:h", longs,
                             NULL)) != -1) {
         switch (c) {
@@ -287,11 +309,8 @@ static void parse_opts(int argc, char **argv, opts_t *o)
             else
                 bad_usage("bad -M memory '%s' (host or cuda)", optarg);
             break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        default:
-            bad_usage("bad option '%s'", argv[optind - 1]);
+        case 'h': usage(stdout); exit(0);
+        default: bad_usage("bad option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)
@@ -348,19 +367,13 @@ static bufs_t place_buffers(const opts_t *o, const bench_t *b,
                             const shape_t *sh, int inplace)
 {
     size_t slot = (size_t)b->rank * sh->per_rank * ref_size(o->dtype);
-    bufs_t r = {b->sbuf, b->rbuf};
+    bufs_t r    = {b->sbuf, b->rbuf};
     if (!inplace || o->coll == BRAID_COLL_BROADCAST)
         return r;
     switch (o->coll) {
-    case BRAID_COLL_ALLREDUCE:
-        r.send = b->rbuf;
-        break;
-    case BRAID_COLL_REDUCE_SCATTER:
-        r.recv = b->sbuf + slot;
-        break;
-    default: /* allgather */
-        r.send = b->rbuf + slot;
-        break;
+    case BRAID_COLL_ALLREDUCE: r.send = b->rbuf; break;
+    case BRAID_COLL_REDUCE_SCATTER: r.recv = b->sbuf + slot; break;
+    default: /* allgather */ r.send = b->rbuf + slot; break;
     }
     return r;
 }
@@ -383,8 +396,8 @@ static braid_status_t call(const opts_t *o, bench_t *b, const shape_t *sh,
     }
     switch (o->coll) {
     case BRAID_COLL_ALLREDUCE:
-        return braid_allreduce(bf.send, bf.recv, sh->per_rank, o->dtype,
-                               o->op, b->comm);
+        return braid_allreduce(bf.send, bf.recv, sh->per_rank, o->dtype, o->op,
+                               b->comm);
     case BRAID_COLL_REDUCE_SCATTER:
         return braid_reduce_scatter(bf.send, bf.recv, sh->per_rank, o->dtype,
                                     o->op, b->comm);
@@ -408,16 +421,18 @@ static void die_cuda(const bench_t *b, const char *why)
 static void upload(const opts_t *o, const bench_t *b, const shape_t *sh)
 {
     char why[256];
-    if (o->cuda && (cm_to_device(b->dsbuf, b->sbuf, sh->bytes, why, sizeof(why)) ||
-                    cm_to_device(b->drbuf, b->rbuf, sh->bytes, why, sizeof(why))))
+    if (o->cuda &&
+        (cm_to_device(b->dsbuf, b->sbuf, sh->bytes, why, sizeof(why)) ||
+         cm_to_device(b->drbuf, b->rbuf, sh->bytes, why, sizeof(why))))
         die_cuda(b, why);
 }
 
 static void download(const opts_t *o, const bench_t *b, const shape_t *sh)
 {
     char why[256];
-    if (o->cuda && (cm_to_host(b->sbuf, b->dsbuf, sh->bytes, why, sizeof(why)) ||
-                    cm_to_host(b->rbuf, b->drbuf, sh->bytes, why, sizeof(why))))
+    if (o->cuda &&
+        (cm_to_host(b->sbuf, b->dsbuf, sh->bytes, why, sizeof(why)) ||
+         cm_to_host(b->rbuf, b->drbuf, sh->bytes, why, sizeof(why))))
         die_cuda(b, why);
 }
 
@@ -461,12 +476,12 @@ static int64_t count_wrong(const opts_t *o, const bench_t *b,
     switch (o->coll) {
     case BRAID_COLL_ALLREDUCE:
     case BRAID_COLL_REDUCE_SCATTER: {
-        size_t first = o->coll == BRAID_COLL_ALLREDUCE
-                           ? 0 : (size_t)b->rank * pr;
+        size_t first =
+            o->coll == BRAID_COLL_ALLREDUCE ? 0 : (size_t)b->rank * pr;
         for (size_t i = 0; i < pr; i++) {
             double    tol;
-            ref_val_t exp = ref_expect(o->dtype, o->op, 1, SEED, b->size,
-                                       first + i, &tol);
+            ref_val_t exp =
+                ref_expect(o->dtype, o->op, 1, SEED, b->size, first + i, &tol);
             wrong += !ref_value_ok(o->dtype, bf.recv, i, exp, tol, es, gs,
                                    sizeof(es));
         }
@@ -503,10 +518,8 @@ static uint64_t result_hash(const opts_t *o, const shape_t *sh, bufs_t bf)
     switch (o->coll) {
     case BRAID_COLL_ALLREDUCE:
         return ref_hash(REF_HASH_INIT, bf.recv, sh->per_rank * dts);
-    case BRAID_COLL_REDUCE_SCATTER:
-        return 0;
-    default:
-        return ref_hash(REF_HASH_INIT, bf.recv, sh->count * dts);
+    case BRAID_COLL_REDUCE_SCATTER: return 0;
+    default: return ref_hash(REF_HASH_INIT, bf.recv, sh->count * dts);
     }
 }
 
@@ -558,8 +571,8 @@ static double time_call(const opts_t *o, bench_t *b, const shape_t *sh,
         die(b, st, "allreduce of the times");
     qsort(b->tmax, (size_t)nt, sizeof(double), cmp_double);
     size_t n = (size_t)nt;
-    double med = n % 2 ? b->tmax[n / 2]
-                       : 0.5 * (b->tmax[n / 2 - 1] + b->tmax[n / 2]);
+    double med =
+        n % 2 ? b->tmax[n / 2] : 0.5 * (b->tmax[n / 2 - 1] + b->tmax[n / 2]);
     return med * 1e6;
 }
 
@@ -593,9 +606,9 @@ static verdict_t gather_verdict(const opts_t *o, bench_t *b,
         free(all);
         return v;
     }
-    int64_t sums[2], hmin, hmax;
-    if ((st = braid_allreduce(mine, sums, 2, BRAID_I64, BRAID_SUM,
-                              b->comm)) != BRAID_OK ||
+    int64_t sums[2], hmin = 0, hmax = 0;
+    if ((st = braid_allreduce(mine, sums, 2, BRAID_I64, BRAID_SUM, b->comm)) !=
+            BRAID_OK ||
         (st = braid_allreduce(&mine[2], &hmin, 1, BRAID_I64, BRAID_MIN,
                               b->comm)) != BRAID_OK ||
         (st = braid_allreduce(&mine[2], &hmax, 1, BRAID_I64, BRAID_MAX,
@@ -617,16 +630,16 @@ static int64_t check_call(const opts_t *o, bench_t *b, const shape_t *sh,
     if (!o->check)
         return -1;
     fill_inputs(o, b, sh, bf);
-    size_t   sb     = send_bytes(o, sh, inplace);
-    uint64_t before = ref_hash(REF_HASH_INIT, bf.send, sb);
-    braid_status_t st = call(o, b, sh, bf);
+    size_t         sb     = send_bytes(o, sh, inplace);
+    uint64_t       before = ref_hash(REF_HASH_INIT, bf.send, sb);
+    braid_status_t st     = call(o, b, sh, bf);
     if (st != BRAID_OK)
         die(b, st, "checked call");
     download(o, b, sh);
-    int64_t mine[3] = {count_wrong(o, b, sh, bf),
-                       ref_hash(REF_HASH_INIT, bf.send, sb) != before,
-                       (int64_t)result_hash(o, sh, bf)};
-    verdict_t v = gather_verdict(o, b, mine);
+    int64_t   mine[3] = {count_wrong(o, b, sh, bf),
+                         ref_hash(REF_HASH_INIT, bf.send, sb) != before,
+                         (int64_t)result_hash(o, sh, bf)};
+    verdict_t v       = gather_verdict(o, b, mine);
     if (b->rank == 0 && (v.differ || v.touched))
         fprintf(o->csv ? stderr : stdout, "# %zu B %s: %s%s%s\n", sh->bytes,
                 inplace ? "in-place" : "out-of-place",
@@ -642,7 +655,7 @@ static void print_header(const opts_t *o, const bench_t *b)
 {
     if (o->csv_out != NULL)
         fprintf(o->csv_out, "coll,nranks,size,count,type,redop,algo,"
-                "placement,time_us,algbw_gbps,busbw_gbps,wrong\n");
+                            "placement,time_us,algbw_gbps,busbw_gbps,wrong\n");
     if (o->csv)
         return;
     const char *env = getenv("BRAID_ALGO"), *pl = getenv("BRAID_PLUGINS");
@@ -650,9 +663,9 @@ static void print_header(const opts_t *o, const bench_t *b)
            BRAID_VERSION_MINOR, BRAID_VERSION_PATCH, coll_names[o->coll],
            b->size);
     printf("#  minbytes %zu maxbytes %zu step %zux, iters %d, warmup %d, "
-           "check %d, dtype %s, op %s\n", o->minbytes, o->maxbytes,
-           o->step, o->iters, o->warmup, o->check, ref_name(o->dtype),
-           ref_op_name(o->op));
+           "check %d, dtype %s, op %s\n",
+           o->minbytes, o->maxbytes, o->step, o->iters, o->warmup, o->check,
+           ref_name(o->dtype), ref_op_name(o->op));
     if (o->coll == BRAID_COLL_BROADCAST)
         printf("#  root %d (broadcast has one buffer: in-place only)\n",
                o->root);
@@ -666,8 +679,8 @@ static void print_header(const opts_t *o, const bench_t *b)
         printf("#  topology: %s\n", topo);
     if (o->batch)
         printf("#  time = per call in batches of %d back-to-back calls, "
-               "median over %d batches of the slowest rank\n", o->iters,
-               BATCHES);
+               "median over %d batches of the slowest rank\n",
+               o->iters, BATCHES);
     else
         printf("#  time = median over iterations of the slowest rank\n");
 }
@@ -700,8 +713,8 @@ static void print_ranks(const opts_t *o, bench_t *b)
         exit(1);
     gethostname(me.host, sizeof(me.host) - 1);
     me.pid = (int64_t)getpid();
-    braid_status_t st = braid_allgather(&me, all, sizeof(me), BRAID_U8,
-                                        b->comm);
+    braid_status_t st =
+        braid_allgather(&me, all, sizeof(me), BRAID_U8, b->comm);
     if (st != BRAID_OK)
         die(b, st, "allgather of host names");
     if (b->rank == 0 && !o->csv)
@@ -724,10 +737,12 @@ static void print_row(const opts_t *o, const bench_t *b, const shape_t *sh,
     for (int k = 0; k < 2 && o->csv_out != NULL; k++) {
         if (!res[k].ran)
             continue;
-        fprintf(o->csv_out, "%s,%d,%zu,%zu,%s,%s,%s,%s,%.3f,%.4f,%.4f,%" PRId64
-                "\n", coll_names[o->coll], b->size, sh->bytes, sh->count,
-                ref_name(o->dtype), redop, algo, k ? "in-place" : "out-of-place",
-                res[k].us, res[k].algbw, res[k].busbw, res[k].wrong);
+        fprintf(o->csv_out,
+                "%s,%d,%zu,%zu,%s,%s,%s,%s,%.3f,%.4f,%.4f,%" PRId64 "\n",
+                coll_names[o->coll], b->size, sh->bytes, sh->count,
+                ref_name(o->dtype), redop, algo,
+                k ? "in-place" : "out-of-place", res[k].us, res[k].algbw,
+                res[k].busbw, res[k].wrong);
     }
     if (o->csv)
         return;
@@ -756,7 +771,7 @@ static shape_t shape_of(const opts_t *o, const bench_t *b, size_t bytes)
 {
     shape_t sh;
     size_t  dts = ref_size(o->dtype);
-    sh.count = bytes / dts;
+    sh.count    = bytes / dts;
     if (o->coll == BRAID_COLL_REDUCE_SCATTER ||
         o->coll == BRAID_COLL_ALLGATHER) {
         sh.per_rank = sh.count / (size_t)b->size;
@@ -773,11 +788,10 @@ static void run_size(const opts_t *o, bench_t *b, size_t bytes)
     shape_t  sh = shape_of(o, b, bytes);
     result_t res[2];
     memset(res, 0, sizeof(res));
-    char     algo[64], why[64];
-    braid_status_t st = braid_comm_choice(b->comm, o->coll,
-                                          sh.per_rank * ref_size(o->dtype),
-                                          algo, sizeof(algo), why,
-                                          sizeof(why));
+    char           algo[64], why[64];
+    braid_status_t st =
+        braid_comm_choice(b->comm, o->coll, sh.per_rank * ref_size(o->dtype),
+                          algo, sizeof(algo), why, sizeof(why));
     if (st == BRAID_ERR_NOT_SUPPORTED && o->algo != NULL) {
         /* The forced candidate cannot run this size (a lowhop algorithm
          * above its cap): every rank sees the same, so every rank skips. */
@@ -794,12 +808,11 @@ static void run_size(const opts_t *o, bench_t *b, size_t bytes)
             continue; /* one buffer: there is no out-of-place form */
         bufs_t bf = place_buffers(o, b, &sh, k);
         fill_inputs(o, b, &sh, bf);
-        res[k].ran   = 1;
-        res[k].us    = time_call(o, b, &sh, bf);
-        res[k].algbw = res[k].us > 0 ? (double)sh.bytes / res[k].us / 1e3
-                                     : 0.0;
-        res[k].busbw =
-            res[k].algbw * braid_bench_bus_factor(o->coll, b->size);
+        res[k].ran = 1;
+        res[k].us  = time_call(o, b, &sh, bf);
+        res[k].algbw =
+            res[k].us > 0 ? (double)sh.bytes / res[k].us / 1e3 : 0.0;
+        res[k].busbw = res[k].algbw * braid_bench_bus_factor(o->coll, b->size);
         res[k].wrong = check_call(o, b, &sh, bf, k);
         b->bw_sum += res[k].busbw;
         b->bw_n++;
@@ -832,21 +845,23 @@ int main(int argc, char **argv)
     b.size = braid_comm_size(b.comm);
     if (o.coll == BRAID_COLL_BROADCAST && o.root >= b.size) {
         if (b.rank == 0)
-            fprintf(stderr, "braid-bench: root %d is not below the %d "
-                    "ranks\n", o.root, b.size);
+            fprintf(stderr,
+                    "braid-bench: root %d is not below the %d "
+                    "ranks\n",
+                    o.root, b.size);
         braid_finalize(b.comm);
         return 2;
     }
     size_t cap = shape_of(&o, &b, o.maxbytes).bytes + 64;
-    b.cap   = cap;
-    b.sbuf  = malloc(cap);
-    b.rbuf  = malloc(cap);
+    b.cap      = cap;
+    b.sbuf     = malloc(cap);
+    b.rbuf     = malloc(cap);
     if (o.cuda && (cm_alloc((void **)&b.dsbuf, cap, why, sizeof(why)) ||
                    cm_alloc((void **)&b.drbuf, cap, why, sizeof(why))))
         die_cuda(&b, why);
     size_t ntimes = o.iters > BATCHES ? (size_t)o.iters : BATCHES;
-    b.times = calloc(ntimes, sizeof(double));
-    b.tmax  = calloc(ntimes, sizeof(double));
+    b.times       = calloc(ntimes, sizeof(double));
+    b.tmax        = calloc(ntimes, sizeof(double));
     if (!b.sbuf || !b.rbuf || !b.times || !b.tmax) {
         fprintf(stderr, "braid-bench: cannot allocate %zu bytes\n", cap);
         return 1;
@@ -876,7 +891,7 @@ int main(int argc, char **argv)
         if (bytes >= o.maxbytes)
             break;
         /* Multiply, but land exactly on maxbytes and never wrap. */
-        bytes = bytes == 0 ? 1
+        bytes = bytes == 0                    ? 1
                 : bytes > o.maxbytes / o.step ? o.maxbytes
                                               : bytes * o.step;
         if (bytes > o.maxbytes)

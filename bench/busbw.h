@@ -10,13 +10,10 @@
 static inline double braid_bench_bus_factor(braid_coll_t coll, int n)
 {
     switch (coll) {
-    case BRAID_COLL_ALLREDUCE:
-        return 2.0 * (n - 1) / n;
+    case BRAID_COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
     case BRAID_COLL_REDUCE_SCATTER:
-    case BRAID_COLL_ALLGATHER:
-        return (double)(n - 1) / n;
-    default:
-        return 1.0;
+    case BRAID_COLL_ALLGATHER: return (double)(n - 1) / n;
+    default: return 1.0;
     }
 }
 

@@ -43,11 +43,12 @@ int cm_open(char *why, size_t why_len)
 {
     static const char *const names[] = {"libcudart.so", "libcudart.so.13",
                                         "libcudart.so.12"};
-    const char *env = getenv("BRAID_CUDART_LIBRARY");
+    const char              *env     = getenv("BRAID_CUDART_LIBRARY");
     if (env != NULL && *env != '\0')
         rt = dlopen(env, RTLD_NOW | RTLD_NODELETE);
-    for (size_t i = 0; !(env && *env) && rt == NULL &&
-                       i < sizeof(names) / sizeof(names[0]); i++)
+    for (size_t i = 0;
+         !(env && *env) && rt == NULL && i < sizeof(names) / sizeof(names[0]);
+         i++)
         rt = dlopen(names[i], RTLD_NOW | RTLD_NODELETE);
     if (rt == NULL) {
         const char *err = dlerror();
@@ -55,15 +56,16 @@ int cm_open(char *why, size_t why_len)
                  env && *env ? env : "libcudart.so", err ? err : "not found");
         return -1;
     }
-    get_count    = (int (*)(int *))cm_symbol("cudaGetDeviceCount");
-    set_device   = (int (*)(int))cm_symbol("cudaSetDevice");
-    dev_malloc   = (int (*)(void **, size_t))cm_symbol("cudaMalloc");
-    dev_free     = (int (*)(void *))cm_symbol("cudaFree");
-    copy         = (int (*)(void *, const void *, size_t, int))cm_symbol("cudaMemcpy");
+    get_count  = (int (*)(int *))cm_symbol("cudaGetDeviceCount");
+    set_device = (int (*)(int))cm_symbol("cudaSetDevice");
+    dev_malloc = (int (*)(void **, size_t))cm_symbol("cudaMalloc");
+    dev_free   = (int (*)(void *))cm_symbol("cudaFree");
+    copy = (int (*)(void *, const void *, size_t, int))cm_symbol("cudaMemcpy");
     error_string = (const char *(*)(int))cm_symbol("cudaGetErrorString");
     if (!get_count || !set_device || !dev_malloc || !dev_free || !copy ||
         !error_string) {
-        snprintf(why, why_len, "the CUDA runtime lacks a function braid-bench "
+        snprintf(why, why_len,
+                 "the CUDA runtime lacks a function braid-bench "
                  "needs");
         return -1;
     }
@@ -84,10 +86,7 @@ int cm_open(char *why, size_t why_len)
     return err ? fail(why, why_len, "cudaSetDevice", err) : 0;
 }
 
-int cm_device(void)
-{
-    return device;
-}
+int cm_device(void) { return device; }
 
 int cm_alloc(void **dev, size_t len, char *why, size_t why_len)
 {

@@ -15,12 +15,12 @@ int cm_open(char *why, size_t why_len);
 int cm_device(void);
 
 /* 0 on success, else -1 with the runtime's message in why. */
-int cm_alloc(void **dev, size_t len, char *why, size_t why_len);
+int  cm_alloc(void **dev, size_t len, char *why, size_t why_len);
 void cm_free(void *dev);
-int cm_to_device(void *dev, const void *host, size_t len, char *why,
-                 size_t why_len);
-int cm_to_host(void *host, const void *dev, size_t len, char *why,
-               size_t why_len);
+int  cm_to_device(void *dev, const void *host, size_t len, char *why,
+                  size_t why_len);
+int  cm_to_host(void *host, const void *dev, size_t len, char *why,
+                size_t why_len);
 /* The runtime's functions by name (for programs that call more of CUDA
  * than this, e.g. streams), NULL if absent. */
 void *cm_symbol(const char *name);

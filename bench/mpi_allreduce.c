@@ -25,9 +25,12 @@ static size_t parse_size(const char *s)
     char  *end;
     size_t v = strtoull(s, &end, 10);
     switch (*end) {
-    case 'K': case 'k': v <<= 10; break;
-    case 'M': case 'm': v <<= 20; break;
-    case 'G': case 'g': v <<= 30; break;
+    case 'K':
+    case 'k': v <<= 10; break;
+    case 'M':
+    case 'm': v <<= 20; break;
+    case 'G':
+    case 'g': v <<= 30; break;
     default: break;
     }
     return v;
@@ -45,37 +48,49 @@ int main(int argc, char **argv)
     int    factor = 2, iters = 20, warmup = 5, batch = 0, bad = 0, adapt = 0;
     const char *coll = "allreduce", *csv = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "-b")) minb = parse_size(argv[i + 1]);
-        else if (!strcmp(argv[i], "-e")) maxb = parse_size(argv[i + 1]);
-        else if (!strcmp(argv[i], "-f")) factor = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "-n")) iters = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "-w")) warmup = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "-b"))
+            minb = parse_size(argv[i + 1]);
+        else if (!strcmp(argv[i], "-e"))
+            maxb = parse_size(argv[i + 1]);
+        else if (!strcmp(argv[i], "-f"))
+            factor = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-n"))
+            iters = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-w"))
+            warmup = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-t")) {
             batch = !strcmp(argv[i + 1], "batch");
             bad |= !batch && strcmp(argv[i + 1], "percall");
-        } else if (!strcmp(argv[i], "-a")) adapt = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "-o")) csv = argv[i + 1];
+        } else if (!strcmp(argv[i], "-a"))
+            adapt = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-o"))
+            csv = argv[i + 1];
         else if (!strcmp(argv[i], "-C")) {
             coll = argv[i + 1];
-            bad |= strcmp(coll, "allreduce") && strcmp(coll, "reduce_scatter") &&
-                   strcmp(coll, "allgather");
-        } else bad = 1;
+            bad |= strcmp(coll, "allreduce") &&
+                   strcmp(coll, "reduce_scatter") && strcmp(coll, "allgather");
+        } else
+            bad = 1;
     }
     if (bad || factor < 2 || iters < 1 || minb < 4 || maxb < minb) {
-        fprintf(stderr, "usage: mpi-allreduce-bench [-b min] [-e max] [-f factor>=2] [-n iters] [-w warmup] [-t percall|batch] [-a 0|1] [-C allreduce|reduce_scatter|allgather] [-o csv]\n");
+        fprintf(stderr,
+                "usage: mpi-allreduce-bench [-b min] [-e max] [-f factor>=2] "
+                "[-n iters] [-w warmup] [-t percall|batch] [-a 0|1] [-C "
+                "allreduce|reduce_scatter|allgather] [-o csv]\n");
         return 2;
     }
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    float  *send  = malloc(maxb), *recv = malloc(maxb);
+    float  *send = malloc(maxb), *recv = malloc(maxb);
     int     nt    = batch ? BATCHES : iters;
     double *times = malloc(sizeof(double) * (size_t)nt);
     double *tmax  = malloc(sizeof(double) * (size_t)nt);
-    int     ar = !strcmp(coll, "allreduce"), rs = !strcmp(coll, "reduce_scatter");
-    double  factor_bus = ar ? 2.0 * (size - 1) / size : (double)(size - 1) / size;
-    FILE   *out = NULL;
+    int ar = !strcmp(coll, "allreduce"), rs = !strcmp(coll, "reduce_scatter");
+    double factor_bus =
+        ar ? 2.0 * (size - 1) / size : (double)(size - 1) / size;
+    FILE *out = NULL;
     memset(send, 0, maxb);
     if (rank == 0 && csv != NULL) {
         if ((out = fopen(csv, "w")) == NULL) {
@@ -87,25 +102,28 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("# MPI_%s f32%s, %d ranks, out of place, median of "
                "%d %s\n%12s %12s %12s %10s %10s\n",
-               ar ? "Allreduce" : rs ? "Reduce_scatter_block" : "Allgather",
+               ar   ? "Allreduce"
+               : rs ? "Reduce_scatter_block"
+                    : "Allgather",
                ar || rs ? " sum" : "", size, nt,
                batch ? "batches of back-to-back calls" : "single calls",
                "size", "count", "time(us)", "algbw", "busbw");
     /* As braid-bench: the last size is maxb even off the geometric steps. */
     for (size_t bytes = minb; bytes <= maxb;
-         bytes = bytes < maxb && bytes * (size_t)factor > maxb
-                     ? maxb : bytes * (size_t)factor) {
+         bytes        = bytes < maxb && bytes * (size_t)factor > maxb
+                            ? maxb
+                            : bytes * (size_t)factor) {
         /* reduce_scatter and allgather: count per rank, size the larger
          * buffer, as braid-bench. */
         int count = (int)(bytes / sizeof(float) / (ar ? 1 : (size_t)size));
         if (count < 1)
             count = 1;
         size_t shown = (size_t)count * sizeof(float) * (ar ? 1 : (size_t)size);
-        int    n = nt;
+        int    n     = nt;
         if (adapt && !batch) {
             double scaled = (double)iters * (256 << 10) / (double)shown;
-            n = scaled < iters ? (int)scaled : iters;
-            n = n < 3 ? 3 : n;
+            n             = scaled < iters ? (int)scaled : iters;
+            n             = n < 3 ? 3 : n;
         }
         for (int i = 0; i < warmup + n; i++) {
             int calls = batch ? iters : 1;
@@ -130,12 +148,12 @@ int main(int argc, char **argv)
         }
         MPI_Allreduce(times, tmax, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         qsort(tmax, (size_t)n, sizeof(double), cmp_double);
-        double us = n % 2 ? tmax[n / 2]
-                          : 0.5 * (tmax[n / 2 - 1] + tmax[n / 2]);
+        double us =
+            n % 2 ? tmax[n / 2] : 0.5 * (tmax[n / 2 - 1] + tmax[n / 2]);
         double algbw = (double)shown / us / 1e3;
         if (rank == 0)
-            printf("%12zu %12d %12.2f %10.3f %10.3f\n", shown, count, us, algbw,
-                   algbw * factor_bus);
+            printf("%12zu %12d %12.2f %10.3f %10.3f\n", shown, count, us,
+                   algbw, algbw * factor_bus);
         if (out != NULL)
             fprintf(out, "%s,%d,%zu,ompi,%.3f\n", coll, size, shown, us);
         if (bytes == maxb)

@@ -41,15 +41,24 @@ static void fill(void *buf, size_t bytes, braid_dtype_t dt, int nans)
 {
     size_t es = dt_sizes[dt], n = bytes / es;
     for (size_t i = 0; i < n; i++) {
-        unsigned v = (unsigned)(i * 2654435761u >> 24) % 7 + 1;
+        unsigned v   = (unsigned)(i * 2654435761u >> 24) % 7 + 1;
         int      nan = nans && i % 16 == 0;
         switch (dt) {
         /* Near 1, so that repeated in-place products neither overflow
          * nor sink into subnormals, which are slow on some CPUs. */
-        case BRAID_F32: ((float *)buf)[i] = nan ? __builtin_nanf("") : 1.0f + (float)v * 1e-4f; break;
-        case BRAID_F64: ((double *)buf)[i] = nan ? __builtin_nan("") : 1.0 + v * 1e-4; break;
-        case BRAID_F16: ((uint16_t *)buf)[i] = nan ? 0x7e01 : (uint16_t)(0x3c00 + v); break;
-        case BRAID_BF16: ((uint16_t *)buf)[i] = nan ? 0x7fc1 : (uint16_t)(0x3f80 + v); break;
+        case BRAID_F32:
+            ((float *)buf)[i] =
+                nan ? __builtin_nanf("") : 1.0f + (float)v * 1e-4f;
+            break;
+        case BRAID_F64:
+            ((double *)buf)[i] = nan ? __builtin_nan("") : 1.0 + v * 1e-4;
+            break;
+        case BRAID_F16:
+            ((uint16_t *)buf)[i] = nan ? 0x7e01 : (uint16_t)(0x3c00 + v);
+            break;
+        case BRAID_BF16:
+            ((uint16_t *)buf)[i] = nan ? 0x7fc1 : (uint16_t)(0x3f80 + v);
+            break;
         case BRAID_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
         case BRAID_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
         default: ((uint8_t *)buf)[i] = (uint8_t)v; break;
@@ -95,7 +104,7 @@ int main(int argc, char **argv)
     int         rounds = 7, nans = 0, opt;
     const char *dts = "f32,f64,f16,bf16,i32", *ops = "sum,prod,max";
     char        sizes_buf[64] = "4096,262144,16777216";
-    const char *sizes = sizes_buf;
+    const char *sizes         = sizes_buf;
     while ((opt = getopt(argc, argv, "r:d:o:s:n")) != -1) {
         switch (opt) {
         case 'r': rounds = atoi(optarg); break;
@@ -111,15 +120,16 @@ int main(int argc, char **argv)
     }
     if (rounds < 1)
         rounds = 1;
-    printf("%-5s %-5s %10s %12s %12s\n", "dtype", "op", "bytes",
-           "out (GB/s)", "inplace");
+    printf("%-5s %-5s %10s %12s %12s\n", "dtype", "op", "bytes", "out (GB/s)",
+           "inplace");
     for (const char *sp = sizes; sp && *sp; sp = strchr(sp, ',')) {
         if (*sp == ',')
             sp++;
         size_t bytes = (size_t)strtoull(sp, NULL, 10);
         if (bytes < 64)
             continue;
-        unsigned char *a = aligned_alloc(64, bytes), *b = aligned_alloc(64, bytes),
+        unsigned char *a = aligned_alloc(64, bytes),
+                      *b = aligned_alloc(64, bytes),
                       *d = aligned_alloc(64, bytes);
         if (!a || !b || !d)
             return 1;

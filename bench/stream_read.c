@@ -14,12 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
-#if defined(__x86_64__) && defined(__ELF__) && !defined(__clang__) && __GNUC__ >= 12
-#define HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#if defined(__x86_64__) && defined(__ELF__) && !defined(__clang__) &&         \
+    __GNUC__ >= 12
+#define HOT                                                                   \
+    __attribute__((                                                           \
+        target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define HOT
 #endif
@@ -30,7 +33,7 @@ typedef uint64_t v8u __attribute__((vector_size(64)));
  * not the dependency, set the pace. */
 HOT static uint64_t read_all(const v8u *p, size_t n)
 {
-    v8u a = {0}, b = {0}, c = {0}, d = {0};
+    v8u    a = {0}, b = {0}, c = {0}, d = {0};
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
         a ^= p[i];
@@ -62,7 +65,7 @@ static int cmp(const void *a, const void *b)
 
 static int parse_size(const char *s, size_t *out)
 {
-    char *end;
+    char              *end;
     unsigned long long v = strtoull(s, &end, 10);
     int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
     if (end == s || (shift && end[1]) || (!shift && *end) || v == 0)
@@ -74,8 +77,8 @@ static int parse_size(const char *s, size_t *out)
 /* AnonHugePages of this process, in bytes (0 if unknown). */
 static size_t huge_bytes(void)
 {
-    FILE *f = fopen("/proc/self/smaps_rollup", "r");
-    char line[256];
+    FILE              *f = fopen("/proc/self/smaps_rollup", "r");
+    char               line[256];
     unsigned long long kb = 0;
     while (f && fgets(line, sizeof(line), f))
         if (sscanf(line, "AnonHugePages: %llu kB", &kb) == 1)
@@ -88,7 +91,7 @@ static size_t huge_bytes(void)
 int main(int argc, char **argv)
 {
     size_t size = (size_t)1 << 30, huge = (size_t)2 << 20;
-    int reps = 9, c, use_huge = 1;
+    int    reps = 9, c, use_huge = 1;
     while ((c = getopt(argc, argv, "s:r:p:h")) != -1) {
         if (c == 's' && parse_size(optarg, &size) == 0 && size >= 64)
             continue;
@@ -102,7 +105,8 @@ int main(int argc, char **argv)
                         "[-r REPS 1..1000] [-p huge|4k]\n");
         return c == 'h' ? 0 : 2;
     }
-    size_t n = size / sizeof(v8u), len = (n * sizeof(v8u) + huge - 1) & ~(huge - 1);
+    size_t n           = size / sizeof(v8u),
+           len         = (n * sizeof(v8u) + huge - 1) & ~(huge - 1);
     unsigned char *map = mmap(NULL, len + huge, PROT_READ | PROT_WRITE,
                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED) {
@@ -112,9 +116,9 @@ int main(int argc, char **argv)
     v8u *buf = (v8u *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
     madvise(buf, len, use_huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
     memset(buf, 1, n * sizeof(v8u)); /* fault every page in first */
-    size_t backed = huge_bytes();
-    double *gbs = malloc((size_t)reps * sizeof(double));
-    uint64_t sink = read_all(buf, n); /* warm-up pass */
+    size_t   backed = huge_bytes();
+    double  *gbs    = malloc((size_t)reps * sizeof(double));
+    uint64_t sink   = read_all(buf, n); /* warm-up pass */
     for (int r = 0; r < reps; r++) {
         double t0 = now();
         sink ^= read_all(buf, n);
@@ -122,9 +126,9 @@ int main(int argc, char **argv)
     }
     qsort(gbs, (size_t)reps, sizeof(double), cmp);
     printf("stream read: %zu MiB, 1 thread, median %.2f GB/s, best %.2f GB/s "
-           "(%d passes, %zu MiB in huge pages)%s\n", n * sizeof(v8u) >> 20,
-           gbs[reps / 2], gbs[reps - 1], reps, backed >> 20,
-           sink == 42 ? " " : "");
+           "(%d passes, %zu MiB in huge pages)%s\n",
+           n * sizeof(v8u) >> 20, gbs[reps / 2], gbs[reps - 1], reps,
+           backed >> 20, sink == 42 ? " " : "");
     free(gbs);
     munmap(map, len + huge);
     return 0;

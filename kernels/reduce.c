@@ -46,12 +46,12 @@
  * (docs/performance.md).  Clang 14 mis-dispatches "arch=" clones (and GCC
  * before 12 cannot dispatch on ISA levels), so they get single-feature
  * ones. */
-#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute) &&   \
+#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute) &&    \
     !defined(BRAID_KERNELS_NO_CLONES)
 #if __has_attribute(target_clones) && !defined(__clang__) && __GNUC__ >= 12
 #define BRAID_HOT                                                             \
-    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3",          \
-                                 "default")))
+    __attribute__((                                                           \
+        target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #elif __has_attribute(target_clones)
 #define BRAID_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
@@ -128,8 +128,8 @@ static inline double f64_canon(double r)
 #define F32_MUL(x, y) f32_canon((x) * (y))
 #define F64_ADD(x, y) f64_canon((x) + (y))
 #define F64_MUL(x, y) f64_canon((x) * (y))
-#define OP_MIN(x, y) ((x) < (y) ? (x) : (y))
-#define OP_MAX(x, y) ((x) > (y) ? (x) : (y))
+#define OP_MIN(x, y)  ((x) < (y) ? (x) : (y))
+#define OP_MAX(x, y)  ((x) > (y) ? (x) : (y))
 
 /* Float MIN/MAX work on bit patterns.  Flipping the magnitude bits of
  * negatives and setting the sign bit of positives maps sign-magnitude to
@@ -165,11 +165,11 @@ static inline uint32_t minmax32(uint32_t a, uint32_t b, int want_max)
 static inline uint64_t minmax64(uint64_t a, uint64_t b, int want_max)
 {
     const uint64_t inf = 0x7ff0000000000000u, mag = 0x7fffffffffffffffu;
-    uint64_t na   = (a & mag) > inf ? a : 0;
-    uint64_t nb   = (b & mag) > inf ? b : 0;
-    uint64_t nan  = na > nb ? na : nb;
-    int      a_lt = key64(a) < key64(b);
-    uint64_t r    = (want_max ? !a_lt : a_lt) ? a : b;
+    uint64_t       na   = (a & mag) > inf ? a : 0;
+    uint64_t       nb   = (b & mag) > inf ? b : 0;
+    uint64_t       nan  = na > nb ? na : nb;
+    int            a_lt = key64(a) < key64(b);
+    uint64_t       r    = (want_max ? !a_lt : a_lt) ? a : b;
     return nan != 0 ? nan : r;
 }
 
@@ -242,11 +242,12 @@ static inline float f16_load(uint16_t h)
 {
     uint32_t em   = h & 0x7fffu;
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t norm = (em << 13) + (112u << 23);   /* rebias 15 -> 127 */
-    uint32_t spec = (em << 13) | 0x7f800000u;    /* inf, NaN + payload */
+    uint32_t norm = (em << 13) + (112u << 23); /* rebias 15 -> 127 */
+    uint32_t spec = (em << 13) | 0x7f800000u;  /* inf, NaN + payload */
     /* Subnormal mant * 2^-24: an exact int -> float product. */
     uint32_t sub = f32_bits((float)(int32_t)em * 0x1p-24f);
-    return bits_f32(sign | pick3(em >= 0x7c00u, spec, em >= 0x400u, norm, sub));
+    return bits_f32(sign |
+                    pick3(em >= 0x7c00u, spec, em >= 0x400u, norm, sub));
 }
 
 /* A NaN becomes the canonical f16 NaN (file comment): the SUM/PROD/AVG
@@ -318,7 +319,7 @@ static inline uint16_t bf16_store(float f)
     static void name(void *d, const void *a, const void *b, size_t n)         \
     {                                                                         \
         if (n <= BRAID_FEW) {                                                 \
-            T *pd = d;                                                        \
+            T       *pd = d;                                                  \
             const T *pa = a, *pb = b;                                         \
             for (size_t i = 0; i < n; i++)                                    \
                 pd[i] = OP(pa[i], pb[i]);                                     \
@@ -397,10 +398,10 @@ BRAID_LOOPS(loop_u8_max, uint8_t, OP_MAX)
     [BRAID_AVG] = loop_##t##_sum
 
 static const braid_loop_fn loops[BRAID_DTYPE_COUNT][BRAID_OP_COUNT] = {
-    [BRAID_F32] = {BRAID_ROW(f32)},   [BRAID_F64] = {BRAID_ROW(f64)},
-    [BRAID_F16] = {BRAID_ROW(f16)},   [BRAID_BF16] = {BRAID_ROW(bf16)},
-    [BRAID_I32] = {BRAID_ROW(i32)},   [BRAID_I64] = {BRAID_ROW(i64)},
-    [BRAID_U8]  = {BRAID_ROW(u8)},
+    [BRAID_F32] = {BRAID_ROW(f32)}, [BRAID_F64] = {BRAID_ROW(f64)},
+    [BRAID_F16] = {BRAID_ROW(f16)}, [BRAID_BF16] = {BRAID_ROW(bf16)},
+    [BRAID_I32] = {BRAID_ROW(i32)}, [BRAID_I64] = {BRAID_ROW(i64)},
+    [BRAID_U8] = {BRAID_ROW(u8)},
 };
 
 static int valid(braid_dtype_t dtype, braid_op_t op)
@@ -529,10 +530,7 @@ static double ref_arith(double x, double y, braid_op_t op)
 
 /* The canonical NaN of the fast path, by a route of its own: isnan and a
  * constant NAN of the right sign, not a compare-and-select on bits. */
-static float ref_canon32(float z)
-{
-    return isnan(z) ? fabsf(NAN) : z;
-}
+static float ref_canon32(float z) { return isnan(z) ? fabsf(NAN) : z; }
 
 static double ref_canon64(double z)
 {

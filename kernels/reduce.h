@@ -17,19 +17,20 @@
 void braid_kernel_reduce(void *inout, const void *in, size_t count,
                          braid_dtype_t dtype, braid_op_t op);
 /* dst[i] = a[i] op b[i]; dst may alias a or b */
-void braid_kernel_reduce2(void *dst, const void *a, const void *b, size_t count,
-                          braid_dtype_t dtype, braid_op_t op);
+void braid_kernel_reduce2(void *dst, const void *a, const void *b,
+                          size_t count, braid_dtype_t dtype, braid_op_t op);
 /* buf[i] /= n when op is BRAID_AVG; nothing otherwise */
 void braid_kernel_finish_avg(void *buf, size_t count, braid_dtype_t dtype,
                              braid_op_t op, int n);
 
 /* Scalar reference of braid_kernel_reduce2, for tests. */
 void braid_kernel_reduce2_ref(void *dst, const void *a, const void *b,
-                              size_t count, braid_dtype_t dtype, braid_op_t op);
+                              size_t count, braid_dtype_t dtype,
+                              braid_op_t op);
 
 float    braid_f16_to_f32(uint16_t h);
-uint16_t braid_f32_to_f16(float f);   /* round to nearest even, NaN kept */
+uint16_t braid_f32_to_f16(float f); /* round to nearest even, NaN kept */
 float    braid_bf16_to_f32(uint16_t h);
-uint16_t braid_f32_to_bf16(float f);  /* round to nearest even, NaN kept */
+uint16_t braid_f32_to_bf16(float f); /* round to nearest even, NaN kept */
 
 #endif

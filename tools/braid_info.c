@@ -20,17 +20,18 @@ static const char *state_names[] = {"available", "unavailable", "excluded",
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: braid-info [-n N] [--table] [-h]\n"
-               "  -n N      show the selection table for N ranks on this host\n"
-               "  --table   show the table of the communicator this process is\n"
-               "            part of (run under braidrun or another launcher)\n");
+    fprintf(f,
+            "usage: braid-info [-n N] [--table] [-h]\n"
+            "  -n N      show the selection table for N ranks on this host\n"
+            "  --table   show the table of the communicator this process is\n"
+            "            part of (run under braidrun or another launcher)\n");
 }
 
 /* Returns the number of plugins found. */
 static int print_plugins(void)
 {
     const braid_plugin_table_t *t;
-    char path[8192];
+    char                        path[8192];
     printf("braid %d.%d.%d, plugin ABI %u\n", BRAID_VERSION_MAJOR,
            BRAID_VERSION_MINOR, BRAID_VERSION_PATCH, BRAID_PLUGIN_ABI_VERSION);
     braid_loader_search_path(path, sizeof(path));
@@ -68,7 +69,8 @@ static int print_plugins(void)
                    d->transports[k]->caps & BRAID_CAP_SENDRECV ? " send/recv"
                                                                : "",
                    d->transports[k]->caps & BRAID_CAP_PUT_SIGNAL
-                       ? " put-with-signal" : "",
+                       ? " put-with-signal"
+                       : "",
                    d->transports[k]->caps & BRAID_CAP_GET ? " get" : "",
                    e->tl_ok[k] ? "available" : "unavailable: ",
                    e->tl_ok[k] ? "" : e->tl_why[k]);
@@ -81,7 +83,8 @@ static int print_plugins(void)
                    a->transport ? a->transport : "",
                    a->mem_types & BRAID_MEM_BIT(BRAID_MEM_CUDA)
                        ? (a->mem_types & BRAID_MEM_BIT(BRAID_MEM_HOST)
-                              ? ", host and CUDA memory" : ", CUDA memory")
+                              ? ", host and CUDA memory"
+                              : ", CUDA memory")
                        : "");
         }
     }
@@ -156,15 +159,14 @@ static void print_tune_rows(const braid_comm_t *comm)
     }
 }
 
-
 /* The memory needs some candidate takes besides host memory's: their
  * tables are printed too. */
 static uint32_t device_needs(const braid_comm_t *comm, uint32_t *needs)
 {
-    static const uint32_t all[] = {
-        BRAID_MEM_BIT(BRAID_MEM_CUDA),
-        BRAID_MEM_BIT(BRAID_MEM_CUDA) | BRAID_NEED_STREAM};
-    uint32_t n = 0;
+    static const uint32_t all[] = {BRAID_MEM_BIT(BRAID_MEM_CUDA),
+                                   BRAID_MEM_BIT(BRAID_MEM_CUDA) |
+                                       BRAID_NEED_STREAM};
+    uint32_t              n     = 0;
     for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
         for (int i = 0; i < comm->sel.ncands; i++)
             if ((comm->sel.cands[i].mem_types & all[k]) == all[k]) {
@@ -179,17 +181,18 @@ static uint32_t device_needs(const braid_comm_t *comm, uint32_t *needs)
  * sizes. */
 static void print_table(braid_comm_t *comm)
 {
-    static const size_t sizes[] = {8, 64, 512, 4096, 16384, 65536, 262144,
-                                   1 << 20, 4 << 20, 16 << 20, 64 << 20};
-    const uint32_t host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
-    uint32_t       needs[3] = {host};
-    uint32_t       nneeds   = 1 + device_needs(comm, needs + 1);
-    char           topo[512];
+    static const size_t sizes[] = {8,       64,       512,     4096,
+                                   16384,   65536,    262144,  1 << 20,
+                                   4 << 20, 16 << 20, 64 << 20};
+    const uint32_t      host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    uint32_t            needs[3] = {host};
+    uint32_t            nneeds   = 1 + device_needs(comm, needs + 1);
+    char                topo[512];
     braid_topo_describe(comm, topo, sizeof(topo));
     printf("\nselection table: %d ranks on %d nodes (ppn %d)\ntopology: %s\n"
            "sizes are bytes per rank, half-open [from, to) as BRAID_ALGO "
-           "writes them\n", comm->size, comm->topo.nnodes, comm->topo.ppn,
-           topo);
+           "writes them\n",
+           comm->size, comm->topo.nnodes, comm->topo.ppn, topo);
     print_links(comm);
     print_tune_rows(comm);
     for (int c = 0; c < BRAID_COLL_COUNT; c++) {
@@ -214,8 +217,9 @@ static void print_table(braid_comm_t *comm)
             if (comm->sel.cands[i].algo->coll == (braid_coll_t)c)
                 printf(" %12s", comm->sel.cands[i].name);
         printf("\n");
-        int nsizes = c == BRAID_COLL_BARRIER ? 1 : (int)(sizeof(sizes) /
-                                                        sizeof(sizes[0]));
+        int nsizes = c == BRAID_COLL_BARRIER
+                         ? 1
+                         : (int)(sizeof(sizes) / sizeof(sizes[0]));
         for (int s = 0; s < nsizes; s++) {
             size_t bytes = c == BRAID_COLL_BARRIER ? 0 : sizes[s];
             printf("  %10zu B", bytes);
@@ -223,9 +227,8 @@ static void print_table(braid_comm_t *comm)
                 const braid_candidate_t *k = &comm->sel.cands[i];
                 if (k->algo->coll != (braid_coll_t)c)
                     continue;
-                double t = braid_candidate_estimate(&comm->sel, k,
-                                                    (braid_coll_t)c, bytes,
-                                                    host);
+                double t = braid_candidate_estimate(
+                    &comm->sel, k, (braid_coll_t)c, bytes, host);
                 if (t >= 0)
                     printf(" %12.1f", t);
                 else
@@ -265,8 +268,8 @@ static int spawn_ranks(const char *self, const char *n)
     snprintf(braidrun, sizeof(braidrun), "%s/braidrun", dir);
     if (access(braidrun, X_OK) != 0)
         snprintf(braidrun, sizeof(braidrun), "braidrun"); /* from PATH */
-    char *const argv[] = {braidrun, "-n", (char *)n, "--", (char *)self,
-                          "--table", NULL};
+    char *const argv[] = {braidrun,     "-n",      (char *)n, "--",
+                          (char *)self, "--table", NULL};
     execvp(braidrun, argv);
     fprintf(stderr, "braid-info: cannot run %s: %m\n", braidrun);
     return 1;
@@ -274,16 +277,18 @@ static int spawn_ranks(const char *self, const char *n)
 
 int main(int argc, char **argv)
 {
-    const char *n = NULL;
-    int table = 0;
+    const char *n     = NULL;
+    int         table = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-n") && i + 1 < argc) {
             n = argv[++i];
             char *end;
-            long v = strtol(n, &end, 10);
+            long  v = strtol(n, &end, 10);
             if (*end != '\0' || v < 1 || v > 1024) {
-                fprintf(stderr, "braid-info: -n '%s': expected a rank count "
-                        "from 1 to 1024\n", n);
+                fprintf(stderr,
+                        "braid-info: -n '%s': expected a rank count "
+                        "from 1 to 1024\n",
+                        n);
                 return 2;
             }
         } else if (!strcmp(argv[i], "--table")) {
@@ -300,7 +305,7 @@ int main(int argc, char **argv)
     if (table)
         return run_table();
     if (n != NULL) {
-        char self[4096];
+        char    self[4096];
         ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
         if (len <= 0)
             return 1;

@@ -19,31 +19,45 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-        "usage: braid-tune [options]   (run under braidrun or another launcher)\n"
-        "  -o, --out FILE       write the tuning table (BRAID_TUNE_FILE) to FILE\n"
-        "      --merge          keep FILE's rows for other rank counts, hosts or\n"
-        "                       topologies (and for collectives not tuned now)\n"
+    fprintf(
+        f,
+        "usage: braid-tune [options]   (run under braidrun or another "
+        "launcher)\n"
+        "  -o, --out FILE       write the tuning table (BRAID_TUNE_FILE) to "
+        "FILE\n"
+        "      --merge          keep FILE's rows for other rank counts, hosts "
+        "or\n"
+        "                       topologies (and for collectives not tuned "
+        "now)\n"
         "  -C, --colls LIST     collectives, comma-separated (default\n"
-        "                       allreduce,reduce_scatter,allgather,broadcast,barrier)\n"
+        "                       "
+        "allreduce,reduce_scatter,allgather,broadcast,barrier)\n"
         "  -b, --minbytes N     smallest size (K/M/G), default 8\n"
         "  -e, --maxbytes N     largest size, default 64M\n"
-        "  -f, --stepfactor N   size multiplier, default 4 (the last size is -e)\n"
-        "  -n, --iters N        timed calls per round up to 256 KiB (fewer above,\n"
+        "  -f, --stepfactor N   size multiplier, default 4 (the last size is "
+        "-e)\n"
+        "  -n, --iters N        timed calls per round up to 256 KiB (fewer "
+        "above,\n"
         "                       at least 3), default 20\n"
         "  -w, --warmup N       untimed calls per round, default 3\n"
-        "  -r, --rounds N       rounds (series alternate within each), default 3\n"
+        "  -r, --rounds N       rounds (series alternate within each), "
+        "default 3\n"
         "      --cands LIST     only these candidates (comma-separated)\n"
-        "      --tune-file FILE also time the automatic choice with FILE (series\n"
+        "      --tune-file FILE also time the automatic choice with FILE "
+        "(series\n"
         "                       'tuned')\n"
-        "      --csv FILE       every measurement, with the cost model's estimate\n"
-        "      --prune F        from 64 KiB on, skip a candidate that was more\n"
-        "                       than F times slower than the best at the size\n"
+        "      --csv FILE       every measurement, with the cost model's "
+        "estimate\n"
+        "      --prune F        from 64 KiB on, skip a candidate that was "
+        "more\n"
+        "                       than F times slower than the best at the "
+        "size\n"
         "                       before (default 0: never)\n"
         "  -c, --check 0/1      verify each series' first call at each size\n"
         "                       (default 1)\n"
         "  -q, --quiet          no progress lines and no table\n"
-        "size is the larger buffer, as in braid-bench (allgather: the received\n"
+        "size is the larger buffer, as in braid-bench (allgather: the "
+        "received\n"
         "one); the table's ranges are bytes per rank, as the dispatcher sees\n"
         "them.  docs/tuning.md explains the file.\n");
 }
@@ -60,9 +74,21 @@ static size_t parse_size(const char *s)
     char  *end;
     size_t v = strtoull(s, &end, 10);
     switch (*end) {
-    case 'K': case 'k': v <<= 10; end++; break;
-    case 'M': case 'm': v <<= 20; end++; break;
-    case 'G': case 'g': v <<= 30; end++; break;
+    case 'K':
+    case 'k':
+        v <<= 10;
+        end++;
+        break;
+    case 'M':
+    case 'm':
+        v <<= 20;
+        end++;
+        break;
+    case 'G':
+    case 'g':
+        v <<= 30;
+        end++;
+        break;
     default: break;
     }
     if (end == s || *end != '\0')
@@ -99,15 +125,15 @@ static unsigned parse_colls(const char *list)
 static void parse_opts(opts_t *o, int argc, char **argv)
 {
     memset(o, 0, sizeof(*o));
-    o->colls = (1u << BRAID_COLL_COUNT) - 1;
+    o->colls    = (1u << BRAID_COLL_COUNT) - 1;
     o->minbytes = 8;
     o->maxbytes = 64u << 20;
-    o->factor = 4;
-    o->iters = 20;
-    o->warmup = 3;
-    o->rounds = 3;
-    o->check = 1;
-    size_t off = 0;
+    o->factor   = 4;
+    o->iters    = 20;
+    o->warmup   = 3;
+    o->rounds   = 3;
+    o->check    = 1;
+    size_t off  = 0;
     for (int i = 0; i < argc && off < sizeof(o->command) - 1; i++)
         off += (size_t)snprintf(o->command + off, sizeof(o->command) - off,
                                 "%s%s", i ? " " : "", argv[i]);
@@ -175,7 +201,7 @@ static int wanted(const opts_t *o, const char *name)
         return 1;
     size_t n = strlen(name);
     for (const char *p = o->cands; *p;) {
-        const char *e = strchr(p, ',');
+        const char *e   = strchr(p, ',');
         size_t      len = e ? (size_t)(e - p) : strlen(p);
         if (len == n && strncmp(p, name, n) == 0)
             return 1;
@@ -230,9 +256,10 @@ static braid_comm_t *split_with(tune_t *t, const char *algo, const char *tune)
 static void make_series(tune_t *t)
 {
     const braid_selector_t *sel = &t->world->sel;
-    char *algo_env = getenv("BRAID_ALGO") ? strdup(getenv("BRAID_ALGO")) : NULL;
-    char *tune_env = getenv("BRAID_TUNE_FILE") ? strdup(getenv("BRAID_TUNE_FILE"))
-                                               : NULL;
+    char                   *algo_env =
+        getenv("BRAID_ALGO") ? strdup(getenv("BRAID_ALGO")) : NULL;
+    char *tune_env =
+        getenv("BRAID_TUNE_FILE") ? strdup(getenv("BRAID_TUNE_FILE")) : NULL;
     for (int i = 0; i < sel->ncands; i++) {
         const braid_candidate_t *c = &sel->cands[i];
         if (!(t->o.colls >> c->algo->coll & 1) || !wanted(&t->o, c->name) ||
@@ -269,12 +296,12 @@ static void make_series(tune_t *t)
 /* The sizes of one collective: minbytes, times factor, then maxbytes. */
 static void make_sizes(const tune_t *t, sweep_t *sw)
 {
-    size_t dts = sizeof(float);
+    size_t dts   = sizeof(float);
     int    parts = sw->coll == BRAID_COLL_REDUCE_SCATTER ||
-                           sw->coll == BRAID_COLL_ALLGATHER
+                        sw->coll == BRAID_COLL_ALLGATHER
                        ? t->size
                        : 1;
-    sw->nsizes = 0;
+    sw->nsizes   = 0;
     if (sw->coll == BRAID_COLL_BARRIER) {
         sw->nsizes = 1; /* size, bytes, count 0 */
         return;
@@ -311,14 +338,14 @@ int main(int argc, char **argv)
         die(st, "braid_init");
     if (forced)
         setenv("BRAID_CALIBRATE", "1", 1);
-    t.rank = t.world->rank;
-    t.size = t.world->size;
-    size_t cap = t.o.maxbytes;
+    t.rank          = t.world->rank;
+    t.size          = t.world->size;
+    size_t cap      = t.o.maxbytes;
     int    maxiters = t.o.iters > 3 ? t.o.iters : 3;
-    t.sbuf  = calloc(1, cap);
-    t.rbuf  = calloc(1, cap);
-    t.times = calloc((size_t)maxiters, sizeof(double));
-    t.tmax  = calloc((size_t)maxiters, sizeof(double));
+    t.sbuf          = calloc(1, cap);
+    t.rbuf          = calloc(1, cap);
+    t.times         = calloc((size_t)maxiters, sizeof(double));
+    t.tmax          = calloc((size_t)maxiters, sizeof(double));
     if (t.sbuf == NULL || t.rbuf == NULL || t.times == NULL || t.tmax == NULL)
         die(BRAID_ERR_NO_MEMORY, "buffers");
     make_series(&t);

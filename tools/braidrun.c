@@ -40,10 +40,10 @@
  * terminal reaches braidrun only, which forwards it exactly once.  Only rank
  * 0 reads braidrun's stdin, and only when it is not a terminal (a rank in a
  * background process group would be stopped reading one). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
@@ -84,7 +84,7 @@ typedef struct {
     int      failed; /* exited non-zero or by a signal on its own */
     int      early;  /* exited with a communicator open */
     stream_t s[2];
-    int      ctl;    /* read end of its BRAID_LAUNCHER_FD pipe, -1 at EOF */
+    int      ctl; /* read end of its BRAID_LAUNCHER_FD pipe, -1 at EOF */
     char     ctl_buf[1024];
     size_t   ctl_len;
     int      open_comms; /* braid_init minus braid_finalize */
@@ -96,33 +96,33 @@ static int  blame_by = -1;
 static char blame_text[600];
 
 static int     sig_pipe[2] = {-1, -1}; /* signal handler -> main loop */
-static int     out_dead[3]; /* our stdout/stderr went away */
+static int     out_dead[3];            /* our stdout/stderr went away */
 static rank_t *ranks;
 static int     nranks;
 static int     bind_cores = 1; /* --bind: 1 core (round robin), 0 none */
-static int     prefix_rank = 1; /* --prefix: 1 "[rank] " before lines, 0 none */
-static braid_netns_t netns;      /* --netns: the emulated cluster */
+static int prefix_rank    = 1; /* --prefix: 1 "[rank] " before lines, 0 none */
+static braid_netns_t netns;    /* --netns: the emulated cluster */
 static int           use_netns;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: braidrun -n N [-t|--timeout SECONDS] [-g|--grace "
-               "SECONDS] [--] prog [args...]\n"
-               "  -n N            number of ranks, 1..%d\n"
-               "  -t, --timeout S BRAID_TIMEOUT for the ranks (seconds > 0)\n"
-               "  -g, --grace S   when a rank fails, give the others S seconds "
-               "to exit on\n"
-               "                  their own (reporting the failure) before "
-               "SIGTERM (default 0)\n"
-               "  -b, --bind B    'core' (default): pin rank r to allowed CPU "
-               "r mod ncpu;\n"
-               "                  'none': leave placement to the scheduler\n"
-               "  -p, --prefix P  'rank' (default): \"[rank] \" before every "
-               "line of output;\n"
-               "                  'none': the ranks' lines as they are (CSV, "
-               "scripts)\n"
-               BRAID_NETNS_USAGE
-               "  -h, --help      this text\n", MAX_RANKS);
+    fprintf(f,
+            "usage: braidrun -n N [-t|--timeout SECONDS] [-g|--grace "
+            "SECONDS] [--] prog [args...]\n"
+            "  -n N            number of ranks, 1..%d\n"
+            "  -t, --timeout S BRAID_TIMEOUT for the ranks (seconds > 0)\n"
+            "  -g, --grace S   when a rank fails, give the others S seconds "
+            "to exit on\n"
+            "                  their own (reporting the failure) before "
+            "SIGTERM (default 0)\n"
+            "  -b, --bind B    'core' (default): pin rank r to allowed CPU "
+            "r mod ncpu;\n"
+            "                  'none': leave placement to the scheduler\n"
+            "  -p, --prefix P  'rank' (default): \"[rank] \" before every "
+            "line of output;\n"
+            "                  'none': the ranks' lines as they are (CSV, "
+            "scripts)\n" BRAID_NETNS_USAGE "  -h, --help      this text\n",
+            MAX_RANKS);
 }
 
 /* An option of two values, `on` or "none": 1, 0, or -1 after saying why. */
@@ -279,9 +279,9 @@ static void ctl_read(int r)
             return;
         }
         rk->ctl_len += (size_t)n;
-        char  *start = rk->ctl_buf, *nl;
-        while ((nl = memchr(start, '\n', rk->ctl_len -
-                                             (size_t)(start - rk->ctl_buf)))) {
+        char *start = rk->ctl_buf, *nl;
+        while ((nl = memchr(start, '\n',
+                            rk->ctl_len - (size_t)(start - rk->ctl_buf)))) {
             *nl = '\0';
             ctl_line(r, start);
             start = nl + 1;
@@ -298,8 +298,8 @@ static void ctl_read(int r)
 static int rank_of_pid(long pid)
 {
     for (int r = 0; r < nranks; r++) {
-        if ((long)ranks[r].pid == pid || (long)getpgid((pid_t)pid) ==
-                                             (long)ranks[r].pid)
+        if ((long)ranks[r].pid == pid ||
+            (long)getpgid((pid_t)pid) == (long)ranks[r].pid)
             return r;
     }
     return -1;
@@ -467,8 +467,8 @@ typedef struct {
 
 static int make_listener(void *arg, char *err, size_t errn)
 {
-    listener_t        *l  = arg;
-    struct sockaddr_in sa = {.sin_family = AF_INET};
+    listener_t        *l   = arg;
+    struct sockaddr_in sa  = {.sin_family = AF_INET};
     socklen_t          len = sizeof(sa);
     int                one = 1;
     inet_pton(AF_INET, l->ip, &sa.sin_addr);
@@ -491,10 +491,7 @@ static int make_listener(void *arg, char *err, size_t errn)
     return 0;
 }
 
-static void netns_cleanup(void)
-{
-    braid_netns_destroy(&netns);
-}
+static void netns_cleanup(void) { braid_netns_destroy(&netns); }
 
 static int any_running(void)
 {
@@ -522,8 +519,7 @@ static int cause_weight(const rank_t *rk)
     return WIFSIGNALED(rk->status) || rk->early ? 2 : 1;
 }
 
-static void reap(int *first_fail, int *shutdown, double *term_at,
-                 double grace)
+static void reap(int *first_fail, int *shutdown, double *term_at, double grace)
 {
     int   status;
     pid_t pid;
@@ -537,26 +533,30 @@ static void reap(int *first_fail, int *shutdown, double *term_at,
         ranks[r].status  = status;
         ctl_read(r); /* its last words: did it finalize? */
         ranks[r].early = ranks[r].open_comms > 0 && !ranks[r].signalled_by_us;
-        int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-                 !ranks[r].early;
+        int ok =
+            WIFEXITED(status) && WEXITSTATUS(status) == 0 && !ranks[r].early;
         if (ok || ranks[r].signalled_by_us)
             continue;
         char msg[240];
         int  k;
         ranks[r].failed = 1;
         if (WIFSIGNALED(status))
-            k = snprintf(msg, sizeof(msg), "braidrun: rank %d killed by "
-                         "signal %d (%s), pid %ld\n", r, WTERMSIG(status),
-                         sig_name(WTERMSIG(status)), (long)pid);
-        else if (ranks[r].early)
-            k = snprintf(msg, sizeof(msg), "braidrun: rank %d exited with "
-                         "status %d without braid_finalize (pid %ld): its "
-                         "peers cannot complete without it\n", r,
-                         WEXITSTATUS(status), (long)pid);
-        else
-            k = snprintf(msg, sizeof(msg), "braidrun: rank %d exited with "
-                         "status %d, pid %ld\n", r, WEXITSTATUS(status),
+            k = snprintf(msg, sizeof(msg),
+                         "braidrun: rank %d killed by "
+                         "signal %d (%s), pid %ld\n",
+                         r, WTERMSIG(status), sig_name(WTERMSIG(status)),
                          (long)pid);
+        else if (ranks[r].early)
+            k = snprintf(msg, sizeof(msg),
+                         "braidrun: rank %d exited with "
+                         "status %d without braid_finalize (pid %ld): its "
+                         "peers cannot complete without it\n",
+                         r, WEXITSTATUS(status), (long)pid);
+        else
+            k = snprintf(msg, sizeof(msg),
+                         "braidrun: rank %d exited with "
+                         "status %d, pid %ld\n",
+                         r, WEXITSTATUS(status), (long)pid);
         emit(2, msg, (size_t)k);
         if (*first_fail < 0 ||
             cause_weight(&ranks[r]) > cause_weight(&ranks[*first_fail]))
@@ -565,8 +565,10 @@ static void reap(int *first_fail, int *shutdown, double *term_at,
             *shutdown = 1;
             *term_at  = braid_now_s() + grace;
             if (grace > 0.0 && any_running()) {
-                k = snprintf(msg, sizeof(msg), "braidrun: giving the other "
-                             "ranks %g s to exit on their own\n", grace);
+                k = snprintf(msg, sizeof(msg),
+                             "braidrun: giving the other "
+                             "ranks %g s to exit on their own\n",
+                             grace);
                 emit(2, msg, (size_t)k);
             }
         }
@@ -583,16 +585,17 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         BRAID_NETNS_LONGOPTS,
         {NULL, 0, NULL, 0}};
-    braid_netns_opts_t nso = {.ppn = 1};
+    braid_netns_opts_t nso      = {.ppn = 1};
     int                ns_extra = 0; /* a --netns-only option was given */
-    long long   n       = -1;
-    const char *timeout = NULL;
-    double      grace   = 0.0;
-    int         opt;
+    long long          n        = -1;
+    const char        *timeout  = NULL;
+    double             grace    = 0.0;
+    int                opt;
 
     opterr = 0;
     /* '+': options end at the program name, whose own options are its. */
-    while ((opt = getopt_long(argc, argv, "+n:t:g:b:p:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+n:t:g:b:p:h", longopts, NULL)) !=
+           -1) {
         switch (opt) {
         case 'n':
             if (braid_parse_int("-n", optarg, 1, MAX_RANKS, &n) != BRAID_OK) {
@@ -610,8 +613,10 @@ int main(int argc, char **argv)
                 return 2;
             }
             if (t <= 0.0) {
-                fprintf(stderr, "braidrun: --timeout='%s': must be > 0 "
-                        "seconds\n", optarg);
+                fprintf(stderr,
+                        "braidrun: --timeout='%s': must be > 0 "
+                        "seconds\n",
+                        optarg);
                 usage(stderr);
                 return 2;
             }
@@ -636,11 +641,11 @@ int main(int argc, char **argv)
             }
             break;
         }
-        case 'h':
-            usage(stdout);
-            return 0;
-        case BRAID_NETNS_OPT_KIND: case BRAID_NETNS_OPT_PPN:
-        case BRAID_NETNS_OPT_RATE: case BRAID_NETNS_OPT_DELAY: {
+        case 'h': usage(stdout); return 0;
+        case BRAID_NETNS_OPT_KIND:
+        case BRAID_NETNS_OPT_PPN:
+        case BRAID_NETNS_OPT_RATE:
+        case BRAID_NETNS_OPT_DELAY: {
             char err[256];
             if (braid_netns_option(&nso, opt, optarg, err, sizeof(err))) {
                 fprintf(stderr, "braidrun: %s\n", err);
@@ -683,7 +688,7 @@ int main(int argc, char **argv)
     nranks      = (int)n;
     if (ns_extra && !use_netns) {
         fprintf(stderr, "braidrun: --ranks-per-host, --link-rate and "
-                "--link-delay need --netns switch|ring\n");
+                        "--link-delay need --netns switch|ring\n");
         usage(stderr);
         return 2;
     }
@@ -742,7 +747,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     sigprocmask(SIG_BLOCK, &block, &oldmask);
 
-    pid_t self = getpid();
+    pid_t self       = getpid();
     int   spawned_ok = 1;
     for (int r = 0; r < nranks; r++)
         ranks[r].ctl = -1;
@@ -795,11 +800,11 @@ int main(int argc, char **argv)
     /* shutdown: a rank failed, the others get SIGTERM at term_at (after the
      * grace); terminating: SIGTERM sent, SIGKILL at kill_at. */
     int    first_fail = -1, shutdown = 0, terminating = 0, got_sig = 0;
-    int    killed     = 0;
+    int    killed  = 0;
     double term_at = 0.0, kill_at = 0.0;
     if (!spawned_ok) {
         shutdown = terminating = 1;
-        kill_at     = braid_now_s() + KILL_GRACE_S;
+        kill_at                = braid_now_s() + KILL_GRACE_S;
         signal_ranks(SIGTERM);
     }
 
@@ -810,7 +815,7 @@ int main(int argc, char **argv)
         return 1;
     }
     while (any_running()) {
-        int np = 0;
+        int np    = 0;
         pfd[np++] = (struct pollfd){.fd = sig_pipe[0], .events = POLLIN};
         for (int r = 0; r < nranks; r++) {
             for (int k = 0; k < 2; k++) {
@@ -821,9 +826,9 @@ int main(int argc, char **argv)
                 }
             }
             if (ranks[r].ctl >= 0) {
-                map[np]   = 3 * r + 2;
-                pfd[np++] = (struct pollfd){.fd     = ranks[r].ctl,
-                                            .events = POLLIN};
+                map[np] = 3 * r + 2;
+                pfd[np++] =
+                    (struct pollfd){.fd = ranks[r].ctl, .events = POLLIN};
             }
         }
         int wait_ms = -1;
@@ -854,14 +859,15 @@ int main(int argc, char **argv)
                         continue;
                     got_sig = sigs[i];
                     char msg[96];
-                    int  m = snprintf(msg, sizeof(msg), "braidrun: got %s, "
-                                      "forwarding it to the ranks\n",
+                    int  m = snprintf(msg, sizeof(msg),
+                                      "braidrun: got %s, "
+                                       "forwarding it to the ranks\n",
                                       sig_name(got_sig));
                     emit(2, msg, (size_t)m);
                     signal_ranks(got_sig);
                     if (!terminating) {
                         shutdown = terminating = 1;
-                        kill_at  = braid_now_s() + KILL_GRACE_S;
+                        kill_at                = braid_now_s() + KILL_GRACE_S;
                     }
                 }
             }
@@ -876,18 +882,22 @@ int main(int argc, char **argv)
             emit(2, m, sizeof(m) - 1);
             term_at = braid_now_s();
         }
-        if (shutdown && !terminating && braid_now_s() >= term_at && any_running()) {
+        if (shutdown && !terminating && braid_now_s() >= term_at &&
+            any_running()) {
             if (grace > 0.0 && !stopped) {
                 char msg[96];
-                int  m = snprintf(msg, sizeof(msg), "braidrun: grace of %g s "
-                                  "over, terminating the ranks left\n", grace);
+                int  m = snprintf(msg, sizeof(msg),
+                                  "braidrun: grace of %g s "
+                                   "over, terminating the ranks left\n",
+                                  grace);
                 emit(2, msg, (size_t)m);
             }
             terminating = 1;
             kill_at     = braid_now_s() + KILL_GRACE_S;
             signal_ranks(SIGTERM);
         }
-        if (terminating && !killed && braid_now_s() >= kill_at && any_running()) {
+        if (terminating && !killed && braid_now_s() >= kill_at &&
+            any_running()) {
             signal_ranks(SIGKILL);
             killed = 1;
         }
@@ -926,9 +936,9 @@ int main(int argc, char **argv)
     if (got_sig != 0) {
         code = 128 + got_sig;
     } else if (first_fail >= 0) {
-        int st = ranks[first_fail].status;
+        int st      = ranks[first_fail].status;
         int nfailed = 0;
-        code   = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        code        = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         if (code == 0)
             code = 1; /* exited 0 with a communicator open */
         for (int r = 0; r < nranks; r++)
@@ -940,12 +950,15 @@ int main(int argc, char **argv)
         char msg[900];
         int  m, blamed = blame_by >= 0 ? rank_of_pid(blame_pid) : -1;
         if (blamed >= 0)
-            m = snprintf(msg, sizeof(msg), "braidrun: rank %d failed first "
+            m = snprintf(msg, sizeof(msg),
+                         "braidrun: rank %d failed first "
                          "(pid %ld), as rank %d reports: %s; %d of %d ranks "
-                         "failed\n", blamed, (long)ranks[blamed].pid,
-                         blame_by, blame_text, nfailed, nranks);
+                         "failed\n",
+                         blamed, (long)ranks[blamed].pid, blame_by, blame_text,
+                         nfailed, nranks);
         else
-            m = snprintf(msg, sizeof(msg), "braidrun: rank %d failed first "
+            m = snprintf(msg, sizeof(msg),
+                         "braidrun: rank %d failed first "
                          "(pid %ld, %s %d%s); %d of %d ranks failed\n",
                          first_fail, (long)ranks[first_fail].pid,
                          WIFEXITED(st) ? "exit status" : "signal",
@@ -953,7 +966,8 @@ int main(int argc, char **argv)
                          ranks[first_fail].early ? ", without braid_finalize"
                                                  : "",
                          nfailed, nranks);
-        emit(2, msg, (size_t)(m < (int)sizeof(msg) ? m : (int)sizeof(msg) - 1));
+        emit(2, msg,
+             (size_t)(m < (int)sizeof(msg) ? m : (int)sizeof(msg) - 1));
     } else if (!spawned_ok) {
         code = 1;
     }

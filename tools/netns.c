@@ -1,10 +1,10 @@
 /* Building and removing an emulated cluster (see netns.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -58,11 +58,11 @@ typedef struct {
 static int wait_host(void *arg, char *err, size_t n)
 {
     static const char *ring_devs[] = {"eth0", "left", "right"};
-    const host_arg_t  *a    = arg;
-    int                ring = a->net->o.kind == BRAID_NETNS_RING;
-    int                ndev = ring && a->net->nhosts > 1 ? 3 : 1;
-    int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    int rc   = 0;
+    const host_arg_t  *a           = arg;
+    int                ring        = a->net->o.kind == BRAID_NETNS_RING;
+    int                ndev        = ring && a->net->nhosts > 1 ? 3 : 1;
+    int                sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int                rc   = 0;
     for (int d = 0; d < ndev && rc == 0; d++) {
         int waited_ms = 0, up;
         while ((up = if_running(sock, ring_devs[d])) == 0 &&
@@ -104,14 +104,17 @@ int braid_netns_create(braid_netns_t *net, const braid_netns_opts_t *o,
     net->reaper_fd = -1;
     net->nhosts    = (o->nranks + o->ppn - 1) / o->ppn;
     if (geteuid() != 0) {
-        snprintf(err, n, "--netns needs root: it creates network namespaces, "
+        snprintf(err, n,
+                 "--netns needs root: it creates network namespaces, "
                  "veth links and qdiscs (CAP_SYS_ADMIN, CAP_NET_ADMIN); run "
                  "braidrun as root, e.g. with sudo");
         return -1;
     }
     if (net->nhosts > BRAID_NETNS_MAX_HOSTS) {
-        snprintf(err, n, "--netns: %d hosts (%d ranks, %d per host); at most "
-                 "%d", net->nhosts, o->nranks, o->ppn, BRAID_NETNS_MAX_HOSTS);
+        snprintf(err, n,
+                 "--netns: %d hosts (%d ranks, %d per host); at most "
+                 "%d",
+                 net->nhosts, o->nranks, o->ppn, BRAID_NETNS_MAX_HOSTS);
         return -1;
     }
     braid_netns_remove_stale();
@@ -147,7 +150,7 @@ void braid_netns_destroy(braid_netns_t *net)
     }
 }
 
-int braid_netns_in_host(const braid_netns_t *net, int h,
+int braid_netns_in_host(const braid_netns_t *net, int                    h,
                         int (*fn)(void *arg, char *err, size_t n), void *arg,
                         char *err, size_t n)
 {
@@ -179,9 +182,10 @@ int braid_netns_enter(const braid_netns_t *net, int rank, char *err, size_t n)
  * that does): everything but a plain list of tcp, self and RDMA names. */
 static int tls_may_share_memory(const char *tls)
 {
-    static const char *net_only[] = {"tcp", "self", "rc", "ud", "dc", "rc_v",
-                                     "rc_x", "ud_v", "ud_x", "dc_x", "ib"};
-    char copy[256];
+    static const char *net_only[] = {"tcp",  "self", "rc",   "ud",
+                                     "dc",   "rc_v", "rc_x", "ud_v",
+                                     "ud_x", "dc_x", "ib"};
+    char               copy[256];
     if (tls[0] == '^' || strlen(tls) >= sizeof(copy))
         return 1;
     snprintf(copy, sizeof(copy), "%s", tls);
@@ -207,11 +211,14 @@ void braid_netns_describe(const braid_netns_t *net, char *buf, size_t n)
     if (net->o.delay_us > 0)
         snprintf(delay, sizeof(delay), ", %ld us delay", net->o.delay_us);
     if (tls != NULL && tls_may_share_memory(tls))
-        snprintf(note, sizeof(note), "; note: your UCX_TLS=%.60s may let UCX "
-                 "join emulated hosts through shared memory", tls);
-    snprintf(buf, n, "emulated %s of %d host%s (%d rank%s each, 10.77.0.1"
-             "-%d), %s%s%s", net->o.kind == BRAID_NETNS_SWITCH ? "switch"
-                                                               : "ring",
+        snprintf(note, sizeof(note),
+                 "; note: your UCX_TLS=%.60s may let UCX "
+                 "join emulated hosts through shared memory",
+                 tls);
+    snprintf(buf, n,
+             "emulated %s of %d host%s (%d rank%s each, 10.77.0.1"
+             "-%d), %s%s%s",
+             net->o.kind == BRAID_NETNS_SWITCH ? "switch" : "ring",
              net->nhosts, net->nhosts == 1 ? "" : "s", net->o.ppn,
              net->o.ppn == 1 ? "" : "s", net->nhosts, rate, delay, note);
 }

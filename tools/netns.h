@@ -36,9 +36,9 @@ typedef enum { BRAID_NETNS_SWITCH, BRAID_NETNS_RING } braid_netns_kind_t;
 typedef struct braid_netns_opts {
     braid_netns_kind_t kind;
     int                nranks;
-    int                ppn;      /* ranks per host: host of rank r = r / ppn */
-    uint64_t           rate_bps; /* bits per second per link direction; 0: none */
-    long               delay_us; /* one-way delay per link; 0: none */
+    int                ppn; /* ranks per host: host of rank r = r / ppn */
+    uint64_t rate_bps;      /* bits per second per link direction; 0: none */
+    long     delay_us;      /* one-way delay per link; 0: none */
 } braid_netns_opts_t;
 
 typedef struct braid_netns {
@@ -58,19 +58,21 @@ enum {
     BRAID_NETNS_OPT_RATE,        /* --link-rate RATE */
     BRAID_NETNS_OPT_DELAY,       /* --link-delay US */
 };
-#define BRAID_NETNS_LONGOPTS                                             \
-    {"netns", required_argument, NULL, BRAID_NETNS_OPT_KIND},            \
-    {"ranks-per-host", required_argument, NULL, BRAID_NETNS_OPT_PPN},    \
-    {"link-rate", required_argument, NULL, BRAID_NETNS_OPT_RATE},        \
-    {"link-delay", required_argument, NULL, BRAID_NETNS_OPT_DELAY}
-#define BRAID_NETNS_USAGE                                                   \
-    "  --netns T       run on an emulated cluster of network namespaces "  \
-    "(root):\n"                                                            \
-    "                  'switch' (hosts on one bridge) or 'ring' (hosts "    \
-    "cabled\n"                                                             \
-    "                  to their neighbours, forwarding for the others)\n"  \
-    "  --ranks-per-host K  ranks per emulated host (default 1)\n"          \
-    "  --link-rate R   what each host may send: 100mbit, 1gbit, ...\n"     \
+#define BRAID_NETNS_LONGOPTS                                                  \
+    {"netns", required_argument, NULL, BRAID_NETNS_OPT_KIND},                 \
+        {"ranks-per-host", required_argument, NULL, BRAID_NETNS_OPT_PPN},     \
+        {"link-rate", required_argument, NULL, BRAID_NETNS_OPT_RATE},         \
+    {                                                                         \
+        "link-delay", required_argument, NULL, BRAID_NETNS_OPT_DELAY          \
+    }
+#define BRAID_NETNS_USAGE                                                     \
+    "  --netns T       run on an emulated cluster of network namespaces "     \
+    "(root):\n"                                                               \
+    "                  'switch' (hosts on one bridge) or 'ring' (hosts "      \
+    "cabled\n"                                                                \
+    "                  to their neighbours, forwarding for the others)\n"     \
+    "  --ranks-per-host K  ranks per emulated host (default 1)\n"             \
+    "  --link-rate R   what each host may send: 100mbit, 1gbit, ...\n"        \
     "  --link-delay US one-way delay per link (needs the kernel's netem)\n"
 
 /* netns_opts.c.  Each returns 0, or -1 with a message in err naming the
@@ -93,7 +95,7 @@ int braid_netns_create(braid_netns_t *net, const braid_netns_opts_t *o,
 void braid_netns_destroy(braid_netns_t *net);
 /* Runs fn inside host h's namespace (braid_netns_within): rank 0's
  * listener is made in host 0, on the address braid_netns_host_ip gives. */
-int braid_netns_in_host(const braid_netns_t *net, int h,
+int braid_netns_in_host(const braid_netns_t *net, int                    h,
                         int (*fn)(void *arg, char *err, size_t n), void *arg,
                         char *err, size_t n);
 /* Host h's address, "10.77.0.<h+1>". */
@@ -101,8 +103,7 @@ void braid_netns_host_ip(char *buf, size_t n, int h);
 /* In a rank's child before exec: moves it into its host's namespace and
  * sets what its environment needs (BRAID_HOSTNAME, UCX_NET_DEVICES,
  * UCX_TLS).  Returns 0 or -1 (err says why). */
-int braid_netns_enter(const braid_netns_t *net, int rank, char *err,
-                      size_t n);
+int braid_netns_enter(const braid_netns_t *net, int rank, char *err, size_t n);
 /* One line for braidrun to print: what was built. */
 void braid_netns_describe(const braid_netns_t *net, char *buf, size_t n);
 
@@ -127,9 +128,9 @@ int braid_netns_setns_path(const char *path);
  * (sockets made meanwhile stay in the namespace they were made in).
  * fn's result, or -1 with err when the namespace cannot be entered or
  * left. */
-int braid_netns_within(const char *path, int (*fn)(void *arg, char *err,
-                                                   size_t n),
-                       void *arg, char *err, size_t n);
+int braid_netns_within(const char *path,
+                       int (*fn)(void *arg, char *err, size_t n), void *arg,
+                       char *err, size_t n);
 /* Writes value to /proc/sys/<key> inside namespace path, returning to the
  * caller's namespace after; 0 or -1 (err). */
 int braid_netns_sysctl(const char *path, const char *key, const char *value,

@@ -54,8 +54,10 @@ int braid_netns_batch(const char *tool, const char *ns, const char *script,
     char exe[4200];
     int  in[2] = {-1, -1}, out[2] = {-1, -1};
     if (find_tool(exe, sizeof(exe), tool) != 0) {
-        snprintf(err, n, "'%s' (iproute2) not found on PATH or in /usr/sbin, "
-                 "/sbin: install iproute2", tool);
+        snprintf(err, n,
+                 "'%s' (iproute2) not found on PATH or in /usr/sbin, "
+                 "/sbin: install iproute2",
+                 tool);
         return -1;
     }
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
@@ -71,7 +73,7 @@ int braid_netns_batch(const char *tool, const char *ns, const char *script,
         dup2(out[1], 1);
         dup2(out[1], 2);
         char *argv[7];
-        int   k = 0;
+        int   k   = 0;
         argv[k++] = (char *)tool;
         if (ns != NULL) {
             argv[k++] = "-n";
@@ -149,9 +151,9 @@ int braid_netns_setns_path(const char *path)
     return rc;
 }
 
-int braid_netns_within(const char *path, int (*fn)(void *arg, char *err,
-                                                   size_t n),
-                       void *arg, char *err, size_t n)
+int braid_netns_within(const char *path,
+                       int (*fn)(void *arg, char *err, size_t n), void *arg,
+                       char *err, size_t n)
 {
     int home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
     if (home < 0) {
@@ -186,7 +188,9 @@ static int write_sysctl(void *arg, char *err, size_t n)
     snprintf(file, sizeof(file), "/proc/sys/%s", c->key);
     int fd = open(file, O_WRONLY | O_CLOEXEC);
     int rc = fd >= 0 && write(fd, c->value, strlen(c->value)) ==
-                            (ssize_t)strlen(c->value) ? 0 : -1;
+                            (ssize_t)strlen(c->value)
+                 ? 0
+                 : -1;
     if (rc != 0)
         snprintf(err, n, "cannot set %s to %s in %s: %s", file, c->value,
                  c->path, strerror(errno));

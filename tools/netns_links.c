@@ -69,13 +69,17 @@ static int make_namespaces(const braid_netns_t *net, char *err, size_t n)
         braid_netns_name(a, sizeof(a), net->owner, h);
         if (net->o.kind == BRAID_NETNS_SWITCH) {
             braid_netns_name(b, sizeof(b), net->owner, -1);
-            fprintf(s.f, "link add eth0 netns %s type veth peer name p%d "
-                    "netns %s\n", a, h, b);
+            fprintf(s.f,
+                    "link add eth0 netns %s type veth peer name p%d "
+                    "netns %s\n",
+                    a, h, b);
         } else if (net->nhosts > 1) {
             /* h's right end to h+1's left end; two hosts get two cables. */
             braid_netns_name(b, sizeof(b), net->owner, (h + 1) % net->nhosts);
-            fprintf(s.f, "link add right netns %s type veth peer name left "
-                    "netns %s\n", a, b);
+            fprintf(s.f,
+                    "link add right netns %s type veth peer name left "
+                    "netns %s\n",
+                    a, b);
         }
     }
     return run_script(&s, "ip", NULL, err, n);
@@ -93,7 +97,7 @@ static int setup_switch_ns(const braid_netns_t *net, char *err, size_t n)
         return -1;
     }
     fprintf(s.f, "link set lo up\nlink add br0 type bridge\nlink set br0 "
-            "up\n");
+                 "up\n");
     for (int h = 0; h < net->nhosts; h++)
         fprintf(s.f, "link set p%d master br0\nlink set p%d up\n", h, h);
     braid_netns_name(ns, sizeof(ns), net->owner, -1);
@@ -114,7 +118,8 @@ static void ring_routes(FILE *f, const braid_netns_t *net, int h)
         int d     = (j - h + nh) % nh;
         int right = 2 * d <= nh;
         braid_netns_host_ip(to, sizeof(to), j);
-        braid_netns_host_ip(via, sizeof(via), right ? (h + 1) % nh : (h - 1 + nh) % nh);
+        braid_netns_host_ip(via, sizeof(via),
+                            right ? (h + 1) % nh : (h - 1 + nh) % nh);
         fprintf(f, "route add %s/32 via %s dev %s onlink src %s\n", to, via,
                 right ? "right" : "left", self);
     }
@@ -136,8 +141,10 @@ static int setup_host_ns(const braid_netns_t *net, int h, char *err, size_t n)
         /* A bridge without ports is an always-up interface that holds the
          * host's address (this kernel has no dummy links), and whose name
          * UCX_NET_DEVICES can give. */
-        fprintf(s.f, "link add eth0 type bridge\nlink set eth0 up\n"
-                "addr add %s/32 dev eth0\n", addr);
+        fprintf(s.f,
+                "link add eth0 type bridge\nlink set eth0 up\n"
+                "addr add %s/32 dev eth0\n",
+                addr);
         if (net->nhosts > 1) {
             fprintf(s.f, "link set left up\nlink set right up\n");
             ring_routes(s.f, net, h);
@@ -151,12 +158,14 @@ static int setup_host_ns(const braid_netns_t *net, int h, char *err, size_t n)
  * two directions between hosts half the ring apart take different ways. */
 static int ring_sysctls(const braid_netns_t *net, int h, char *err, size_t n)
 {
-    static const char *keys[] = {
-        "net/ipv4/ip_forward", "net/ipv4/conf/all/rp_filter",
-        "net/ipv4/conf/default/rp_filter", "net/ipv4/conf/left/rp_filter",
-        "net/ipv4/conf/right/rp_filter", "net/ipv4/conf/eth0/rp_filter"};
+    static const char *keys[] = {"net/ipv4/ip_forward",
+                                 "net/ipv4/conf/all/rp_filter",
+                                 "net/ipv4/conf/default/rp_filter",
+                                 "net/ipv4/conf/left/rp_filter",
+                                 "net/ipv4/conf/right/rp_filter",
+                                 "net/ipv4/conf/eth0/rp_filter"};
     static const char *vals[] = {"1", "0", "0", "0", "0", "0"};
-    char path[256];
+    char               path[256];
     braid_netns_path(path, sizeof(path), net->owner, h);
     int nkeys = net->nhosts > 1 ? 6 : 1;
     for (int k = 0; k < nkeys; k++)
@@ -171,8 +180,8 @@ static void qdisc_line(FILE *f, const braid_netns_t *net, const char *dev)
 {
     uint64_t r = net->o.rate_bps;
     if (net->o.delay_us > 0) {
-        fprintf(f, "qdisc add dev %s root netem delay %ldus limit 100000",
-                dev, net->o.delay_us);
+        fprintf(f, "qdisc add dev %s root netem delay %ldus limit 100000", dev,
+                net->o.delay_us);
         if (r > 0)
             fprintf(f, " rate %llubit", (unsigned long long)r);
         fprintf(f, "\n");
@@ -184,8 +193,10 @@ static void qdisc_line(FILE *f, const braid_netns_t *net, const char *dev)
     uint64_t burst = r / 8 / 1000;
     if (burst < 65536)
         burst = 65536;
-    fprintf(f, "qdisc add dev %s root tbf rate %llubit burst %llu latency "
-            "20ms\n", dev, (unsigned long long)r, (unsigned long long)burst);
+    fprintf(f,
+            "qdisc add dev %s root tbf rate %llubit burst %llu latency "
+            "20ms\n",
+            dev, (unsigned long long)r, (unsigned long long)burst);
 }
 
 static int shape_links(const braid_netns_t *net, char *err, size_t n)
@@ -216,7 +227,8 @@ static int shape_links(const braid_netns_t *net, char *err, size_t n)
         braid_netns_name(ns, sizeof(ns), net->owner, h);
         if (run_script(&s, "tc", ns, err, n) != 0) {
             if (net->o.delay_us > 0 && strstr(err, "qdisc kind is unknown"))
-                snprintf(err, n, "--link-delay needs the kernel's netem "
+                snprintf(err, n,
+                         "--link-delay needs the kernel's netem "
                          "qdisc (sch_netem), which this kernel does not "
                          "have, and no other qdisc can delay packets: run "
                          "without --link-delay, or on a kernel with "
@@ -236,7 +248,8 @@ int braid_netns_build(const braid_netns_t *net, char *err, size_t n)
     for (int h = 0; h < net->nhosts; h++) {
         if (setup_host_ns(net, h, err, n) != 0)
             return -1;
-        if (net->o.kind == BRAID_NETNS_RING && ring_sysctls(net, h, err, n) != 0)
+        if (net->o.kind == BRAID_NETNS_RING &&
+            ring_sysctls(net, h, err, n) != 0)
             return -1;
     }
     return shape_links(net, err, n);

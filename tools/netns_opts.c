@@ -23,9 +23,10 @@ int braid_netns_option(braid_netns_opts_t *o, int code, const char *arg,
         while (*p >= '0' && *p <= '9')
             p++;
         if (p == arg || *p != '\0') {
-            snprintf(err, n, "--ranks-per-host='%s': unexpected '%s' at "
-                     "position %zu (expected a whole number)", arg,
-                     *p ? p : "end", (size_t)(p - arg));
+            snprintf(err, n,
+                     "--ranks-per-host='%s': unexpected '%s' at "
+                     "position %zu (expected a whole number)",
+                     arg, *p ? p : "end", (size_t)(p - arg));
             return -1;
         }
         if (p - arg > 4 || atoi(arg) < 1 || atoi(arg) > 1024) {
@@ -57,8 +58,11 @@ int braid_netns_parse_rate(uint64_t *bps, const char *s, char *err, size_t n)
     static const struct {
         const char *unit;
         double      scale;
-    } units[] = {{"bit", 1.0}, {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9},
-                 {"tbit", 1e12}};
+    } units[]     = {{"bit", 1.0},
+                     {"kbit", 1e3},
+                     {"mbit", 1e6},
+                     {"gbit", 1e9},
+                     {"tbit", 1e12}};
     const char *p = s;
     while (isdigit((unsigned char)*p))
         p++;
@@ -68,8 +72,10 @@ int braid_netns_parse_rate(uint64_t *bps, const char *s, char *err, size_t n)
             p++;
     }
     if (p == s) {
-        snprintf(err, n, "--link-rate='%s': expected a number at position 0 "
-                 "(a rate such as 100mbit or 1gbit)", s);
+        snprintf(err, n,
+                 "--link-rate='%s': expected a number at position 0 "
+                 "(a rate such as 100mbit or 1gbit)",
+                 s);
         return -1;
     }
     double v = strtod(s, NULL);
@@ -80,16 +86,19 @@ int braid_netns_parse_rate(uint64_t *bps, const char *s, char *err, size_t n)
         /* tbf needs at least a few packets per second to work at all, and
          * rates above 10 Tbit/s are not links this emulates. */
         if (!(r >= 8000.0) || r > 1e13) {
-            snprintf(err, n, "--link-rate='%s': %.0f bit/s is outside 8kbit"
-                     "..10tbit", s, r);
+            snprintf(err, n,
+                     "--link-rate='%s': %.0f bit/s is outside 8kbit"
+                     "..10tbit",
+                     s, r);
             return -1;
         }
         *bps = (uint64_t)llround(r);
         return 0;
     }
-    snprintf(err, n, "--link-rate='%s': unexpected '%s' at position %zu "
-             "(expected a unit: bit, kbit, mbit, gbit or tbit)", s, p,
-             (size_t)(p - s));
+    snprintf(err, n,
+             "--link-rate='%s': unexpected '%s' at position %zu "
+             "(expected a unit: bit, kbit, mbit, gbit or tbit)",
+             s, p, (size_t)(p - s));
     return -1;
 }
 
@@ -99,9 +108,10 @@ int braid_netns_parse_delay(long *us, const char *s, char *err, size_t n)
     while (isdigit((unsigned char)*p))
         p++;
     if (p == s || *p != '\0') {
-        snprintf(err, n, "--link-delay='%s': unexpected '%s' at position %zu "
-                 "(expected whole microseconds)", s, p == s && *p == '\0'
-                 ? "end" : p, (size_t)(p - s));
+        snprintf(err, n,
+                 "--link-delay='%s': unexpected '%s' at position %zu "
+                 "(expected whole microseconds)",
+                 s, p == s && *p == '\0' ? "end" : p, (size_t)(p - s));
         return -1;
     }
     if (p - s > 8 || atol(s) > 10000000L) {

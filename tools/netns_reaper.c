@@ -85,7 +85,7 @@ int braid_netns_remove_stale(void)
         return 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL && nowners < 64) {
-        long o = owner_of(e->d_name);
+        long o    = owner_of(e->d_name);
         int  seen = 0;
         for (int i = 0; i < nowners; i++)
             seen |= owners[i] == o;

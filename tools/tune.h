@@ -24,11 +24,11 @@ typedef enum {
 /* A way of running calls: a communicator split off the world with its own
  * BRAID_ALGO / BRAID_TUNE_FILE. */
 typedef struct series {
-    char           name[TUNE_NAME]; /* "ring@shm", "auto", "tuned" */
-    series_kind_t  kind;
-    braid_comm_t  *comm;
-    unsigned       colls; /* bit per collective it runs (SERIES_CAND) */
-    int            warmed; /* has run calls already */
+    char          name[TUNE_NAME]; /* "ring@shm", "auto", "tuned" */
+    series_kind_t kind;
+    braid_comm_t *comm;
+    unsigned      colls;  /* bit per collective it runs (SERIES_CAND) */
+    int           warmed; /* has run calls already */
 } series_t;
 
 typedef enum {
@@ -40,25 +40,25 @@ typedef enum {
 /* One series at one size. */
 typedef struct point {
     point_state_t state;
-    double        us;              /* median over rounds */
-    double        est;             /* estimate of what ran, us; < 0: none */
-    char          ran[TUNE_NAME];  /* the candidate that ran */
+    double        us;             /* median over rounds */
+    double        est;            /* estimate of what ran, us; < 0: none */
+    char          ran[TUNE_NAME]; /* the candidate that ran */
     double        round_us[TUNE_MAX_ROUNDS];
 } point_t;
 
 typedef struct opts {
-    const char *out;       /* -o: the tuning table */
-    int         merge;     /* --merge: keep other shapes' rows of -o */
-    unsigned    colls;     /* -C */
+    const char *out;   /* -o: the tuning table */
+    int         merge; /* --merge: keep other shapes' rows of -o */
+    unsigned    colls; /* -C */
     size_t      minbytes, maxbytes;
     int         factor;
     int         iters, warmup, rounds;
-    const char *cands;     /* --cands: only these, comma-separated */
-    const char *tune_file; /* --tune-file: also time "tuned" */
-    const char *csv;       /* --csv FILE */
-    double      prune;     /* --prune F (0: off) */
-    int         check;     /* verify the first call of every point */
-    int         quiet;     /* -q */
+    const char *cands;         /* --cands: only these, comma-separated */
+    const char *tune_file;     /* --tune-file: also time "tuned" */
+    const char *csv;           /* --csv FILE */
+    double      prune;         /* --prune F (0: off) */
+    int         check;         /* verify the first call of every point */
+    int         quiet;         /* -q */
     char        command[1024]; /* how we were run, for the file's header */
 } opts_t;
 
@@ -73,19 +73,19 @@ typedef struct sweep {
 } sweep_t;
 
 typedef struct tune {
-    opts_t        o;
-    braid_comm_t *world;
-    int           rank, size;
-    int           nseries;
-    series_t      series[TUNE_MAX_SERIES];
-    unsigned char *sbuf, *rbuf; /* maxbytes each */
+    opts_t         o;
+    braid_comm_t  *world;
+    int            rank, size;
+    int            nseries;
+    series_t       series[TUNE_MAX_SERIES];
+    unsigned char *sbuf, *rbuf;  /* maxbytes each */
     double        *times, *tmax; /* per timed call */
 } tune_t;
 
 /* tune_run.c: times every series of one collective over the sizes. */
-int  tune_sweep(tune_t *t, sweep_t *sw);
+int tune_sweep(tune_t *t, sweep_t *sw);
 /* The best series that is a candidate (SERIES_CAND) at size i, or -1. */
-int  tune_best(const tune_t *t, const sweep_t *sw, int i);
+int tune_best(const tune_t *t, const sweep_t *sw, int i);
 
 /* tune_out.c (rank 0) */
 void tune_print(const tune_t *t, const sweep_t *sw);

@@ -58,18 +58,19 @@ int tune_csv(const tune_t *t, const sweep_t *sw, int nsweeps)
     }
     const braid_comm_t *w = t->world;
     fprintf(f, "coll,nranks,nnodes,topo,size,bytes,series,cand,time_us,"
-            "estimate_us,algbw_gbps,busbw_gbps,state\n");
+               "estimate_us,algbw_gbps,busbw_gbps,state\n");
     for (int s = 0; s < nsweeps; s++)
         for (int i = 0; i < sw[s].nsizes; i++)
             for (int k = 0; k < t->nseries; k++) {
                 const point_t *p = &sw[s].pt[i][k];
                 if (p->state == POINT_CANNOT)
                     continue;
-                double algbw = p->us > 0 ? (double)sw[s].size[i] / p->us / 1e3
-                                         : 0;
-                fprintf(f, "%s,%d,%d,%s,%zu,%zu,%s,%s,", braid_coll_name(sw[s].coll),
-                        w->size, w->topo.nnodes, topo_name(w), sw[s].size[i],
-                        sw[s].bytes[i], t->series[k].name, p->ran);
+                double algbw =
+                    p->us > 0 ? (double)sw[s].size[i] / p->us / 1e3 : 0;
+                fprintf(f, "%s,%d,%d,%s,%zu,%zu,%s,%s,",
+                        braid_coll_name(sw[s].coll), w->size, w->topo.nnodes,
+                        topo_name(w), sw[s].size[i], sw[s].bytes[i],
+                        t->series[k].name, p->ran);
                 if (p->state == POINT_OK)
                     fprintf(f, "%.3f,", p->us);
                 else
@@ -80,7 +81,8 @@ int tune_csv(const tune_t *t, const sweep_t *sw, int nsweeps)
                     fprintf(f, ",");
                 if (p->state == POINT_OK)
                     fprintf(f, "%.4f,%.4f,ok\n", algbw,
-                            algbw * braid_bench_bus_factor(sw[s].coll, w->size));
+                            algbw *
+                                braid_bench_bus_factor(sw[s].coll, w->size));
                 else
                     fprintf(f, ",,pruned\n");
             }
@@ -140,16 +142,15 @@ static int keep_other_rows(FILE *out, const tune_t *t)
     }
     braid_tune_free(&old);
     const braid_comm_t *w = t->world;
-    char line[8192];
-    int  kept = 0;
+    char                line[8192];
+    int                 kept = 0;
     while (fgets(line, sizeof(line), in) != NULL) {
         braid_tune_t one;
         if (braid_tune_parse(&one, line, t->o.out) != BRAID_OK || one.n == 0)
             continue; /* comments: the new header replaces them */
         const braid_tune_row_t *r = &one.rows[0];
         int same = r->nranks == w->size && r->nnodes == w->topo.nnodes &&
-                   r->topo == (int)w->topo.kind &&
-                   (t->o.colls >> r->coll & 1);
+                   r->topo == (int)w->topo.kind && (t->o.colls >> r->coll & 1);
         braid_tune_free(&one);
         if (same)
             continue;
@@ -170,22 +171,25 @@ int tune_write_table(const tune_t *t, const sweep_t *sw, int nsweeps)
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", t->o.out, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (f == NULL) {
-        fprintf(stderr, "braid-tune: -o '%s': %s\n", t->o.out, strerror(errno));
+        fprintf(stderr, "braid-tune: -o '%s': %s\n", t->o.out,
+                strerror(errno));
         return 1;
     }
     const braid_comm_t *w = t->world;
     gethostname(host, sizeof(host) - 1);
-    time_t now = time(NULL);
+    time_t    now = time(NULL);
     struct tm tm;
     strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&now, &tm));
     braid_topo_describe(w, topo, sizeof(topo));
     braid_calib_describe(w, links, sizeof(links));
-    fprintf(f, "# braid tuning table (BRAID_TUNE_FILE; docs/tuning.md), "
+    fprintf(f,
+            "# braid tuning table (BRAID_TUNE_FILE; docs/tuning.md), "
             "written by braid-tune on %s at %s\n# %s\n# topology: %s\n# %s\n"
             "# each row: the fastest candidate measured at the size after "
             "'at' (bytes per rank), then every candidate's median time there "
             "(us)\n# coll nranks nnodes topo min_bytes max_bytes winner at "
-            "bytes cand=us...\n", host, when, t->o.command, topo, links);
+            "bytes cand=us...\n",
+            host, when, t->o.command, topo, links);
     int bad = t->o.merge ? keep_other_rows(f, t) : 0;
     for (int s = 0; s < nsweeps; s++)
         write_rows(f, t, &sw[s]);
@@ -206,7 +210,8 @@ int tune_write_table(const tune_t *t, const sweep_t *sw, int nsweeps)
     }
     braid_tune_free(&check);
     if (rename(tmp, t->o.out) != 0) {
-        fprintf(stderr, "braid-tune: -o '%s': %s\n", t->o.out, strerror(errno));
+        fprintf(stderr, "braid-tune: -o '%s': %s\n", t->o.out,
+                strerror(errno));
         unlink(tmp);
         return 1;
     }

@@ -32,8 +32,7 @@ static braid_status_t call(tune_t *t, braid_comm_t *comm, braid_coll_t coll,
         return braid_allgather(t->sbuf, t->rbuf, count, BRAID_F32, comm);
     case BRAID_COLL_BROADCAST:
         return braid_broadcast(t->rbuf, count, BRAID_F32, 0, comm);
-    default:
-        return braid_barrier(comm);
+    default: return braid_barrier(comm);
     }
 }
 
@@ -42,8 +41,8 @@ static braid_status_t call(tune_t *t, braid_comm_t *comm, braid_coll_t coll,
 static void fill(tune_t *t, braid_coll_t coll, size_t count)
 {
     float *s = (float *)t->sbuf, *r = (float *)t->rbuf;
-    size_t n = coll == BRAID_COLL_REDUCE_SCATTER ? count * (size_t)t->size
-                                                 : count;
+    size_t n =
+        coll == BRAID_COLL_REDUCE_SCATTER ? count * (size_t)t->size : count;
     for (size_t i = 0; coll != BRAID_COLL_BARRIER && i < n; i++)
         s[i] = (float)(i % 7 + (size_t)t->rank);
     if (coll == BRAID_COLL_BROADCAST)
@@ -55,26 +54,22 @@ static void fill(tune_t *t, braid_coll_t coll, size_t count)
 static size_t wrong(const tune_t *t, braid_coll_t coll, size_t count)
 {
     const float *r = (const float *)t->rbuf;
-    double n = t->size, base = n * (n - 1) / 2;
-    size_t bad = 0;
-    for (size_t i = 0; i < count * (coll == BRAID_COLL_ALLGATHER
-                                         ? (size_t)t->size : 1); i++) {
+    double       n = t->size, base = n * (n - 1) / 2;
+    size_t       bad = 0;
+    for (size_t i = 0;
+         i < count * (coll == BRAID_COLL_ALLGATHER ? (size_t)t->size : 1);
+         i++) {
         double want;
         switch (coll) {
-        case BRAID_COLL_ALLREDUCE:
-            want = n * (double)(i % 7) + base;
-            break;
+        case BRAID_COLL_ALLREDUCE: want = n * (double)(i % 7) + base; break;
         case BRAID_COLL_REDUCE_SCATTER:
             want = n * (double)(((size_t)t->rank * count + i) % 7) + base;
             break;
         case BRAID_COLL_ALLGATHER:
             want = (double)((i % count) % 7 + i / count);
             break;
-        case BRAID_COLL_BROADCAST:
-            want = (double)(i % 7);
-            break;
-        default:
-            return 0;
+        case BRAID_COLL_BROADCAST: want = (double)(i % 7); break;
+        default: return 0;
         }
         bad += (double)r[i] != want;
     }
@@ -91,8 +86,8 @@ static void die(tune_t *t, braid_status_t st, const char *what)
 static int iters_for(const tune_t *t, size_t size)
 {
     /* About the same time per size: fewer calls for large messages. */
-    double scaled = (double)t->o.iters * (double)(256 << 10) /
-                    (double)(size ? size : 1);
+    double scaled =
+        (double)t->o.iters * (double)(256 << 10) / (double)(size ? size : 1);
     int n = scaled < t->o.iters ? (int)scaled : t->o.iters;
     return n < 3 ? 3 : n;
 }
@@ -109,7 +104,7 @@ static double time_round(tune_t *t, series_t *s, braid_coll_t coll,
                          size_t count, size_t size, int check)
 {
     braid_status_t st;
-    int iters = iters_for(t, size), warm = t->o.warmup;
+    int            iters = iters_for(t, size), warm = t->o.warmup;
     if (size >= (8u << 20) && warm > 1)
         warm = 1;
     if (!s->warmed && size <= (1u << 20) && warm < FIRST_WARMUP)
@@ -127,9 +122,11 @@ static double time_round(tune_t *t, series_t *s, braid_coll_t coll,
                 die(t, st, "allreduce of the check");
             if (all != 0) {
                 if (t->rank == 0)
-                    fprintf(stderr, "braid-tune: %s of %zu B with %s gave "
-                            "%lld wrong elements\n", braid_coll_name(coll),
-                            size, s->name, (long long)all);
+                    fprintf(stderr,
+                            "braid-tune: %s of %zu B with %s gave "
+                            "%lld wrong elements\n",
+                            braid_coll_name(coll), size, s->name,
+                            (long long)all);
                 exit(1);
             }
         }
@@ -166,9 +163,9 @@ static double estimate(const tune_t *t, braid_coll_t coll, const char *name,
     const braid_candidate_t *c = world_cand(t, coll, name);
     if (c == NULL)
         return -1;
-    return braid_candidate_estimate(&t->world->sel, c, coll, bytes,
-                                    braid_mem_need(BRAID_MEM_HOST,
-                                                   BRAID_MEM_HOST));
+    return braid_candidate_estimate(
+        &t->world->sel, c, coll, bytes,
+        braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST));
 }
 
 int tune_best(const tune_t *t, const sweep_t *sw, int i)
@@ -199,10 +196,10 @@ static void plan(tune_t *t, sweep_t *sw, int i)
             if (!(s->colls >> coll & 1) || p->est < 0)
                 p->state = POINT_CANNOT;
         } else {
-            char why[256];
-            braid_status_t st = braid_comm_choice(s->comm, coll, sw->bytes[i],
-                                                  p->ran, sizeof(p->ran), why,
-                                                  sizeof(why));
+            char           why[256];
+            braid_status_t st =
+                braid_comm_choice(s->comm, coll, sw->bytes[i], p->ran,
+                                  sizeof(p->ran), why, sizeof(why));
             if (st != BRAID_OK)
                 die(t, st, "braid_comm_choice");
             p->est = estimate(t, coll, p->ran, sw->bytes[i]);
@@ -216,7 +213,8 @@ static void plan(tune_t *t, sweep_t *sw, int i)
         return;
     for (int k = 0; k < t->nseries; k++) {
         point_t *q = &sw->pt[i - 1][k];
-        if (t->series[k].kind == SERIES_CAND && sw->pt[i][k].state == POINT_OK &&
+        if (t->series[k].kind == SERIES_CAND &&
+            sw->pt[i][k].state == POINT_OK &&
             (q->state == POINT_PRUNED ||
              (q->state == POINT_OK &&
               q->us > t->o.prune * sw->pt[i - 1][prev].us)))
@@ -234,9 +232,9 @@ int tune_sweep(tune_t *t, sweep_t *sw)
                 point_t *p = &sw->pt[i][k];
                 if (p->state != POINT_OK)
                     continue;
-                p->round_us[r] = time_round(t, &t->series[k], sw->coll,
-                                            sw->count[i], sw->size[i],
-                                            t->o.check && r == 0);
+                p->round_us[r] =
+                    time_round(t, &t->series[k], sw->coll, sw->count[i],
+                               sw->size[i], t->o.check && r == 0);
             }
         for (int k = 0; k < t->nseries; k++) {
             point_t *p = &sw->pt[i][k];

@@ -20,8 +20,10 @@ braid_status_t braid_area_get(braid_task_t *task, size_t bytes,
     if (grown != NULL)
         *grown = 0;
     if (r == NULL || tl == NULL || tl->ops->mem_alloc == NULL)
-        return task->svc->error(BRAID_ERR_INTERNAL, "%s: no registered "
-                                "area here (%s)", braid_coll_name(task->coll),
+        return task->svc->error(BRAID_ERR_INTERNAL,
+                                "%s: no registered "
+                                "area here (%s)",
+                                braid_coll_name(task->coll),
                                 r == NULL    ? "no core resources"
                                 : tl == NULL ? "no transport"
                                              : "no put-with-signal");
@@ -34,14 +36,16 @@ braid_status_t braid_area_get(braid_task_t *task, size_t bytes,
     braid_status_t st = tl->ops->mem_alloc(tl->tcomm, bytes, &fresh);
     if (st != BRAID_OK) {
         /* The transport's message (why) stands; the log adds how much. */
-        task->svc->log(BRAID_LOG_ERROR, "algo", "rank %d: cannot allocate a "
-                       "registered area of %zu bytes on %s", task->rank,
-                       bytes, tl->ops->name);
+        task->svc->log(BRAID_LOG_ERROR, "algo",
+                       "rank %d: cannot allocate a "
+                       "registered area of %zu bytes on %s",
+                       task->rank, bytes, tl->ops->name);
         return st;
     }
     if (fresh.local == NULL || fresh.len < bytes) {
         tl->ops->mem_free(tl->tcomm, &fresh);
-        return task->svc->error(BRAID_ERR_TRANSPORT, "%s mem_alloc of %zu "
+        return task->svc->error(BRAID_ERR_TRANSPORT,
+                                "%s mem_alloc of %zu "
                                 "bytes returned a smaller area",
                                 tl->ops->name, bytes);
     }
@@ -51,8 +55,10 @@ braid_status_t braid_area_get(braid_task_t *task, size_t bytes,
     *mem    = &r->area;
     if (grown != NULL)
         *grown = 1;
-    task->svc->log(BRAID_LOG_DEBUG, "algo", "rank %d: registered area on %s "
-                   "now %zu bytes", task->rank, tl->ops->name, bytes);
+    task->svc->log(BRAID_LOG_DEBUG, "algo",
+                   "rank %d: registered area on %s "
+                   "now %zu bytes",
+                   task->rank, tl->ops->name, bytes);
     return BRAID_OK;
 }
 

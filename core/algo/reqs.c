@@ -1,8 +1,8 @@
 /* Request sets (svc->reqs_test, reqs_cancel) on the call's transport. */
 #include "algo/res.h"
 
-braid_status_t braid_reqs_test(braid_task_t *task, braid_treq_t *reqs,
-                               int n, int *ndone)
+braid_status_t braid_reqs_test(braid_task_t *task, braid_treq_t *reqs, int n,
+                               int *ndone)
 {
     const braid_tl_t *tl   = task->tl;
     braid_status_t    done = BRAID_OK;

@@ -5,10 +5,7 @@
 
 #include "algo/res.h"
 
-braid_res_t *braid_res_create(void)
-{
-    return calloc(1, sizeof(braid_res_t));
-}
+braid_res_t *braid_res_create(void) { return calloc(1, sizeof(braid_res_t)); }
 
 void braid_res_destroy(braid_res_t *res, braid_tl_t *tl)
 {

@@ -37,22 +37,20 @@ struct braid_res {
  * memory.  destroy frees what they hold (the area on tl, which must still
  * be open); NULL is fine. */
 braid_res_t *braid_res_create(void);
-void braid_res_destroy(braid_res_t *res, braid_tl_t *tl);
+void         braid_res_destroy(braid_res_t *res, braid_tl_t *tl);
 
 /* A zeroed block of size bytes aligned to BRAID_RES_ALIGN, or NULL. */
 void *braid_res_zalloc(size_t size);
 
 /* The services (plugin.h has the contract of each). */
-braid_status_t braid_state_get(braid_task_t *task, size_t size,
-                               int *recycled);
-void braid_state_put(braid_task_t *task);
-braid_status_t braid_scratch_get(braid_task_t *task, size_t bytes,
-                                 void **buf);
-void braid_scratch_put(braid_task_t *task, void *buf);
+braid_status_t braid_state_get(braid_task_t *task, size_t size, int *recycled);
+void           braid_state_put(braid_task_t *task);
+braid_status_t braid_scratch_get(braid_task_t *task, size_t bytes, void **buf);
+void           braid_scratch_put(braid_task_t *task, void *buf);
 braid_status_t braid_area_get(braid_task_t *task, size_t bytes,
                               braid_rmem_t **mem, int *grown);
-braid_status_t braid_reqs_test(braid_task_t *task, braid_treq_t *reqs,
-                               int n, int *ndone);
+braid_status_t braid_reqs_test(braid_task_t *task, braid_treq_t *reqs, int n,
+                               int *ndone);
 void braid_reqs_cancel(braid_task_t *task, braid_treq_t *reqs, int n);
 
 /* The parts of destroy, one per file. */

@@ -13,8 +13,7 @@ static void *alloc_aligned(size_t bytes)
                                                                        : NULL;
 }
 
-braid_status_t braid_scratch_get(braid_task_t *task, size_t bytes,
-                                 void **buf)
+braid_status_t braid_scratch_get(braid_task_t *task, size_t bytes, void **buf)
 {
     braid_res_t *r = task->res;
 
@@ -38,8 +37,10 @@ braid_status_t braid_scratch_get(braid_task_t *task, size_t bytes,
         }
     }
     if (*buf == NULL)
-        return task->svc->error(BRAID_ERR_NO_MEMORY, "out of memory for "
-                                "%zu bytes of scratch", bytes);
+        return task->svc->error(BRAID_ERR_NO_MEMORY,
+                                "out of memory for "
+                                "%zu bytes of scratch",
+                                bytes);
     return BRAID_OK;
 }
 

@@ -9,8 +9,7 @@
 
 #include "algo/res.h"
 
-braid_status_t braid_state_get(braid_task_t *task, size_t size,
-                               int *recycled)
+braid_status_t braid_state_get(braid_task_t *task, size_t size, int *recycled)
 {
     braid_res_t *r = task->res;
 
@@ -38,10 +37,10 @@ braid_status_t braid_state_get(braid_task_t *task, size_t size,
     task->priv    = r->state;
 out:
     if (task->priv == NULL)
-        return task->svc->error(BRAID_ERR_NO_MEMORY, "out of memory for the "
+        return task->svc->error(BRAID_ERR_NO_MEMORY,
+                                "out of memory for the "
                                 "%zu-byte state of a %s call on %d ranks",
-                                size, braid_coll_name(task->coll),
-                                task->size);
+                                size, braid_coll_name(task->coll), task->size);
     return BRAID_OK;
 }
 

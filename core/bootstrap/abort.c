@@ -72,20 +72,20 @@ static int peek_abort(int fd, uint8_t payload[BRAID_BS_ABORT_LEN])
 }
 
 int braid_bs_abort_find(const braid_bootstrap_t *bs,
-                        uint8_t payload[BRAID_BS_ABORT_LEN])
+                        uint8_t                  payload[BRAID_BS_ABORT_LEN])
 {
     return bs->root_fd >= 0 && peek_abort(bs->root_fd, payload);
 }
 
 /* The text of an ABORT payload, printable characters only (it comes from
  * the network and ends up in messages and logs). */
-void braid_bs_abort_text(const uint8_t payload[BRAID_BS_ABORT_LEN],
-                         char *out, size_t len)
+void braid_bs_abort_text(const uint8_t payload[BRAID_BS_ABORT_LEN], char *out,
+                         size_t len)
 {
     const uint8_t *t = payload + 8;
     size_t         n = 0;
-    for (size_t i = 0; i < BRAID_BS_ABORT_TEXT_LEN && t[i] != 0 &&
-                       n + 1 < len; i++)
+    for (size_t i = 0; i < BRAID_BS_ABORT_TEXT_LEN && t[i] != 0 && n + 1 < len;
+         i++)
         out[n++] = (t[i] >= 0x20 && t[i] < 0x7f) ? (char)t[i] : '?';
     out[n] = '\0';
 }
@@ -159,7 +159,7 @@ static braid_status_t wire_status(uint32_t v)
 }
 
 braid_status_t braid_bs_aborted(braid_bootstrap_t *bs,
-                                const uint8_t payload[BRAID_BS_ABORT_LEN])
+                                const uint8_t      payload[BRAID_BS_ABORT_LEN])
 {
     char text[BRAID_BS_ABORT_TEXT_LEN + 1];
     int  lost = (int)(int32_t)braid_get_u32(payload + 4);
@@ -172,8 +172,10 @@ braid_status_t braid_bs_aborted(braid_bootstrap_t *bs,
         return fail_with(bs, st, BRAID_BS_VERDICT);
     }
     if (lost > 0 && lost < bs->size)
-        braid_error(BRAID_ERR_PEER, "%s (reported by rank 0 of the bootstrap "
-                    "channel)", text);
+        braid_error(BRAID_ERR_PEER,
+                    "%s (reported by rank 0 of the bootstrap "
+                    "channel)",
+                    text);
     else
         braid_error(BRAID_ERR_PEER, "rank 0 aborted the bootstrap channel: %s",
                     text);
@@ -211,8 +213,8 @@ braid_status_t braid_bs_root_lost(braid_bootstrap_t *bs, const char *why)
         char           text[BRAID_BS_ABORT_TEXT_LEN + 1];
         braid_status_t st;
         bs->inquiring = 1;
-        st = bs->inq.judge_alone(bs->inq.ctx, BRAID_INQ_LOST, text,
-                                 sizeof(text));
+        st            = bs->inq.judge_alone(bs->inq.ctx, BRAID_INQ_LOST, text,
+                                            sizeof(text));
         bs->inquiring = 0;
         braid_error(st, "%s", text);
         return fail_with(bs, st, 0);
@@ -251,9 +253,9 @@ static int describe_lost(braid_bootstrap_t *bs, int r, int with_reason,
     braid_bs_rank_desc(bs, r, desc, sizeof(desc));
     if (failed)
         braid_bs_abort_text(payload, text, sizeof(text));
-    int k = snprintf(msg + *off, len - *off, "%s%s %s%s", *off ? "; " : "",
-                     desc, failed ? "failed: " : "was lost",
-                     failed ? text : "");
+    int k =
+        snprintf(msg + *off, len - *off, "%s%s %s%s", *off ? "; " : "", desc,
+                 failed ? "failed: " : "was lost", failed ? text : "");
     if (k > 0)
         *off += (size_t)k;
     return 1;
@@ -286,8 +288,10 @@ braid_status_t braid_bs_lost(braid_bootstrap_t *bs, const int *lost, int n,
         }
     }
     if (named < n && off < sizeof(msg))
-        off += (size_t)snprintf(msg + off, sizeof(msg) - off, "; and %d more "
-                                "rank%s", n - named, n - named == 1 ? "" : "s");
+        off += (size_t)snprintf(msg + off, sizeof(msg) - off,
+                                "; and %d more "
+                                "rank%s",
+                                n - named, n - named == 1 ? "" : "s");
     if (n == 1 && why != NULL && off < sizeof(msg))
         snprintf(msg + off, sizeof(msg) - off, " (%s)", why);
     braid_error(BRAID_ERR_PEER, "%s", msg);

@@ -95,8 +95,8 @@ static braid_status_t accept_new(server_t *s, int lfd)
     for (;;) {
         struct sockaddr_storage ss;
         socklen_t               len = sizeof(ss);
-        int fd = accept4(lfd, (struct sockaddr *)&ss, &len,
-                         SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int                     fd = accept4(lfd, (struct sockaddr *)&ss, &len,
+                                             SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
                 continue;
@@ -183,32 +183,35 @@ static void handle_hello(server_t *s, int i)
     }
     /* The proof first: an unauthenticated peer learns nothing about which
      * ranks are in. */
-    if (!mac_equal(mac, braid_bs_mac(s->key, 'C', p->nonce, rank, size,
-                                     cnonce))) {
+    if (!mac_equal(mac,
+                   braid_bs_mac(s->key, 'C', p->nonce, rank, size, cnonce))) {
         snprintf(detail, sizeof(detail), " (claimed rank %d)", (int)rank);
         /* Claiming a free slot of this job: most likely one of its ranks
          * was given another BRAID_JOB_KEY, and it will never get in.  This
          * lets whoever reaches the port fail the rendezvous (not join it);
          * see the threat model in the README. */
-        if (size == s->size && rank >= 1 && rank < s->size &&
-            s->fds[rank] < 0)
-            s->fatal = braid_error(BRAID_ERR_AUTH, "rank %d of %d "
+        if (size == s->size && rank >= 1 && rank < s->size && s->fds[rank] < 0)
+            s->fatal = braid_error(BRAID_ERR_AUTH,
+                                   "rank %d of %d "
                                    "(connecting from %s) does not have this "
                                    "job's key: was it given another "
                                    "BRAID_JOB_KEY, or started for another "
-                                   "job? The job cannot start", (int)rank,
-                                   (int)size, p->name);
+                                   "job? The job cannot start",
+                                   (int)rank, (int)size, p->name);
         refuse(s, i, BRAID_BS_REFUSE_KEY, detail);
         return;
     }
     if (size != s->size) {
-        snprintf(detail, sizeof(detail), " (rank %d claims size %d, job has "
-                 "%d)", (int)rank, (int)size, s->size);
-        s->fatal = braid_error(BRAID_ERR_MISMATCH, "rank %d (connecting from "
+        snprintf(detail, sizeof(detail),
+                 " (rank %d claims size %d, job has "
+                 "%d)",
+                 (int)rank, (int)size, s->size);
+        s->fatal = braid_error(BRAID_ERR_MISMATCH,
+                               "rank %d (connecting from "
                                "%s) was started for a job of %d ranks, rank 0 "
                                "for %d: every rank must be given the same "
-                               "size", (int)rank, p->name, (int)size,
-                               s->size);
+                               "size",
+                               (int)rank, p->name, (int)size, s->size);
         refuse(s, i, BRAID_BS_REFUSE_SIZE, detail);
         return;
     }
@@ -247,7 +250,7 @@ static braid_status_t missing_ranks_error(const server_t *s)
     char   list[256];
     size_t off   = 0;
     int    shown = 0, missing = s->size - 1 - s->joined;
-    list[0]      = '\0';
+    list[0] = '\0';
     for (int r = 1; r < s->size && off < sizeof(list); r++) {
         if (s->fds[r] >= 0)
             continue;
@@ -264,14 +267,15 @@ static braid_status_t missing_ranks_error(const server_t *s)
     }
     return braid_error(BRAID_ERR_TIMEOUT,
                        "rendezvous timed out (BRAID_TIMEOUT=%g s): %d of %d "
-                       "ranks did not join: rank%s %s", braid_timeout_s(),
-                       missing, s->size - 1, missing == 1 ? "" : "s", list);
+                       "ranks did not join: rank%s %s",
+                       braid_timeout_s(), missing, s->size - 1,
+                       missing == 1 ? "" : "s", list);
 }
 
 braid_status_t braid_auth_serve(int lfd, const uint8_t key[16], int size,
                                 int *fds, double deadline)
 {
-    braid_status_t st = BRAID_OK;
+    braid_status_t st  = BRAID_OK;
     struct pollfd *pfd = NULL;
     server_t      *s;
     for (int r = 1; r < size; r++)
@@ -289,7 +293,7 @@ braid_status_t braid_auth_serve(int lfd, const uint8_t key[16], int size,
     s->fds  = fds;
 
     while (s->joined < size - 1) {
-        int np = 0;
+        int np    = 0;
         pfd[np++] = (struct pollfd){.fd = lfd, .events = POLLIN};
         for (int i = 0; i < s->npend; i++)
             pfd[np++] = (struct pollfd){.fd = s->pend[i].fd, .events = POLLIN};
@@ -301,8 +305,10 @@ braid_status_t braid_auth_serve(int lfd, const uint8_t key[16], int size,
         if (rc < 0) {
             if (errno == EINTR)
                 continue;
-            st = braid_error(BRAID_ERR_IO, "poll on the bootstrap listener: "
-                             "%s", strerror(errno));
+            st = braid_error(BRAID_ERR_IO,
+                             "poll on the bootstrap listener: "
+                             "%s",
+                             strerror(errno));
             goto cleanup;
         }
         if (rc == 0)
@@ -326,8 +332,10 @@ braid_status_t braid_auth_serve(int lfd, const uint8_t key[16], int size,
 
 cleanup:
     while (s->npend > 0) {
-        BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "closing unfinished handshake "
-                  "from %s", s->pend[0].name);
+        BRAID_LOG(BRAID_LOG_INFO, LOG_COMP,
+                  "closing unfinished handshake "
+                  "from %s",
+                  s->pend[0].name);
         pending_remove(s, 0, 1);
     }
     if (st != BRAID_OK) {
@@ -374,7 +382,8 @@ braid_status_t braid_auth_join(int fd, const uint8_t key[16], int rank,
         return st;
     uint32_t version = braid_get_u32(ch);
     if (version != BRAID_BS_VERSION)
-        return braid_error(BRAID_ERR_MISMATCH, "%s speaks bootstrap protocol "
+        return braid_error(BRAID_ERR_MISMATCH,
+                           "%s speaks bootstrap protocol "
                            "version %u, this rank %u (mixed braid versions?)",
                            root, version, BRAID_BS_VERSION);
     const uint8_t *rnonce = ch + 4;
@@ -423,9 +432,11 @@ braid_status_t braid_auth_join(int fd, const uint8_t key[16], int rank,
         return st;
     if (!mac_equal(braid_get_u64(welcome),
                    braid_bs_mac(key, 'S', cnonce, rank, size, rnonce)))
-        return braid_error(BRAID_ERR_AUTH, "%s failed the job-key proof: it "
+        return braid_error(BRAID_ERR_AUTH,
+                           "%s failed the job-key proof: it "
                            "is not rank 0 of this job (stale rendezvous "
-                           "address, or another job on the port)", root);
+                           "address, or another job on the port)",
+                           root);
 
     /* READY, or an ABORT when the rendezvous failed at the root. */
     st = braid_sock_recv(fd, raw, sizeof(raw), deadline, root, "READY");
@@ -441,7 +452,8 @@ braid_status_t braid_auth_join(int fd, const uint8_t key[16], int rank,
         braid_bs_abort_text(ab, text, sizeof(text));
         int32_t code = (int32_t)braid_get_u32(ab);
         return braid_error(code < 0 && code >= BRAID_ERR_INTERNAL
-                               ? (braid_status_t)code : BRAID_ERR_PEER,
+                               ? (braid_status_t)code
+                               : BRAID_ERR_PEER,
                            "%s gave up the rendezvous: %s", root, text);
     }
     return braid_bs_hdr_check(&h, BRAID_BS_READY, 0, root);

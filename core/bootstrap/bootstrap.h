@@ -16,28 +16,28 @@
 
 /* What the launcher told this process. */
 typedef struct braid_launch {
-    int      rank;
-    int      size;
-    char     host[256];   /* rendezvous host of rank 0 ("" = file rendezvous) */
-    int      port;        /* rendezvous port */
-    uint8_t  key[16];     /* per-job key */
-    char     launcher[32]; /* "braidrun", "mpirun", "srun", "torchrun", "single" */
-    char     job_id[128];  /* used to name the file rendezvous */
+    int     rank;
+    int     size;
+    char    host[256]; /* rendezvous host of rank 0 ("" = file rendezvous) */
+    int     port;      /* rendezvous port */
+    uint8_t key[16];   /* per-job key */
+    char launcher[32]; /* "braidrun", "mpirun", "srun", "torchrun", "single" */
+    char job_id[128];  /* used to name the file rendezvous */
     /* Added by the bootstrap; all-zero means "not given", so a hand-filled
      * launch (tests) only needs the fields above. */
-    int      key_set;      /* 1: key is the job key.  0 with host == "": rank
-                              0 draws a random key and shares it through the
-                              0600 rendezvous file.  0 with a host: key is
-                              used as it is. */
-    int      has_listen_fd; /* rank 0 inherited a listening socket: braidrun's
-                               BRAID_LISTEN_FD (no free-port race) */
-    int      listen_fd;    /* owned by braid_bootstrap_init, which closes it */
-    char     ifaddr[64];   /* BRAID_IFADDR: where rank 0 listens in the file
-                              rendezvous ("" = 127.0.0.1) */
-    char     rendezvous_dir[512]; /* BRAID_RENDEZVOUS_DIR ("" = /tmp) */
-    int      rdv;          /* BRAID_RDV_BY_HOST (0), _STORE or _PROBE */
-    char     rank_from[64]; /* "RANK/WORLD_SIZE": for messages */
-    char     addr_from[64]; /* "MASTER_ADDR/MASTER_PORT", "BRAID_ADDR" */
+    int key_set;       /* 1: key is the job key.  0 with host == "": rank
+                          0 draws a random key and shares it through the
+                          0600 rendezvous file.  0 with a host: key is
+                          used as it is. */
+    int has_listen_fd; /* rank 0 inherited a listening socket: braidrun's
+                          BRAID_LISTEN_FD (no free-port race) */
+    int  listen_fd;    /* owned by braid_bootstrap_init, which closes it */
+    char ifaddr[64];   /* BRAID_IFADDR: where rank 0 listens in the file
+                          rendezvous ("" = 127.0.0.1) */
+    char rendezvous_dir[512]; /* BRAID_RENDEZVOUS_DIR ("" = /tmp) */
+    int  rdv;                 /* BRAID_RDV_BY_HOST (0), _STORE or _PROBE */
+    char rank_from[64];       /* "RANK/WORLD_SIZE": for messages */
+    char addr_from[64];       /* "MASTER_ADDR/MASTER_PORT", "BRAID_ADDR" */
 } braid_launch_t;
 
 /* How the ranks find rank 0 (launch->rdv). */
@@ -68,7 +68,7 @@ void braid_launch_describe(const braid_launch_t *launch, char *buf,
                            size_t len);
 /* Returns st with the last error prefixed by "braid_init on <describe>: "
  * (launch NULL: only the host, when the launch could not be read). */
-braid_status_t braid_launch_failed(braid_status_t st,
+braid_status_t braid_launch_failed(braid_status_t        st,
                                    const braid_launch_t *launch);
 
 /* secure.c.  1 when every address host resolves to is a loopback address:
@@ -97,18 +97,18 @@ typedef struct braid_bootstrap braid_bootstrap_t;
  * sockets are closed (so that the peers notice at once) and every further
  * operation returns BRAID_ERR_STATE with the first error's message. */
 braid_status_t braid_bootstrap_init(const braid_launch_t *launch,
-                                    braid_bootstrap_t **bs);
+                                    braid_bootstrap_t   **bs);
 /* World channel of rank of size through a caller's key-value store (see
  * braid_init_kv). */
 braid_status_t braid_bootstrap_init_kv(int rank, int size,
-                                       const braid_kv_t *kv,
+                                       const braid_kv_t   *kv,
                                        braid_bootstrap_t **bs);
 /* Collective over parent: a new channel for the ranks sharing color, ranked by
  * (key, parent rank).  color == BRAID_UNDEFINED gives *child = NULL. */
 braid_status_t braid_bootstrap_split(braid_bootstrap_t *parent, int color,
                                      int key, braid_bootstrap_t **child);
-int braid_bootstrap_rank(const braid_bootstrap_t *bs);
-int braid_bootstrap_size(const braid_bootstrap_t *bs);
+int            braid_bootstrap_rank(const braid_bootstrap_t *bs);
+int            braid_bootstrap_size(const braid_bootstrap_t *bs);
 /* recvbuf gets size*len bytes, rank r's at r*len.  Collective. */
 braid_status_t braid_bootstrap_allgather(braid_bootstrap_t *bs,
                                          const void *sendbuf, void *recvbuf,
@@ -116,7 +116,7 @@ braid_status_t braid_bootstrap_allgather(braid_bootstrap_t *bs,
 braid_status_t braid_bootstrap_bcast(braid_bootstrap_t *bs, void *buf,
                                      size_t len, int root);
 braid_status_t braid_bootstrap_barrier(braid_bootstrap_t *bs);
-void braid_bootstrap_destroy(braid_bootstrap_t *bs);
+void           braid_bootstrap_destroy(braid_bootstrap_t *bs);
 
 /* Failure detector: BRAID_OK while no rank of this channel is known to be
  * lost and no failure inquiry is asked for; otherwise the channel's failure
@@ -159,8 +159,7 @@ typedef struct braid_inquiry {
     size_t report_len; /* bytes of every rank's report */
     /* This rank's report into buf.  st and text: its own failure, or
      * BRAID_OK and "" when it was asked. */
-    void (*report)(void *ctx, void *buf, braid_status_t st,
-                   const char *text);
+    void (*report)(void *ctx, void *buf, braid_status_t st, const char *text);
     /* Root: the verdict from the reports (rank r's at r * report_len where
      * state[r] is BRAID_INQ_ANSWERED, the root's own at 0): its message
      * into text, its status returned. */
@@ -172,14 +171,14 @@ typedef struct braid_inquiry {
                                   size_t len);
 } braid_inquiry_t;
 
-void braid_bootstrap_set_inquiry(braid_bootstrap_t *bs,
+void braid_bootstrap_set_inquiry(braid_bootstrap_t     *bs,
                                  const braid_inquiry_t *inq);
 /* A call failed here with st (braid_last_error() says how) or timed out:
  * run the inquiry and fail the channel with its verdict, which is returned
  * (status, and message as the last error).  Bounded: a few times
  * braid_inquiry_window_s(). */
 braid_status_t braid_bootstrap_inquire(braid_bootstrap_t *bs,
-                                       braid_status_t st);
+                                       braid_status_t     st);
 /* How long the root waits for reports: a quarter of BRAID_TIMEOUT, at
  * least 0.25 s and at most 2 s.  Ranks inside braid answer within
  * milliseconds; one that does not by then is named as not answering. */

@@ -46,8 +46,10 @@ braid_status_t braid_bs_create(int rank, int size, const uint8_t key[16],
         if (bs->fds == NULL || bs->pfd == NULL || bs->lost == NULL ||
             bs->busy == NULL) {
             braid_bootstrap_destroy(bs);
-            return braid_error(BRAID_ERR_NO_MEMORY, "bootstrap channel of %d "
-                               "ranks", size);
+            return braid_error(BRAID_ERR_NO_MEMORY,
+                               "bootstrap channel of %d "
+                               "ranks",
+                               size);
         }
         for (int r = 0; r < size; r++)
             bs->fds[r] = -1;
@@ -84,9 +86,10 @@ static braid_status_t check_usable(const braid_bootstrap_t *bs, const char *op)
         return braid_error(BRAID_ERR_INVALID_ARG, "bootstrap %s: NULL channel",
                            op);
     if (bs->failed != BRAID_OK)
-        return braid_error(BRAID_ERR_STATE, "bootstrap %s: the channel failed "
-                           "earlier (%s): %s", op, braid_status_str(bs->failed),
-                           bs->failed_msg);
+        return braid_error(BRAID_ERR_STATE,
+                           "bootstrap %s: the channel failed "
+                           "earlier (%s): %s",
+                           op, braid_status_str(bs->failed), bs->failed_msg);
     return BRAID_OK;
 }
 
@@ -112,8 +115,8 @@ static braid_status_t chan_recv(braid_bootstrap_t *bs, int fd, int from,
     uint8_t        raw[BRAID_BS_HDR_LEN];
     braid_bs_hdr_t h;
     const char    *what = braid_bs_type_name(type);
-    braid_status_t st   = braid_sock_recv(fd, raw, sizeof(raw), deadline, peer,
-                                          what);
+    braid_status_t st =
+        braid_sock_recv(fd, raw, sizeof(raw), deadline, peer, what);
     if (st == BRAID_ERR_PEER)
         return closed(bs, from);
     if (st != BRAID_OK)
@@ -146,8 +149,8 @@ static braid_status_t chan_recv(braid_bootstrap_t *bs, int fd, int from,
 }
 
 static braid_status_t chan_send(braid_bootstrap_t *bs, int fd, int to,
-                                uint32_t type, const void *payload,
-                                size_t len, double deadline, const char *peer)
+                                uint32_t type, const void *payload, size_t len,
+                                double deadline, const char *peer)
 {
     braid_status_t st = braid_bs_send(fd, type, payload, len, deadline, peer);
     /* braid_bs_send's only BRAID_ERR_PEER is a closed or reset connection. */
@@ -183,8 +186,10 @@ static braid_status_t root_wait(braid_bootstrap_t *bs, int r, double deadline,
         if (rc < 0) {
             if (errno == EINTR)
                 continue;
-            return braid_error(BRAID_ERR_IO, "poll on the bootstrap sockets: "
-                               "%s", strerror(errno));
+            return braid_error(BRAID_ERR_IO,
+                               "poll on the bootstrap sockets: "
+                               "%s",
+                               strerror(errno));
         }
         for (int k = 1; k < bs->size; k++) {
             if (k != r && (bs->pfd[k - 1].revents & HUNG_UP))
@@ -200,9 +205,10 @@ static braid_status_t root_wait(braid_bootstrap_t *bs, int r, double deadline,
                 return braid_bs_status_arrived(bs, k, deadline);
         }
         if (rc == 0 && braid_deadline_left(deadline) <= 0.0)
-            return braid_error(BRAID_ERR_TIMEOUT, "timed out waiting for %s "
-                               "from rank %d (BRAID_TIMEOUT=%g s)", what, r,
-                               braid_timeout_s());
+            return braid_error(BRAID_ERR_TIMEOUT,
+                               "timed out waiting for %s "
+                               "from rank %d (BRAID_TIMEOUT=%g s)",
+                               what, r, braid_timeout_s());
     }
 }
 
@@ -269,9 +275,8 @@ static braid_status_t handshake(braid_bootstrap_t *bs, int fd, double deadline)
     return BRAID_OK;
 }
 
-braid_status_t braid_bs_join(braid_bootstrap_t *bs, const char *host,
-                             int port, double connect_deadline,
-                             double deadline)
+braid_status_t braid_bs_join(braid_bootstrap_t *bs, const char *host, int port,
+                             double connect_deadline, double deadline)
 {
     int fd = -1;
     set_root_name(bs, host, port);
@@ -280,7 +285,7 @@ braid_status_t braid_bs_join(braid_bootstrap_t *bs, const char *host,
 }
 
 /* Root of a file rendezvous: publish where we listen and the key. */
-static braid_status_t file_publish(braid_bootstrap_t *bs,
+static braid_status_t file_publish(braid_bootstrap_t    *bs,
                                    const braid_launch_t *l, int lfd,
                                    const char *path)
 {
@@ -316,7 +321,7 @@ static braid_status_t file_join(braid_bootstrap_t *bs, const braid_launch_t *l,
          * answered, the handshake waits as long as any rank would. */
         double attempt = braid_now_s() + 0.5;
         int    fd      = -1;
-        st = braid_sock_connect(host, port,
+        st             = braid_sock_connect(host, port,
                                 attempt < deadline ? attempt : deadline, &fd);
         if (st == BRAID_ERR_TIMEOUT && braid_deadline_left(deadline) > 0.0) {
             BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "%s; reading %s again",
@@ -328,11 +333,11 @@ static braid_status_t file_join(braid_bootstrap_t *bs, const braid_launch_t *l,
 }
 
 braid_status_t braid_bootstrap_init(const braid_launch_t *launch,
-                                    braid_bootstrap_t **out)
+                                    braid_bootstrap_t   **out)
 {
-    braid_bootstrap_t *bs  = NULL;
-    braid_status_t     st  = BRAID_OK;
-    int                lfd = -1;
+    braid_bootstrap_t *bs         = NULL;
+    braid_status_t     st         = BRAID_OK;
+    int                lfd        = -1;
     char               path[4200] = "";
     int                published  = 0;
 
@@ -347,8 +352,10 @@ braid_status_t braid_bootstrap_init(const braid_launch_t *launch,
     }
     *out = NULL;
     if (launch->size < 1 || launch->rank < 0 || launch->rank >= launch->size) {
-        st = braid_error(BRAID_ERR_INVALID_ARG, "bootstrap init: rank %d of "
-                         "size %d", launch->rank, launch->size);
+        st = braid_error(BRAID_ERR_INVALID_ARG,
+                         "bootstrap init: rank %d of "
+                         "size %d",
+                         launch->rank, launch->size);
         goto cleanup;
     }
     if ((st = braid_bs_create(launch->rank, launch->size, launch->key, &bs)) !=
@@ -357,14 +364,14 @@ braid_status_t braid_bootstrap_init(const braid_launch_t *launch,
     if (launch->size == 1)
         goto cleanup;
 
-    double deadline  = braid_deadline_from_now();
+    double deadline = braid_deadline_from_now();
     if (launch->rdv == BRAID_RDV_STORE || launch->rdv == BRAID_RDV_PROBE) {
         st = braid_bs_torch_init(bs, launch, deadline);
         goto cleanup;
     }
-    int    file_mode = launch->host[0] == '\0';
-    if (file_mode && (st = braid_rdv_path(launch, path, sizeof(path))) !=
-                         BRAID_OK)
+    int file_mode = launch->host[0] == '\0';
+    if (file_mode &&
+        (st = braid_rdv_path(launch, path, sizeof(path))) != BRAID_OK)
         goto cleanup;
 
     if (launch->rank == 0) {
@@ -373,8 +380,8 @@ braid_status_t braid_bootstrap_init(const braid_launch_t *launch,
         else if (!file_mode)
             st = braid_sock_listen(launch->host, launch->port, &lfd);
         else
-            st = braid_sock_listen(launch->ifaddr[0] ? launch->ifaddr
-                                                     : "127.0.0.1", 0, &lfd);
+            st = braid_sock_listen(
+                launch->ifaddr[0] ? launch->ifaddr : "127.0.0.1", 0, &lfd);
         if (st != BRAID_OK)
             goto cleanup;
         if (file_mode) {
@@ -387,8 +394,7 @@ braid_status_t braid_bootstrap_init(const braid_launch_t *launch,
     } else if (file_mode) {
         st = file_join(bs, launch, path, deadline);
     } else {
-        st = braid_bs_join(bs, launch->host, launch->port, deadline,
-                           deadline);
+        st = braid_bs_join(bs, launch->host, launch->port, deadline, deadline);
     }
     if (st == BRAID_OK)
         BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "rank %d of %d: bootstrap up",
@@ -467,11 +473,15 @@ braid_status_t braid_bootstrap_allgather(braid_bootstrap_t *bs,
     if (st != BRAID_OK)
         return st;
     if (len > 0 && (sendbuf == NULL || recvbuf == NULL))
-        return braid_error(BRAID_ERR_INVALID_ARG, "bootstrap allgather: NULL "
-                           "buffer for %zu bytes", len);
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "bootstrap allgather: NULL "
+                           "buffer for %zu bytes",
+                           len);
     if (len > SIZE_MAX / (size_t)bs->size)
-        return braid_error(BRAID_ERR_INVALID_ARG, "bootstrap allgather: %zu "
-                           "bytes times %d ranks overflows", len, bs->size);
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "bootstrap allgather: %zu "
+                           "bytes times %d ranks overflows",
+                           len, bs->size);
     char *recv = recvbuf;
     /* memmove: in place, sendbuf is recvbuf + rank*len. */
     if (len > 0 && (bs->rank == 0 || bs->size == 1))
@@ -494,11 +504,15 @@ braid_status_t braid_bootstrap_bcast(braid_bootstrap_t *bs, void *buf,
     if (st != BRAID_OK)
         return st;
     if (root < 0 || root >= bs->size)
-        return braid_error(BRAID_ERR_INVALID_ARG, "bootstrap bcast: root %d "
-                           "not in [0, %d)", root, bs->size);
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "bootstrap bcast: root %d "
+                           "not in [0, %d)",
+                           root, bs->size);
     if (len > 0 && buf == NULL)
-        return braid_error(BRAID_ERR_INVALID_ARG, "bootstrap bcast: NULL "
-                           "buffer for %zu bytes", len);
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "bootstrap bcast: NULL "
+                           "buffer for %zu bytes",
+                           len);
     if (bs->size == 1)
         return BRAID_OK;
 
@@ -522,7 +536,7 @@ braid_status_t braid_bootstrap_barrier(braid_bootstrap_t *bs)
     if (st != BRAID_OK || bs->size == 1)
         return st;
     double deadline = braid_deadline_from_now();
-    st = gather_up(bs, BRAID_BS_BARRIER, NULL, NULL, 0, deadline);
+    st              = gather_up(bs, BRAID_BS_BARRIER, NULL, NULL, 0, deadline);
     if (st == BRAID_OK)
         st = send_down(bs, BRAID_BS_BARRIER_DONE, NULL, 0, -1, deadline);
     return st == BRAID_OK ? st : fail(bs, st);

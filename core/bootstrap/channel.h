@@ -11,24 +11,24 @@
 
 /* Who a rank is, as it told the root in its IDENT message. */
 typedef struct braid_bs_ident {
-    long pid;                         /* 0: not known */
+    long pid; /* 0: not known */
     char host[BRAID_BS_HOST_LEN + 1];
 } braid_bs_ident_t;
 
 struct braid_bootstrap {
-    int            rank;
-    int            size;
-    uint8_t        key[16];
-    int           *fds;     /* root: fds[r] = rank r's socket (fds[0] = -1) */
-    int            root_fd; /* others: the socket to the root */
-    braid_bs_ident_t *idents; /* root: every rank's identity */
-    struct pollfd *pfd;     /* root: scratch, one entry per other rank */
-    int           *lost;    /* root: scratch, ranks found lost */
-    uint8_t       *busy;    /* root: scratch, ranks ahead in an operation */
-    braid_status_t failed;  /* first error; the channel is unusable after */
-    char           failed_msg[512]; /* its message, repeated to later calls */
-    char           root_name[BRAID_ADDRSTR_LEN + 32]; /* for messages */
-    braid_inquiry_t inq;    /* report_len 0: no inquiry, plain ABORTs */
+    int               rank;
+    int               size;
+    uint8_t           key[16];
+    int              *fds; /* root: fds[r] = rank r's socket (fds[0] = -1) */
+    int               root_fd; /* others: the socket to the root */
+    braid_bs_ident_t *idents;  /* root: every rank's identity */
+    struct pollfd    *pfd;     /* root: scratch, one entry per other rank */
+    int              *lost;    /* root: scratch, ranks found lost */
+    uint8_t          *busy;    /* root: scratch, ranks ahead in an operation */
+    braid_status_t    failed;  /* first error; the channel is unusable after */
+    char            failed_msg[512]; /* its message, repeated to later calls */
+    char            root_name[BRAID_ADDRSTR_LEN + 32]; /* for messages */
+    braid_inquiry_t inq;       /* report_len 0: no inquiry, plain ABORTs */
     int             inquiring; /* an inquiry is running: no other */
 };
 
@@ -48,12 +48,11 @@ braid_status_t braid_bs_serve(braid_bootstrap_t *bs, int *lfd,
                               const char *rdv_path, double deadline);
 /* Others: connects to the root at host:port (retrying until
  * connect_deadline) and joins (until deadline). */
-braid_status_t braid_bs_join(braid_bootstrap_t *bs, const char *host,
-                             int port, double connect_deadline,
-                             double deadline);
+braid_status_t braid_bs_join(braid_bootstrap_t *bs, const char *host, int port,
+                             double connect_deadline, double deadline);
 /* torchrun.c: rendezvous of a BRAID_RDV_STORE or BRAID_RDV_PROBE launch,
  * on a channel from braid_bs_create. */
-braid_status_t braid_bs_torch_init(braid_bootstrap_t *bs,
+braid_status_t braid_bs_torch_init(braid_bootstrap_t    *bs,
                                    const braid_launch_t *l, double deadline);
 /* Any socket of the channel (to learn which interface it uses), or -1. */
 int braid_bs_any_fd(const braid_bootstrap_t *bs);
@@ -96,13 +95,13 @@ braid_status_t braid_bs_rank_failed(braid_bootstrap_t *bs, int r,
  * frames waiting on the root socket (up to 64 KiB of them).  Returns 1 and
  * copies its payload when there is one, 0 otherwise.  Consumes nothing. */
 int braid_bs_abort_find(const braid_bootstrap_t *bs,
-                        uint8_t payload[BRAID_BS_ABORT_LEN]);
+                        uint8_t                  payload[BRAID_BS_ABORT_LEN]);
 /* An ABORT frame (header and payload) of status st, lost rank (-1: none) and
  * text; and the printable text of a received payload. */
 void braid_bs_abort_pack(uint8_t frame[BRAID_BS_HDR_LEN + BRAID_BS_ABORT_LEN],
                          braid_status_t st, int lost, const char *text);
-void braid_bs_abort_text(const uint8_t payload[BRAID_BS_ABORT_LEN],
-                         char *out, size_t len);
+void braid_bs_abort_text(const uint8_t payload[BRAID_BS_ABORT_LEN], char *out,
+                         size_t len);
 /* Whether fd's peer has closed or broken the connection (poll, no wait);
  * data it sent before may still be unread. */
 int braid_bs_hung_up(int fd);

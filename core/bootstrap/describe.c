@@ -28,8 +28,7 @@ void braid_launch_describe(const braid_launch_t *l, char *buf, size_t len)
                  strchr(l->host, ':') ? "]" : "", l->port, l->addr_from);
     else
         snprintf(buf + n, len - (size_t)n, ", rendezvous file in %s (job %s)",
-                 l->rendezvous_dir[0] ? l->rendezvous_dir : "/tmp",
-                 l->job_id);
+                 l->rendezvous_dir[0] ? l->rendezvous_dir : "/tmp", l->job_id);
 }
 
 braid_status_t braid_launch_failed(braid_status_t st, const braid_launch_t *l)

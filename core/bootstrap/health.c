@@ -26,14 +26,14 @@
 
 static braid_status_t root_health(braid_bootstrap_t *bs)
 {
-    int   n = 0, nlost = 0, rc;
+    int n = 0, nlost = 0, rc;
     /* Input is looked at only while a failure inquiry can run: a rank
      * ahead in an operation leaves its message waiting, which costs a peek
      * per look. */
     short in = braid_bs_can_inquire(bs) ? POLLIN : 0;
     for (int r = 1; r < bs->size; r++)
-        bs->pfd[n++] = (struct pollfd){.fd     = bs->fds[r],
-                                       .events = POLLRDHUP | in};
+        bs->pfd[n++] =
+            (struct pollfd){.fd = bs->fds[r], .events = POLLRDHUP | in};
     do
         rc = poll(bs->pfd, (nfds_t)n, 0);
     while (rc < 0 && errno == EINTR);
@@ -46,10 +46,10 @@ static braid_status_t root_health(braid_bootstrap_t *bs)
     if (nlost > 0)
         return braid_bs_lost(bs, bs->lost, nlost, NULL);
     for (int i = 0; in && i < n; i++) {
-        if ((bs->pfd[i].revents & POLLIN) && braid_bs_report_waiting(bs, i + 1, NULL))
-            return braid_bs_status_arrived(bs, i + 1,
-                                           braid_now_s() +
-                                               braid_inquiry_window_s());
+        if ((bs->pfd[i].revents & POLLIN) &&
+            braid_bs_report_waiting(bs, i + 1, NULL))
+            return braid_bs_status_arrived(
+                bs, i + 1, braid_now_s() + braid_inquiry_window_s());
     }
     return BRAID_OK;
 }
@@ -106,7 +106,7 @@ braid_status_t braid_bootstrap_health(braid_bootstrap_t *bs)
 {
     if (bs == NULL)
         return braid_error(BRAID_ERR_INVALID_ARG, "bootstrap health: NULL "
-                           "channel");
+                                                  "channel");
     /* Once failed, always failed, with the same words. */
     if (bs->failed != BRAID_OK)
         return braid_error(bs->failed, "%s", bs->failed_msg);

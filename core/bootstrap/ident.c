@@ -30,15 +30,17 @@ braid_status_t braid_bs_ident_gather(braid_bootstrap_t *bs, double deadline)
 {
     bs->idents = calloc((size_t)bs->size, sizeof(*bs->idents));
     if (bs->idents == NULL)
-        return braid_error(BRAID_ERR_NO_MEMORY, "bootstrap identities of %d "
-                           "ranks", bs->size);
+        return braid_error(BRAID_ERR_NO_MEMORY,
+                           "bootstrap identities of %d "
+                           "ranks",
+                           bs->size);
     bs->idents[0].pid = (long)getpid();
     if (gethostname(bs->idents[0].host, sizeof(bs->idents[0].host)) != 0)
         snprintf(bs->idents[0].host, sizeof(bs->idents[0].host), "?");
     bs->idents[0].host[sizeof(bs->idents[0].host) - 1] = '\0';
     for (int r = 1; r < bs->size; r++) {
-        uint8_t        msg[BRAID_BS_IDENT_LEN];
-        char           peer[32];
+        uint8_t           msg[BRAID_BS_IDENT_LEN];
+        char              peer[32];
         braid_bs_ident_t *id = &bs->idents[r];
         snprintf(peer, sizeof(peer), "rank %d", r);
         braid_status_t st = braid_bs_recv(bs->fds[r], BRAID_BS_IDENT, msg,
@@ -50,7 +52,7 @@ braid_status_t braid_bs_ident_gather(braid_bootstrap_t *bs, double deadline)
          * logs: keep printable characters only. */
         size_t n = 0;
         for (size_t i = 0; i < BRAID_BS_HOST_LEN && msg[4 + i] != 0; i++) {
-            uint8_t c = msg[4 + i];
+            uint8_t c     = msg[4 + i];
             id->host[n++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
         }
         id->host[n] = '\0';

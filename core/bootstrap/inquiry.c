@@ -38,7 +38,7 @@ double braid_inquiry_window_s(void)
     return w < 0.25 ? 0.25 : w > 2.0 ? 2.0 : w;
 }
 
-void braid_bootstrap_set_inquiry(braid_bootstrap_t *bs,
+void braid_bootstrap_set_inquiry(braid_bootstrap_t     *bs,
                                  const braid_inquiry_t *inq)
 {
     if (bs != NULL && inq != NULL)
@@ -90,9 +90,9 @@ static braid_status_t skip(int fd, uint64_t len, double deadline)
 {
     uint8_t sink[4096];
     while (len > 0) {
-        size_t n = len < sizeof(sink) ? (size_t)len : sizeof(sink);
-        braid_status_t st = braid_sock_recv(fd, sink, n, deadline, "peer",
-                                            "a message");
+        size_t         n = len < sizeof(sink) ? (size_t)len : sizeof(sink);
+        braid_status_t st =
+            braid_sock_recv(fd, sink, n, deadline, "peer", "a message");
         if (st != BRAID_OK)
             return st;
         len -= n;
@@ -107,8 +107,8 @@ static void root_read(braid_bootstrap_t *bs, int r, uint8_t *state,
     uint8_t        raw[BRAID_BS_HDR_LEN];
     braid_bs_hdr_t h;
     size_t         len = bs->inq.report_len;
-    braid_status_t st  = braid_sock_recv(bs->fds[r], raw, sizeof(raw),
-                                         deadline, "rank", "a report");
+    braid_status_t st = braid_sock_recv(bs->fds[r], raw, sizeof(raw), deadline,
+                                        "rank", "a report");
     if (st == BRAID_OK) {
         braid_bs_hdr_unpack(raw, &h);
         if (h.magic != BRAID_BS_MAGIC)
@@ -121,10 +121,9 @@ static void root_read(braid_bootstrap_t *bs, int r, uint8_t *state,
         else if ((st = skip(bs->fds[r], h.length, deadline)) == BRAID_OK)
             return; /* an operation's message: the report follows */
     }
-    state[r] = st == BRAID_OK && h.type == BRAID_BS_STATUS
-                   ? BRAID_INQ_ANSWERED
-               : st == BRAID_ERR_TIMEOUT ? BRAID_INQ_SILENT
-                                         : BRAID_INQ_LOST;
+    state[r] = st == BRAID_OK && h.type == BRAID_BS_STATUS ? BRAID_INQ_ANSWERED
+               : st == BRAID_ERR_TIMEOUT                   ? BRAID_INQ_SILENT
+                                                           : BRAID_INQ_LOST;
 }
 
 /* Root: waits for the reports of the pending ranks until the window ends. */
@@ -138,7 +137,7 @@ static void collect(braid_bootstrap_t *bs, uint8_t *state, uint8_t *reports,
         for (int r = 1; r < bs->size; r++) {
             if (state[r] != BRAID_INQ_PENDING)
                 continue;
-            pfd[n]   = (struct pollfd){.fd = bs->fds[r],
+            pfd[n]   = (struct pollfd){.fd     = bs->fds[r],
                                        .events = POLLIN | POLLRDHUP};
             who[n++] = r;
         }
@@ -164,16 +163,18 @@ braid_status_t braid_bs_root_inquiry(braid_bootstrap_t *bs, uint8_t *state,
                                      uint8_t *reports, braid_status_t st,
                                      const char *text)
 {
-    size_t   len   = bs->inq.report_len;
-    uint8_t *mine  = reports;
+    size_t   len  = bs->inq.report_len;
+    uint8_t *mine = reports;
     char     saved[512];
     snprintf(saved, sizeof(saved), "%s", text);
     if (mine == NULL && (mine = calloc((size_t)bs->size, len)) == NULL) {
-        braid_error(st != BRAID_OK ? st : BRAID_ERR_NO_MEMORY, "%s (no "
-                    "memory to ask the other ranks)", saved);
+        braid_error(st != BRAID_OK ? st : BRAID_ERR_NO_MEMORY,
+                    "%s (no "
+                    "memory to ask the other ranks)",
+                    saved);
         return braid_bs_fail(bs, st != BRAID_OK ? st : BRAID_ERR_NO_MEMORY);
     }
-    bs->inquiring = 1;
+    bs->inquiring   = 1;
     double deadline = braid_now_s() + braid_inquiry_window_s();
     bs->inq.report(bs->inq.ctx, mine, st, saved);
     state[0] = BRAID_INQ_ANSWERED;
@@ -188,8 +189,8 @@ braid_status_t braid_bs_root_inquiry(braid_bootstrap_t *bs, uint8_t *state,
     }
     collect(bs, state, mine, deadline);
     char           verdict[BRAID_BS_ABORT_TEXT_LEN + 1];
-    braid_status_t vst = bs->inq.judge(bs->inq.ctx, mine, state, verdict,
-                                       sizeof(verdict));
+    braid_status_t vst =
+        bs->inq.judge(bs->inq.ctx, mine, state, verdict, sizeof(verdict));
     bs->inquiring = 0;
     if (mine != reports)
         free(mine);
@@ -226,8 +227,8 @@ braid_status_t braid_bs_status_arrived(braid_bootstrap_t *bs, int r,
     }
     braid_status_t st = braid_sock_recv(bs->fds[r], reports + (size_t)r * len,
                                         len, deadline, "rank", "a report");
-    state[r] = st == BRAID_OK ? BRAID_INQ_ANSWERED : BRAID_INQ_LOST;
-    st       = braid_bs_root_inquiry(bs, state, reports, BRAID_OK, "");
+    state[r]          = st == BRAID_OK ? BRAID_INQ_ANSWERED : BRAID_INQ_LOST;
+    st = braid_bs_root_inquiry(bs, state, reports, BRAID_OK, "");
     free(state);
     free(reports);
     return st;
@@ -241,9 +242,9 @@ static braid_status_t await_verdict(braid_bootstrap_t *bs)
     for (;;) {
         uint8_t        raw[BRAID_BS_HDR_LEN];
         braid_bs_hdr_t h;
-        braid_status_t st = braid_sock_recv(bs->root_fd, raw, sizeof(raw),
-                                            deadline, bs->root_name,
-                                            "the verdict");
+        braid_status_t st =
+            braid_sock_recv(bs->root_fd, raw, sizeof(raw), deadline,
+                            bs->root_name, "the verdict");
         if (st != BRAID_OK) {
             root = st == BRAID_ERR_TIMEOUT ? BRAID_INQ_SILENT : BRAID_INQ_LOST;
             break;
@@ -269,8 +270,8 @@ static braid_status_t await_verdict(braid_bootstrap_t *bs)
         }
     }
     char           text[BRAID_BS_ABORT_TEXT_LEN + 1];
-    braid_status_t st = bs->inq.judge_alone(bs->inq.ctx, root, text,
-                                            sizeof(text));
+    braid_status_t st =
+        bs->inq.judge_alone(bs->inq.ctx, root, text, sizeof(text));
     bs->inquiring = 0;
     braid_error(st, "%s", text);
     return braid_bs_fail(bs, st);
@@ -284,11 +285,9 @@ static braid_status_t send_report(braid_bootstrap_t *bs, braid_status_t st,
     if (buf == NULL)
         return BRAID_ERR_NO_MEMORY;
     bs->inq.report(bs->inq.ctx, buf, st, text);
-    braid_status_t sst = braid_bs_send(bs->root_fd, BRAID_BS_STATUS, buf,
-                                       bs->inq.report_len,
-                                       braid_now_s() +
-                                           braid_inquiry_window_s(),
-                                       bs->root_name);
+    braid_status_t sst =
+        braid_bs_send(bs->root_fd, BRAID_BS_STATUS, buf, bs->inq.report_len,
+                      braid_now_s() + braid_inquiry_window_s(), bs->root_name);
     free(buf);
     return sst;
 }
@@ -301,7 +300,7 @@ braid_status_t braid_bs_query_arrived(braid_bootstrap_t *bs)
 }
 
 braid_status_t braid_bootstrap_inquire(braid_bootstrap_t *bs,
-                                       braid_status_t st)
+                                       braid_status_t     st)
 {
     char text[512];
     snprintf(text, sizeof(text), "%s", braid_last_error());

@@ -16,9 +16,10 @@ static braid_status_t kv_set(const braid_kv_t *kv, const char *key,
 {
     char err[256] = "";
     if (kv->set(kv->ctx, key, value, strlen(value), err, sizeof(err)) != 0)
-        return braid_error(BRAID_ERR_IO, "cannot publish '%s' in the "
-                           "key-value store: %s", key,
-                           err[0] ? err : "its set failed");
+        return braid_error(BRAID_ERR_IO,
+                           "cannot publish '%s' in the "
+                           "key-value store: %s",
+                           key, err[0] ? err : "its set failed");
     return BRAID_OK;
 }
 
@@ -67,19 +68,21 @@ fail:
 
 /* "braid1 host port key|-" or "error text". */
 static braid_status_t parse(const braid_kv_rdv_t *r, char *v, char *host,
-                            size_t n, int *port, int *has_key,
-                            uint8_t key[16])
+                            size_t n, int *port, int *has_key, uint8_t key[16])
 {
     if (strncmp(v, "error ", 6) == 0)
-        return braid_error(BRAID_ERR_PEER, "rank 0 failed before the "
-                           "rendezvous: %s", v + 6);
+        return braid_error(BRAID_ERR_PEER,
+                           "rank 0 failed before the "
+                           "rendezvous: %s",
+                           v + 6);
     char h[BRAID_ADDRSTR_LEN], k[40];
     int  p, used = 0;
     if (sscanf(v, "braid1 %95s %d %39s%n", h, &p, k, &used) != 3 ||
         v[used] != '\0' || p < 1 || p > 65535 || strlen(h) >= n)
-        return braid_error(BRAID_ERR_PEER, "'%s' in the key-value store is "
-                           "not a braid rendezvous address: '%.80s'", r->key,
-                           v);
+        return braid_error(BRAID_ERR_PEER,
+                           "'%s' in the key-value store is "
+                           "not a braid rendezvous address: '%.80s'",
+                           r->key, v);
     snprintf(host, n, "%s", h);
     *port    = p;
     *has_key = strcmp(k, "-") != 0;
@@ -95,16 +98,18 @@ static braid_status_t join(braid_bootstrap_t *bs, const braid_kv_rdv_t *r,
     long    len = r->kv->get(r->kv->ctx, r->key, value, sizeof(value) - 1, err,
                              sizeof(err));
     if (len < 0)
-        return braid_error(BRAID_ERR_IO, "cannot read rank 0's address '%s' "
-                           "from the key-value store: %s", r->key,
-                           err[0] ? err : "its get failed");
+        return braid_error(BRAID_ERR_IO,
+                           "cannot read rank 0's address '%s' "
+                           "from the key-value store: %s",
+                           r->key, err[0] ? err : "its get failed");
     if ((size_t)len >= sizeof(value))
-        return braid_error(BRAID_ERR_PEER, "'%s' in the key-value store is "
+        return braid_error(BRAID_ERR_PEER,
+                           "'%s' in the key-value store is "
                            "%ld bytes long: not a braid rendezvous address",
                            r->key, len);
-    value[len]        = '\0';
-    braid_status_t st = parse(r, value, host, sizeof(host), &port, &has_key,
-                              key);
+    value[len] = '\0';
+    braid_status_t st =
+        parse(r, value, host, sizeof(host), &port, &has_key, key);
     if (st != BRAID_OK)
         return st;
     /* A key given here wins: if rank 0 had none (or another), the handshake
@@ -113,15 +118,19 @@ static braid_status_t join(braid_bootstrap_t *bs, const braid_kv_rdv_t *r,
         memcpy(bs->key, has_key ? key : (const uint8_t[16]){0}, 16);
     st = braid_bs_join(bs, host, port, deadline, deadline);
     if (st == BRAID_ERR_AUTH && !r->key_given && !has_key)
-        return braid_error(st, "%s (rank 0 has a BRAID_JOB_KEY, this rank "
-                           "has none)", braid_last_error());
+        return braid_error(st,
+                           "%s (rank 0 has a BRAID_JOB_KEY, this rank "
+                           "has none)",
+                           braid_last_error());
     if (st == BRAID_ERR_AUTH && r->key_given && has_key)
-        return braid_error(st, "%s (this rank has a BRAID_JOB_KEY, rank 0 "
-                           "has none)", braid_last_error());
+        return braid_error(st,
+                           "%s (this rank has a BRAID_JOB_KEY, rank 0 "
+                           "has none)",
+                           braid_last_error());
     return st;
 }
 
-braid_status_t braid_kv_rendezvous(braid_bootstrap_t *bs,
+braid_status_t braid_kv_rendezvous(braid_bootstrap_t    *bs,
                                    const braid_kv_rdv_t *r, double deadline)
 {
     return braid_bootstrap_rank(bs) == 0 ? serve(bs, r, deadline)
@@ -129,7 +138,7 @@ braid_status_t braid_kv_rendezvous(braid_bootstrap_t *bs,
 }
 
 braid_status_t braid_bootstrap_init_kv(int rank, int size,
-                                       const braid_kv_t *kv,
+                                       const braid_kv_t   *kv,
                                        braid_bootstrap_t **out)
 {
     braid_bootstrap_t *bs = NULL;
@@ -140,12 +149,15 @@ braid_status_t braid_bootstrap_init_kv(int rank, int size,
 
     *out = NULL;
     if (size < 1 || rank < 0 || rank >= size)
-        return braid_error(BRAID_ERR_INVALID_ARG, "braid_init_kv: rank %d of "
-                           "size %d", rank, size);
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "braid_init_kv: rank %d of "
+                           "size %d",
+                           rank, size);
     if (kv == NULL || kv->set == NULL || kv->get == NULL)
         return braid_error(BRAID_ERR_INVALID_ARG, "braid_init_kv: %s is NULL",
-                           kv == NULL ? "kv" : kv->set == NULL ? "kv->set"
-                                                               : "kv->get");
+                           kv == NULL        ? "kv"
+                           : kv->set == NULL ? "kv->set"
+                                             : "kv->get");
     memset(&l, 0, sizeof(l));
     if ((v = braid_env_get("BRAID_JOB_KEY")) != NULL) {
         if ((st = braid_parse_job_key("BRAID_JOB_KEY", v, l.key)) != BRAID_OK)
@@ -174,12 +186,17 @@ braid_status_t braid_bootstrap_init_kv(int rank, int size,
             braid_kv_publish_error(kv, key);
             goto out;
         }
-        snprintf(from, sizeof(from), "the interface facing the store's host "
-                 "%.100s", kv->host);
+        snprintf(from, sizeof(from),
+                 "the interface facing the store's host "
+                 "%.100s",
+                 kv->host);
     }
-    braid_kv_rdv_t r = {.kv = kv, .key = key, .listen_host = here,
-                        .from = from, .key_given = l.key_set};
-    st = braid_kv_rendezvous(bs, &r, braid_deadline_from_now());
+    braid_kv_rdv_t r = {.kv          = kv,
+                        .key         = key,
+                        .listen_host = here,
+                        .from        = from,
+                        .key_given   = l.key_set};
+    st               = braid_kv_rendezvous(bs, &r, braid_deadline_from_now());
 out:
     if (st != BRAID_OK) {
         braid_bootstrap_destroy(bs);

@@ -20,7 +20,7 @@ typedef struct braid_kv_rdv {
 } braid_kv_rdv_t;
 
 /* Collective over bs's ranks, on a channel from braid_bs_create. */
-braid_status_t braid_kv_rendezvous(braid_bootstrap_t *bs,
+braid_status_t braid_kv_rendezvous(braid_bootstrap_t    *bs,
                                    const braid_kv_rdv_t *r, double deadline);
 /* Rank 0, having failed before publishing: publish the failure (best
  * effort; keeps the thread's last error). */

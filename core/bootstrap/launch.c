@@ -20,8 +20,10 @@ braid_status_t braid_parse_job_key(const char *name, const char *value,
                                    uint8_t key[16])
 {
     if (value == NULL || *value == '\0')
-        return braid_error(BRAID_ERR_PARSE, "%s='': empty value, expected 32 "
-                           "hex digits", name);
+        return braid_error(BRAID_ERR_PARSE,
+                           "%s='': empty value, expected 32 "
+                           "hex digits",
+                           name);
     size_t i;
     for (i = 0; value[i] != '\0' && i < 32; i++) {
         char c = value[i];
@@ -30,11 +32,12 @@ braid_status_t braid_parse_job_key(const char *name, const char *value,
                  : (c >= 'A' && c <= 'F') ? c - 'A' + 10
                                           : -1;
         if (d < 0)
-            return braid_error(
-                BRAID_ERR_PARSE,
-                "%s=" BRAID_QUOTE_FMT ": unexpected '%c' at position %zu "
-                "(expected a hex digit)",
-                name, BRAID_QUOTE(value), (c >= 0x20 && c < 0x7f) ? c : '?', i);
+            return braid_error(BRAID_ERR_PARSE,
+                               "%s=" BRAID_QUOTE_FMT
+                               ": unexpected '%c' at position %zu "
+                               "(expected a hex digit)",
+                               name, BRAID_QUOTE(value),
+                               (c >= 0x20 && c < 0x7f) ? c : '?', i);
         if (i % 2 == 0)
             key[i / 2] = (uint8_t)(d << 4);
         else
@@ -74,9 +77,9 @@ static void derive_key(const char *launcher, const char *job_id,
     static const uint8_t k_lo[16] = "braid-job-key/lo";
     static const uint8_t k_hi[16] = "braid-job-key/hi";
     char                 msg[200];
-    int n = snprintf(msg, sizeof(msg), "braid-v1|%s|%s", launcher, job_id);
-    size_t len = n < 0 ? 0 : ((size_t)n < sizeof(msg) ? (size_t)n
-                                                      : sizeof(msg) - 1);
+    int    n = snprintf(msg, sizeof(msg), "braid-v1|%s|%s", launcher, job_id);
+    size_t len =
+        n < 0 ? 0 : ((size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
     braid_put_u64(key, braid_siphash24(k_lo, msg, len));
     braid_put_u64(key + 8, braid_siphash24(k_hi, msg, len));
 }
@@ -91,7 +94,7 @@ static void set_job_id(braid_launch_t *l, const char *id)
 {
     size_t i;
     for (i = 0; id[i] != '\0' && i < sizeof(l->job_id) - 1; i++) {
-        char c = id[i];
+        char c  = id[i];
         int  ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
         l->job_id[i] = ok ? c : '_';
@@ -122,9 +125,11 @@ static braid_status_t rank_size(braid_launch_t *l, const char *rank_var,
         ss       = braid_env_get(size_var);
     }
     if (rs == NULL || ss == NULL)
-        return braid_error(BRAID_ERR_PARSE, "%s is not set, but %s is "
-                           "(launcher: %s)", rs ? size_var : rank_var,
-                           rs ? rank_var : size_var, l->launcher);
+        return braid_error(BRAID_ERR_PARSE,
+                           "%s is not set, but %s is "
+                           "(launcher: %s)",
+                           rs ? size_var : rank_var, rs ? rank_var : size_var,
+                           l->launcher);
     if ((st = braid_parse_int(rank_var, rs, 0, INT_MAX, &rank)) != BRAID_OK ||
         (st = braid_parse_int(size_var, ss, 1, MAX_SIZE, &size)) != BRAID_OK)
         return st;
@@ -220,10 +225,10 @@ braid_status_t braid_launch_from_env(braid_launch_t *l)
 {
     braid_status_t st;
     const char    *v;
-    const char    *addr     = braid_env_get("BRAID_ADDR");
-    int            hosts    = 1;      /* > 1: the launcher spans hosts */
-    const char    *master   = NULL;   /* torchrun's MASTER_ADDR */
-    char           id[128]  = "";
+    const char    *addr    = braid_env_get("BRAID_ADDR");
+    int            hosts   = 1;    /* > 1: the launcher spans hosts */
+    const char    *master  = NULL; /* torchrun's MASTER_ADDR */
+    char           id[128] = "";
 
     memset(l, 0, sizeof(*l));
     l->rank      = 0;
@@ -239,8 +244,8 @@ braid_status_t braid_launch_from_env(braid_launch_t *l)
     } else if (braid_env_get("OMPI_COMM_WORLD_RANK") ||
                braid_env_get("OMPI_COMM_WORLD_SIZE")) {
         snprintf(l->launcher, sizeof(l->launcher), "mpirun");
-        st = rank_size(l, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                       NULL);
+        st =
+            rank_size(l, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", NULL);
         if (st != BRAID_OK)
             return st;
         /* Open MPI 4.1 (checked with Debian's 4.1.4) gives every rank
@@ -284,7 +289,8 @@ braid_status_t braid_launch_from_env(braid_launch_t *l)
         if ((v = braid_env_get("TORCHELASTIC_RUN_ID")) != NULL)
             snprintf(id, sizeof(id), "%s.%s", v,
                      braid_env_get("TORCHELASTIC_RESTART_COUNT")
-                         ? getenv("TORCHELASTIC_RESTART_COUNT") : "0");
+                         ? getenv("TORCHELASTIC_RESTART_COUNT")
+                         : "0");
         else if (master != NULL)
             snprintf(id, sizeof(id), "%s:%s", master,
                      braid_env_get("MASTER_PORT") ? getenv("MASTER_PORT")
@@ -295,9 +301,9 @@ braid_status_t braid_launch_from_env(braid_launch_t *l)
     set_job_id(l, id);
 
     snprintf(l->rank_from, sizeof(l->rank_from), "%s",
-             !strcmp(l->launcher, "braidrun") ? "BRAID_RANK/BRAID_SIZE"
-             : !strcmp(l->launcher, "mpirun") ? "OMPI_COMM_WORLD_RANK/SIZE"
-             : !strcmp(l->launcher, "srun")   ? "SLURM_PROCID/SLURM_NTASKS"
+             !strcmp(l->launcher, "braidrun")   ? "BRAID_RANK/BRAID_SIZE"
+             : !strcmp(l->launcher, "mpirun")   ? "OMPI_COMM_WORLD_RANK/SIZE"
+             : !strcmp(l->launcher, "srun")     ? "SLURM_PROCID/SLURM_NTASKS"
              : !strcmp(l->launcher, "torchrun") ? "RANK/WORLD_SIZE"
                                                 : "no launcher variables");
 
@@ -310,37 +316,47 @@ braid_status_t braid_launch_from_env(braid_launch_t *l)
     } else if (l->size > 1 && strcmp(l->launcher, "torchrun") == 0) {
         const char *port;
         long long   p;
-        if ((st = required("MASTER_ADDR", "torchrun-style RANK/WORLD_SIZE "
-                           "need it, or BRAID_ADDR", &master)) != BRAID_OK ||
-            (st = required("MASTER_PORT", "torchrun-style RANK/WORLD_SIZE "
-                           "need it, or BRAID_ADDR", &port)) != BRAID_OK ||
+        if ((st = required("MASTER_ADDR",
+                           "torchrun-style RANK/WORLD_SIZE "
+                           "need it, or BRAID_ADDR",
+                           &master)) != BRAID_OK ||
+            (st = required("MASTER_PORT",
+                           "torchrun-style RANK/WORLD_SIZE "
+                           "need it, or BRAID_ADDR",
+                           &port)) != BRAID_OK ||
             (st = braid_parse_int("MASTER_PORT", port, 1, 65535, &p)) !=
                 BRAID_OK)
             return st;
         if (strlen(master) >= sizeof(l->host))
-            return braid_error(BRAID_ERR_PARSE, "MASTER_ADDR='%.40s...': "
-                               "longer than %zu characters", master,
-                               sizeof(l->host) - 1);
+            return braid_error(BRAID_ERR_PARSE,
+                               "MASTER_ADDR='%.40s...': "
+                               "longer than %zu characters",
+                               master, sizeof(l->host) - 1);
         snprintf(l->host, sizeof(l->host), "%s", master);
         l->port = (int)p;
-        snprintf(l->addr_from, sizeof(l->addr_from), "MASTER_ADDR/"
-                 "MASTER_PORT%s", l->rdv == BRAID_RDV_STORE
-                                      ? ", torchrun's store" : "");
+        snprintf(l->addr_from, sizeof(l->addr_from),
+                 "MASTER_ADDR/"
+                 "MASTER_PORT%s",
+                 l->rdv == BRAID_RDV_STORE ? ", torchrun's store" : "");
     } else if (l->size > 1 && strcmp(l->launcher, "braidrun") == 0) {
-        return braid_error(BRAID_ERR_PARSE, "BRAID_ADDR is not set (BRAID_RANK"
+        return braid_error(BRAID_ERR_PARSE,
+                           "BRAID_ADDR is not set (BRAID_RANK"
                            " and BRAID_SIZE=%d are: rank 0's host:port is "
-                           "needed)", l->size);
+                           "needed)",
+                           l->size);
     } else if (l->size > 1 && hosts > 1) {
-        return braid_error(BRAID_ERR_NOT_SUPPORTED, "%s spans %d hosts but "
+        return braid_error(BRAID_ERR_NOT_SUPPORTED,
+                           "%s spans %d hosts but "
                            "gives no rendezvous address: set BRAID_ADDR=host:"
                            "port (where rank 0 will listen) and BRAID_JOB_KEY "
-                           "(32 hex digits) for every rank", l->launcher,
-                           hosts);
+                           "(32 hex digits) for every rank",
+                           l->launcher, hosts);
     }
 
     if ((v = braid_env_get("BRAID_IFADDR")) != NULL) {
         unsigned char buf[sizeof(struct in6_addr)];
-        if (inet_pton(AF_INET, v, buf) != 1 && inet_pton(AF_INET6, v, buf) != 1)
+        if (inet_pton(AF_INET, v, buf) != 1 &&
+            inet_pton(AF_INET6, v, buf) != 1)
             return braid_error(BRAID_ERR_PARSE,
                                "BRAID_IFADDR=" BRAID_QUOTE_FMT ": not a "
                                "numeric IPv4 or IPv6 address (from position "
@@ -354,9 +370,10 @@ braid_status_t braid_launch_from_env(braid_launch_t *l)
     }
     if ((v = braid_env_get("BRAID_RENDEZVOUS_DIR")) != NULL) {
         if (strlen(v) >= sizeof(l->rendezvous_dir))
-            return braid_error(BRAID_ERR_PARSE, "BRAID_RENDEZVOUS_DIR='%.40s"
-                               "...': longer than %zu characters", v,
-                               sizeof(l->rendezvous_dir) - 1);
+            return braid_error(BRAID_ERR_PARSE,
+                               "BRAID_RENDEZVOUS_DIR='%.40s"
+                               "...': longer than %zu characters",
+                               v, sizeof(l->rendezvous_dir) - 1);
         snprintf(l->rendezvous_dir, sizeof(l->rendezvous_dir), "%s", v);
     }
 
@@ -372,7 +389,8 @@ braid_status_t braid_launch_from_env(braid_launch_t *l)
     } else {
         derive_key(l->launcher, l->job_id, l->key);
         l->key_set = 1;
-        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "BRAID_JOB_KEY not set: key "
+        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP,
+                  "BRAID_JOB_KEY not set: key "
                   "derived from the %s job id '%s' (identity, not secrecy: "
                   "fine on loopback)",
                   l->launcher, l->job_id);

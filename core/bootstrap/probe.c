@@ -27,11 +27,11 @@
 #include "util/env.h"
 #include "util/log.h"
 
-#define LOG_COMP  "topo"
-#define TTL_SENT  64
-#define ROUNDS    12
-#define ROUND_MS  40
-#define MAGIC     "braidttl"
+#define LOG_COMP "topo"
+#define TTL_SENT 64
+#define ROUNDS   12
+#define ROUND_MS 40
+#define MAGIC    "braidttl"
 
 /* Where each rank's leader socket is (leaders only; ok = 0 elsewhere). */
 typedef struct probe_addr {
@@ -48,12 +48,12 @@ typedef struct probe_msg {
 } probe_msg_t;
 
 typedef struct probe {
-    int          fd;
-    int          node;
-    int          nnodes;
-    int          family;
-    uint8_t      nonce[8];
-    int16_t     *row; /* [nnodes] hops of the probe from each host, -1 */
+    int           fd;
+    int           node;
+    int           nnodes;
+    int           family;
+    uint8_t       nonce[8];
+    int16_t      *row;     /* [nnodes] hops of the probe from each host, -1 */
     probe_addr_t *leaders; /* [nnodes] */
 } probe_t;
 
@@ -63,14 +63,14 @@ static void to_sockaddr(const probe_addr_t *a, struct sockaddr_storage *ss,
     memset(ss, 0, sizeof(*ss));
     if (a->family == AF_INET) {
         struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-        s4->sin_family = AF_INET;
-        s4->sin_port   = a->port;
+        s4->sin_family         = AF_INET;
+        s4->sin_port           = a->port;
         memcpy(&s4->sin_addr, a->addr, 4);
         *len = sizeof(*s4);
     } else {
         struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port   = a->port;
+        s6->sin6_family         = AF_INET6;
+        s6->sin6_port           = a->port;
         memcpy(&s6->sin6_addr, a->addr, 16);
         *len = sizeof(*s6);
     }
@@ -90,16 +90,15 @@ static int open_socket(probe_t *p, int via, probe_addr_t *me)
         ((struct sockaddr_in *)&ss)->sin_port = 0;
     else
         ((struct sockaddr_in6 *)&ss)->sin6_port = 0;
-    int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                    0);
+    int fd =
+        socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -1;
     /* IPv4 options also apply to v4-mapped traffic on an IPv6 socket. */
     (void)setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &on, sizeof(on));
     (void)setsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
     if (ss.ss_family == AF_INET6) {
-        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &on,
-                         sizeof(on));
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &on, sizeof(on));
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &ttl,
                          sizeof(ttl));
     }
@@ -139,7 +138,7 @@ static void send_probe(const probe_t *p, int to)
 static int arrived_ttl(struct msghdr *mh)
 {
     for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL;
-         c = CMSG_NXTHDR(mh, c)) {
+         c                 = CMSG_NXTHDR(mh, c)) {
         int v;
         if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) ||
             (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT)) {
@@ -157,10 +156,11 @@ static int drain(probe_t *p)
         probe_msg_t   m;
         char          ctl[256];
         struct iovec  iov = {.iov_base = &m, .iov_len = sizeof(m)};
-        struct msghdr mh  = {.msg_iov = &iov, .msg_iovlen = 1,
-                             .msg_control = ctl,
+        struct msghdr mh  = {.msg_iov        = &iov,
+                             .msg_iovlen     = 1,
+                             .msg_control    = ctl,
                              .msg_controllen = sizeof(ctl)};
-        ssize_t n = recvmsg(p->fd, &mh, MSG_DONTWAIT);
+        ssize_t       n   = recvmsg(p->fd, &mh, MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -195,14 +195,13 @@ braid_status_t braid_bootstrap_hops(braid_bootstrap_t *bs,
                                     const int *node_of_rank, int nnodes,
                                     int *hops, int *probed)
 {
-    int            size = braid_bootstrap_size(bs), rank = braid_bootstrap_rank(bs);
-    braid_status_t st   = BRAID_OK;
-    probe_t        p    = {.fd = -1, .node = node_of_rank[rank],
-                           .nnodes = nnodes};
-    probe_addr_t   me;
-    probe_addr_t  *all   = NULL;
-    int16_t       *rows  = NULL;
-    uint8_t       *heard = NULL, *mine = NULL;
+    int size = braid_bootstrap_size(bs), rank = braid_bootstrap_rank(bs);
+    braid_status_t st = BRAID_OK;
+    probe_t       p = {.fd = -1, .node = node_of_rank[rank], .nnodes = nnodes};
+    probe_addr_t  me;
+    probe_addr_t *all   = NULL;
+    int16_t      *rows  = NULL;
+    uint8_t      *heard = NULL, *mine = NULL;
 
     *probed = 0;
     for (int i = 0; i < nnodes * nnodes; i++)
@@ -266,9 +265,8 @@ braid_status_t braid_bootstrap_hops(braid_bootstrap_t *bs,
     if (p.fd < 0)
         for (int j = 0; j < nnodes; j++)
             p.row[j] = -1;
-    if ((st = braid_bootstrap_allgather(bs, p.row, rows,
-                                        (size_t)nnodes * sizeof(*rows))) !=
-        BRAID_OK)
+    if ((st = braid_bootstrap_allgather(
+             bs, p.row, rows, (size_t)nnodes * sizeof(*rows))) != BRAID_OK)
         goto out;
     for (int r = 0; r < size; r++) {
         int b = node_of_rank[r];
@@ -276,7 +274,8 @@ braid_status_t braid_bootstrap_hops(braid_bootstrap_t *bs,
             continue;
         for (int a = 0; a < nnodes; a++)
             if (a != b)
-                hops[a * nnodes + b] = rows[(size_t)r * (size_t)nnodes + (size_t)a];
+                hops[a * nnodes + b] =
+                    rows[(size_t)r * (size_t)nnodes + (size_t)a];
     }
     *probed = 1;
 out:

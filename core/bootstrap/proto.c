@@ -40,15 +40,21 @@ uint64_t braid_get_u64(const uint8_t *p)
 const char *braid_bs_type_name(uint32_t type)
 {
     static const char *names[] = {
-        [BRAID_BS_CHALLENGE] = "challenge",   [BRAID_BS_HELLO] = "hello",
-        [BRAID_BS_WELCOME] = "welcome",       [BRAID_BS_REFUSE] = "refuse",
-        [BRAID_BS_READY] = "ready",           [BRAID_BS_GATHER] = "allgather",
+        [BRAID_BS_CHALLENGE]     = "challenge",
+        [BRAID_BS_HELLO]         = "hello",
+        [BRAID_BS_WELCOME]       = "welcome",
+        [BRAID_BS_REFUSE]        = "refuse",
+        [BRAID_BS_READY]         = "ready",
+        [BRAID_BS_GATHER]        = "allgather",
         [BRAID_BS_GATHER_RESULT] = "allgather result",
-        [BRAID_BS_BCAST_UP] = "bcast (to rank 0)",
-        [BRAID_BS_BCAST] = "bcast",           [BRAID_BS_BARRIER] = "barrier",
-        [BRAID_BS_BARRIER_DONE] = "barrier release",
-        [BRAID_BS_IDENT] = "identity",        [BRAID_BS_ABORT] = "abort",
-        [BRAID_BS_QUERY] = "inquiry",         [BRAID_BS_STATUS] = "status",
+        [BRAID_BS_BCAST_UP]      = "bcast (to rank 0)",
+        [BRAID_BS_BCAST]         = "bcast",
+        [BRAID_BS_BARRIER]       = "barrier",
+        [BRAID_BS_BARRIER_DONE]  = "barrier release",
+        [BRAID_BS_IDENT]         = "identity",
+        [BRAID_BS_ABORT]         = "abort",
+        [BRAID_BS_QUERY]         = "inquiry",
+        [BRAID_BS_STATUS]        = "status",
     };
     if (type == 0 || type >= BRAID_BS_TYPE_END)
         return "unknown";
@@ -59,14 +65,16 @@ const char *braid_bs_refuse_str(uint32_t reason)
 {
     switch (reason) {
     case BRAID_BS_REFUSE_MALFORMED: return "malformed hello";
-    case BRAID_BS_REFUSE_VERSION:   return "protocol version mismatch";
-    case BRAID_BS_REFUSE_KEY:       return "wrong job key (MAC mismatch: "
-                                           "another BRAID_JOB_KEY than rank "
-                                           "0's, or another job)";
-    case BRAID_BS_REFUSE_SIZE:      return "job size mismatch (rank 0 was "
-                                           "started for another number of "
-                                           "ranks)";
-    case BRAID_BS_REFUSE_RANK:      return "rank out of range";
+    case BRAID_BS_REFUSE_VERSION: return "protocol version mismatch";
+    case BRAID_BS_REFUSE_KEY:
+        return "wrong job key (MAC mismatch: "
+               "another BRAID_JOB_KEY than rank "
+               "0's, or another job)";
+    case BRAID_BS_REFUSE_SIZE:
+        return "job size mismatch (rank 0 was "
+               "started for another number of "
+               "ranks)";
+    case BRAID_BS_REFUSE_RANK: return "rank out of range";
     case BRAID_BS_REFUSE_DUPLICATE: return "rank already connected";
     }
     return "unknown reason";
@@ -100,19 +108,21 @@ braid_status_t braid_bs_hdr_check(const braid_bs_hdr_t *h, uint32_t type,
         return braid_error(BRAID_ERR_PEER,
                            "%s sent a message with bad magic 0x%08x (not a "
                            "braid bootstrap peer, or the stream is out of "
-                           "step)", peer, h->magic);
+                           "step)",
+                           peer, h->magic);
     if (h->type != type)
         return braid_error(BRAID_ERR_MISMATCH,
                            "%s sent a '%s' message (type %u) while this rank "
                            "waits for '%s': the ranks called different "
-                           "collectives", peer, braid_bs_type_name(h->type),
-                           h->type, braid_bs_type_name(type));
+                           "collectives",
+                           peer, braid_bs_type_name(h->type), h->type,
+                           braid_bs_type_name(type));
     if (h->length != length)
         return braid_error(BRAID_ERR_PEER,
                            "%s sent a %s '%s' message of %llu bytes, expected "
                            "%llu (ranks disagree on the length, or a corrupt "
-                           "peer)", peer,
-                           h->length > length ? "oversized" : "short",
+                           "peer)",
+                           peer, h->length > length ? "oversized" : "short",
                            braid_bs_type_name(type),
                            (unsigned long long)h->length,
                            (unsigned long long)length);

@@ -48,12 +48,12 @@
 
 #include <braid/braid.h>
 
-#define BRAID_BS_MAGIC    0x62726431u /* "brd1" */
+#define BRAID_BS_MAGIC 0x62726431u /* "brd1" */
 /* 2: IDENT after READY, and ABORT.  3: QUERY/STATUS, verdicts, longer
  * ABORT text.  Ranks of different versions are refused at the handshake
  * with a clear reason. */
-#define BRAID_BS_VERSION  3u
-#define BRAID_BS_HDR_LEN  16
+#define BRAID_BS_VERSION   3u
+#define BRAID_BS_HDR_LEN   16
 #define BRAID_BS_NONCE_LEN 16
 
 enum {
@@ -62,28 +62,28 @@ enum {
     BRAID_BS_WELCOME,
     BRAID_BS_REFUSE,
     BRAID_BS_READY,
-    BRAID_BS_GATHER,       /* allgather contribution, rank -> root */
+    BRAID_BS_GATHER,        /* allgather contribution, rank -> root */
     BRAID_BS_GATHER_RESULT, /* allgather concatenation, root -> rank */
-    BRAID_BS_BCAST_UP,     /* bcast data, bcast root -> rank 0 */
-    BRAID_BS_BCAST,        /* bcast data, rank 0 -> rank */
-    BRAID_BS_BARRIER,      /* rank -> root: arrived */
-    BRAID_BS_BARRIER_DONE, /* root -> rank: everyone arrived */
-    BRAID_BS_IDENT,        /* rank -> root after READY: pid and host */
-    BRAID_BS_ABORT,        /* root -> rank: the channel failed, and why */
-    BRAID_BS_QUERY,        /* root -> rank: a failure inquiry asks */
-    BRAID_BS_STATUS,       /* rank -> root: its report for the inquiry */
+    BRAID_BS_BCAST_UP,      /* bcast data, bcast root -> rank 0 */
+    BRAID_BS_BCAST,         /* bcast data, rank 0 -> rank */
+    BRAID_BS_BARRIER,       /* rank -> root: arrived */
+    BRAID_BS_BARRIER_DONE,  /* root -> rank: everyone arrived */
+    BRAID_BS_IDENT,         /* rank -> root after READY: pid and host */
+    BRAID_BS_ABORT,         /* root -> rank: the channel failed, and why */
+    BRAID_BS_QUERY,         /* root -> rank: a failure inquiry asks */
+    BRAID_BS_STATUS,        /* rank -> root: its report for the inquiry */
     BRAID_BS_TYPE_END
 };
 
-#define BRAID_BS_CHALLENGE_LEN (4 + BRAID_BS_NONCE_LEN)
-#define BRAID_BS_HELLO_LEN     (4 + 4 + 4 + BRAID_BS_NONCE_LEN + 8)
-#define BRAID_BS_WELCOME_LEN   8
-#define BRAID_BS_REFUSE_LEN    4
-#define BRAID_BS_HOST_LEN      60
-#define BRAID_BS_IDENT_LEN     (4 + BRAID_BS_HOST_LEN)
+#define BRAID_BS_CHALLENGE_LEN  (4 + BRAID_BS_NONCE_LEN)
+#define BRAID_BS_HELLO_LEN      (4 + 4 + 4 + BRAID_BS_NONCE_LEN + 8)
+#define BRAID_BS_WELCOME_LEN    8
+#define BRAID_BS_REFUSE_LEN     4
+#define BRAID_BS_HOST_LEN       60
+#define BRAID_BS_IDENT_LEN      (4 + BRAID_BS_HOST_LEN)
 #define BRAID_BS_ABORT_TEXT_LEN 480
-#define BRAID_BS_VERDICT       (-2) /* ABORT's lost field: a verdict */
-#define BRAID_BS_ABORT_LEN     (4 + 4 + BRAID_BS_ABORT_TEXT_LEN)
+#define BRAID_BS_VERDICT        (-2) /* ABORT's lost field: a verdict */
+#define BRAID_BS_ABORT_LEN      (4 + 4 + BRAID_BS_ABORT_TEXT_LEN)
 
 /* Why the root refused a connection (REFUSE payload). */
 typedef enum {
@@ -111,7 +111,7 @@ const char *braid_bs_refuse_str(uint32_t reason);
 
 void braid_bs_hdr_pack(uint8_t out[BRAID_BS_HDR_LEN], uint32_t type,
                        uint64_t length);
-void braid_bs_hdr_unpack(const uint8_t in[BRAID_BS_HDR_LEN],
+void braid_bs_hdr_unpack(const uint8_t   in[BRAID_BS_HDR_LEN],
                          braid_bs_hdr_t *h);
 /* Checks a received header: magic (BRAID_ERR_PEER), type
  * (BRAID_ERR_MISMATCH: the peer is in another collective) and length

@@ -17,17 +17,20 @@
 braid_status_t braid_rdv_path(const braid_launch_t *launch, char *path,
                               size_t n)
 {
-    const char *dir = launch->rendezvous_dir[0] ? launch->rendezvous_dir
-                                                : "/tmp";
+    const char *dir =
+        launch->rendezvous_dir[0] ? launch->rendezvous_dir : "/tmp";
     if (launch->job_id[0] == '\0')
-        return braid_error(BRAID_ERR_INVALID_ARG, "file rendezvous needs a "
-                           "job id (launcher %s gave none)", launch->launcher);
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "file rendezvous needs a "
+                           "job id (launcher %s gave none)",
+                           launch->launcher);
     int len = snprintf(path, n, "%s/braid-%u-%s", dir, (unsigned)getuid(),
                        launch->job_id);
     if (len < 0 || (size_t)len >= n)
         return braid_error(BRAID_ERR_INVALID_ARG,
                            "rendezvous path too long: BRAID_RENDEZVOUS_DIR="
-                           "'%s'", dir);
+                           "'%s'",
+                           dir);
     return BRAID_OK;
 }
 
@@ -42,10 +45,12 @@ braid_status_t braid_rdv_publish(const char *path, const char *host, int port,
 
     int len = snprintf(text, sizeof(text), "%s %d ", host, port);
     if (len < 0 || (size_t)len + 34 > sizeof(text))
-        return braid_error(BRAID_ERR_INVALID_ARG, "rendezvous host '%s' too "
-                           "long", host);
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "rendezvous host '%s' too "
+                           "long",
+                           host);
     braid_format_job_key(key, text + len);
-    off = (size_t)len + 32;
+    off         = (size_t)len + 32;
     text[off++] = '\n';
 
     len = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
@@ -53,11 +58,12 @@ braid_status_t braid_rdv_publish(const char *path, const char *host, int port,
         return braid_error(BRAID_ERR_INVALID_ARG, "rendezvous path too long");
     /* O_EXCL|O_NOFOLLOW: never write through a file or link someone else
      * planted under our name; the key must only ever be in a 0600 file. */
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-              0600);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
-        return braid_error(BRAID_ERR_IO, "cannot create rendezvous file %s: "
-                           "%s", tmp, strerror(errno));
+        return braid_error(BRAID_ERR_IO,
+                           "cannot create rendezvous file %s: "
+                           "%s",
+                           tmp, strerror(errno));
     if (fchmod(fd, 0600) != 0) {
         st = braid_error(BRAID_ERR_IO, "chmod 0600 %s: %s", tmp,
                          strerror(errno));
@@ -82,10 +88,13 @@ braid_status_t braid_rdv_publish(const char *path, const char *host, int port,
     fd = -1;
     /* rename is atomic: readers see no file or a whole one. */
     if (rename(tmp, path) != 0)
-        st = braid_error(BRAID_ERR_IO, "cannot publish rendezvous file %s: %s"
-                         "%s", path, strerror(errno),
+        st = braid_error(BRAID_ERR_IO,
+                         "cannot publish rendezvous file %s: %s"
+                         "%s",
+                         path, strerror(errno),
                          errno == EPERM || errno == EACCES
-                             ? " (a file of another user in the way?)" : "");
+                             ? " (a file of another user in the way?)"
+                             : "");
 cleanup:
     if (fd >= 0)
         close(fd);
@@ -101,16 +110,18 @@ static void nap(double s)
 }
 
 /* "host port key-hex\n" */
-static braid_status_t parse(const char *path, char *text, char *host,
-                            size_t n, int *port, uint8_t key[16])
+static braid_status_t parse(const char *path, char *text, char *host, size_t n,
+                            int *port, uint8_t key[16])
 {
     char *sp1 = strchr(text, ' ');
     char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
     char *nl  = sp2 ? strchr(sp2 + 1, '\n') : NULL;
     if (nl == NULL || nl[1] != '\0' || sp1 == text ||
         (size_t)(sp1 - text) >= n)
-        return braid_error(BRAID_ERR_PARSE, "rendezvous file %s: expected "
-                           "'host port key', got '%.80s'", path, text);
+        return braid_error(BRAID_ERR_PARSE,
+                           "rendezvous file %s: expected "
+                           "'host port key', got '%.80s'",
+                           path, text);
     *sp1 = *sp2 = *nl = '\0';
     memcpy(host, text, (size_t)(sp1 - text) + 1);
     long long      p;
@@ -131,15 +142,17 @@ braid_status_t braid_rdv_read(const char *path, double deadline, char *host,
         if (fd >= 0)
             break;
         if (errno != ENOENT)
-            return braid_error(BRAID_ERR_IO, "cannot open rendezvous file %s:"
-                               " %s", path, strerror(errno));
+            return braid_error(BRAID_ERR_IO,
+                               "cannot open rendezvous file %s:"
+                               " %s",
+                               path, strerror(errno));
         double left = braid_deadline_left(deadline);
         if (left <= 0.0)
             return braid_error(BRAID_ERR_TIMEOUT,
                                "no rendezvous file %s from rank 0 within "
                                "BRAID_TIMEOUT=%g s (is rank 0 running, with "
-                               "the same BRAID_RENDEZVOUS_DIR?)", path,
-                               braid_timeout_s());
+                               "the same BRAID_RENDEZVOUS_DIR?)",
+                               path, braid_timeout_s());
         nap(backoff < left ? backoff : left);
         if (backoff < 0.05)
             backoff *= 2;
@@ -156,9 +169,11 @@ braid_status_t braid_rdv_read(const char *path, double deadline, char *host,
     /* Only a file that we wrote and nobody else can read is believed. */
     if (sb.st_uid != getuid() || (sb.st_mode & 077) != 0 ||
         !S_ISREG(sb.st_mode)) {
-        st = braid_error(BRAID_ERR_AUTH, "rendezvous file %s is not a private"
+        st = braid_error(BRAID_ERR_AUTH,
+                         "rendezvous file %s is not a private"
                          " file of ours (owner uid %u, mode %04o): refusing "
-                         "it", path, (unsigned)sb.st_uid,
+                         "it",
+                         path, (unsigned)sb.st_uid,
                          (unsigned)(sb.st_mode & 07777));
         goto cleanup;
     }
@@ -178,7 +193,7 @@ braid_status_t braid_rdv_read(const char *path, double deadline, char *host,
         got += (size_t)r;
     }
     text[got] = '\0';
-    st = parse(path, text, host, n, port, key);
+    st        = parse(path, text, host, n, port, key);
 cleanup:
     close(fd);
     return st;
@@ -187,6 +202,8 @@ cleanup:
 void braid_rdv_remove(const char *path)
 {
     if (unlink(path) != 0 && errno != ENOENT)
-        BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "cannot remove rendezvous file "
-                  "%s: %s", path, strerror(errno));
+        BRAID_LOG(BRAID_LOG_WARN, LOG_COMP,
+                  "cannot remove rendezvous file "
+                  "%s: %s",
+                  path, strerror(errno));
 }

@@ -20,6 +20,6 @@ braid_status_t braid_rdv_publish(const char *path, const char *host, int port,
 /* Polls for the file until the deadline, then parses it. */
 braid_status_t braid_rdv_read(const char *path, double deadline, char *host,
                               size_t n, int *port, uint8_t key[16]);
-void braid_rdv_remove(const char *path);
+void           braid_rdv_remove(const char *path);
 
 #endif

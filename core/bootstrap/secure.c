@@ -21,7 +21,8 @@ static int addr_is_loopback(const struct sockaddr *sa)
         return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
     }
     if (sa->sa_family == AF_INET6) {
-        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        const struct in6_addr *a =
+            &((const struct sockaddr_in6 *)sa)->sin6_addr;
         if (IN6_IS_ADDR_LOOPBACK(a))
             return 1;
         return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
@@ -31,7 +32,7 @@ static int addr_is_loopback(const struct sockaddr *sa)
 
 int braid_host_is_loopback(const char *host)
 {
-    struct addrinfo  hints = {.ai_family = AF_UNSPEC,
+    struct addrinfo  hints = {.ai_family   = AF_UNSPEC,
                               .ai_socktype = SOCK_STREAM};
     struct addrinfo *res   = NULL;
     if (host == NULL || *host == '\0')
@@ -58,6 +59,6 @@ braid_status_t braid_key_required_error(const char *host, int port,
         "/dev/urandom | xxd -p) and export the same BRAID_JOB_KEY on every "
         "host: torchrun, srun and braidrun pass it to the ranks, mpirun "
         "needs -x BRAID_JOB_KEY",
-        strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
-        port, from);
+        strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port,
+        from);
 }

@@ -36,10 +36,7 @@ int braid_deadline_ms(double deadline)
     return (int)(left * 1000.0) + (left > 0.0 ? 1 : 0);
 }
 
-static int left_ms(double deadline)
-{
-    return braid_deadline_ms(deadline);
-}
+static int left_ms(double deadline) { return braid_deadline_ms(deadline); }
 
 void braid_sockaddr_str(const struct sockaddr *sa, socklen_t len, char *buf,
                         size_t n)
@@ -73,7 +70,7 @@ braid_status_t braid_sock_wait(int fd, short events, double deadline,
                                const char *peer, const char *what)
 {
     for (;;) {
-        struct pollfd p = {.fd = fd, .events = events};
+        struct pollfd p  = {.fd = fd, .events = events};
         int           rc = poll(&p, 1, left_ms(deadline));
         if (rc > 0)
             return BRAID_OK; /* errors and hang-ups show in the next call */
@@ -94,7 +91,7 @@ braid_status_t braid_sock_wait(int fd, short events, double deadline,
 braid_status_t braid_sock_send(int fd, const void *buf, size_t len,
                                double deadline, const char *peer)
 {
-    const char *p = buf;
+    const char *p    = buf;
     size_t      done = 0;
     while (done < len) {
         /* MSG_NOSIGNAL: a dead peer is an error status, not SIGPIPE. */
@@ -115,7 +112,8 @@ braid_status_t braid_sock_send(int fd, const void *buf, size_t len,
         if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
             return braid_error(BRAID_ERR_PEER,
                                "%s closed the connection (sent %zu of %zu "
-                               "bytes)", peer, done, len);
+                               "bytes)",
+                               peer, done, len);
         return braid_error(BRAID_ERR_IO, "send to %s: %s", peer,
                            n < 0 ? strerror(errno) : "no progress");
     }
@@ -125,7 +123,7 @@ braid_status_t braid_sock_send(int fd, const void *buf, size_t len,
 braid_status_t braid_sock_recv(int fd, void *buf, size_t len, double deadline,
                                const char *peer, const char *what)
 {
-    char  *p = buf;
+    char  *p    = buf;
     size_t done = 0;
     while (done < len) {
         ssize_t n = recv(fd, p + done, len - done, 0);
@@ -136,7 +134,8 @@ braid_status_t braid_sock_recv(int fd, void *buf, size_t len, double deadline,
         if (n == 0)
             return braid_error(BRAID_ERR_PEER,
                                "%s closed the connection (got %zu of %zu "
-                               "bytes of %s)", peer, done, len, what);
+                               "bytes of %s)",
+                               peer, done, len, what);
         if (errno == EINTR)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -149,7 +148,8 @@ braid_status_t braid_sock_recv(int fd, void *buf, size_t len, double deadline,
         if (errno == ECONNRESET)
             return braid_error(BRAID_ERR_PEER,
                                "%s reset the connection (got %zu of %zu "
-                               "bytes of %s)", peer, done, len, what);
+                               "bytes of %s)",
+                               peer, done, len, what);
         return braid_error(BRAID_ERR_IO, "recv from %s: %s", peer,
                            strerror(errno));
     }
@@ -177,8 +177,8 @@ static braid_status_t listen_on(const struct sockaddr *sa, socklen_t len,
                                 int *fd, int *err)
 {
     int one = 1;
-    int s   = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                     0);
+    int s =
+        socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0) {
         *err = errno;
         return BRAID_ERR_IO;
@@ -203,10 +203,10 @@ braid_status_t braid_sock_listen(const char *host, int port, int *fd)
 braid_status_t braid_sock_listen_try(const char *host, int port, int *fd,
                                      int *in_use)
 {
-    struct addrinfo hints = {.ai_family   = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags    = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *res = NULL;
+    struct addrinfo  hints = {.ai_family   = AF_UNSPEC,
+                              .ai_socktype = SOCK_STREAM,
+                              .ai_flags    = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res   = NULL;
     char             serv[16];
     int              err = 0;
     braid_status_t   st  = BRAID_ERR_IO;
@@ -216,8 +216,10 @@ braid_status_t braid_sock_listen_try(const char *host, int port, int *fd,
 
     int rc = getaddrinfo(host, serv, &hints, &res);
     if (rc != 0)
-        return braid_error(BRAID_ERR_IO, "cannot resolve listen address '%s': "
-                           "%s", host ? host : "*", gai_strerror(rc));
+        return braid_error(BRAID_ERR_IO,
+                           "cannot resolve listen address '%s': "
+                           "%s",
+                           host ? host : "*", gai_strerror(rc));
     for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
         st = listen_on(ai->ai_addr, ai->ai_addrlen, fd, &err);
         if (st == BRAID_OK)
@@ -226,8 +228,10 @@ braid_status_t braid_sock_listen_try(const char *host, int port, int *fd,
     if (host != NULL && err == EADDRNOTAVAIL) {
         /* host names this machine only from the outside (NAT, a load
          * balancer): listen on every interface of the same family. */
-        BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "'%s' is not a local address; "
-                  "listening on port %d of every interface", host, port);
+        BRAID_LOG(BRAID_LOG_INFO, LOG_COMP,
+                  "'%s' is not a local address; "
+                  "listening on port %d of every interface",
+                  host, port);
         for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
             struct sockaddr_storage any;
             memset(&any, 0, sizeof(any));
@@ -249,7 +253,8 @@ braid_status_t braid_sock_listen_try(const char *host, int port, int *fd,
     st = braid_error(BRAID_ERR_IO, "cannot listen on %s:%d: %s%s",
                      host ? host : "*", port, strerror(err),
                      err == EADDRINUSE ? " (the port is taken: set BRAID_ADDR "
-                                         "to a free host:port)" : "");
+                                         "to a free host:port)"
+                                       : "");
 out:
     freeaddrinfo(res);
     return st;
@@ -257,17 +262,18 @@ out:
 
 braid_status_t braid_sock_route_src(const char *host, char *out, size_t n)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM,
-                             .ai_flags = AI_NUMERICSERV};
-    struct addrinfo *res  = NULL;
-    int              rc   = getaddrinfo(host, "9", &hints, &res);
+    struct addrinfo  hints = {.ai_family   = AF_UNSPEC,
+                              .ai_socktype = SOCK_DGRAM,
+                              .ai_flags    = AI_NUMERICSERV};
+    struct addrinfo *res   = NULL;
+    int              rc    = getaddrinfo(host, "9", &hints, &res);
     if (rc != 0)
         return braid_error(BRAID_ERR_IO, "cannot resolve '%s': %s", host,
                            gai_strerror(rc));
-    braid_status_t st = BRAID_ERR_IO;
+    braid_status_t st  = BRAID_ERR_IO;
     int            err = 0;
     for (struct addrinfo *ai = res; ai != NULL && st != BRAID_OK;
-         ai = ai->ai_next) {
+         ai                  = ai->ai_next) {
         /* connect() on a datagram socket only picks the route. */
         int s = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         if (s < 0 || connect(s, ai->ai_addr, ai->ai_addrlen) != 0) {
@@ -310,8 +316,10 @@ braid_status_t braid_sock_listen_like(int via, int *fd, char *host, size_t n,
                            "bootstrap socket of address family %d",
                            ss.ss_family);
     if (listen_on((struct sockaddr *)&ss, len, fd, &err) != BRAID_OK)
-        return braid_error(BRAID_ERR_IO, "cannot listen on a new port of the "
-                           "bootstrap interface: %s", strerror(err));
+        return braid_error(BRAID_ERR_IO,
+                           "cannot listen on a new port of the "
+                           "bootstrap interface: %s",
+                           strerror(err));
     braid_status_t st = braid_sock_local(*fd, host, n, port);
     if (st != BRAID_OK)
         braid_sock_close(fd);
@@ -355,8 +363,8 @@ braid_status_t braid_sock_local(int fd, char *host, size_t n, int *port)
  * of the failure. */
 static int connect_once(const struct addrinfo *ai, double deadline, int *fd)
 {
-    int s = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                   0);
+    int s =
+        socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0)
         return errno;
     if (connect(s, ai->ai_addr, ai->ai_addrlen) != 0) {
@@ -427,18 +435,22 @@ braid_status_t braid_sock_connect(const char *host, int port, double deadline,
             if (err != ECONNREFUSED && err != ETIMEDOUT &&
                 err != EHOSTUNREACH && err != ENETUNREACH && err != EAGAIN &&
                 err != ECONNABORTED && err != ECONNRESET)
-                return braid_error(BRAID_ERR_IO, "cannot connect to rank 0 at "
-                                   "%s:%d: %s", host, port, strerror(err));
+                return braid_error(BRAID_ERR_IO,
+                                   "cannot connect to rank 0 at "
+                                   "%s:%d: %s",
+                                   host, port, strerror(err));
         } else if (rc != EAI_AGAIN) {
-            return braid_error(BRAID_ERR_IO, "cannot resolve rank 0's host "
-                               "'%s': %s", host, gai_strerror(rc));
+            return braid_error(BRAID_ERR_IO,
+                               "cannot resolve rank 0's host "
+                               "'%s': %s",
+                               host, gai_strerror(rc));
         }
         double left = braid_deadline_left(deadline);
         if (left <= 0.0)
             return braid_error(BRAID_ERR_TIMEOUT,
                                "cannot connect to rank 0 at %s:%d within "
-                               "BRAID_TIMEOUT=%g s: %s", host, port,
-                               braid_timeout_s(),
+                               "BRAID_TIMEOUT=%g s: %s",
+                               host, port, braid_timeout_s(),
                                rc == 0 ? strerror(err) : gai_strerror(rc));
         sleep_s(backoff < left ? backoff : left);
         if (backoff < 0.2)

@@ -14,7 +14,7 @@
 
 #define LOG_COMP "bootstrap"
 
-#define COLOR_REC 8                      /* color i32, key i32 */
+#define COLOR_REC 8                       /* color i32, key i32 */
 #define ADDR_REC  (4 + BRAID_ADDRSTR_LEN) /* port i32 (0: none), host */
 
 typedef struct {
@@ -34,18 +34,18 @@ braid_status_t braid_bootstrap_split(braid_bootstrap_t *parent, int color,
 {
     braid_status_t     st;
     uint8_t           *colors = NULL, *addrs = NULL;
-    member_t          *group  = NULL;
-    braid_bootstrap_t *bs     = NULL;
-    int                lfd    = -1, n = 0, me = -1;
+    member_t          *group = NULL;
+    braid_bootstrap_t *bs    = NULL;
+    int                lfd = -1, n = 0, me = -1;
     uint8_t            rec[ADDR_REC];
 
     if (child == NULL)
         return braid_error(BRAID_ERR_INVALID_ARG, "bootstrap split: NULL "
-                           "output");
+                                                  "output");
     *child = NULL;
     if (parent == NULL)
         return braid_error(BRAID_ERR_INVALID_ARG, "bootstrap split: NULL "
-                           "channel");
+                                                  "channel");
     int size = parent->size;
     colors   = malloc((size_t)size * COLOR_REC);
     addrs    = malloc((size_t)size * ADDR_REC);
@@ -68,10 +68,10 @@ braid_status_t braid_bootstrap_split(braid_bootstrap_t *parent, int color,
             int            c     = (int)(int32_t)braid_get_u32(rec_r);
             if (c != color)
                 continue;
-            group[n++] = (member_t){
-                .color = c,
-                .key   = (int)(int32_t)braid_get_u32(rec_r + 4),
-                .rank  = r};
+            group[n++] =
+                (member_t){.color = c,
+                           .key   = (int)(int32_t)braid_get_u32(rec_r + 4),
+                           .rank  = r};
         }
         qsort(group, (size_t)n, sizeof(*group), member_cmp);
         for (int i = 0; i < n; i++) {
@@ -114,9 +114,11 @@ braid_status_t braid_bootstrap_split(braid_bootstrap_t *parent, int color,
             memcpy(host, a + 4, sizeof(host));
             host[sizeof(host) - 1] = '\0';
             if (port <= 0 || port > 65535)
-                st = braid_error(BRAID_ERR_PEER, "bootstrap split: the new "
+                st = braid_error(BRAID_ERR_PEER,
+                                 "bootstrap split: the new "
                                  "group's root (parent rank %d) could not "
-                                 "open a listening socket", group[0].rank);
+                                 "open a listening socket",
+                                 group[0].rank);
             else
                 st = braid_bs_join(bs, host, port, deadline, deadline);
         }

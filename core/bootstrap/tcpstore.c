@@ -42,8 +42,10 @@ static braid_status_t send_query(int fd, uint8_t type, const void *const *s,
     buf[off++]  = type;
     for (int i = 0; i < n; i++) {
         if (len[i] > MAX_VALUE)
-            return braid_error(BRAID_ERR_INVALID_ARG, "store request of %zu "
-                               "bytes (at most %d)", len[i], MAX_VALUE);
+            return braid_error(BRAID_ERR_INVALID_ARG,
+                               "store request of %zu "
+                               "bytes (at most %d)",
+                               len[i], MAX_VALUE);
         put_le64(buf + off, len[i]);
         memcpy(buf + off + 8, s[i], len[i]);
         off += 8 + len[i];
@@ -54,7 +56,7 @@ static braid_status_t send_query(int fd, uint8_t type, const void *const *s,
 braid_status_t braid_tcpstore_probe(int fd, double deadline, const char *peer,
                                     int *who)
 {
-    uint8_t        q = Q_GETNUMKEYS, ans[8];
+    uint8_t        q  = Q_GETNUMKEYS, ans[8];
     braid_status_t st = braid_sock_send(fd, &q, 1, deadline, peer);
     if (st == BRAID_OK)
         st = braid_sock_recv(fd, ans, 4, deadline, peer,
@@ -104,9 +106,10 @@ braid_status_t braid_tcpstore_get(int fd, const char *key, void *value,
         (st = braid_sock_recv(fd, &ok, 1, deadline, peer, key)) != BRAID_OK)
         return st;
     if (ok != 0)
-        return braid_error(BRAID_ERR_PEER, "%s answered a wait for '%s' with "
-                           "%u, not 0: not a torch 1.x TCPStore?", peer, key,
-                           ok);
+        return braid_error(BRAID_ERR_PEER,
+                           "%s answered a wait for '%s' with "
+                           "%u, not 0: not a torch 1.x TCPStore?",
+                           peer, key, ok);
     const void *s[1] = {key};
     size_t      n[1] = {klen};
     if ((st = send_query(fd, Q_GET, s, n, 1, deadline, peer)) != BRAID_OK ||
@@ -114,9 +117,10 @@ braid_status_t braid_tcpstore_get(int fd, const char *key, void *value,
         return st;
     uint64_t vlen = get_le64(hdr);
     if (vlen > MAX_VALUE)
-        return braid_error(BRAID_ERR_PEER, "%s gave %llu bytes for '%s' (at "
-                           "most %d expected)", peer,
-                           (unsigned long long)vlen, key, MAX_VALUE);
+        return braid_error(BRAID_ERR_PEER,
+                           "%s gave %llu bytes for '%s' (at "
+                           "most %d expected)",
+                           peer, (unsigned long long)vlen, key, MAX_VALUE);
     uint8_t buf[MAX_VALUE];
     if ((st = braid_sock_recv(fd, buf, (size_t)vlen, deadline, peer, key)) !=
         BRAID_OK)

@@ -33,8 +33,8 @@ typedef struct {
     braid_status_t st; /* of the last failed request */
 } store_t;
 
-static int store_set(void *ctx, const char *key, const void *value,
-                     size_t len, char *err, size_t errlen)
+static int store_set(void *ctx, const char *key, const void *value, size_t len,
+                     char *err, size_t errlen)
 {
     store_t *s = ctx;
     if (braid_tcpstore_set(s->fd, key, value, len, s->deadline, s->name) ==
@@ -50,8 +50,8 @@ static long store_get(void *ctx, const char *key, void *value, size_t cap,
 {
     store_t *s = ctx;
     size_t   len;
-    s->st = braid_tcpstore_get(s->fd, key, value, cap, &len, s->deadline,
-                               s->name);
+    s->st =
+        braid_tcpstore_get(s->fd, key, value, cap, &len, s->deadline, s->name);
     if (s->st == BRAID_OK)
         return (long)len;
     snprintf(err, errlen, "%s", braid_last_error());
@@ -67,9 +67,11 @@ static braid_status_t connect_probe(const braid_launch_t *l, double deadline,
         (st = braid_tcpstore_probe(*fd, deadline, name, who)) != BRAID_OK) {
         braid_sock_close(fd);
         if (st == BRAID_ERR_PEER)
-            st = braid_error(st, "%s: neither torch's TCPStore (1.x) nor "
+            st = braid_error(st,
+                             "%s: neither torch's TCPStore (1.x) nor "
                              "braid's rank 0 answers there; set BRAID_ADDR to "
-                             "a free host:port for braid", braid_last_error());
+                             "a free host:port for braid",
+                             braid_last_error());
     }
     return st;
 }
@@ -91,9 +93,12 @@ static braid_status_t via_store(braid_bootstrap_t *bs, const braid_launch_t *l,
         braid_kv_publish_error(&kv, key);
         return st;
     }
-    braid_kv_rdv_t r = {.kv = &kv, .key = key, .listen_host = here,
-                        .from = l->addr_from, .key_given = l->key_set};
-    st = braid_kv_rendezvous(bs, &r, deadline);
+    braid_kv_rdv_t r = {.kv          = &kv,
+                        .key         = key,
+                        .listen_host = here,
+                        .from        = l->addr_from,
+                        .key_given   = l->key_set};
+    st               = braid_kv_rendezvous(bs, &r, deadline);
     /* The store's own status (a timeout, a lost store) says more than the
      * generic one of a failed get. */
     if (st != BRAID_OK && s.st != BRAID_OK)
@@ -101,15 +106,15 @@ static braid_status_t via_store(braid_bootstrap_t *bs, const braid_launch_t *l,
     return st;
 }
 
-braid_status_t braid_bs_torch_init(braid_bootstrap_t *bs,
+braid_status_t braid_bs_torch_init(braid_bootstrap_t    *bs,
                                    const braid_launch_t *l, double deadline)
 {
     char           name[400], key[200];
     int            fd = -1, who = 0;
     braid_status_t st;
-    snprintf(name, sizeof(name), "%s%.256s%s:%d (%s)", strchr(l->host, ':') ? "["
-             : "", l->host, strchr(l->host, ':') ? "]" : "", l->port,
-             l->addr_from);
+    snprintf(name, sizeof(name), "%s%.256s%s:%d (%s)",
+             strchr(l->host, ':') ? "[" : "", l->host,
+             strchr(l->host, ':') ? "]" : "", l->port, l->addr_from);
     snprintf(key, sizeof(key), "/braid/%s/%u", l->job_id,
              atomic_fetch_add(&store_seq, 1));
 
@@ -117,22 +122,28 @@ braid_status_t braid_bs_torch_init(braid_bootstrap_t *bs,
         int lfd = -1, in_use = 0;
         st = braid_sock_listen_try(l->host, l->port, &lfd, &in_use);
         if (st == BRAID_OK) {
-            BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "%s was free: rank 0 listens "
-                      "there", name);
+            BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP,
+                      "%s was free: rank 0 listens "
+                      "there",
+                      name);
             return braid_bs_serve(bs, &lfd, NULL, deadline);
         }
         if (!in_use)
             return st;
-        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "%s is taken: publishing rank "
-                  "0's address in the TCPStore there", name);
+        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP,
+                  "%s is taken: publishing rank "
+                  "0's address in the TCPStore there",
+                  name);
     }
     if ((st = connect_probe(l, deadline, name, &fd, &who)) != BRAID_OK)
         return st;
     if (who == BRAID_PORT_BRAID) {
         braid_sock_close(&fd);
         if (l->rank == 0 || l->rdv == BRAID_RDV_STORE)
-            return braid_error(BRAID_ERR_IO, "%s is held by braid's rank 0 of "
-                               "another job, not by torch's TCPStore", name);
+            return braid_error(BRAID_ERR_IO,
+                               "%s is held by braid's rank 0 of "
+                               "another job, not by torch's TCPStore",
+                               name);
         /* Rank 0 listens there itself: this connection spent its
          * challenge, so join on a new one. */
         return braid_bs_join(bs, l->host, l->port, deadline, deadline);

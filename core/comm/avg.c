@@ -27,8 +27,8 @@ struct braid_widen {
     int           lanes;
 };
 
-int braid_avg_needs_widen(braid_coll_t coll, size_t count,
-                          braid_dtype_t dtype, braid_op_t op, int size)
+int braid_avg_needs_widen(braid_coll_t coll, size_t count, braid_dtype_t dtype,
+                          braid_op_t op, int size)
 {
     return op == BRAID_AVG && size > 1 && count > 0 &&
            (dtype == BRAID_I32 || dtype == BRAID_I64 || dtype == BRAID_U8) &&
@@ -74,16 +74,20 @@ braid_status_t braid_avg_widen(braid_call_t *call, braid_comm_t *comm,
     if (__builtin_mul_overflow(*count, blocks, &elems) ||
         __builtin_mul_overflow(*count, (size_t)lanes, &wide_count) ||
         __builtin_mul_overflow(elems, sizeof(int64_t) * (size_t)lanes, &bytes))
-        return braid_error(BRAID_ERR_INVALID_ARG, "%s: count %zu is too large "
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "%s: count %zu is too large "
                            "for an integer average, which is computed in "
-                           "64-bit integers", fn, *count);
-    braid_widen_t *w = calloc(1, sizeof(*w));
+                           "64-bit integers",
+                           fn, *count);
+    braid_widen_t *w   = calloc(1, sizeof(*w));
     int64_t       *buf = malloc(bytes);
     if (w == NULL || buf == NULL) {
         free(w);
         free(buf);
-        return braid_error(BRAID_ERR_NO_MEMORY, "%s: out of memory for the "
-                           "%zu-byte buffer of an integer average", fn, bytes);
+        return braid_error(BRAID_ERR_NO_MEMORY,
+                           "%s: out of memory for the "
+                           "%zu-byte buffer of an integer average",
+                           fn, bytes);
     }
     widen_elems(buf, *sendbuf, elems, *dtype);
     w->wide      = buf;
@@ -108,15 +112,19 @@ void braid_avg_finish(braid_call_t *call, int size, braid_status_t st)
     braid_widen_t *w = call->widen;
     if (w == NULL)
         return;
-    call->widen = NULL;
+    call->widen        = NULL;
     const int64_t *sum = w->wide + w->first * (size_t)w->lanes;
     for (size_t i = 0; st == BRAID_OK && i < w->count; i++) {
         switch (w->dtype) {
-        case BRAID_I32: ((int32_t *)w->user_recv)[i] = (int32_t)(sum[i] / size); break;
-        case BRAID_U8: ((uint8_t *)w->user_recv)[i] = (uint8_t)(sum[i] / size); break;
+        case BRAID_I32:
+            ((int32_t *)w->user_recv)[i] = (int32_t)(sum[i] / size);
+            break;
+        case BRAID_U8:
+            ((uint8_t *)w->user_recv)[i] = (uint8_t)(sum[i] / size);
+            break;
         default: {
-            __int128 s = (__int128)sum[2 * i] * ((__int128)1 << 32) +
-                         sum[2 * i + 1];
+            __int128 s =
+                (__int128)sum[2 * i] * ((__int128)1 << 32) + sum[2 * i + 1];
             ((int64_t *)w->user_recv)[i] = (int64_t)(s / size);
             break;
         }

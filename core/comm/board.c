@@ -59,8 +59,8 @@ static void *create(char name[NAME_LEN], size_t len)
     uint64_t rnd = 0;
     if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
         rnd = (uint64_t)(uintptr_t)&rnd ^ (uint64_t)getpid() << 32;
-    snprintf(name, NAME_LEN, "/braid-board-%u-%ld-%016llx",
-             (unsigned)getuid(), (long)getpid(), (unsigned long long)rnd);
+    snprintf(name, NAME_LEN, "/braid-board-%u-%ld-%016llx", (unsigned)getuid(),
+             (long)getpid(), (unsigned long long)rnd);
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
         goto fail;
@@ -74,9 +74,10 @@ static void *create(char name[NAME_LEN], size_t len)
     shm_unlink(name);
     errno = err;
 fail:
-    BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "no progress board (%s: %s): a "
-              "stuck rank's last call is then unknown to its peers", name,
-              strerror(errno));
+    BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP,
+              "no progress board (%s: %s): a "
+              "stuck rank's last call is then unknown to its peers",
+              name, strerror(errno));
     name[0] = '\0';
     return NULL;
 }
@@ -108,7 +109,7 @@ braid_status_t braid_board_open(braid_comm_t *comm)
         names = calloc((size_t)comm->size, sizeof(*names));
         if (names == NULL)
             return braid_error(BRAID_ERR_NO_MEMORY, "progress board: out of "
-                               "memory");
+                                                    "memory");
         st = braid_bootstrap_allgather(comm->bs, &mine, names, sizeof(mine));
         for (int r = 0; st == BRAID_OK && r < comm->size && !leader; r++) {
             names[r].name[NAME_LEN - 1] = '\0';
@@ -130,7 +131,7 @@ braid_status_t braid_board_open(braid_comm_t *comm)
                                        sizeof(braid_progress_t));
         if (comm->progress == NULL)
             return braid_error(BRAID_ERR_NO_MEMORY, "progress record: out of "
-                               "memory");
+                                                    "memory");
         memset(comm->progress, 0, sizeof(braid_progress_t));
     }
     atomic_store_explicit(&comm->progress->pid, (int64_t)getpid(),

@@ -67,7 +67,7 @@ static void self_ident(char *host, char *boot)
     else if (gethostname(host, HOST_LEN - 1) != 0)
         snprintf(host, HOST_LEN, "localhost");
     host[HOST_LEN - 1] = '\0';
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    FILE *f            = fopen("/proc/sys/kernel/random/boot_id", "re");
     if (f == NULL || fgets(boot, BOOT_LEN, f) == NULL)
         snprintf(boot, BOOT_LEN, "-");
     if (f != NULL)
@@ -101,11 +101,11 @@ static void tl_version(const braid_comm_t *comm, const braid_transport_t *ops,
  * not overwrite. */
 static int user_pinned(const char *name)
 {
-    char var[96], up[48];
+    char   var[96], up[48];
     size_t i = 0;
     for (; name[i] && i < sizeof(up) - 1; i++)
-        up[i] = (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 32
-                                                        : name[i]);
+        up[i] =
+            (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 32 : name[i]);
     up[i] = '\0';
     snprintf(var, sizeof(var), "BRAID_%s_ALPHA_US", up);
     if (getenv(var) != NULL)
@@ -116,8 +116,9 @@ static int user_pinned(const char *name)
 
 static const char *topo_word(braid_topo_kind_t k)
 {
-    return k == BRAID_TOPO_RING ? "ring" : k == BRAID_TOPO_SWITCH ? "switch"
-                                                                  : "single";
+    return k == BRAID_TOPO_RING     ? "ring"
+           : k == BRAID_TOPO_SWITCH ? "switch"
+                                    : "single";
 }
 
 /* The communicator's shape, as the cache's key: hosts (in node order, name
@@ -137,10 +138,14 @@ static void make_key(char *key, size_t len, const braid_comm_t *comm,
                  all[r].host, all[r].boot);
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    snprintf(key, len, "v1 hosts=%s ranks=%d nodes=%d ppn=%d machine_ppn=%d "
-             "topo=%s cpus=%ld pinned=%s", hosts, comm->size, comm->topo.nnodes,
-             comm->topo.ppn, comm->machine_ppn, topo_word(comm->topo.kind),
-             ncpu, pinned == comm->size ? "all" : pinned ? "some" : "none");
+    snprintf(key, len,
+             "v1 hosts=%s ranks=%d nodes=%d ppn=%d machine_ppn=%d "
+             "topo=%s cpus=%ld pinned=%s",
+             hosts, comm->size, comm->topo.nnodes, comm->topo.ppn,
+             comm->machine_ppn, topo_word(comm->topo.kind), ncpu,
+             pinned == comm->size ? "all"
+             : pinned             ? "some"
+                                  : "none");
 }
 
 static braid_status_t say_hello(braid_comm_t *comm, braid_calib_state_t *cs,
@@ -149,8 +154,8 @@ static braid_status_t say_hello(braid_comm_t *comm, braid_calib_state_t *cs,
     hello_t mine;
     memset(&mine, 0, sizeof(mine));
     braid_calib_mode_t mode;
-    braid_status_t     pst = braid_calib_mode_parse(&mode,
-                                                    getenv("BRAID_CALIBRATE"));
+    braid_status_t     pst =
+        braid_calib_mode_parse(&mode, getenv("BRAID_CALIBRATE"));
     mine.status = pst;
     mine.mode   = (int32_t)mode;
     if (pst != BRAID_OK)
@@ -162,18 +167,20 @@ static braid_status_t say_hello(braid_comm_t *comm, braid_calib_state_t *cs,
     hello_t *all = calloc((size_t)comm->size, sizeof(*all));
     if (all == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
-    braid_status_t st = braid_bootstrap_allgather(comm->bs, &mine, all,
-                                                  sizeof(mine));
+    braid_status_t st =
+        braid_bootstrap_allgather(comm->bs, &mine, all, sizeof(mine));
     for (int r = 0; st == BRAID_OK && r < comm->size; r++) {
         if (all[r].status != BRAID_OK)
             st = braid_error((braid_status_t)all[r].status, "%s%.*s",
                              r == comm->rank ? "" : "on another rank: ",
                              ERR_LEN - 1, all[r].err);
         else if (all[r].mode != mine.mode)
-            st = braid_error(BRAID_ERR_MISMATCH, "rank %d's BRAID_CALIBRATE "
+            st = braid_error(BRAID_ERR_MISMATCH,
+                             "rank %d's BRAID_CALIBRATE "
                              "differs from rank %d's: every rank must be "
                              "given the same, or they would measure "
-                             "different things", r, comm->rank);
+                             "different things",
+                             r, comm->rank);
         cs->pinned |= all[r].pinned;
     }
     cs->mode = mode;
@@ -187,7 +194,8 @@ static braid_status_t say_hello(braid_comm_t *comm, braid_calib_state_t *cs,
 
 /* Which of this communicator's transports the values lack (or all, when
  * forced); pinned ones are never measured. */
-static unsigned missing(const braid_comm_t *comm, const braid_calib_state_t *cs,
+static unsigned missing(const braid_comm_t        *comm,
+                        const braid_calib_state_t *cs,
                         const braid_calib_t *have, int force)
 {
     unsigned need = 0;
@@ -210,8 +218,9 @@ static void combine_path(braid_calib_path_t *out, const result_t *all, int n,
     memset(out, 0, sizeof(*out));
     for (int r = 0; r < n; r++) {
         const braid_calib_tl_t   *x = &all[r].values.tl[t];
-        const braid_calib_path_t *p = which == 2 ? &x->get
-                                      : which == 1 ? &x->put : &x->sr;
+        const braid_calib_path_t *p = which == 2   ? &x->get
+                                      : which == 1 ? &x->put
+                                                   : &x->sr;
         if (p->pair_us > out->pair_us)
             out->pair_us = p->pair_us;
         if (p->all_us > out->all_us)
@@ -245,17 +254,18 @@ static braid_status_t measure(braid_comm_t *comm, unsigned need,
     result_t *all = calloc((size_t)comm->size, sizeof(*all));
     if (all == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
-    braid_status_t ast = braid_bootstrap_allgather(comm->bs, &mine, all,
-                                                   sizeof(mine));
+    braid_status_t ast =
+        braid_bootstrap_allgather(comm->bs, &mine, all, sizeof(mine));
     if (ast != BRAID_OK) {
         free(all);
         return ast;
     }
     for (int r = 0; r < comm->size; r++)
         if (all[r].status != BRAID_OK) {
-            st = braid_error((braid_status_t)all[r].status, "calibration "
-                             "failed on rank %d: %.*s", r, ERR_LEN - 1,
-                             all[r].err);
+            st = braid_error((braid_status_t)all[r].status,
+                             "calibration "
+                             "failed on rank %d: %.*s",
+                             r, ERR_LEN - 1, all[r].err);
             free(all);
             return st;
         }
@@ -353,8 +363,8 @@ static void apply(braid_comm_t *comm, braid_calib_state_t *cs)
                         stage = excess;
                     continue;
                 }
-                double alpha = p->all_us - stage;
-                braid_link_t *l = &comm->tls[i].link;
+                double        alpha = p->all_us - stage;
+                braid_link_t *l     = &comm->tls[i].link;
                 if (put) {
                     l->put_alpha_us  = alpha > 0 ? alpha : 0;
                     l->put_beta_gbps = p->beta_gbps;
@@ -379,32 +389,35 @@ static void log_figures(const braid_comm_t *comm)
     braid_calib_describe(comm, buf, sizeof(buf));
     braid_log(BRAID_LOG_INFO, LOG_COMP, "%s", buf);
     for (int i = 0; i < comm->ntls; i++) {
-        const braid_link_t *l = &comm->tls[i].link;
-        char get[80] = "";
+        const braid_link_t *l       = &comm->tls[i].link;
+        char                get[80] = "";
 #ifdef BRAID_CAP_GET
         if (BRAID_HAS(&comm->tls[i], braid_tl_t, get_beta_gbps) &&
             comm->tls[i].get_beta_gbps > 0)
             snprintf(get, sizeof(get), ", get %.3g us + %.3g GB/s",
                      comm->tls[i].get_alpha_us, comm->tls[i].get_beta_gbps);
 #endif
-        braid_log(BRAID_LOG_INFO, LOG_COMP, "transport %s: send/recv %.3g us "
+        braid_log(BRAID_LOG_INFO, LOG_COMP,
+                  "transport %s: send/recv %.3g us "
                   "+ %.3g GB/s, put %.3g us + %.3g GB/s%s%s",
                   comm->tls[i].ops->name, l->alpha_us, l->beta_gbps,
                   l->put_alpha_us, l->put_beta_gbps, get,
                   comm->calib->pinned >> i & 1 ? " (set by the user)" : "");
     }
-    braid_log(BRAID_LOG_INFO, LOG_COMP, "stage %.3g us, reduction %.3g GB/s "
-              "per rank", comm->sel.stage_us,
+    braid_log(BRAID_LOG_INFO, LOG_COMP,
+              "stage %.3g us, reduction %.3g GB/s "
+              "per rank",
+              comm->sel.stage_us,
               comm->sel.reduce_gbps > 0 ? comm->sel.reduce_gbps : 0.0);
 }
 
 braid_status_t braid_calib_apply(braid_comm_t *comm)
 {
-    braid_calib_state_t *cs = calloc(1, sizeof(*cs));
-    hello_t *all = NULL;
+    braid_calib_state_t *cs  = calloc(1, sizeof(*cs));
+    hello_t             *all = NULL;
     if (cs == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
-    comm->calib = cs;
+    comm->calib       = cs;
     braid_status_t st = say_hello(comm, cs, &all);
     if (st != BRAID_OK)
         return st;
@@ -430,15 +443,17 @@ braid_status_t braid_calib_apply(braid_comm_t *comm)
         return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
     char cache_note[640] = "";
     if (comm->rank == 0 && cs->mode == BRAID_CALIB_ON && cs->path[0]) {
-        int match = 0;
-        braid_status_t lst = braid_calib_load(&c->values, &match, cs->path,
-                                              key);
+        int            match = 0;
+        braid_status_t lst =
+            braid_calib_load(&c->values, &match, cs->path, key);
         /* A missing file is the first run; anything else is worth a word,
          * and the figures are measured again. */
-        if (lst == BRAID_ERR_PARSE || (lst == BRAID_ERR_IO && errno != ENOENT)) {
+        if (lst == BRAID_ERR_PARSE ||
+            (lst == BRAID_ERR_IO && errno != ENOENT)) {
             BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "%s; measuring again",
                       braid_last_error());
-            snprintf(cache_note, sizeof(cache_note), " (the cache file could "
+            snprintf(cache_note, sizeof(cache_note),
+                     " (the cache file could "
                      "not be used)");
         }
         c->match = lst == BRAID_OK && match;
@@ -449,8 +464,8 @@ braid_status_t braid_calib_apply(braid_comm_t *comm)
         free(c);
         return st;
     }
-    unsigned need = missing(comm, cs, &c->values,
-                            cs->mode == BRAID_CALIB_FORCE);
+    unsigned need =
+        missing(comm, cs, &c->values, cs->mode == BRAID_CALIB_FORCE);
     int want_reduce = !c->match || c->values.reduce_gbps <= 0 ||
                       cs->mode == BRAID_CALIB_FORCE;
     cs->values   = c->values;
@@ -472,23 +487,27 @@ braid_status_t braid_calib_apply(braid_comm_t *comm)
             if (braid_calib_store(cs->path, key, &cs->values) == BRAID_OK)
                 snprintf(wrote, sizeof(wrote), "; saved in %s", cs->path);
             else
-                BRAID_LOG_JOB(BRAID_LOG_WARN, LOG_COMP, "%s (calibration "
+                BRAID_LOG_JOB(BRAID_LOG_WARN, LOG_COMP,
+                              "%s (calibration "
                               "not cached: the next communicator measures "
-                              "again)", braid_last_error());
+                              "again)",
+                              braid_last_error());
         }
-        snprintf(cs->why, sizeof(cs->why), "measured at creation in %.2f s "
-                 "(BRAID_CALIBRATE=%s)%s%s", now.took_s,
-                 cs->mode == BRAID_CALIB_FORCE ? "force" : "1", cache_note,
-                 comm->rank == 0 ? wrote : "");
+        snprintf(cs->why, sizeof(cs->why),
+                 "measured at creation in %.2f s "
+                 "(BRAID_CALIBRATE=%s)%s%s",
+                 now.took_s, cs->mode == BRAID_CALIB_FORCE ? "force" : "1",
+                 cache_note, comm->rank == 0 ? wrote : "");
     } else {
-        char when[64];
-        time_t tt = (time_t)cs->values.when;
+        char      when[64];
+        time_t    tt = (time_t)cs->values.when;
         struct tm tm;
         strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S",
                  localtime_r(&tt, &tm));
-        snprintf(cs->why, sizeof(cs->why), "from the calibration cache %s "
-                 "(measured %s in %.2f s)", cs->path, when,
-                 cs->values.took_s);
+        snprintf(cs->why, sizeof(cs->why),
+                 "from the calibration cache %s "
+                 "(measured %s in %.2f s)",
+                 cs->path, when, cs->values.took_s);
     }
     apply(comm, cs);
     log_figures(comm);

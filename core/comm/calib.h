@@ -63,7 +63,7 @@ typedef enum {
 /* BRAID_CALIBRATE: unset, "", "1" -> ON; "0" -> OFF; "force" -> FORCE.
  * Anything else: BRAID_ERR_PARSE pointing at the position. */
 braid_status_t braid_calib_mode_parse(braid_calib_mode_t *mode,
-                                      const char *value);
+                                      const char         *value);
 /* The cache's folder: BRAID_CALIB_DIR, else $XDG_CACHE_HOME/braid, else
  * $HOME/.cache/braid; "" when there is none. */
 void braid_calib_cache_dir(char *buf, size_t len);
@@ -81,16 +81,16 @@ braid_status_t braid_calib_parse(braid_calib_t *c, int *match,
                                  const char *source);
 /* Reads path: BRAID_OK and *match, BRAID_ERR_IO when it cannot be read
  * (absent: errno ENOENT, no message worth showing), BRAID_ERR_PARSE. */
-braid_status_t braid_calib_load(braid_calib_t *c, int *match,
-                                const char *path, const char *key);
+braid_status_t braid_calib_load(braid_calib_t *c, int *match, const char *path,
+                                const char *key);
 /* Writes path atomically (a temporary file renamed over it), creating
  * its folder. */
 braid_status_t braid_calib_store(const char *path, const char *key,
                                  const braid_calib_t *c);
 /* The entry for transport name at version, or NULL. */
 const braid_calib_tl_t *braid_calib_find(const braid_calib_t *c,
-                                         const char *name,
-                                         const char *version);
+                                         const char          *name,
+                                         const char          *version);
 
 /* ------------------------------------------------------------ calib.c */
 
@@ -99,19 +99,19 @@ struct braid_comm;
 /* Per communicator: what was applied and where it came from. */
 typedef struct braid_calib_state {
     braid_calib_mode_t mode;
-    braid_calib_t      values;     /* as applied (agreed on every rank) */
-    double             stage_us;   /* what the selector was given */
-    char               why[1024];  /* "measured in 0.21 s ...", "declared" */
-    char               path[768];  /* the cache file, "" if none */
-    unsigned           pinned;     /* tls whose figures the user set */
-    unsigned           measured;   /* tls measured now (the rest: cache) */
+    braid_calib_t      values;    /* as applied (agreed on every rank) */
+    double             stage_us;  /* what the selector was given */
+    char               why[1024]; /* "measured in 0.21 s ...", "declared" */
+    char               path[768]; /* the cache file, "" if none */
+    unsigned           pinned;    /* tls whose figures the user set */
+    unsigned           measured;  /* tls measured now (the rest: cache) */
 } braid_calib_state_t;
 
 /* After the transports are open: reads the cache or measures, agrees, and
  * sets every transport's link, the selector's stage_us and reduce_gbps.
  * Collective.  Fills comm->calib. */
 braid_status_t braid_calib_apply(struct braid_comm *comm);
-void braid_calib_free(struct braid_comm *comm);
+void           braid_calib_free(struct braid_comm *comm);
 /* One line: where the figures came from. */
 void braid_calib_describe(const struct braid_comm *comm, char *buf,
                           size_t len);
@@ -125,6 +125,6 @@ braid_status_t braid_calib_measure_tl(struct braid_comm *comm, braid_tl_t *tl,
 /* The reduction kernels' throughput on this rank (f32 sum, GB/s of the
  * operand), with every rank reducing at once. */
 braid_status_t braid_calib_measure_reduce(struct braid_comm *comm,
-                                          double *gbps);
+                                          double            *gbps);
 
 #endif

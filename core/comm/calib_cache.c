@@ -5,12 +5,13 @@
  *   key <the communicator's shape, one line>
  *   measured <seconds since the epoch> took <seconds>
  *   reduce_gbps <GB/s>
- *   tl <name> <version> sr <pair_us> <all_us> <gbps> put <pair_us> <all_us> <gbps>
+ *   tl <name> <version> sr <pair_us> <all_us> <gbps> put <pair_us> <all_us>
+ * <gbps>
  *
  *                [get <pair_us> <all_us> <gbps>]
  * A path a transport lacks is written "sr -" or "put -"; the get path
- * (single-copy reads) is written only where the communicator has one.  The file is
- * braid's own, but it sits in the user's folder and may be damaged: a
+ * (single-copy reads) is written only where the communicator has one.  The
+ * file is braid's own, but it sits in the user's folder and may be damaged: a
  * fault is a BRAID_ERR_PARSE naming the line, and the caller measures
  * again rather than fail.  Numbers are read and written in the C locale. */
 #include <errno.h>
@@ -31,7 +32,7 @@
 #define MAX_TOKENS      16
 
 braid_status_t braid_calib_mode_parse(braid_calib_mode_t *mode,
-                                      const char *value)
+                                      const char         *value)
 {
     *mode = BRAID_CALIB_ON;
     if (value == NULL || *value == '\0' || strcmp(value, "1") == 0)
@@ -46,7 +47,7 @@ braid_status_t braid_calib_mode_parse(braid_calib_mode_t *mode,
     }
     /* Point at the first character where value leaves every keyword. */
     static const char *words[] = {"0", "1", "force"};
-    size_t best = 0;
+    size_t             best    = 0;
     for (int w = 0; w < 3; w++) {
         size_t i = 0;
         while (value[i] && value[i] == words[w][i])
@@ -54,11 +55,12 @@ braid_status_t braid_calib_mode_parse(braid_calib_mode_t *mode,
         if (i > best)
             best = i;
     }
-    return braid_error(BRAID_ERR_PARSE, "BRAID_CALIBRATE=" BRAID_QUOTE_FMT
-                       ": %s at position %zu (expected 0, 1 or force)",
-                       BRAID_QUOTE(value),
-                       value[best] ? "unexpected character" : "value ends early",
-                       best);
+    return braid_error(
+        BRAID_ERR_PARSE,
+        "BRAID_CALIBRATE=" BRAID_QUOTE_FMT
+        ": %s at position %zu (expected 0, 1 or force)",
+        BRAID_QUOTE(value),
+        value[best] ? "unexpected character" : "value ends early", best);
 }
 
 void braid_calib_cache_dir(char *buf, size_t len)
@@ -68,7 +70,7 @@ void braid_calib_cache_dir(char *buf, size_t len)
         snprintf(buf, len, "%s", dir);
         return;
     }
-    const char *xdg = braid_env_get("XDG_CACHE_HOME");
+    const char *xdg  = braid_env_get("XDG_CACHE_HOME");
     const char *home = braid_env_get("HOME");
     if (xdg != NULL && xdg[0] == '/')
         snprintf(buf, len, "%s/braid", xdg);
@@ -132,11 +134,12 @@ braid_status_t braid_calib_format(char *buf, size_t len, const char *key,
     if (loc != (locale_t)0)
         old = uselocale(loc);
     size_t off = 0;
-    append(buf, len, &off, "# braid link calibration (docs/tuning.md): "
+    append(buf, len, &off,
+           "# braid link calibration (docs/tuning.md): "
            "written by braid_init.\n# Delete this file or set "
            "BRAID_CALIBRATE=force to measure again.\nkey %s\nmeasured %.0f "
-           "took %.3f\nreduce_gbps %.6g\n", key, c->when, c->took_s,
-           c->reduce_gbps);
+           "took %.3f\nreduce_gbps %.6g\n",
+           key, c->when, c->took_s, c->reduce_gbps);
     for (int i = 0; i < c->ntl; i++) {
         const braid_calib_tl_t *t = &c->tl[i];
         append(buf, len, &off, "tl %s %s", t->name, t->version);
@@ -149,8 +152,10 @@ braid_status_t braid_calib_format(char *buf, size_t len, const char *key,
     if (old != (locale_t)0)
         uselocale(old);
     if (off >= len)
-        return braid_error(BRAID_ERR_INTERNAL, "calibration cache: text "
-                           "longer than %zu bytes", len);
+        return braid_error(BRAID_ERR_INTERNAL,
+                           "calibration cache: text "
+                           "longer than %zu bytes",
+                           len);
     return BRAID_OK;
 }
 
@@ -170,9 +175,11 @@ static braid_status_t bad(const line_t *ln, const char *what)
 static braid_status_t number(const line_t *ln, int i, double max, double *out)
 {
     if (i >= ln->ntok)
-        return braid_error(BRAID_ERR_PARSE, "%s: the line ends before field "
-                           "%d (a number)", ln->where, i + 1);
-    char name[600];
+        return braid_error(BRAID_ERR_PARSE,
+                           "%s: the line ends before field "
+                           "%d (a number)",
+                           ln->where, i + 1);
+    char name[640]; /* where (600) and " field N" */
     snprintf(name, sizeof(name), "%s field %d", ln->where, i + 1);
     return braid_parse_double(name, ln->tok[i], 0.0, max, out);
 }
@@ -222,7 +229,7 @@ static braid_status_t parse_tl(braid_calib_t *c, const line_t *ln)
         return bad(ln, "the same transport twice");
     strcpy(t->name, ln->tok[1]);
     strcpy(t->version, ln->tok[2]);
-    int i = 3;
+    int            i = 3;
     braid_status_t st;
     if ((st = parse_path(ln, &i, "sr", &t->has_sr, &t->sr)) != BRAID_OK ||
         (st = parse_path(ln, &i, "put", &t->has_put, &t->put)) != BRAID_OK)
@@ -254,16 +261,16 @@ braid_status_t braid_calib_parse(braid_calib_t *c, int *match,
                                  const char *source)
 {
     memset(c, 0, sizeof(*c));
-    *match = 0;
-    size_t len = strlen(text);
+    *match      = 0;
+    size_t len  = strlen(text);
     char  *copy = malloc(len + 1);
     if (copy == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "%s: out of memory", source);
     memcpy(copy, text, len + 1);
     braid_status_t st = BRAID_OK;
-    int   have_key = 0, have_measured = 0, have_reduce = 0, lineno = 0;
-    char *save = NULL;
-    char  where[600];
+    int    have_key = 0, have_measured = 0, have_reduce = 0, lineno = 0;
+    char  *save = NULL;
+    char   where[600];
     line_t ln = {.where = where};
     /* strtok_r skips empty lines, so count them from the positions. */
     for (char *p = copy, *nl; st == BRAID_OK && p < copy + len; p = nl + 1) {
@@ -310,24 +317,25 @@ braid_status_t braid_calib_parse(braid_calib_t *c, int *match,
     free(copy);
     if (st == BRAID_OK && (!have_key || !have_measured || !have_reduce))
         st = braid_error(BRAID_ERR_PARSE, "%s: lacks the %s line", source,
-                         !have_key ? "key" : !have_measured ? "measured"
-                                                            : "reduce_gbps");
+                         !have_key        ? "key"
+                         : !have_measured ? "measured"
+                                          : "reduce_gbps");
     if (st != BRAID_OK)
         *match = 0;
     return st;
 }
 
-braid_status_t braid_calib_load(braid_calib_t *c, int *match,
-                                const char *path, const char *key)
+braid_status_t braid_calib_load(braid_calib_t *c, int *match, const char *path,
+                                const char *key)
 {
     memset(c, 0, sizeof(*c));
-    *match = 0;
+    *match  = 0;
     FILE *f = fopen(path, "re");
     if (f == NULL) {
-        int err = errno;
-        braid_status_t st = braid_error(BRAID_ERR_IO, "%s: cannot open: %s",
-                                        path, strerror(err));
-        errno = err;
+        int            err = errno;
+        braid_status_t st  = braid_error(BRAID_ERR_IO, "%s: cannot open: %s",
+                                         path, strerror(err));
+        errno              = err;
         return st;
     }
     char  *buf = malloc(CACHE_MAX_BYTES + 1);
@@ -346,7 +354,7 @@ braid_status_t braid_calib_load(braid_calib_t *c, int *match,
         st = braid_error(BRAID_ERR_PARSE, "%s: contains a NUL byte", path);
     else {
         buf[n] = '\0';
-        st = braid_calib_parse(c, match, buf, key, path);
+        st     = braid_calib_parse(c, match, buf, key, path);
     }
     free(buf);
     errno = 0;
@@ -373,7 +381,7 @@ static int make_dirs(const char *dir)
 braid_status_t braid_calib_store(const char *path, const char *key,
                                  const braid_calib_t *c)
 {
-    char text[4096], dir[1024], tmp[1100];
+    char           text[4096], dir[1024], tmp[1100];
     braid_status_t st = braid_calib_format(text, sizeof(text), key, c);
     if (st != BRAID_OK)
         return st;
@@ -382,8 +390,10 @@ braid_status_t braid_calib_store(const char *path, const char *key,
     if (slash != NULL && slash != dir) {
         *slash = '\0';
         if (make_dirs(dir) != 0)
-            return braid_error(BRAID_ERR_IO, "cannot create the calibration "
-                               "cache folder %s: %s", dir, strerror(errno));
+            return braid_error(BRAID_ERR_IO,
+                               "cannot create the calibration "
+                               "cache folder %s: %s",
+                               dir, strerror(errno));
     }
     /* Ranks of several jobs may write at once: each its own temporary
      * file, renamed over the old one in one step. */
@@ -405,8 +415,7 @@ braid_status_t braid_calib_store(const char *path, const char *key,
 }
 
 const braid_calib_tl_t *braid_calib_find(const braid_calib_t *c,
-                                         const char *name,
-                                         const char *version)
+                                         const char *name, const char *version)
 {
     for (int i = 0; i < c->ntl; i++)
         if (strcmp(c->tl[i].name, name) == 0 &&

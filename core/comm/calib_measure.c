@@ -46,14 +46,14 @@
 #include "util/stats.h"
 
 /* The flag at offset 0 of the area, the data a cache line after it. */
-#define DATA_OFF     ((size_t)64)
-#define SMALL_BYTES  8
+#define DATA_OFF    ((size_t)64)
+#define SMALL_BYTES 8
 /* Large enough that per-message costs vanish against the copy (they are a
  * few microseconds), small enough that a repetition fits in a time slice
  * and the whole stays a fraction of a second on 8 ranks on 2 cores over
  * TCP.  It stays in the caches, as the pieces that pipelined algorithms
  * move do. */
-#define BIG_BYTES    ((size_t)512 << 10)
+#define BIG_BYTES ((size_t)512 << 10)
 /* A fresh transport's first messages fault in its pages (shm: each of a
  * peer's 32 cells on first use), which no later call pays. */
 #define SMALL_WARMUP 40
@@ -61,9 +61,9 @@
 #define SMALL_ITERS  (7 * SMALL_BLOCK)
 /* The small exchanges' repeats (the fastest kept; see the top). */
 #define SMALL_REPEATS 3
-#define BIG_WARMUP   1
-#define BIG_ITERS    7
-#define SPIN_S       20e-6
+#define BIG_WARMUP    1
+#define BIG_ITERS     7
+#define SPIN_S        20e-6
 /* A measurement that has not finished by then has met something wrong. */
 #define DEADLINE_MAX_S 20.0
 /* Tags of the calibration: a call number no call reaches before the
@@ -76,8 +76,8 @@ typedef struct exch {
     braid_comm_t *comm;
     braid_tl_t   *tl;
     path_t        path;
-    braid_rmem_t *mem;  /* PATH_PUT: the area written into */
-    const void   *keys; /* PATH_GET: every rank's braid_rkey_t */
+    braid_rmem_t *mem;         /* PATH_PUT: the area written into */
+    const void   *keys;        /* PATH_GET: every rank's braid_rkey_t */
     int           left, right; /* -1: this rank sits out */
     double        deadline;
     unsigned      polls;
@@ -113,8 +113,8 @@ static void setup(exch_t *x, braid_comm_t *comm, braid_tl_t *tl, int pair)
     x->path = path;
     x->mem  = mem;
     x->keys = keys;
-    double limit = comm->timeout_s < DEADLINE_MAX_S ? comm->timeout_s
-                                                    : DEADLINE_MAX_S;
+    double limit =
+        comm->timeout_s < DEADLINE_MAX_S ? comm->timeout_s : DEADLINE_MAX_S;
     x->deadline = braid_now_s() + limit;
     int n = comm->size, r = comm->rank;
     if (!pair) {
@@ -135,13 +135,13 @@ static braid_status_t pause_poll(exch_t *x)
         if (x->wait_start == 0)
             x->wait_start = now;
         if (now > x->deadline)
-            return braid_error(BRAID_ERR_TIMEOUT, "calibration of transport "
+            return braid_error(BRAID_ERR_TIMEOUT,
+                               "calibration of transport "
                                "%s: no progress within %.0f s (set "
                                "BRAID_CALIBRATE=0 to skip it)",
                                x->tl->ops->name, x->deadline - x->wait_start);
     }
-    if (x->comm->oversubscribed ||
-        (now != 0 && now - x->wait_start > SPIN_S))
+    if (x->comm->oversubscribed || (now != 0 && now - x->wait_start > SPIN_S))
         sched_yield();
     return BRAID_OK;
 }
@@ -159,8 +159,8 @@ static braid_status_t sr_once(exch_t *x, unsigned step, const void *sbuf,
                               void *rbuf, size_t len)
 {
     const braid_transport_t *ops = x->tl->ops;
-    braid_treq_t rr = {0}, sr = {0};
-    uint64_t     tag = BRAID_TAG(CALIB_SEQ, step);
+    braid_treq_t             rr = {0}, sr = {0};
+    uint64_t                 tag = BRAID_TAG(CALIB_SEQ, step);
     braid_status_t st = ops->irecv(x->tl->tcomm, x->left, tag, rbuf, len, &rr);
     if (st == BRAID_OK)
         st = ops->isend(x->tl->tcomm, x->right, tag, sbuf, len, &sr);
@@ -185,13 +185,12 @@ static braid_status_t sr_once(exch_t *x, unsigned step, const void *sbuf,
 static braid_status_t put_once(exch_t *x, braid_rmem_t *mem, uint64_t value,
                                const void *sbuf, size_t len)
 {
-    const braid_transport_t *ops = x->tl->ops;
-    braid_treq_t req  = {0};
-    uint64_t    *flag = (uint64_t *)mem->local;
-    braid_status_t st = ops->put_signal(x->tl->tcomm, mem, x->right,
-                                        DATA_OFF, sbuf, len, 0, value,
-                                        &req);
-    x->wait_start = 0;
+    const braid_transport_t *ops  = x->tl->ops;
+    braid_treq_t             req  = {0};
+    uint64_t                *flag = (uint64_t *)mem->local;
+    braid_status_t st = ops->put_signal(x->tl->tcomm, mem, x->right, DATA_OFF,
+                                        sbuf, len, 0, value, &req);
+    x->wait_start     = 0;
     while (st == BRAID_OK) {
         if (req.active) {
             braid_status_t t = ops->test(x->tl->tcomm, &req);
@@ -202,8 +201,7 @@ static braid_status_t put_once(exch_t *x, braid_rmem_t *mem, uint64_t value,
         } else if ((st = ops->progress(x->tl->tcomm)) != BRAID_OK) {
             break;
         }
-        if (!req.active &&
-            __atomic_load_n(flag, __ATOMIC_ACQUIRE) >= value)
+        if (!req.active && __atomic_load_n(flag, __ATOMIC_ACQUIRE) >= value)
             break;
         st = pause_poll(x);
     }
@@ -217,10 +215,10 @@ static braid_status_t put_once(exch_t *x, braid_rmem_t *mem, uint64_t value,
 static braid_status_t get_once(exch_t *x, void *rbuf, size_t len)
 {
     const braid_transport_t *ops = x->tl->ops;
-    const braid_rkey_t *key = (const braid_rkey_t *)x->keys + x->left;
-    braid_treq_t   req = {0};
-    braid_status_t st  = ops->get(x->tl->tcomm, x->left, key, 0, rbuf, len,
-                                  &req);
+    const braid_rkey_t      *key = (const braid_rkey_t *)x->keys + x->left;
+    braid_treq_t             req = {0};
+    braid_status_t           st =
+        ops->get(x->tl->tcomm, x->left, key, 0, rbuf, len, &req);
     x->wait_start = 0;
     while (st == BRAID_OK && req.active) {
         braid_status_t t = ops->test(x->tl->tcomm, &req);
@@ -239,14 +237,11 @@ static braid_status_t once(exch_t *x, uint64_t value, unsigned step,
                            const void *sbuf, void *rbuf, size_t len)
 {
     switch (x->path) {
-    case PATH_PUT:
-        return put_once(x, x->mem, value, sbuf, len);
+    case PATH_PUT: return put_once(x, x->mem, value, sbuf, len);
 #ifdef BRAID_CAP_GET
-    case PATH_GET:
-        return get_once(x, rbuf, len);
+    case PATH_GET: return get_once(x, rbuf, len);
 #endif
-    default:
-        return sr_once(x, step & 0xffffu, sbuf, rbuf, len);
+    default: return sr_once(x, step & 0xffffu, sbuf, rbuf, len);
     }
 }
 
@@ -255,15 +250,15 @@ static braid_status_t once(exch_t *x, uint64_t value, unsigned step,
  * fastest exchange; 0 when it sits out.  put: mem != NULL, flags counted
  * from *flag_base. */
 static braid_status_t run(double *us, exch_t *x, uint64_t *flag_base,
-                          const void *sbuf, void *rbuf, size_t len,
-                          int warmup, int iters, int block, unsigned *step)
+                          const void *sbuf, void *rbuf, size_t len, int warmup,
+                          int iters, int block, unsigned *step)
 {
     int            nblocks = iters / block;
-    double        *t  = malloc(sizeof(double) * (size_t)nblocks);
-    braid_status_t st = t ? braid_bootstrap_barrier(x->comm->bs)
-                          : braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
-    double         t0 = 0;
-    *us = 0;
+    double        *t       = malloc(sizeof(double) * (size_t)nblocks);
+    braid_status_t st      = t ? braid_bootstrap_barrier(x->comm->bs)
+                               : braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
+    double         t0      = 0;
+    *us                    = 0;
     for (int i = 0; st == BRAID_OK && i < warmup + iters; i++) {
         uint64_t value = ++*flag_base;
         (*step)++;
@@ -298,9 +293,8 @@ static braid_status_t measure_small(path_run_t *p, braid_comm_t *comm,
     double pair_us = 0, all_us = 0;
     int    warm = k == 0 ? SMALL_WARMUP : SMALL_BLOCK;
     setup(&p->x, comm, tl, 1);
-    braid_status_t st = run(&pair_us, &p->x, &p->flag, sbuf, rbuf,
-                            SMALL_BYTES, warm, SMALL_ITERS, SMALL_BLOCK,
-                            &p->step);
+    braid_status_t st = run(&pair_us, &p->x, &p->flag, sbuf, rbuf, SMALL_BYTES,
+                            warm, SMALL_ITERS, SMALL_BLOCK, &p->step);
     setup(&p->x, comm, tl, 0);
     if (st == BRAID_OK)
         st = run(&all_us, &p->x, &p->flag, sbuf, rbuf, SMALL_BYTES, warm,
@@ -340,28 +334,29 @@ static braid_status_t expose_get(braid_rkey_t **keys, void **handle,
                                  const void *sbuf)
 {
     const braid_transport_t *ops = tl->ops;
-    braid_rkey_t mine;
+    braid_rkey_t             mine;
     memset(&mine, 0, sizeof(mine));
     *handle = NULL;
     *keys   = calloc((size_t)comm->size, sizeof(**keys));
     if (*keys == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "calibration: out of memory");
-    braid_status_t st = ops->mem_expose(tl->tcomm, sbuf, BIG_BYTES, &mine,
-                                        handle);
+    braid_status_t st =
+        ops->mem_expose(tl->tcomm, sbuf, BIG_BYTES, &mine, handle);
     if (st != BRAID_OK)
         *handle = NULL;
     /* Every rank takes part in the allgather, exposed or not: a rank
      * that failed says so in the agreement that follows (every rank
      * then fails), and the others read nothing from it meanwhile. */
-    braid_status_t ast = braid_bootstrap_allgather(comm->bs, &mine, *keys,
-                                                   sizeof(mine));
+    braid_status_t ast =
+        braid_bootstrap_allgather(comm->bs, &mine, *keys, sizeof(mine));
     if (st != BRAID_OK)
         return st;
     if (ast != BRAID_OK)
         return ast;
     for (int r = 0; r < comm->size; r++)
         if ((*keys)[r].len != BIG_BYTES)
-            return braid_error(BRAID_ERR_TRANSPORT, "calibration of %s: "
+            return braid_error(BRAID_ERR_TRANSPORT,
+                               "calibration of %s: "
                                "rank %d could not expose its buffer",
                                ops->name, r);
     return BRAID_OK;
@@ -374,15 +369,15 @@ static braid_status_t expose_get(braid_rkey_t **keys, void **handle,
 braid_status_t braid_calib_measure_tl(braid_comm_t *comm, braid_tl_t *tl,
                                       braid_calib_tl_t *out)
 {
-    const braid_transport_t *ops = tl->ops;
-    braid_status_t st = BRAID_OK;
-    braid_rmem_t   mem = {0};
-    int            have_mem = 0;
-    path_run_t     pr[3];
-    int            np = 0;
+    const braid_transport_t *ops      = tl->ops;
+    braid_status_t           st       = BRAID_OK;
+    braid_rmem_t             mem      = {0};
+    int                      have_mem = 0;
+    path_run_t               pr[3];
+    int                      np = 0;
 #ifdef BRAID_CAP_GET
-    braid_rkey_t  *keys   = NULL;
-    void          *handle = NULL;
+    braid_rkey_t *keys   = NULL;
+    void         *handle = NULL;
 #endif
     unsigned char *sbuf = calloc(1, BIG_BYTES), *rbuf = calloc(1, BIG_BYTES);
     memset(pr, 0, sizeof(pr));
@@ -397,22 +392,22 @@ braid_status_t braid_calib_measure_tl(braid_comm_t *comm, braid_tl_t *tl,
         pr[np++] = (path_run_t){.x = {.path = PATH_SR}, .out = &out->sr};
     if (out->has_put) {
         /* Collective on every rank, as the algorithms allocate. */
-        if ((st = ops->mem_alloc(tl->tcomm, DATA_OFF + BIG_BYTES,
-                                 &mem)) != BRAID_OK)
+        if ((st = ops->mem_alloc(tl->tcomm, DATA_OFF + BIG_BYTES, &mem)) !=
+            BRAID_OK)
             goto out;
         have_mem = 1;
-        pr[np++] = (path_run_t){.x = {.path = PATH_PUT, .mem = &mem},
+        pr[np++] = (path_run_t){.x   = {.path = PATH_PUT, .mem = &mem},
                                 .out = &out->put};
     }
 #ifdef BRAID_CAP_GET
     /* The get path, where this communicator has one (the transport said
      * so to every rank alike, transports.c). */
-    out->has_get = BRAID_HAS(tl, braid_tl_t, caps) &&
-                   (tl->caps & BRAID_CAP_GET) != 0;
+    out->has_get =
+        BRAID_HAS(tl, braid_tl_t, caps) && (tl->caps & BRAID_CAP_GET) != 0;
     if (out->has_get) {
         if ((st = expose_get(&keys, &handle, comm, tl, sbuf)) != BRAID_OK)
             goto out;
-        pr[np++] = (path_run_t){.x = {.path = PATH_GET, .keys = keys},
+        pr[np++] = (path_run_t){.x   = {.path = PATH_GET, .keys = keys},
                                 .out = &out->get};
     }
 #endif
@@ -447,8 +442,8 @@ out:;
 
 braid_status_t braid_calib_measure_reduce(braid_comm_t *comm, double *gbps)
 {
-    const braid_services_t *svc = braid_core_services();
-    size_t count = BIG_BYTES / sizeof(float);
+    const braid_services_t *svc   = braid_core_services();
+    size_t                  count = BIG_BYTES / sizeof(float);
     float *a = calloc(count, sizeof(float)), *b = calloc(count, sizeof(float));
     double t[BIG_ITERS];
     braid_status_t st = BRAID_OK;
@@ -473,8 +468,8 @@ braid_status_t braid_calib_measure_reduce(braid_comm_t *comm, double *gbps)
     double share = ncpu > 0 && comm->machine_ppn > ncpu
                        ? (double)ncpu / (double)comm->machine_ppn
                        : 1.0;
-    double us = fastest(t, BIG_ITERS);
-    *gbps = (double)BIG_BYTES / (us > 0 ? us : 1e-3) / 1e3 * share;
+    double us    = fastest(t, BIG_ITERS);
+    *gbps        = (double)BIG_BYTES / (us > 0 ? us : 1e-3) / 1e3 * share;
 out:
     free(a);
     free(b);

@@ -46,19 +46,21 @@ braid_status_t braid_check_call(braid_comm_t *comm, braid_coll_t coll,
     fingerprint_t *all = calloc((size_t)comm->size, sizeof(*all));
     if (all == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "BRAID_CHECK: out of memory");
-    braid_status_t st = braid_bootstrap_allgather(comm->bs, &mine, all,
-                                                  sizeof(mine));
+    braid_status_t st =
+        braid_bootstrap_allgather(comm->bs, &mine, all, sizeof(mine));
     for (int r = 0; st == BRAID_OK && r < comm->size; r++) {
         if (memcmp(&all[r], &all[0], sizeof(mine)) == 0)
             continue;
         char a[128], b[128];
         describe(a, sizeof(a), &all[0]);
         describe(b, sizeof(b), &all[r]);
-        st = braid_error(BRAID_ERR_MISMATCH, "BRAID_CHECK: call #%llu differs "
+        st = braid_error(BRAID_ERR_MISMATCH,
+                         "BRAID_CHECK: call #%llu differs "
                          "between ranks: rank 0 calls %s, rank %d calls %s%s",
                          (unsigned long long)all[r].seq, a, r, b,
                          all[r].seq != all[0].seq ? " (and a different number "
-                         "of earlier calls)" : "");
+                                                    "of earlier calls)"
+                                                  : "");
     }
     free(all);
     return st;

@@ -22,11 +22,14 @@ static braid_status_t spans(size_t *send_len, size_t *recv_len,
     size_t block;
     if (__builtin_mul_overflow(count, dtsize, &block) ||
         __builtin_mul_overflow(block, (size_t)comm->size, send_len))
-        return braid_error(BRAID_ERR_INVALID_ARG, "%s: count %zu of %zu-byte "
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "%s: count %zu of %zu-byte "
                            "elements on %d ranks overflows the address space",
                            fn, count, dtsize, comm->size);
     switch (coll) {
-    case BRAID_COLL_REDUCE_SCATTER: *recv_len = block; break; /* send = n*block */
+    case BRAID_COLL_REDUCE_SCATTER:
+        *recv_len = block;
+        break; /* send = n*block */
     case BRAID_COLL_ALLGATHER:
         *recv_len = *send_len;
         *send_len = block;
@@ -47,9 +50,11 @@ static braid_status_t check_aliasing(const braid_comm_t *comm,
         return coll == BRAID_COLL_ALLREDUCE || coll == BRAID_COLL_BROADCAST ||
                        send_len == 0 || comm->rank == 0
                    ? BRAID_OK
-                   : braid_error(BRAID_ERR_INVALID_ARG, "%s: sendbuf == recvbuf "
+                   : braid_error(BRAID_ERR_INVALID_ARG,
+                                 "%s: sendbuf == recvbuf "
                                  "is in place only on rank 0; on rank %d in "
-                                 "place means %s", fn, comm->rank,
+                                 "place means %s",
+                                 fn, comm->rank,
                                  coll == BRAID_COLL_ALLGATHER
                                      ? "sendbuf == recvbuf + rank*sendcount"
                                      : "recvbuf == sendbuf + rank*recvcount");
@@ -57,11 +62,14 @@ static braid_status_t check_aliasing(const braid_comm_t *comm,
     const char *r = recvbuf;
     if (coll == BRAID_COLL_ALLGATHER && s == r + (size_t)comm->rank * block)
         return BRAID_OK;
-    if (coll == BRAID_COLL_REDUCE_SCATTER && r == s + (size_t)comm->rank * block)
+    if (coll == BRAID_COLL_REDUCE_SCATTER &&
+        r == s + (size_t)comm->rank * block)
         return BRAID_OK;
     if (overlaps(sendbuf, send_len, recvbuf, recv_len))
-        return braid_error(BRAID_ERR_INVALID_ARG, "%s: sendbuf and recvbuf "
-                           "overlap without being the in-place form", fn);
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "%s: sendbuf and recvbuf "
+                           "overlap without being the in-place form",
+                           fn);
     return BRAID_OK;
 }
 
@@ -70,7 +78,7 @@ static braid_status_t validate(braid_comm_t *comm, const char *fn,
                                void *recvbuf, size_t count,
                                braid_dtype_t dtype, braid_op_t op, int root)
 {
-    size_t      send_len = 0, recv_len = 0;
+    size_t         send_len = 0, recv_len = 0;
     braid_status_t st;
 
     if ((unsigned)dtype >= BRAID_DTYPE_COUNT)
@@ -80,16 +88,19 @@ static braid_status_t validate(braid_comm_t *comm, const char *fn,
         return braid_error(BRAID_ERR_INVALID_ARG, "%s: invalid op %d", fn,
                            (int)op);
     if (coll == BRAID_COLL_BROADCAST && (root < 0 || root >= comm->size))
-        return braid_error(BRAID_ERR_INVALID_ARG, "%s: root %d is not a rank "
-                           "of this %d-rank communicator", fn, root,
-                           comm->size);
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "%s: root %d is not a rank "
+                           "of this %d-rank communicator",
+                           fn, root, comm->size);
     size_t dtsize = braid_dtype_size(dtype);
     if ((st = spans(&send_len, &recv_len, comm, coll, count, dtsize, fn)) !=
         BRAID_OK)
         return st;
     if ((send_len > 0 && sendbuf == NULL) || (recv_len > 0 && recvbuf == NULL))
-        return braid_error(BRAID_ERR_INVALID_ARG, "%s: %s is NULL with count "
-                           "%zu", fn,
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "%s: %s is NULL with count "
+                           "%zu",
+                           fn,
                            coll == BRAID_COLL_BROADCAST ? "buf"
                            : sendbuf == NULL            ? "sendbuf"
                                                         : "recvbuf",
@@ -109,8 +120,10 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
     braid_route_t  route;
     braid_route_host(&route);
     if (comm->failed != BRAID_OK)
-        return braid_error(BRAID_ERR_STATE, "%s: communicator failed earlier: "
-                           "%s", fn, comm->failed_msg);
+        return braid_error(BRAID_ERR_STATE,
+                           "%s: communicator failed earlier: "
+                           "%s",
+                           fn, comm->failed_msg);
     st = validate(comm, fn, coll, sendbuf, recvbuf, count, dtype, op, root);
     /* Where the buffers live is part of the arguments (cuda/route.c);
      * nothing to ask in a process that can have no device memory. */
@@ -123,8 +136,8 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
          * rank that already returned; its own error message wins. */
         char msg[512];
         snprintf(msg, sizeof(msg), "%s", braid_last_error());
-        braid_status_t cst = braid_check_call(comm, coll, count, dtype, op,
-                                              root, route.need, st == BRAID_OK);
+        braid_status_t cst = braid_check_call(
+            comm, coll, count, dtype, op, root, route.need, st == BRAID_OK);
         if (st != BRAID_OK || cst != BRAID_OK) {
             /* Nothing is issued anywhere, but every rank counted the call,
              * so later fingerprints stay comparable.  No call of this
@@ -141,42 +154,42 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
     /* Field by field rather than one memset of the call: a memset this
      * size compiles to `rep stos`, whose start-up costs more than the
      * stores of the few fields a call uses (docs/performance.md). */
-    call->cand     = NULL;
-    call->started  = 0;
-    call->done     = 0;
-    call->status   = BRAID_OK;
-    call->t_start  = 0;
-    call->polls    = 0;
-    call->widen    = NULL;
-    call->next     = NULL;
-    call->error[0] = '\0';
+    call->cand      = NULL;
+    call->started   = 0;
+    call->done      = 0;
+    call->status    = BRAID_OK;
+    call->t_start   = 0;
+    call->polls     = 0;
+    call->widen     = NULL;
+    call->next      = NULL;
+    call->error[0]  = '\0';
     braid_sig_t sig = braid_sig_make(coll, count, dtype, op, root);
     if (__builtin_expect(op == BRAID_AVG, 0) &&
         braid_avg_needs_widen(coll, count, dtype, op, comm->size) &&
-        (st = braid_avg_widen(call, comm, fn, coll, &sendbuf, &recvbuf,
-                              &count, &dtype, &op)) != BRAID_OK)
+        (st = braid_avg_widen(call, comm, fn, coll, &sendbuf, &recvbuf, &count,
+                              &dtype, &op)) != BRAID_OK)
         return st;
     /* Every field a plugin may read starts at zero, those added later
      * included: copied from a zero task (vector moves) and then set. */
     static const braid_task_t zero_task;
-    size_t        dtsize = braid_dtype_size(dtype);
-    braid_task_t *t      = &call->task;
-    *t         = zero_task;
-    t->struct_size = sizeof(*t);
-    t->coll    = coll;
-    t->sendbuf = sendbuf;
-    t->recvbuf = recvbuf;
-    t->count   = count;
-    t->dtype   = dtype;
-    t->op      = op;
-    t->root    = root;
-    t->dtsize  = dtsize;
-    t->rank    = comm->rank;
-    t->size    = comm->size;
-    t->seq     = comm->seq++;
-    t->sig32   = braid_sig_hash32(&sig, t->seq);
-    t->topo    = &comm->topo;
-    t->svc     = braid_core_services();
+    size_t                    dtsize = braid_dtype_size(dtype);
+    braid_task_t             *t      = &call->task;
+    *t                               = zero_task;
+    t->struct_size                   = sizeof(*t);
+    t->coll                          = coll;
+    t->sendbuf                       = sendbuf;
+    t->recvbuf                       = recvbuf;
+    t->count                         = count;
+    t->dtype                         = dtype;
+    t->op                            = op;
+    t->root                          = root;
+    t->dtsize                        = dtsize;
+    t->rank                          = comm->rank;
+    t->size                          = comm->size;
+    t->seq                           = comm->seq++;
+    t->sig32                         = braid_sig_hash32(&sig, t->seq);
+    t->topo                          = &comm->topo;
+    t->svc                           = braid_core_services();
     braid_progress_enter(comm->progress, t->seq, &sig);
 
     size_t bytes = count * dtsize;
@@ -210,9 +223,9 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
 
 braid_status_t braid_coll_run(braid_comm_t *comm, braid_api_t api,
                               braid_coll_t coll, const void *sendbuf,
-                              void *recvbuf, size_t count,
-                              braid_dtype_t dtype, braid_op_t op, int root,
-                              int on_stream, void *stream)
+                              void *recvbuf, size_t count, braid_dtype_t dtype,
+                              braid_op_t op, int root, int on_stream,
+                              void *stream)
 {
     braid_call_t   call;
     braid_status_t st;
@@ -236,37 +249,40 @@ BRAID_API braid_status_t braid_allreduce(const void *sendbuf, void *recvbuf,
                                          size_t count, braid_dtype_t dtype,
                                          braid_op_t op, braid_comm_t *comm)
 {
-    return braid_coll_run(comm, BRAID_API_ALLREDUCE, BRAID_COLL_ALLREDUCE, sendbuf,
-               recvbuf, count, dtype, op, 0, 0, NULL);
+    return braid_coll_run(comm, BRAID_API_ALLREDUCE, BRAID_COLL_ALLREDUCE,
+                          sendbuf, recvbuf, count, dtype, op, 0, 0, NULL);
 }
 
 BRAID_API braid_status_t braid_reduce_scatter(const void *sendbuf,
                                               void *recvbuf, size_t recvcount,
                                               braid_dtype_t dtype,
-                                              braid_op_t op, braid_comm_t *comm)
+                                              braid_op_t    op,
+                                              braid_comm_t *comm)
 {
-    return braid_coll_run(comm, BRAID_API_REDUCE_SCATTER, BRAID_COLL_REDUCE_SCATTER,
-               sendbuf, recvbuf, recvcount, dtype, op, 0, 0, NULL);
+    return braid_coll_run(comm, BRAID_API_REDUCE_SCATTER,
+                          BRAID_COLL_REDUCE_SCATTER, sendbuf, recvbuf,
+                          recvcount, dtype, op, 0, 0, NULL);
 }
 
 BRAID_API braid_status_t braid_allgather(const void *sendbuf, void *recvbuf,
                                          size_t sendcount, braid_dtype_t dtype,
                                          braid_comm_t *comm)
 {
-    return braid_coll_run(comm, BRAID_API_ALLGATHER, BRAID_COLL_ALLGATHER, sendbuf,
-               recvbuf, sendcount, dtype, BRAID_SUM, 0, 0, NULL);
+    return braid_coll_run(comm, BRAID_API_ALLGATHER, BRAID_COLL_ALLGATHER,
+                          sendbuf, recvbuf, sendcount, dtype, BRAID_SUM, 0, 0,
+                          NULL);
 }
 
 BRAID_API braid_status_t braid_broadcast(void *buf, size_t count,
                                          braid_dtype_t dtype, int root,
                                          braid_comm_t *comm)
 {
-    return braid_coll_run(comm, BRAID_API_BROADCAST, BRAID_COLL_BROADCAST, buf, buf,
-               count, dtype, BRAID_SUM, root, 0, NULL);
+    return braid_coll_run(comm, BRAID_API_BROADCAST, BRAID_COLL_BROADCAST, buf,
+                          buf, count, dtype, BRAID_SUM, root, 0, NULL);
 }
 
 BRAID_API braid_status_t braid_barrier(braid_comm_t *comm)
 {
-    return braid_coll_run(comm, BRAID_API_BARRIER, BRAID_COLL_BARRIER, NULL, NULL, 0,
-               BRAID_U8, BRAID_SUM, 0, 0, NULL);
+    return braid_coll_run(comm, BRAID_API_BARRIER, BRAID_COLL_BARRIER, NULL,
+                          NULL, 0, BRAID_U8, BRAID_SUM, 0, 0, NULL);
 }

@@ -17,7 +17,7 @@ static braid_status_t comm_create(braid_comm_t **out, braid_bootstrap_t *bs)
     }
     comm->bs = bs;
     /* Read once: the wait loop compares against it on every poll. */
-    comm->timeout_s = braid_timeout_s();
+    comm->timeout_s   = braid_timeout_s();
     braid_status_t st = braid_comm_setup(comm);
     if (st != BRAID_OK) {
         char msg[512];
@@ -54,8 +54,8 @@ BRAID_API braid_status_t braid_init(braid_comm_t **comm)
     return BRAID_OK;
 }
 
-BRAID_API braid_status_t braid_init_kv(braid_comm_t **comm, int rank,
-                                       int size, const braid_kv_t *kv)
+BRAID_API braid_status_t braid_init_kv(braid_comm_t **comm, int rank, int size,
+                                       const braid_kv_t *kv)
 {
     braid_bootstrap_t *bs;
     braid_status_t     st;
@@ -64,7 +64,7 @@ BRAID_API braid_status_t braid_init_kv(braid_comm_t **comm, int rank,
     braid_error_clear();
     if (comm == NULL)
         return braid_error(BRAID_ERR_INVALID_ARG, "braid_init_kv: comm is "
-                           "NULL");
+                                                  "NULL");
     *comm = NULL;
     if ((st = braid_env_timeout(&timeout)) != BRAID_OK)
         return st;
@@ -103,11 +103,13 @@ BRAID_API braid_status_t braid_comm_split(braid_comm_t *comm, int color,
 {
     braid_error_clear();
     if (comm == NULL || newcomm == NULL)
-        return braid_error(BRAID_ERR_INVALID_ARG, "braid_comm_split: %s is NULL",
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "braid_comm_split: %s is NULL",
                            comm == NULL ? "comm" : "newcomm");
     *newcomm = NULL;
     if (color < 0 && color != BRAID_UNDEFINED)
-        return braid_error(BRAID_ERR_INVALID_ARG, "braid_comm_split: color %d "
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "braid_comm_split: color %d "
                            "is negative (use BRAID_UNDEFINED to opt out)",
                            color);
     braid_status_t st = braid_comm_enter(comm, BRAID_API_SPLIT);
@@ -122,15 +124,18 @@ BRAID_API braid_status_t braid_finalize(braid_comm_t *comm)
 {
     braid_error_clear();
     if (comm == NULL)
-        return braid_error(BRAID_ERR_INVALID_ARG, "braid_finalize: comm is NULL");
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "braid_finalize: comm is NULL");
     braid_status_t est = braid_comm_enter(comm, BRAID_API_FINALIZE);
     if (est != BRAID_OK)
         return est;
     if (comm->pending_requests > 0) {
         braid_comm_leave(comm);
-        return braid_error(BRAID_ERR_STATE, "braid_finalize: %d non-blocking "
+        return braid_error(BRAID_ERR_STATE,
+                           "braid_finalize: %d non-blocking "
                            "requests were never completed with braid_wait or "
-                           "braid_test", comm->pending_requests);
+                           "braid_test",
+                           comm->pending_requests);
     }
     /* Let every rank finish its last collective before transports close, so
      * that no peer sees a closed connection as a failure.  A failed
@@ -164,14 +169,15 @@ BRAID_API braid_status_t braid_comm_choice(braid_comm_t *comm,
     braid_error_clear();
     if (comm == NULL || (unsigned)coll >= BRAID_COLL_COUNT)
         return braid_error(BRAID_ERR_INVALID_ARG, "braid_comm_choice: %s",
-                           comm == NULL ? "comm is NULL" : "invalid collective");
+                           comm == NULL ? "comm is NULL"
+                                        : "invalid collective");
     if (comm->size == 1 || (bytes == 0 && coll != BRAID_COLL_BARRIER)) {
         /* Nothing to communicate: the core completes it locally. */
         if (cand && cand_len)
             snprintf(cand, cand_len, "local");
         if (why && why_len)
-            snprintf(why, why_len, comm->size == 1 ? "single rank"
-                                                   : "empty message");
+            snprintf(why, why_len,
+                     comm->size == 1 ? "single rank" : "empty message");
         return BRAID_OK;
     }
     /* Host buffers: the public call has no pointer to look at. */

@@ -17,21 +17,21 @@
 /* One collective call in the communicator's FIFO.  Calls complete in the order
  * they were issued: only the head makes progress. */
 typedef struct braid_call {
-    braid_task_t       task;
-    braid_candidate_t *cand;      /* NULL: completed locally (size 1, empty) */
-    int                started;
-    int                done;
-    braid_status_t     status;
-    braid_wait_t       wait;      /* what start/progress said it waits for */
-    int                stream;    /* repeats the call before it (wait.c) */
-    double             t_start;   /* 0 until the first look at the clock */
-    unsigned           polls;     /* progress calls that found it running */
-    struct braid_widen *widen;    /* integer AVG's scratch (comm/avg.c) */
-    struct braid_call *next;
+    braid_task_t        task;
+    braid_candidate_t  *cand; /* NULL: completed locally (size 1, empty) */
+    int                 started;
+    int                 done;
+    braid_status_t      status;
+    braid_wait_t        wait;    /* what start/progress said it waits for */
+    int                 stream;  /* repeats the call before it (wait.c) */
+    double              t_start; /* 0 until the first look at the clock */
+    unsigned            polls;   /* progress calls that found it running */
+    struct braid_widen *widen;   /* integer AVG's scratch (comm/avg.c) */
+    struct braid_call  *next;
     /* Last: only written on failure, so a call clears the fields above it
      * and not these 512 bytes (the decode path issues ~10 KiB calls in a
      * tight loop). */
-    char               error[512]; /* message when status != OK */
+    char error[512]; /* message when status != OK */
 } braid_call_t;
 
 /* An algorithm every rank has (not a backend), and its plugin's name. */
@@ -51,63 +51,63 @@ struct braid_comm {
     braid_oob_t                 oob;
     const braid_plugin_table_t *plugins;
 
-    braid_topo_t                topo;
-    int                        *node_of_rank;
-    int                        *cpu_of_rank;
-    unsigned char              *cpu_mate; /* topo.mates */
-    int                         machine_ppn; /* most ranks on one machine
-                                                (emulated hosts share it) */
-    char                        topo_why[384]; /* how topo.kind was decided */
+    braid_topo_t   topo;
+    int           *node_of_rank;
+    int           *cpu_of_rank;
+    unsigned char *cpu_mate;    /* topo.mates */
+    int            machine_ppn; /* most ranks on one machine
+                                   (emulated hosts share it) */
+    char topo_why[384];         /* how topo.kind was decided */
 
-    int                         ntls;
-    braid_tl_t                 *tls;
+    int         ntls;
+    braid_tl_t *tls;
     /* [ntls]: what each transport said of its get path (BRAID_CAP_GET) on
      * this communicator, for BRAID_DEBUG=info and braid-info: "" without
      * the capability, else "available" or why not. */
-    char                      (*tl_get_why)[160];
+    char (*tl_get_why)[160];
     /* Transports every rank has that did not open on this communicator
      * (shm, when it spans hosts): hier/ opens them on each host. */
-    int                         ntl_local;
-    const braid_transport_t   **tl_local;
+    int                       ntl_local;
+    const braid_transport_t **tl_local;
     /* The algorithms every rank has, backends aside (hier/ builds the
      * levels' candidates from them). */
-    int                         nalgos;
-    braid_agreed_algo_t        *algos;
+    int                  nalgos;
+    braid_agreed_algo_t *algos;
     /* hier/: the levels and composite candidates; NULL without them. */
-    braid_hier_t               *hier;
+    braid_hier_t *hier;
 
-    braid_algo_spec_t           override;
-    braid_tune_t                tune;
-    braid_selector_t            sel;
+    braid_algo_spec_t override;
+    braid_tune_t      tune;
+    braid_selector_t  sel;
 
-    uint64_t                    seq;
-    int                         check; /* BRAID_CHECK: compare every call */
-    int                         oversubscribed; /* more ranks than cores */
-    unsigned                    sleep_polls; /* BRAID_SLEEP_POLLS */
+    uint64_t seq;
+    int      check;          /* BRAID_CHECK: compare every call */
+    int      oversubscribed; /* more ranks than cores */
+    unsigned sleep_polls;    /* BRAID_SLEEP_POLLS */
     /* The last call issued, to tell a stream of identical calls. */
-    braid_coll_t                last_coll;
-    size_t                      last_bytes;
-    const void                 *last_cand;
-    double                      last_health; /* last failure-detector look */
-    double                      timeout_s;   /* BRAID_TIMEOUT at creation */
-    braid_call_t               *head, *tail;
-    int                         pending_requests;
+    braid_coll_t  last_coll;
+    size_t        last_bytes;
+    const void   *last_cand;
+    double        last_health; /* last failure-detector look */
+    double        timeout_s;   /* BRAID_TIMEOUT at creation */
+    braid_call_t *head, *tail;
+    int           pending_requests;
 
-    braid_status_t              failed; /* BRAID_OK while usable */
-    char                        failed_msg[512];
+    braid_status_t failed; /* BRAID_OK while usable */
+    char           failed_msg[512];
 
     /* comm/entry.c: 0 while no thread is inside; else the thread's id and
      * the braid_api_t it called. */
-    _Atomic uint64_t            inside;
+    _Atomic uint64_t inside;
 
     /* comm/board.c: this rank's progress record, in the host's board
      * (board, board_len bytes) when there is one. */
-    braid_progress_t           *progress;
-    braid_progress_t           *board;
-    size_t                      board_len;
-    int                         world; /* from braid_init (not a split) */
+    braid_progress_t *progress;
+    braid_progress_t *board;
+    size_t            board_len;
+    int               world; /* from braid_init (not a split) */
     /* comm/calib.c: where the link figures came from. */
-    struct braid_calib_state   *calib;
+    struct braid_calib_state *calib;
 };
 
 /* comm/entry.c: the thread model (braid.h, Threads).  Every public call
@@ -130,8 +130,8 @@ const char *braid_api_name(braid_api_t fn);
 /* The kernel's id of the calling thread, read once per thread: it names
  * threads in messages as ps and gdb do, and is unique among live ones. */
 extern _Thread_local uint32_t braid_self_tid;
-uint32_t braid_thread_id_slow(void);
-static inline uint32_t braid_thread_id(void)
+uint32_t                      braid_thread_id_slow(void);
+static inline uint32_t        braid_thread_id(void)
 {
     uint32_t t = braid_self_tid;
     return __builtin_expect(t != 0, 1) ? t : braid_thread_id_slow();
@@ -143,7 +143,7 @@ braid_status_t braid_comm_refuse(braid_api_t fn, uint64_t owner, uint32_t me);
 /* BRAID_OK, or BRAID_ERR_STATE naming this thread and the one inside.
  * Inline: one compare-and-swap on every call's path. */
 static inline braid_status_t braid_comm_enter(braid_comm_t *comm,
-                                              braid_api_t fn)
+                                              braid_api_t   fn)
 {
     uint32_t me  = braid_thread_id();
     uint64_t cur = 0;
@@ -157,7 +157,7 @@ static inline braid_status_t braid_comm_enter(braid_comm_t *comm,
 /* 1 when taken, 0 when another thread is inside (nothing recorded). */
 int braid_comm_try_enter(braid_comm_t *comm, braid_api_t fn);
 /* Waits (yielding) for another thread to leave, up to BRAID_TIMEOUT. */
-braid_status_t braid_comm_enter_wait(braid_comm_t *comm, braid_api_t fn);
+braid_status_t     braid_comm_enter_wait(braid_comm_t *comm, braid_api_t fn);
 static inline void braid_comm_leave(braid_comm_t *comm)
 {
     atomic_store_explicit(&comm->inside, 0, memory_order_release);
@@ -166,7 +166,7 @@ static inline void braid_comm_leave(braid_comm_t *comm)
 /* comm/board.c: the host's progress board.  open is collective; without
  * a board, progress is recorded in private memory. */
 braid_status_t braid_board_open(braid_comm_t *comm);
-void braid_board_close(braid_comm_t *comm);
+void           braid_board_close(braid_comm_t *comm);
 /* Rank r's record on this host's board, or NULL. */
 braid_progress_t *braid_board_slot(braid_comm_t *comm, int r);
 
@@ -191,7 +191,7 @@ void braid_launcher_blame(long pid, const char *text);
 /* comm/setup.c: everything a new communicator needs once its bootstrap
  * channel exists.  Collective. */
 braid_status_t braid_comm_setup(braid_comm_t *comm);
-void braid_comm_teardown(braid_comm_t *comm);
+void           braid_comm_teardown(braid_comm_t *comm);
 
 /* comm/topo.c: hosts, CPUs and cabling of a new communicator.
  * Collective (probes the network when there are several hosts). */
@@ -207,13 +207,14 @@ void braid_topo_describe(const braid_comm_t *comm, char *buf, size_t n);
 #define BRAID_TOPO_MAX_CLASSIFY 64
 braid_topo_kind_t braid_topo_classify(const int *hops, int n, int *order,
                                       int *fits, char *why, size_t len);
-/* BRAID_TOPO: NULL, "", "auto", "switch" or "ring"; errors name the position. */
+/* BRAID_TOPO: NULL, "", "auto", "switch" or "ring"; errors name the position.
+ */
 braid_status_t braid_topo_kind_parse(braid_topo_kind_t *kind, const char *s,
                                      int nnodes);
 
 /* comm/transports.c */
 braid_status_t braid_comm_open_transports(braid_comm_t *comm);
-void braid_comm_close_transports(braid_comm_t *comm);
+void           braid_comm_close_transports(braid_comm_t *comm);
 /* *all_ok = whether ok is 1 on every rank (what names the thing, for the
  * log).  Collective over the communicator's channel. */
 braid_status_t braid_comm_agree(braid_comm_t *comm, int ok, int *all_ok,
@@ -224,7 +225,7 @@ braid_status_t braid_comm_agree(braid_comm_t *comm, int ok, int *all_ok,
  * name order, as the selector needs. */
 braid_status_t braid_cands_add(braid_selector_t *sel, const braid_algo_t *algo,
                                braid_tl_t *tls, int ntls, const char *plugin);
-void braid_cands_sort(braid_selector_t *sel);
+void           braid_cands_sort(braid_selector_t *sel);
 /* comm/setup.c: an out-of-band channel over bs, as plugins get it. */
 void braid_comm_oob_init(braid_oob_t *oob, braid_bootstrap_t *bs);
 
@@ -243,7 +244,6 @@ void braid_comm_fail(braid_comm_t *comm, braid_status_t status,
 braid_status_t braid_call_complete(braid_comm_t *comm, braid_call_t *call,
                                    braid_status_t st);
 
-
 /* comm/check.c: compares this call's fingerprint with every rank's (valid:
  * whether this rank's arguments passed validation).  Collective. */
 braid_status_t braid_check_call(braid_comm_t *comm, braid_coll_t coll,
@@ -256,8 +256,8 @@ braid_status_t braid_check_call(braid_comm_t *comm, braid_coll_t coll,
  * finish writes the average to the caller's buffer when st is BRAID_OK and
  * frees the scratch (a no-op for calls without it). */
 typedef struct braid_widen braid_widen_t;
-int braid_avg_needs_widen(braid_coll_t coll, size_t count,
-                          braid_dtype_t dtype, braid_op_t op, int size);
+int braid_avg_needs_widen(braid_coll_t coll, size_t count, braid_dtype_t dtype,
+                          braid_op_t op, int size);
 braid_status_t braid_avg_widen(braid_call_t *call, braid_comm_t *comm,
                                const char *fn, braid_coll_t coll,
                                const void **sendbuf, void **recvbuf,
@@ -275,25 +275,21 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
                                      size_t count, braid_dtype_t dtype,
                                      braid_op_t op, int root, int on_stream,
                                      void *stream);
-static inline braid_status_t braid_call_prepare(braid_call_t *call,
-                                                braid_comm_t *comm,
-                                                const char *fn,
-                                                braid_coll_t coll,
-                                                const void *sendbuf,
-                                                void *recvbuf, size_t count,
-                                                braid_dtype_t dtype,
-                                                braid_op_t op, int root)
+static inline braid_status_t
+braid_call_prepare(braid_call_t *call, braid_comm_t *comm, const char *fn,
+                   braid_coll_t coll, const void *sendbuf, void *recvbuf,
+                   size_t count, braid_dtype_t dtype, braid_op_t op, int root)
 {
-    return braid_call_prepare_on(call, comm, fn, coll, sendbuf, recvbuf,
-                                 count, dtype, op, root, 0, NULL);
+    return braid_call_prepare_on(call, comm, fn, coll, sendbuf, recvbuf, count,
+                                 dtype, op, root, 0, NULL);
 }
 /* A blocking collective from entry to completion (the public calls, and
  * the stream-ordered ones of cuda/stream.c). */
 braid_status_t braid_coll_run(braid_comm_t *comm, braid_api_t api,
                               braid_coll_t coll, const void *sendbuf,
-                              void *recvbuf, size_t count,
-                              braid_dtype_t dtype, braid_op_t op, int root,
-                              int on_stream, void *stream);
+                              void *recvbuf, size_t count, braid_dtype_t dtype,
+                              braid_op_t op, int root, int on_stream,
+                              void *stream);
 
 /* comm/wait.h and wait.c: the waiting policy. */
 #include "comm/wait.h"

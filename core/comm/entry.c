@@ -42,10 +42,7 @@ uint32_t braid_thread_id_slow(void)
     return braid_self_tid = (uint32_t)syscall(SYS_gettid);
 }
 
-static uint32_t thread_id(void)
-{
-    return braid_thread_id();
-}
+static uint32_t thread_id(void) { return braid_thread_id(); }
 
 const char *braid_api_name(braid_api_t fn)
 {
@@ -62,15 +59,17 @@ braid_status_t braid_comm_refuse(braid_api_t fn, uint64_t owner, uint32_t me)
     uint32_t    tid   = (uint32_t)(owner >> 8);
     const char *there = braid_api_name((braid_api_t)(owner & 0xff));
     if (tid == me)
-        return braid_error(BRAID_ERR_STATE, "%s: refused: thread %u is "
+        return braid_error(BRAID_ERR_STATE,
+                           "%s: refused: thread %u is "
                            "already inside %s on this communicator (a signal "
                            "handler or callback called braid again)",
                            braid_api_name(fn), (unsigned)me, there);
-    return braid_error(BRAID_ERR_STATE, "%s: refused: thread %u called it "
+    return braid_error(BRAID_ERR_STATE,
+                       "%s: refused: thread %u called it "
                        "while thread %u is inside %s on this communicator; "
                        "a communicator is used by one thread at a time "
-                       "(braid.h, Threads)", braid_api_name(fn),
-                       (unsigned)me, (unsigned)tid, there);
+                       "(braid.h, Threads)",
+                       braid_api_name(fn), (unsigned)me, (unsigned)tid, there);
 }
 
 int braid_comm_try_enter(braid_comm_t *comm, braid_api_t fn)
@@ -98,13 +97,13 @@ braid_status_t braid_comm_enter_wait(braid_comm_t *comm, braid_api_t fn)
         if (deadline == 0)
             deadline = now + comm->timeout_s;
         else if (now > deadline)
-            return braid_error(BRAID_ERR_STATE, "%s: thread %u waited "
+            return braid_error(BRAID_ERR_STATE,
+                               "%s: thread %u waited "
                                "BRAID_TIMEOUT=%.1f s for thread %u to leave "
-                               "%s on this communicator", braid_api_name(fn),
-                               (unsigned)me, comm->timeout_s,
-                               (unsigned)(cur >> 8),
+                               "%s on this communicator",
+                               braid_api_name(fn), (unsigned)me,
+                               comm->timeout_s, (unsigned)(cur >> 8),
                                braid_api_name((braid_api_t)(cur & 0xff)));
         sched_yield();
     }
 }
-

@@ -17,24 +17,24 @@
 #include "comm/comm.h"
 #include "comm/verdict.h"
 #include "util/env.h"
-#include "util/proc.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 #define LOG_COMP "comm"
 
 _Static_assert((int)BRAID_RS_ANSWERED == (int)BRAID_INQ_ANSWERED &&
-               (int)BRAID_RS_SILENT == (int)BRAID_INQ_SILENT &&
-               (int)BRAID_RS_LOST == (int)BRAID_INQ_LOST,
+                   (int)BRAID_RS_SILENT == (int)BRAID_INQ_SILENT &&
+                   (int)BRAID_RS_LOST == (int)BRAID_INQ_LOST,
                "inquiry states and rank states must agree");
 
 /* A host mate as this rank's board shows it. */
 typedef struct view {
-    int32_t  rank;   /* -1: empty */
-    char     proc;   /* /proc state letter, 0 if unknown */
-    uint8_t  failed; /* a call failed there: its progress is final */
-    uint8_t  pad[2];
-    int64_t  pid;
-    uint64_t entered, completed;
+    int32_t           rank;   /* -1: empty */
+    char              proc;   /* /proc state letter, 0 if unknown */
+    uint8_t           failed; /* a call failed there: its progress is final */
+    uint8_t           pad[2];
+    int64_t           pid;
+    uint64_t          entered, completed;
     braid_hist_snap_t last; /* its last call entered */
 } view_t;
 
@@ -265,15 +265,17 @@ braid_status_t braid_call_failed(braid_comm_t *comm, braid_call_t *call,
 {
     char                seen[512], verdict[512];
     const braid_task_t *t = &call->task;
-    seen[0] = '\0';
+    seen[0]               = '\0';
     if (here) {
         snprintf(seen, sizeof(seen), "%s", braid_last_error());
         st = braid_bootstrap_inquire(comm->bs, st);
     }
     snprintf(verdict, sizeof(verdict), "%s", braid_last_error());
     if (seen[0] != '\0' && strstr(verdict, seen) == NULL)
-        st = braid_error(st, "%s (here: %s of %zu elements (%s), call #%llu: "
-                         "%s)", verdict, braid_coll_name(t->coll), t->count,
+        st = braid_error(st,
+                         "%s (here: %s of %zu elements (%s), call #%llu: "
+                         "%s)",
+                         verdict, braid_coll_name(t->coll), t->count,
                          call->cand->name, (unsigned long long)t->seq, seen);
     else
         st = braid_error(st, "%s (here: %s of %zu elements (%s), call #%llu)",

@@ -26,7 +26,7 @@
 
 #define LOG_COMP "comm"
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_once_t once        = PTHREAD_ONCE_INIT;
 static int            launcher_fd = -1;
 
 static void find_fd(void)
@@ -40,8 +40,10 @@ static void find_fd(void)
      * braidrun did not start) is ignored rather than fatal. */
     if (braid_parse_int("BRAID_LAUNCHER_FD", v, 3, 1 << 20, &fd) != BRAID_OK ||
         fstat((int)fd, &sb) != 0 || !S_ISFIFO(sb.st_mode)) {
-        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "BRAID_LAUNCHER_FD='%s' is not a "
-                  "pipe: not telling the launcher anything", v);
+        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP,
+                  "BRAID_LAUNCHER_FD='%s' is not a "
+                  "pipe: not telling the launcher anything",
+                  v);
         return;
     }
     /* Ours only: programs this rank starts must not write to it; and a
@@ -75,15 +77,9 @@ static void say(const char *fmt, ...)
     while (w < 0 && errno == EINTR);
 }
 
-void braid_launcher_init(void)
-{
-    say("init");
-}
+void braid_launcher_init(void) { say("init"); }
 
-void braid_launcher_finalize(void)
-{
-    say("finalize");
-}
+void braid_launcher_finalize(void) { say("finalize"); }
 
 void braid_launcher_blame(long pid, const char *text)
 {

@@ -5,14 +5,15 @@
 
 static const char *const dtype_names[] = {"f32", "f64", "f16", "bf16",
                                           "i32", "i64", "u8"};
-static const size_t dtype_sizes[] = {4, 8, 2, 2, 4, 8, 1};
-static const char *const op_names[] = {"sum", "prod", "min", "max", "avg"};
-static const char *const coll_names[] = {"allreduce", "reduce_scatter",
-                                         "allgather", "broadcast", "barrier"};
+static const size_t      dtype_sizes[] = {4, 8, 2, 2, 4, 8, 1};
+static const char *const op_names[]    = {"sum", "prod", "min", "max", "avg"};
+static const char *const coll_names[]  = {"allreduce", "reduce_scatter",
+                                          "allgather", "broadcast", "barrier"};
 
 BRAID_API const char *braid_dtype_name(braid_dtype_t dtype)
 {
-    return (unsigned)dtype < BRAID_DTYPE_COUNT ? dtype_names[dtype] : "invalid";
+    return (unsigned)dtype < BRAID_DTYPE_COUNT ? dtype_names[dtype]
+                                               : "invalid";
 }
 
 BRAID_API size_t braid_dtype_size(braid_dtype_t dtype)

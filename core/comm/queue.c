@@ -69,8 +69,8 @@ braid_status_t braid_call_complete(braid_comm_t *comm, braid_call_t *call,
 /* The local part of calls that need no communication (one rank, no data). */
 static void call_run_local(braid_call_t *call)
 {
-    braid_task_t *t = &call->task;
-    size_t bytes    = t->count * t->dtsize;
+    braid_task_t *t     = &call->task;
+    size_t        bytes = t->count * t->dtsize;
     if (t->coll == BRAID_COLL_BROADCAST || t->coll == BRAID_COLL_BARRIER ||
         bytes == 0 || t->sendbuf == t->recvbuf)
         return;
@@ -93,14 +93,14 @@ static braid_status_t call_progress(braid_comm_t *comm, braid_call_t *call)
     if (!call->started) {
         call->started = 1;
         call->wait    = BRAID_WAIT_LOCAL;
-        st = call->cand->algo->start(&call->task, &call->wait);
+        st            = call->cand->algo->start(&call->task, &call->wait);
         if (st != BRAID_OK)
             return braid_call_failed(comm, call, st, 1);
         if (braid_wait_after_start(comm, call))
             return BRAID_INPROGRESS;
     }
     call->wait = BRAID_WAIT_LOCAL;
-    st = call->cand->algo->progress(&call->task, &call->wait);
+    st         = call->cand->algo->progress(&call->task, &call->wait);
     if (st == BRAID_INPROGRESS)
         return braid_wait_check(comm, call);
     if (st != BRAID_OK)
@@ -127,7 +127,7 @@ BRAID_API braid_status_t braid_iallreduce(const void *sendbuf, void *recvbuf,
     if (req == NULL || comm == NULL)
         return braid_error(BRAID_ERR_INVALID_ARG, "iallreduce: %s is NULL",
                            req == NULL ? "req" : "comm");
-    *req = NULL;
+    *req               = NULL;
     braid_request_t *r = calloc(1, sizeof(*r));
     if (r == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "iallreduce: out of memory");
@@ -168,7 +168,7 @@ BRAID_API braid_status_t braid_test(braid_request_t *req, int *done)
     if (req == NULL || done == NULL)
         return braid_error(BRAID_ERR_INVALID_ARG, "braid_test: %s is NULL",
                            req == NULL ? "req" : "done");
-    *done = 0;
+    *done              = 0;
     braid_comm_t *comm = req->comm;
     /* Another thread inside the communicator is progressing it: "not done
      * yet" is the truth, and a polling thread must not fail for it. */

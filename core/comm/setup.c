@@ -35,8 +35,11 @@ static braid_status_t oob_barrier(void *ctx)
 
 void braid_comm_oob_init(braid_oob_t *oob, braid_bootstrap_t *bs)
 {
-    *oob = (braid_oob_t){sizeof(braid_oob_t), braid_bootstrap_rank(bs),
-                         braid_bootstrap_size(bs), bs, oob_allgather,
+    *oob = (braid_oob_t){sizeof(braid_oob_t),
+                         braid_bootstrap_rank(bs),
+                         braid_bootstrap_size(bs),
+                         bs,
+                         oob_allgather,
                          oob_barrier};
 }
 
@@ -51,9 +54,9 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 /* What each rank read from its environment.  Ranks that disagree would choose
  * different candidates and deadlock, so a difference is an error at init. */
 typedef struct config_print {
-    int32_t  status;  /* this rank's parse result */
+    int32_t  status; /* this rank's parse result */
     int32_t  topo;
-    int32_t  check;   /* BRAID_CHECK */
+    int32_t  check;       /* BRAID_CHECK */
     uint32_t sleep_polls; /* BRAID_SLEEP_POLLS */
     uint64_t algo_hash;
     uint64_t tune_hash;
@@ -72,11 +75,11 @@ static braid_status_t read_choices(braid_comm_t *comm, config_print_t *print)
     cst = braid_env_int("BRAID_SLEEP_POLLS", 0, 0, 1000000000, &sleep_polls);
     if (cst != BRAID_OK)
         return cst;
-    comm->sleep_polls  = (unsigned)sleep_polls;
-    print->sleep_polls = (uint32_t)sleep_polls;
+    comm->sleep_polls   = (unsigned)sleep_polls;
+    print->sleep_polls  = (uint32_t)sleep_polls;
     const char    *algo = getenv("BRAID_ALGO");
     braid_status_t st   = braid_algo_spec_parse(&comm->override, algo);
-    print->algo_hash    = fnv1a(seed, algo ? algo : "", algo ? strlen(algo) : 0);
+    print->algo_hash = fnv1a(seed, algo ? algo : "", algo ? strlen(algo) : 0);
     /* Names checked against the plugins found (validate.c). */
     if (st == BRAID_OK)
         st = braid_validate_plugins(getenv("BRAID_PLUGINS"), comm->plugins);
@@ -89,25 +92,27 @@ static braid_status_t read_choices(braid_comm_t *comm, config_print_t *print)
     if (tune != NULL && *tune != '\0') {
         if ((st = braid_tune_load(&comm->tune, tune)) != BRAID_OK)
             return st;
-        print->tune_hash = fnv1a(seed, comm->tune.rows,
-                                 sizeof(braid_tune_row_t) * (size_t)comm->tune.n);
+        print->tune_hash =
+            fnv1a(seed, comm->tune.rows,
+                  sizeof(braid_tune_row_t) * (size_t)comm->tune.n);
     }
     return BRAID_OK;
 }
 
 /* Every rank fails together, each with the first fault it can name. */
-static braid_status_t agree_on_choices(braid_comm_t *comm, braid_status_t local,
+static braid_status_t agree_on_choices(braid_comm_t   *comm,
+                                       braid_status_t  local,
                                        config_print_t *mine)
 {
     char saved[512];
     snprintf(saved, sizeof(saved), "%s", braid_last_error());
-    mine->status = local;
-    mine->topo   = (int32_t)comm->topo.kind;
+    mine->status        = local;
+    mine->topo          = (int32_t)comm->topo.kind;
     config_print_t *all = calloc((size_t)comm->size, sizeof(*all));
     if (all == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
-    braid_status_t st = braid_bootstrap_allgather(comm->bs, mine, all,
-                                                  sizeof(*mine));
+    braid_status_t st =
+        braid_bootstrap_allgather(comm->bs, mine, all, sizeof(*mine));
     if (st != BRAID_OK)
         goto out;
     if (local != BRAID_OK) {
@@ -115,7 +120,7 @@ static braid_status_t agree_on_choices(braid_comm_t *comm, braid_status_t local,
         goto out;
     }
     for (int r = 0; r < comm->size; r++) {
-        const char *what = all[r].status != BRAID_OK          ? NULL
+        const char *what = all[r].status != BRAID_OK             ? NULL
                            : all[r].algo_hash != mine->algo_hash ? "BRAID_ALGO"
                            : all[r].tune_hash != mine->tune_hash
                                ? "BRAID_TUNE_FILE (contents)"
@@ -125,13 +130,15 @@ static braid_status_t agree_on_choices(braid_comm_t *comm, braid_status_t local,
                                ? "BRAID_SLEEP_POLLS"
                                : "";
         if (what == NULL) {
-            st = braid_error((braid_status_t)all[r].status, "rank %d failed to "
+            st = braid_error((braid_status_t)all[r].status,
+                             "rank %d failed to "
                              "read its configuration (%s); see its error",
                              r, braid_status_str(all[r].status));
             goto out;
         }
         if (*what) {
-            st = braid_error(BRAID_ERR_MISMATCH, "rank %d's %s differs from "
+            st = braid_error(BRAID_ERR_MISMATCH,
+                             "rank %d's %s differs from "
                              "rank %d's: every rank must be given the same "
                              "choices or they would pick different algorithms",
                              r, what, comm->rank);
@@ -179,7 +186,7 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
     /* More ranks than cores on a host: a rank that spins steals the core its
      * peer needs to make progress, so yield at once; otherwise spin a little
      * first (see braid_call_wait). */
-    long ncpu         = sysconf(_SC_NPROCESSORS_ONLN);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu < 1)
         ncpu = 1;
     /* Ranks on one machine share its cores even on different (emulated)
@@ -190,10 +197,10 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
      * latency (where oneshot and twoshot cross then: docs/performance.md).
      * Only on one host: the estimate must be the same on every rank, and
      * hosts can differ in cores. */
-    comm->sel.stage_us = comm->oversubscribed && comm->topo.nnodes == 1
-                             ? BRAID_HANDOFF_US * (double)comm->topo.ppn /
-                                   (double)ncpu
-                             : 0.0;
+    comm->sel.stage_us =
+        comm->oversubscribed && comm->topo.nnodes == 1
+            ? BRAID_HANDOFF_US * (double)comm->topo.ppn / (double)ncpu
+            : 0.0;
     /* The links, stage and reduction figures measured on this machine (or
      * read from the calibration cache) replace the declared ones. */
     if ((st = braid_calib_apply(comm)) != BRAID_OK)
@@ -209,17 +216,19 @@ braid_status_t braid_comm_setup(braid_comm_t *comm)
         char cpus[256] = "";
         for (int r = 0; r < comm->size && strlen(cpus) < sizeof(cpus) - 16;
              r++)
-            snprintf(cpus + strlen(cpus), sizeof(cpus) - strlen(cpus),
-                     "%s%d", r ? " " : "", comm->cpu_of_rank[r]);
-        braid_log(BRAID_LOG_INFO, LOG_COMP, "%d ranks on %d nodes (ppn %d), "
+            snprintf(cpus + strlen(cpus), sizeof(cpus) - strlen(cpus), "%s%d",
+                     r ? " " : "", comm->cpu_of_rank[r]);
+        braid_log(BRAID_LOG_INFO, LOG_COMP,
+                  "%d ranks on %d nodes (ppn %d), "
                   "pinned to CPUs [%s] (-1: not pinned), %d transports, "
-                  "candidates: %s", comm->size, comm->topo.nnodes,
-                  comm->topo.ppn, cpus, comm->ntls, list[0] ? list : "none");
+                  "candidates: %s",
+                  comm->size, comm->topo.nnodes, comm->topo.ppn, cpus,
+                  comm->ntls, list[0] ? list : "none");
     }
     /* Every call reads the table; host memory's is built now (printed at
      * BRAID_DEBUG=info), the others on their first call. */
-    return braid_selector_build(&comm->sel,
-                                braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST));
+    return braid_selector_build(
+        &comm->sel, braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST));
 }
 
 void braid_comm_teardown(braid_comm_t *comm)

@@ -7,11 +7,11 @@
 braid_sig_t braid_sig_unpack(uint64_t count, uint64_t packed)
 {
     braid_sig_t s = {0};
-    s.count = count;
-    s.coll  = (uint8_t)packed;
-    s.dtype = (uint8_t)(packed >> 8);
-    s.op    = (uint8_t)(packed >> 16);
-    s.root  = (int32_t)(uint32_t)(packed >> 32);
+    s.count       = count;
+    s.coll        = (uint8_t)packed;
+    s.dtype       = (uint8_t)(packed >> 8);
+    s.op          = (uint8_t)(packed >> 16);
+    s.root        = (int32_t)(uint32_t)(packed >> 32);
     return s;
 }
 
@@ -48,7 +48,7 @@ void braid_progress_read(braid_progress_snap_t *out, braid_progress_t *p)
     out->failed    = atomic_load_explicit(&p->failed, memory_order_relaxed);
     for (int i = 0; i < BRAID_HIST; i++) {
         braid_hist_t *h = &p->hist[i];
-        uint64_t s1 = atomic_load_explicit(&h->seq1, memory_order_acquire);
+        uint64_t s1     = atomic_load_explicit(&h->seq1, memory_order_acquire);
         uint64_t c  = atomic_load_explicit(&h->count, memory_order_relaxed);
         uint64_t pk = atomic_load_explicit(&h->packed, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);

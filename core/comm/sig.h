@@ -28,12 +28,13 @@ static inline braid_sig_t braid_sig_make(braid_coll_t coll, size_t count,
                                          int root)
 {
     braid_sig_t s = {0};
-    s.coll  = (uint8_t)coll;
-    s.count = count;
-    s.dtype = coll == BRAID_COLL_BARRIER ? 0 : (uint8_t)dtype;
-    s.op    = coll == BRAID_COLL_ALLREDUCE || coll == BRAID_COLL_REDUCE_SCATTER
-                  ? (uint8_t)op : 0;
-    s.root  = coll == BRAID_COLL_BROADCAST ? root : 0;
+    s.coll        = (uint8_t)coll;
+    s.count       = count;
+    s.dtype       = coll == BRAID_COLL_BARRIER ? 0 : (uint8_t)dtype;
+    s.op   = coll == BRAID_COLL_ALLREDUCE || coll == BRAID_COLL_REDUCE_SCATTER
+                 ? (uint8_t)op
+                 : 0;
+    s.root = coll == BRAID_COLL_BROADCAST ? root : 0;
     return s;
 }
 /* One word, and back: what the progress record keeps besides the count. */
@@ -86,7 +87,7 @@ typedef struct braid_progress {
     _Alignas(64) _Atomic uint64_t entered; /* calls issued: last number + 1 */
     _Atomic uint64_t completed; /* calls completed (they complete in order) */
     _Atomic int64_t  pid;
-    _Atomic uint64_t failed;    /* 1 once a call failed here: final */
+    _Atomic uint64_t failed; /* 1 once a call failed here: final */
     braid_hist_t     hist[BRAID_HIST];
 } braid_progress_t;
 

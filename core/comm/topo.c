@@ -68,7 +68,7 @@ braid_status_t braid_topo_kind_parse(braid_topo_kind_t *kind, const char *s,
     else {
         /* Point at the first character where s leaves every keyword. */
         static const char *words[] = {"auto", "switch", "ring"};
-        size_t best = 0;
+        size_t             best    = 0;
         for (int w = 0; w < 3; w++) {
             size_t i = 0;
             while (s[i] && s[i] == words[w][i])
@@ -78,10 +78,11 @@ braid_status_t braid_topo_kind_parse(braid_topo_kind_t *kind, const char *s,
         }
         char ex[80];
         braid_excerpt(ex, sizeof(ex), s, strlen(s), best);
-        return braid_error(BRAID_ERR_PARSE, "BRAID_TOPO: %s at position %zu: "
-                           "'%s' (expected auto, switch or ring)",
-                           s[best] ? "unexpected character" : "value ends early",
-                           best, ex);
+        return braid_error(
+            BRAID_ERR_PARSE,
+            "BRAID_TOPO: %s at position %zu: "
+            "'%s' (expected auto, switch or ring)",
+            s[best] ? "unexpected character" : "value ends early", best, ex);
     }
     if (nnodes == 1)
         *kind = BRAID_TOPO_SINGLE_HOST; /* one host has no cabling to model */
@@ -105,7 +106,7 @@ static void fill_self(topo_rec_t *self)
     if (f != NULL)
         fclose(f);
     self->boot[strcspn(self->boot, "\n")] = '\0';
-    self->cpu = pinned_cpu();
+    self->cpu                             = pinned_cpu();
 }
 
 static int same_host(const topo_rec_t *a, const topo_rec_t *b)
@@ -153,20 +154,22 @@ static braid_status_t detect_kind(braid_comm_t *comm)
         free(order);
         return braid_error(BRAID_ERR_NO_MEMORY, "topology: out of memory");
     }
-    braid_status_t st = braid_bootstrap_hops(comm->bs, comm->node_of_rank, n,
-                                             hops, &probed);
+    braid_status_t st =
+        braid_bootstrap_hops(comm->bs, comm->node_of_rank, n, hops, &probed);
     if (st == BRAID_OK && !probed) {
         comm->topo.kind = BRAID_TOPO_SWITCH;
-        snprintf(comm->topo_why, sizeof(comm->topo_why), "assumed: %d hosts "
-                 "are more than the %d probed (set BRAID_TOPO)", n,
-                 BRAID_PROBE_MAX_NODES);
+        snprintf(comm->topo_why, sizeof(comm->topo_why),
+                 "assumed: %d hosts "
+                 "are more than the %d probed (set BRAID_TOPO)",
+                 n, BRAID_PROBE_MAX_NODES);
     } else if (st == BRAID_OK) {
-        comm->topo.kind = braid_topo_classify(hops, n, order, &fits, why,
-                                              sizeof(why));
+        comm->topo.kind =
+            braid_topo_classify(hops, n, order, &fits, why, sizeof(why));
         format_hops(matrix, sizeof(matrix), hops, n);
-        snprintf(comm->topo_why, sizeof(comm->topo_why), "%s from IP TTL "
-                 "hop counts between hosts [%s]: %s%s", fits ? "detected"
-                 : "assumed switch", matrix, why,
+        snprintf(comm->topo_why, sizeof(comm->topo_why),
+                 "%s from IP TTL "
+                 "hop counts between hosts [%s]: %s%s",
+                 fits ? "detected" : "assumed switch", matrix, why,
                  fits ? "" : " (set BRAID_TOPO)");
         int in_order = 1;
         for (int i = 0; i < n; i++)
@@ -200,7 +203,8 @@ static braid_status_t decide_kind(braid_comm_t *comm)
     braid_topo_kind_t set;
     braid_status_t    st;
     if (n == 1) {
-        snprintf(comm->topo_why, sizeof(comm->topo_why), "every rank on one "
+        snprintf(comm->topo_why, sizeof(comm->topo_why),
+                 "every rank on one "
                  "host (one host name and network namespace)");
         return braid_topo_kind_parse(&comm->topo.kind, env, n);
     }
@@ -210,8 +214,10 @@ static braid_status_t decide_kind(braid_comm_t *comm)
     if (env != NULL && *env != '\0' && strcmp(env, "auto") != 0) {
         char measured[sizeof(comm->topo_why)];
         snprintf(measured, sizeof(measured), "%s", comm->topo_why);
-        snprintf(comm->topo_why, sizeof(comm->topo_why), "set by BRAID_TOPO="
-                 "%s; %.*s", env, (int)sizeof(measured) - 64, measured);
+        snprintf(comm->topo_why, sizeof(comm->topo_why),
+                 "set by BRAID_TOPO="
+                 "%s; %.*s",
+                 env, (int)sizeof(measured) - 64, measured);
         comm->topo.kind = set;
     }
     return BRAID_OK;
@@ -219,15 +225,15 @@ static braid_status_t decide_kind(braid_comm_t *comm)
 
 braid_status_t braid_topo_detect(braid_comm_t *comm)
 {
-    topo_rec_t  self;
-    topo_rec_t *all = NULL;
-    int        *count = NULL;
+    topo_rec_t     self;
+    topo_rec_t    *all   = NULL;
+    int           *count = NULL;
     braid_status_t st;
 
     fill_self(&self);
 
-    all   = calloc((size_t)comm->size, sizeof(*all));
-    count = calloc((size_t)comm->size, sizeof(int));
+    all                = calloc((size_t)comm->size, sizeof(*all));
+    count              = calloc((size_t)comm->size, sizeof(int));
     comm->node_of_rank = calloc((size_t)comm->size, sizeof(int));
     comm->cpu_of_rank  = calloc((size_t)comm->size, sizeof(int));
     comm->cpu_mate     = calloc((size_t)comm->size, 1);
@@ -263,10 +269,10 @@ braid_status_t braid_topo_detect(braid_comm_t *comm)
     comm->topo.cpu_of_rank  = comm->cpu_of_rank;
     /* Who takes turns with this rank on its CPU: once, for the waiting
      * policy (wait.h) and for algorithms (topo->mates). */
-    comm->topo.nmates = braid_cpu_mates(&comm->topo, comm->rank,
-                                        comm->cpu_mate);
+    comm->topo.nmates =
+        braid_cpu_mates(&comm->topo, comm->rank, comm->cpu_mate);
     comm->topo.mates  = comm->cpu_mate;
-    comm->machine_ppn       = ranks_per_machine(all, comm->size);
+    comm->machine_ppn = ranks_per_machine(all, comm->size);
     if ((st = decide_kind(comm)) != BRAID_OK)
         goto out;
     if (comm->rank == 0 && braid_log_level() >= BRAID_LOG_INFO) {
@@ -282,17 +288,16 @@ out:
 
 void braid_topo_describe(const braid_comm_t *comm, char *buf, size_t n)
 {
-    const braid_topo_t *t = &comm->topo;
-    const char *kind = t->kind == BRAID_TOPO_RING     ? "ring"
-                       : t->kind == BRAID_TOPO_SWITCH ? "switch"
-                                                      : "single host";
+    const braid_topo_t *t    = &comm->topo;
+    const char         *kind = t->kind == BRAID_TOPO_RING     ? "ring"
+                               : t->kind == BRAID_TOPO_SWITCH ? "switch"
+                                                              : "single host";
     if (t->kind == BRAID_TOPO_SINGLE_HOST)
         snprintf(buf, n, "single host, %d rank%s (%s)", comm->size,
                  comm->size == 1 ? "" : "s", comm->topo_why);
     else
-        snprintf(buf, n, "%s of %d hosts, up to %d rank%s per host (%s)",
-                 kind, t->nnodes, t->ppn, t->ppn == 1 ? "" : "s",
-                 comm->topo_why);
+        snprintf(buf, n, "%s of %d hosts, up to %d rank%s per host (%s)", kind,
+                 t->nnodes, t->ppn, t->ppn == 1 ? "" : "s", comm->topo_why);
 }
 
 BRAID_API braid_status_t braid_comm_topology(const braid_comm_t *comm,

@@ -94,8 +94,10 @@ braid_topo_kind_t braid_topo_classify(const int *hops, int n, int *order,
             }
         if (ok) {
             memcpy(order, ring, (size_t)n * sizeof(int));
-            snprintf(why, len, "neighbours %d router%s apart, a host d links "
-                     "away d-1 more: a ring", near, near == 1 ? "" : "s");
+            snprintf(why, len,
+                     "neighbours %d router%s apart, a host d links "
+                     "away d-1 more: a ring",
+                     near, near == 1 ? "" : "s");
             return BRAID_TOPO_RING;
         }
     }

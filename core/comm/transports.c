@@ -13,9 +13,9 @@
 #include "comm/comm.h"
 #include "util/log.h"
 
-#define LOG_COMP   "comm"
-#define NAME_LEN   96
-#define MAX_NAMES  256
+#define LOG_COMP  "comm"
+#define NAME_LEN  96
+#define MAX_NAMES 256
 
 typedef struct name_set {
     uint32_t n;
@@ -44,16 +44,18 @@ static braid_status_t intersect(braid_comm_t *comm, const name_set_t *local,
     name_set_t *all = malloc(sizeof(name_set_t) * (size_t)comm->size);
     if (all == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "candidate agreement: out of "
-                           "memory");
-    braid_status_t st = braid_bootstrap_allgather(comm->bs, local, all,
-                                                  sizeof(*local));
+                                                "memory");
+    braid_status_t st =
+        braid_bootstrap_allgather(comm->bs, local, all, sizeof(*local));
     for (uint32_t i = 0; st == BRAID_OK && i < local->n; i++) {
         keep[i] = 1;
         for (int r = 0; r < comm->size && keep[i]; r++)
             if (!name_set_has(&all[r], local->names[i])) {
                 keep[i] = 0;
-                BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "%s is not on rank %d: not "
-                          "used on this communicator", local->names[i], r);
+                BRAID_LOG(BRAID_LOG_INFO, LOG_COMP,
+                          "%s is not on rank %d: not "
+                          "used on this communicator",
+                          local->names[i], r);
             }
     }
     free(all);
@@ -75,14 +77,16 @@ braid_status_t braid_comm_agree(braid_comm_t *comm, int ok, int *all_ok,
     int32_t *oks  = malloc(sizeof(int32_t) * (size_t)comm->size);
     if (oks == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
-    braid_status_t ast = braid_bootstrap_allgather(comm->bs, &mine, oks,
-                                                   sizeof(mine));
+    braid_status_t ast =
+        braid_bootstrap_allgather(comm->bs, &mine, oks, sizeof(mine));
     *all_ok = ast == BRAID_OK;
     for (int r = 0; r < comm->size && *all_ok; r++)
         if (!oks[r]) {
             *all_ok = 0;
-            BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "%s did not open on rank %d: "
-                      "not used on this communicator", what, r);
+            BRAID_LOG(BRAID_LOG_INFO, LOG_COMP,
+                      "%s did not open on rank %d: "
+                      "not used on this communicator",
+                      what, r);
         }
     free(oks);
     return ast; /* a bootstrap failure is fatal; a refusal is not */
@@ -96,16 +100,17 @@ braid_status_t braid_comm_agree(braid_comm_t *comm, int ok, int *all_ok,
 static void open_get_path(braid_comm_t *comm, braid_tl_t *tl, char *why)
 {
     const braid_transport_t *ops = tl->ops;
-    why[0] = '\0';
+    why[0]                       = '\0';
     if (!(ops->caps & BRAID_CAP_GET))
         return;
     if (!BRAID_HAS(ops, braid_transport_t, get) || ops->get_link == NULL ||
         ops->mem_expose == NULL || ops->mem_unexpose == NULL ||
         ops->get == NULL) {
-        snprintf(why, 160, "the transport declares it but lacks get_link, "
+        snprintf(why, 160,
+                 "the transport declares it but lacks get_link, "
                  "mem_expose, mem_unexpose or get");
-    } else if (ops->get_link(tl->tcomm, &tl->get_alpha_us,
-                             &tl->get_beta_gbps, why, 160) == BRAID_OK &&
+    } else if (ops->get_link(tl->tcomm, &tl->get_alpha_us, &tl->get_beta_gbps,
+                             why, 160) == BRAID_OK &&
                tl->get_beta_gbps > 0.0) {
         snprintf(why, 160, "available");
     } else if (why[0] == '\0') {
@@ -114,27 +119,29 @@ static void open_get_path(braid_comm_t *comm, braid_tl_t *tl, char *why)
     if (strcmp(why, "available") != 0) {
         tl->caps &= ~BRAID_CAP_GET;
         tl->get_alpha_us = tl->get_beta_gbps = 0.0;
-        char  *note = comm->sel.caps_note;
-        size_t used = strlen(note);
+        char  *note                          = comm->sel.caps_note;
+        size_t used                          = strlen(note);
         snprintf(note + used, sizeof(comm->sel.caps_note) - used,
                  "%s%s: single-copy reads (get) unavailable: %s",
                  used ? "; " : "", ops->name, why);
     }
     if (comm->rank == 0)
-        BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "transport %s: single-copy "
-                  "reads (get) %s%s", ops->name,
-                  strcmp(why, "available") ? "unavailable: " : "", why);
+        BRAID_LOG(BRAID_LOG_INFO, LOG_COMP,
+                  "transport %s: single-copy "
+                  "reads (get) %s%s",
+                  ops->name, strcmp(why, "available") ? "unavailable: " : "",
+                  why);
 }
 
 /* Opens one transport everywhere or nowhere. */
-static braid_status_t open_one(braid_comm_t *comm,
+static braid_status_t open_one(braid_comm_t            *comm,
                                const braid_transport_t *ops)
 {
     void          *tcomm = NULL;
     char           what[96];
     int            all_ok;
-    braid_status_t st    = ops->comm_create(ops, braid_core_services(),
-                                            &comm->oob, &comm->topo, &tcomm);
+    braid_status_t st = ops->comm_create(ops, braid_core_services(),
+                                         &comm->oob, &comm->topo, &tcomm);
     if (st != BRAID_OK)
         BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "transport %s not opened: %s",
                   ops->name, braid_last_error());
@@ -149,8 +156,8 @@ static braid_status_t open_one(braid_comm_t *comm,
             comm->tl_local[comm->ntl_local++] = ops;
         return ast;
     }
-    char *get_why = comm->tl_get_why[comm->ntls];
-    braid_tl_t *tl = &comm->tls[comm->ntls++];
+    char       *get_why  = comm->tl_get_why[comm->ntls];
+    braid_tl_t *tl       = &comm->tls[comm->ntls++];
     tl->struct_size      = sizeof(*tl);
     tl->ops              = ops;
     tl->tcomm            = tcomm;
@@ -158,17 +165,19 @@ static braid_status_t open_one(braid_comm_t *comm,
     ops->link(tcomm, &tl->link);
     tl->caps = ops->caps;
     open_get_path(comm, tl, get_why);
-    BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "transport %s open: alpha %.2f us, "
-              "%.2f GB/s", ops->name, tl->link.alpha_us, tl->link.beta_gbps);
+    BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP,
+              "transport %s open: alpha %.2f us, "
+              "%.2f GB/s",
+              ops->name, tl->link.alpha_us, tl->link.beta_gbps);
     return BRAID_OK;
 }
 
 static braid_status_t open_agreed_transports(braid_comm_t *comm)
 {
-    const braid_plugin_table_t *pt = comm->plugins;
-    name_set_t *local = calloc(1, sizeof(*local));
-    int        *keep  = calloc(MAX_NAMES, sizeof(int));
-    braid_status_t st = BRAID_OK;
+    const braid_plugin_table_t *pt    = comm->plugins;
+    name_set_t                 *local = calloc(1, sizeof(*local));
+    int                        *keep  = calloc(MAX_NAMES, sizeof(int));
+    braid_status_t              st    = BRAID_OK;
     if (local == NULL || keep == NULL) {
         st = braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
         goto out;
@@ -177,8 +186,8 @@ static braid_status_t open_agreed_transports(braid_comm_t *comm)
         const braid_plugin_entry_t *e = &pt->entries[p];
         if (e->state != BRAID_PLUGIN_AVAILABLE)
             continue;
-        for (int t = 0; t < e->desc->n_transports &&
-                        t < BRAID_LOADER_MAX_TLS; t++)
+        for (int t = 0; t < e->desc->n_transports && t < BRAID_LOADER_MAX_TLS;
+             t++)
             if (e->tl_ok[t])
                 name_set_add(local, e->name, "transport",
                              e->desc->transports[t]->name);
@@ -186,8 +195,8 @@ static braid_status_t open_agreed_transports(braid_comm_t *comm)
     if ((st = intersect(comm, local, keep)) != BRAID_OK)
         goto out;
     comm->tls = calloc(local->n ? local->n : 1, sizeof(braid_tl_t));
-    comm->tl_get_why = calloc(local->n ? local->n : 1,
-                              sizeof(*comm->tl_get_why));
+    comm->tl_get_why =
+        calloc(local->n ? local->n : 1, sizeof(*comm->tl_get_why));
     comm->tl_local = calloc(local->n ? local->n : 1, sizeof(*comm->tl_local));
     if (comm->tls == NULL || comm->tl_get_why == NULL ||
         comm->tl_local == NULL) {
@@ -202,14 +211,17 @@ static braid_status_t open_agreed_transports(braid_comm_t *comm)
         if (e->state != BRAID_PLUGIN_AVAILABLE)
             continue;
         for (int t = 0; t < e->desc->n_transports &&
-                        t < BRAID_LOADER_MAX_TLS && i < local->n; t++) {
+                        t < BRAID_LOADER_MAX_TLS && i < local->n;
+             t++) {
             const braid_transport_t *ops = e->desc->transports[t];
             if (!e->tl_ok[t] || !keep[i++])
                 continue;
             if (transport_name_taken(comm, ops->name)) {
-                BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin %s brings transport "
+                BRAID_LOG(BRAID_LOG_WARN, LOG_COMP,
+                          "plugin %s brings transport "
                           "'%s' which an earlier plugin already brought; "
-                          "ignored", e->name, ops->name);
+                          "ignored",
+                          e->name, ops->name);
                 continue;
             }
             if ((st = open_one(comm, ops)) != BRAID_OK)
@@ -225,7 +237,7 @@ out:
 static int cand_cmp(const void *a, const void *b)
 {
     const braid_candidate_t *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
+    int                      c = strcmp(x->name, y->name);
     return c ? c : (int)x->algo->coll - (int)y->algo->coll;
 }
 
@@ -266,13 +278,14 @@ static int cand_add(braid_selector_t *sel, const braid_candidate_t *c,
 {
     if (cand_exists(sel, c->name, c->algo->coll)) {
         if (plugin != NULL)
-            BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin %s brings %s for %s, "
+            BRAID_LOG(BRAID_LOG_WARN, LOG_COMP,
+                      "plugin %s brings %s for %s, "
                       "which an earlier plugin already brought; ignored",
                       plugin, c->name, braid_coll_name(c->algo->coll));
         return 0;
     }
     braid_candidate_t *added = &sel->cands[sel->ncands];
-    *added = *c;
+    *added                   = *c;
     if ((added->res = braid_res_create()) == NULL)
         return -1;
     sel->ncands++;
@@ -288,11 +301,11 @@ braid_status_t braid_cands_add(braid_selector_t *sel, const braid_algo_t *algo,
             continue;
         if (algo->transport != NULL && strcmp(algo->transport, tl->ops->name))
             continue;
-        braid_candidate_t c = {.algo = algo, .tl = tl,
-                               .tl_name = tl->ops->name};
+        braid_candidate_t c = {
+            .algo = algo, .tl = tl, .tl_name = tl->ops->name};
         /* An algorithm runs on the memory both it and its transport take. */
-        c.mem_types = takes(algo) & (mem_mask(tl->ops->mem_types) |
-                                     BRAID_NEED_STREAM);
+        c.mem_types =
+            takes(algo) & (mem_mask(tl->ops->mem_types) | BRAID_NEED_STREAM);
         /* An algorithm and transport that share a name ("nccl", an ABI-3
          * backend) are written with that name alone. */
         if (strcmp(algo->name, tl->ops->name) == 0)
@@ -302,7 +315,7 @@ braid_status_t braid_cands_add(braid_selector_t *sel, const braid_algo_t *algo,
                      tl->ops->name);
         if (cand_add(sel, &c, plugin) < 0)
             return braid_error(BRAID_ERR_NO_MEMORY, "out of memory for the "
-                               "candidates");
+                                                    "candidates");
     }
     return BRAID_OK;
 }
@@ -323,8 +336,10 @@ static braid_status_t add_backend(braid_comm_t *comm, const braid_algo_t *algo,
                   algo->name, braid_last_error());
     snprintf(what, sizeof(what), "backend %s", algo->name);
     braid_status_t ast = braid_comm_agree(comm, st == BRAID_OK, &all_ok, what);
-    braid_candidate_t c = {.algo = algo, .tl = NULL, .tl_name = algo->name,
-                           .mem_types = takes(algo),
+    braid_candidate_t c = {.algo       = algo,
+                           .tl         = NULL,
+                           .tl_name    = algo->name,
+                           .mem_types  = takes(algo),
                            .comm_state = state};
     snprintf(c.name, sizeof(c.name), "%s", algo->name);
     int added = all_ok ? cand_add(&comm->sel, &c, plugin) : 0;
@@ -333,7 +348,7 @@ static braid_status_t add_backend(braid_comm_t *comm, const braid_algo_t *algo,
             algo->comm_state_free(state, NULL);
         if (added < 0)
             return braid_error(BRAID_ERR_NO_MEMORY, "out of memory for the "
-                               "candidates");
+                                                    "candidates");
         return ast;
     }
     return BRAID_OK;
@@ -341,11 +356,11 @@ static braid_status_t add_backend(braid_comm_t *comm, const braid_algo_t *algo,
 
 static braid_status_t build_candidates(braid_comm_t *comm)
 {
-    const braid_plugin_table_t *pt = comm->plugins;
-    name_set_t *local = calloc(1, sizeof(*local));
-    int        *keep  = calloc(MAX_NAMES, sizeof(int));
-    int         nalgos = 0;
-    braid_status_t st = BRAID_OK;
+    const braid_plugin_table_t *pt     = comm->plugins;
+    name_set_t                 *local  = calloc(1, sizeof(*local));
+    int                        *keep   = calloc(MAX_NAMES, sizeof(int));
+    int                         nalgos = 0;
+    braid_status_t              st     = BRAID_OK;
     if (local == NULL || keep == NULL) {
         st = braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
         goto out;
@@ -363,7 +378,7 @@ static braid_status_t build_candidates(braid_comm_t *comm)
     comm->sel.cands = calloc((size_t)(nalgos * (comm->ntls ? comm->ntls : 1)) +
                                  (size_t)nalgos + 1,
                              sizeof(braid_candidate_t));
-    comm->algos = calloc((size_t)nalgos + 1, sizeof(*comm->algos));
+    comm->algos     = calloc((size_t)nalgos + 1, sizeof(*comm->algos));
     if (comm->sel.cands == NULL || comm->algos == NULL) {
         st = braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
         goto out;

@@ -36,7 +36,8 @@ static void put(out_t *o, const char *fmt, ...)
     int n = vsnprintf(o->buf + o->off, o->len - o->off, fmt, ap);
     va_end(ap);
     if (n > 0)
-        o->off += (size_t)n < o->len - o->off ? (size_t)n : o->len - o->off - 1;
+        o->off +=
+            (size_t)n < o->len - o->off ? (size_t)n : o->len - o->off - 1;
 }
 
 static int live(const braid_rank_state_t *r)
@@ -165,7 +166,7 @@ static void rank_list(out_t *o, int size, const int *pick)
         if (e > r)
             put(o, "%s%d", e == r + 1 ? "," : "-", e);
         first = 0;
-        r = e;
+        r     = e;
     }
 }
 
@@ -186,8 +187,8 @@ static void waiting(out_t *o, int size, const braid_rank_state_t *rs,
     put(o, " wait%s in it", n > 1 ? "" : "s");
 }
 
-static void head(out_t *o, int size, const braid_rank_state_t *rs,
-                 int have_k, uint64_t k)
+static void head(out_t *o, int size, const braid_rank_state_t *rs, int have_k,
+                 uint64_t k)
 {
     braid_sig_t s;
     char        d[96];

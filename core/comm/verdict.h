@@ -15,22 +15,22 @@ enum {
 };
 
 typedef struct braid_rank_state {
-    int      state;    /* BRAID_RS_* */
-    int      known;    /* prog holds its progress (answered, or a board) */
+    int state; /* BRAID_RS_* */
+    int known; /* prog holds its progress (answered, or a board) */
     braid_progress_snap_t prog;
-    int      api;      /* answered: the braid call it is inside (0: none) */
-    int32_t  status;   /* answered: its own failure, BRAID_OK if only asked */
-    char     proc;     /* its process state as /proc shows it, 0 unknown */
-    char     desc[96]; /* "rank 3 (host h, pid p)" */
-    char     text[200]; /* answered: its own error message */
+    int     api;       /* answered: the braid call it is inside (0: none) */
+    int32_t status;    /* answered: its own failure, BRAID_OK if only asked */
+    char    proc;      /* its process state as /proc shows it, 0 unknown */
+    char    desc[96];  /* "rank 3 (host h, pid p)" */
+    char    text[200]; /* answered: its own error message */
 } braid_rank_state_t;
 
 typedef struct braid_verdict {
     braid_status_t status; /* MISMATCH, PEER, TIMEOUT, or a rank's own */
     uint64_t       call;   /* the failed call: the first one some live
                               rank has not completed */
-    int            culprit; /* the rank named first, -1 if none */
-    char           text[480];
+    int  culprit;          /* the rank named first, -1 if none */
+    char text[480];
 } braid_verdict_t;
 
 /* api_name: names braid_api_t values (comm/entry.c), or NULL. */

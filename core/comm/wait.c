@@ -2,8 +2,9 @@
  * wait.h (the per-call decisions, inline).  Algorithms only report what a
  * call waits for (braid_wait_t, from start and progress); the core decides
  * here whether to poll again at once, yield the CPU or sleep, and it alone
- * bounds every call by BRAID_TIMEOUT and watches the failure detector.  docs/architecture.md ("Waiting") explains
- * the rules; docs/performance.md has what they were measured to give.
+ * bounds every call by BRAID_TIMEOUT and watches the failure detector.
+ * docs/architecture.md ("Waiting") explains the rules; docs/performance.md has
+ * what they were measured to give.
  *
  *   every rank has a core    spin, pausing, for BRAID_SPIN_BUDGET_S; then
  *                            as below
@@ -93,7 +94,7 @@ static int maybe_sleep(braid_comm_t *comm, const braid_call_t *head,
     if (comm->sleep_polls == 0 || !comm->oversubscribed ||
         ++w->idle < comm->sleep_polls)
         return 0;
-    w->idle = 0;
+    w->idle              = 0;
     const braid_tl_t *tl = head->task.tl;
     if (tl == NULL || tl->ops->wait == NULL)
         return 0;

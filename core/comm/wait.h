@@ -17,12 +17,12 @@
 /* Sets call->stream -- the same candidate, collective and size as the call
  * before it on this communicator, as in a decode loop -- and remembers the
  * call for the next one. */
-static inline void braid_wait_note_call(braid_comm_t *comm,
-                                        braid_call_t *call, size_t bytes)
+static inline void braid_wait_note_call(braid_comm_t *comm, braid_call_t *call,
+                                        size_t bytes)
 {
-    call->stream     = comm->last_cand == call->cand &&
-                       comm->last_coll == call->task.coll &&
-                       comm->last_bytes == bytes;
+    call->stream = comm->last_cand == call->cand &&
+                   comm->last_coll == call->task.coll &&
+                   comm->last_bytes == bytes;
     comm->last_cand  = call->cand;
     comm->last_coll  = call->task.coll;
     comm->last_bytes = bytes;

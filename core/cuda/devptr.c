@@ -17,7 +17,7 @@
 #define CUDA_ERROR_DEINITIALIZED         4
 
 typedef int (*cu_pointer_get_attributes_fn)(unsigned n, int *attrs,
-                                            void **data,
+                                            void             **data,
                                             unsigned long long ptr);
 typedef int (*cu_get_error_string_fn)(int err, const char **str);
 
@@ -42,13 +42,15 @@ static void find_driver(void)
         if (dl != NULL) {
             found.get_attributes = (cu_pointer_get_attributes_fn)dlsym(
                 dl, "cuPointerGetAttributes");
-            found.error_string = (cu_get_error_string_fn)dlsym(
-                dl, "cuGetErrorString");
+            found.error_string =
+                (cu_get_error_string_fn)dlsym(dl, "cuGetErrorString");
         }
-        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "%s", found.get_attributes
-                  ? "CUDA driver found: buffers are checked for device memory"
-                  : "no CUDA driver (libcuda.so.1): every buffer is host "
-                    "memory");
+        BRAID_LOG(
+            BRAID_LOG_DEBUG, LOG_COMP, "%s",
+            found.get_attributes
+                ? "CUDA driver found: buffers are checked for device memory"
+                : "no CUDA driver (libcuda.so.1): every buffer is host "
+                  "memory");
         atomic_store(&state, found.get_attributes ? DRIVER : NO_DRIVER);
         atomic_store(&braid_devptr_no_driver, found.get_attributes == NULL);
     }
@@ -65,10 +67,7 @@ static const driver_t *driver(void)
     return s == DRIVER ? &found : NULL;
 }
 
-int braid_devptr_driver_loaded(void)
-{
-    return driver() != NULL;
-}
+int braid_devptr_driver_loaded(void) { return driver() != NULL; }
 
 /* The driver's answer for one pointer (d != NULL, ptr != NULL). */
 static braid_status_t query(braid_mem_kind_t *kind, const driver_t *d,
@@ -80,18 +79,20 @@ static braid_status_t query(braid_mem_kind_t *kind, const driver_t *d,
     void        *data[2] = {&memtype, &managed};
     /* Host memory the driver does not know is no error here: the
      * attributes stay 0 and the call succeeds. */
-    int err = d->get_attributes(2, attrs, data,
-                                (unsigned long long)(uintptr_t)ptr);
+    int err =
+        d->get_attributes(2, attrs, data, (unsigned long long)(uintptr_t)ptr);
     if (err == CUDA_ERROR_NOT_INITIALIZED || err == CUDA_ERROR_DEINITIALIZED)
         return BRAID_OK; /* no context, so no device memory */
     if (err != 0) {
         const char *msg = NULL;
         if (d->error_string == NULL || d->error_string(err, &msg) != 0)
             msg = NULL;
-        return braid_error(BRAID_ERR_INTERNAL, "%s: cannot tell whether %s "
-                           "(%p) is CUDA device memory: cuPointerGetAttributes "
-                           "failed with error %d (%s)", fn, what, ptr, err,
-                           msg ? msg : "no description");
+        return braid_error(
+            BRAID_ERR_INTERNAL,
+            "%s: cannot tell whether %s "
+            "(%p) is CUDA device memory: cuPointerGetAttributes "
+            "failed with error %d (%s)",
+            fn, what, ptr, err, msg ? msg : "no description");
     }
     if (memtype == CU_MEMORYTYPE_DEVICE || managed)
         *kind = BRAID_MEM_KIND_DEVICE;
@@ -101,7 +102,7 @@ static braid_status_t query(braid_mem_kind_t *kind, const driver_t *d,
 braid_status_t braid_devptr_kind(braid_mem_kind_t *kind, const void *ptr,
                                  const char *fn, const char *what)
 {
-    *kind = BRAID_MEM_KIND_HOST;
+    *kind             = BRAID_MEM_KIND_HOST;
     const driver_t *d = ptr != NULL ? driver() : NULL;
     return d != NULL ? query(kind, d, ptr, fn, what) : BRAID_OK;
 }
@@ -112,7 +113,7 @@ braid_status_t braid_devptr_buffers(braid_mem_kind_t *kind,
 {
     braid_mem_kind_t send = BRAID_MEM_KIND_HOST, recv = BRAID_MEM_KIND_HOST;
     braid_status_t   st;
-    *kind = BRAID_MEM_KIND_HOST;
+    *kind             = BRAID_MEM_KIND_HOST;
     const driver_t *d = sendbuf != NULL || recvbuf != NULL ? driver() : NULL;
     if (d == NULL)
         return BRAID_OK;
@@ -125,11 +126,13 @@ braid_status_t braid_devptr_buffers(braid_mem_kind_t *kind,
              (st = query(&recv, d, recvbuf, fn, "recvbuf")) != BRAID_OK)
         return st;
     if (sendbuf != NULL && recvbuf != NULL && send != recv)
-        return braid_error(BRAID_ERR_INVALID_ARG, "%s: sendbuf is %s memory "
-                           "but recvbuf is %s memory: both must be host or "
-                           "both CUDA device memory", fn,
-                           send == BRAID_MEM_KIND_DEVICE ? "CUDA device" : "host",
-                           recv == BRAID_MEM_KIND_DEVICE ? "CUDA device" : "host");
+        return braid_error(
+            BRAID_ERR_INVALID_ARG,
+            "%s: sendbuf is %s memory "
+            "but recvbuf is %s memory: both must be host or "
+            "both CUDA device memory",
+            fn, send == BRAID_MEM_KIND_DEVICE ? "CUDA device" : "host",
+            recv == BRAID_MEM_KIND_DEVICE ? "CUDA device" : "host");
     *kind = sendbuf != NULL ? send : recv;
     return BRAID_OK;
 }

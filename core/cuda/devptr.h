@@ -16,8 +16,8 @@
 #include <braid/braid.h>
 
 typedef enum {
-    BRAID_MEM_KIND_HOST = 0,  /* malloc'd, pinned or registered host memory */
-    BRAID_MEM_KIND_DEVICE,    /* cudaMalloc'd or managed memory */
+    BRAID_MEM_KIND_HOST = 0, /* malloc'd, pinned or registered host memory */
+    BRAID_MEM_KIND_DEVICE,   /* cudaMalloc'd or managed memory */
 } braid_mem_kind_t;
 
 /* *kind for ptr (NULL is host).  fn and what name the call and the buffer
@@ -38,9 +38,10 @@ int braid_devptr_driver_loaded(void);
 /* 0 once it is known that no CUDA driver can be loaded (then every buffer
  * is host memory): lets the per-call path skip the queries with one load. */
 extern _Atomic int braid_devptr_no_driver;
-static inline int braid_devptr_possible(void)
+static inline int  braid_devptr_possible(void)
 {
-    return !atomic_load_explicit(&braid_devptr_no_driver, memory_order_relaxed);
+    return !atomic_load_explicit(&braid_devptr_no_driver,
+                                 memory_order_relaxed);
 }
 
 #endif

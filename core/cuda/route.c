@@ -18,10 +18,11 @@ braid_status_t braid_route_call(braid_route_t *route, braid_coll_t coll,
         (st = braid_devptr_buffers(&kind, sendbuf, recvbuf, fn)) != BRAID_OK)
         return st;
     if (on_stream && bytes > 0 && kind != BRAID_MEM_KIND_DEVICE)
-        return braid_error(BRAID_ERR_INVALID_ARG, "%s_cuda: the buffers are "
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "%s_cuda: the buffers are "
                            "host memory; a stream-ordered call takes CUDA "
-                           "device memory (use braid_%s for host memory)", fn,
-                           fn);
+                           "device memory (use braid_%s for host memory)",
+                           fn, fn);
     if (kind == BRAID_MEM_KIND_DEVICE || on_stream) {
         route->mem  = BRAID_MEM_CUDA;
         route->need = BRAID_MEM_BIT(BRAID_MEM_CUDA) |

@@ -13,11 +13,11 @@
 static braid_api_t api_of(braid_coll_t coll)
 {
     switch (coll) {
-    case BRAID_COLL_ALLREDUCE:      return BRAID_API_ALLREDUCE;
+    case BRAID_COLL_ALLREDUCE: return BRAID_API_ALLREDUCE;
     case BRAID_COLL_REDUCE_SCATTER: return BRAID_API_REDUCE_SCATTER;
-    case BRAID_COLL_ALLGATHER:      return BRAID_API_ALLGATHER;
-    case BRAID_COLL_BROADCAST:      return BRAID_API_BROADCAST;
-    default:                        return BRAID_API_BARRIER;
+    case BRAID_COLL_ALLGATHER: return BRAID_API_ALLGATHER;
+    case BRAID_COLL_BROADCAST: return BRAID_API_BROADCAST;
+    default: return BRAID_API_BARRIER;
     }
 }
 
@@ -31,23 +31,17 @@ static braid_status_t run_on_stream(braid_comm_t *comm, braid_coll_t coll,
                           dtype, op, root, 1, stream);
 }
 
-BRAID_API braid_status_t braid_allreduce_cuda(const void *sendbuf,
-                                              void *recvbuf, size_t count,
-                                              braid_dtype_t dtype,
-                                              braid_op_t op, braid_comm_t *comm,
-                                              cudaStream_t stream)
+BRAID_API braid_status_t braid_allreduce_cuda(
+    const void *sendbuf, void *recvbuf, size_t count, braid_dtype_t dtype,
+    braid_op_t op, braid_comm_t *comm, cudaStream_t stream)
 {
     return run_on_stream(comm, BRAID_COLL_ALLREDUCE, sendbuf, recvbuf, count,
                          dtype, op, 0, stream);
 }
 
-BRAID_API braid_status_t braid_reduce_scatter_cuda(const void *sendbuf,
-                                                   void *recvbuf,
-                                                   size_t recvcount,
-                                                   braid_dtype_t dtype,
-                                                   braid_op_t op,
-                                                   braid_comm_t *comm,
-                                                   cudaStream_t stream)
+BRAID_API braid_status_t braid_reduce_scatter_cuda(
+    const void *sendbuf, void *recvbuf, size_t recvcount, braid_dtype_t dtype,
+    braid_op_t op, braid_comm_t *comm, cudaStream_t stream)
 {
     return run_on_stream(comm, BRAID_COLL_REDUCE_SCATTER, sendbuf, recvbuf,
                          recvcount, dtype, op, 0, stream);
@@ -57,7 +51,7 @@ BRAID_API braid_status_t braid_allgather_cuda(const void *sendbuf,
                                               void *recvbuf, size_t sendcount,
                                               braid_dtype_t dtype,
                                               braid_comm_t *comm,
-                                              cudaStream_t stream)
+                                              cudaStream_t  stream)
 {
     return run_on_stream(comm, BRAID_COLL_ALLGATHER, sendbuf, recvbuf,
                          sendcount, dtype, BRAID_SUM, 0, stream);
@@ -66,14 +60,14 @@ BRAID_API braid_status_t braid_allgather_cuda(const void *sendbuf,
 BRAID_API braid_status_t braid_broadcast_cuda(void *buf, size_t count,
                                               braid_dtype_t dtype, int root,
                                               braid_comm_t *comm,
-                                              cudaStream_t stream)
+                                              cudaStream_t  stream)
 {
     return run_on_stream(comm, BRAID_COLL_BROADCAST, buf, buf, count, dtype,
                          BRAID_SUM, root, stream);
 }
 
 BRAID_API braid_status_t braid_barrier_cuda(braid_comm_t *comm,
-                                            cudaStream_t stream)
+                                            cudaStream_t  stream)
 {
     return run_on_stream(comm, BRAID_COLL_BARRIER, NULL, NULL, 0, BRAID_U8,
                          BRAID_SUM, 0, stream);

@@ -24,20 +24,20 @@
 
 /* One level: the ranks of this rank's host, or of its rail. */
 typedef struct braid_level {
-    const char        *name;  /* "host" or "rail", for messages */
+    const char        *name; /* "host" or "rail", for messages */
     int                rank, size;
-    braid_bootstrap_t *bs;    /* its own channel: transports' oob */
+    braid_bootstrap_t *bs; /* its own channel: transports' oob */
     braid_oob_t        oob;
     braid_topo_t       topo;
     int               *node_of_rank, *cpu_of_rank; /* [size] */
     int                ntls;
-    braid_tl_t        *tls;   /* opened on this level */
-    braid_selector_t   sel;   /* its candidates, cost model only */
+    braid_tl_t        *tls; /* opened on this level */
+    braid_selector_t   sel; /* its candidates, cost model only */
     /* The rail level estimates calls that all rails make at once (their
      * hosts' links shared k ways) with sel, and a call that one rail makes
      * alone (broadcast) with sel_alone: the same candidates. */
-    braid_selector_t   sel_alone;
-    uint64_t           seq;   /* steps issued on it: tags of its calls */
+    braid_selector_t sel_alone;
+    uint64_t         seq; /* steps issued on it: tags of its calls */
 } braid_level_t;
 
 /* One step of a composite call on one level; lvl NULL: this rank sits it
@@ -57,22 +57,22 @@ typedef struct braid_hier_step {
 /* The composite call in progress.  Only the head of a communicator's queue
  * runs, so there is one at a time. */
 typedef struct braid_hier_run {
-    int                npieces, piece;
-    size_t             piece_count; /* elements per piece; the last fewer */
-    int                planned;     /* the piece's steps are set up */
-    int                nsteps, step;
-    braid_hier_step_t  steps[BRAID_HIER_MAX_STEPS];
-    char              *out;         /* allreduce: where the piece's result
-                                       forms (scratch or the caller's) */
-    braid_candidate_t *cand;        /* running the step */
-    braid_task_t       sub;         /* the step as its algorithm sees it */
-    int                started;     /* sub's start ran, its finish not */
+    int               npieces, piece;
+    size_t            piece_count; /* elements per piece; the last fewer */
+    int               planned;     /* the piece's steps are set up */
+    int               nsteps, step;
+    braid_hier_step_t steps[BRAID_HIER_MAX_STEPS];
+    char             *out;      /* allreduce: where the piece's result
+                                   forms (scratch or the caller's) */
+    braid_candidate_t *cand;    /* running the step */
+    braid_task_t       sub;     /* the step as its algorithm sees it */
+    int                started; /* sub's start ran, its finish not */
 } braid_hier_run_t;
 
 typedef struct braid_hier {
-    int              k;       /* ranks per host (every host has as many) */
+    int              k; /* ranks per host (every host has as many) */
     int              nhosts;
-    int              host;    /* this rank's host, and position on it */
+    int              host; /* this rank's host, and position on it */
     int              local;
     int              nranks;
     int             *rank_at; /* [nhosts * k]: rank at (host, position) */
@@ -89,7 +89,7 @@ typedef struct braid_hier {
  * each host (shm).  Collective.  Only a failure of the bootstrap channel is
  * an error: without the levels there are only the flat candidates. */
 braid_status_t braid_hier_open(struct braid_comm *comm);
-void braid_hier_close(struct braid_comm *comm);
+void           braid_hier_close(struct braid_comm *comm);
 /* Scratch of at least bytes, kept for the next call. */
 char *braid_hier_scratch(braid_hier_t *h, size_t bytes);
 
@@ -116,6 +116,6 @@ int braid_hier_pieces(const braid_hier_t *h, braid_coll_t coll, size_t bytes);
 /* run.c: start/progress/finish of every composite. */
 braid_status_t braid_hier_start(braid_task_t *task, braid_wait_t *wait);
 braid_status_t braid_hier_progress(braid_task_t *task, braid_wait_t *wait);
-void braid_hier_finish(braid_task_t *task);
+void           braid_hier_finish(braid_task_t *task);
 
 #endif

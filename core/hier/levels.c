@@ -33,14 +33,15 @@ static int layout(braid_hier_t *h, const braid_comm_t *comm, char *why,
 {
     const braid_topo_t *t = &comm->topo;
     if (t->nnodes < 2 || t->ppn < 2) {
-        snprintf(why, len, "%s", t->nnodes < 2 ? "one host"
-                                               : "one rank per host");
+        snprintf(why, len, "%s",
+                 t->nnodes < 2 ? "one host" : "one rank per host");
         return 0;
     }
     if (t->nnodes * t->ppn != comm->size) {
-        snprintf(why, len, "hosts have different numbers of ranks (%d ranks "
-                 "on %d hosts, up to %d on one)", comm->size, t->nnodes,
-                 t->ppn);
+        snprintf(why, len,
+                 "hosts have different numbers of ranks (%d ranks "
+                 "on %d hosts, up to %d on one)",
+                 comm->size, t->nnodes, t->ppn);
         return 0;
     }
     h->k       = t->ppn;
@@ -95,7 +96,7 @@ static braid_status_t level_topo(braid_level_t *l, const braid_comm_t *comm,
  * of the communicator (every level alike). */
 static braid_status_t level_open_tls(braid_comm_t *comm, braid_level_t *l,
                                      const braid_transport_t *const *ops,
-                                     int nops)
+                                     int                             nops)
 {
     l->tls = calloc(nops > 0 ? (size_t)nops : 1, sizeof(braid_tl_t));
     if (l->tls == NULL)
@@ -107,13 +108,14 @@ static braid_status_t level_open_tls(braid_comm_t *comm, braid_level_t *l,
         braid_status_t st = ops[i]->comm_create(ops[i], braid_core_services(),
                                                 &l->oob, &l->topo, &tcomm);
         if (st != BRAID_OK)
-            BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "transport %s not opened on "
-                      "the %s level: %s", ops[i]->name, l->name,
-                      braid_last_error());
+            BRAID_LOG(BRAID_LOG_INFO, LOG_COMP,
+                      "transport %s not opened on "
+                      "the %s level: %s",
+                      ops[i]->name, l->name, braid_last_error());
         snprintf(what, sizeof(what), "transport %s on the %s level",
                  ops[i]->name, l->name);
-        braid_status_t ast = braid_comm_agree(comm, st == BRAID_OK, &all_ok,
-                                              what);
+        braid_status_t ast =
+            braid_comm_agree(comm, st == BRAID_OK, &all_ok, what);
         if (!all_ok) {
             if (st == BRAID_OK)
                 ops[i]->comm_destroy(tcomm);
@@ -147,9 +149,8 @@ static braid_status_t level_open_tls(braid_comm_t *comm, braid_level_t *l,
  * peer.  Tag: seq 0, which a level's steps never use (they start at 1);
  * the communicator has made no call yet, and every message is matched
  * before this returns. */
-static braid_status_t connect_all(braid_tl_t *tls, int ntls, int rank,
-                                  int n, const char *name,
-                                  double timeout_s)
+static braid_status_t connect_all(braid_tl_t *tls, int ntls, int rank, int n,
+                                  const char *name, double timeout_s)
 {
     braid_status_t st  = BRAID_OK;
     braid_treq_t  *req = calloc(2 * (size_t)n, sizeof(*req));
@@ -177,10 +178,11 @@ static braid_status_t connect_all(braid_tl_t *tls, int ntls, int rank,
             } else if (st == BRAID_INPROGRESS) {
                 st = BRAID_OK;
                 if (braid_now_s() > deadline)
-                    st = braid_error(BRAID_ERR_TIMEOUT, "hier: the ranks "
+                    st = braid_error(BRAID_ERR_TIMEOUT,
+                                     "hier: the ranks "
                                      "of the %s did not all connect over "
-                                     "%s within %.0f s", name,
-                                     tl->ops->name, timeout_s);
+                                     "%s within %.0f s",
+                                     name, tl->ops->name, timeout_s);
             }
         }
         for (int i = 0; i < 2 * n; i++)
@@ -201,22 +203,22 @@ static braid_status_t level_cands(braid_comm_t *comm, braid_level_t *l,
     if (sel->cands == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "hier: out of memory");
     for (int a = 0; a < comm->nalgos; a++) {
-        braid_status_t st = braid_cands_add(sel, comm->algos[a].algo, l->tls,
-                                            l->ntls, NULL);
+        braid_status_t st =
+            braid_cands_add(sel, comm->algos[a].algo, l->tls, l->ntls, NULL);
         if (st != BRAID_OK)
             return st;
     }
     braid_cands_sort(sel);
-    sel->override   = &no_override;
-    sel->tune       = &no_tune;
-    sel->nranks     = l->size;
-    sel->nnodes     = l->topo.nnodes;
-    sel->ppn        = l->topo.ppn;
-    sel->topo       = l->topo.kind;
-    sel->rank       = -1; /* the composite explains its steps */
-    sel->stage_us   = 0.0;
-    sel->link_share = link_share;
-    l->sel_alone    = *sel; /* the same candidates */
+    sel->override           = &no_override;
+    sel->tune               = &no_tune;
+    sel->nranks             = l->size;
+    sel->nnodes             = l->topo.nnodes;
+    sel->ppn                = l->topo.ppn;
+    sel->topo               = l->topo.kind;
+    sel->rank               = -1; /* the composite explains its steps */
+    sel->stage_us           = 0.0;
+    sel->link_share         = link_share;
+    l->sel_alone            = *sel; /* the same candidates */
     l->sel_alone.link_share = 1;
     return BRAID_OK;
 }
@@ -226,13 +228,12 @@ static braid_status_t level_cands(braid_comm_t *comm, braid_level_t *l,
 static braid_status_t level_open(braid_comm_t *comm, braid_level_t *l,
                                  const char *name, int color, int key,
                                  const int *ranks, int one_host,
-                                 const braid_transport_t *const *ops,
-                                 int nops, int link_share)
+                                 const braid_transport_t *const *ops, int nops,
+                                 int link_share)
 {
     braid_status_t st;
     l->name = name;
-    if ((st = braid_bootstrap_split(comm->bs, color, key, &l->bs)) !=
-        BRAID_OK)
+    if ((st = braid_bootstrap_split(comm->bs, color, key, &l->bs)) != BRAID_OK)
         return st;
     l->rank = braid_bootstrap_rank(l->bs);
     l->size = braid_bootstrap_size(l->bs);
@@ -283,10 +284,9 @@ static void hier_free(braid_hier_t *h)
 /* The composites join the communicator's candidates. */
 static braid_status_t add_composites(braid_comm_t *comm, braid_hier_t *h)
 {
-    braid_candidate_t *grown = realloc(comm->sel.cands,
-                                       ((size_t)comm->sel.ncands +
-                                        BRAID_COLL_COUNT) *
-                                           sizeof(braid_candidate_t));
+    braid_candidate_t *grown = realloc(
+        comm->sel.cands, ((size_t)comm->sel.ncands + BRAID_COLL_COUNT) *
+                             sizeof(braid_candidate_t));
     if (grown == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "hier: out of memory");
     comm->sel.cands = grown;
@@ -316,7 +316,7 @@ static void tl_names(char *buf, size_t len, const braid_level_t *l)
 
 braid_status_t braid_hier_open(braid_comm_t *comm)
 {
-    char why[160];
+    char          why[160];
     braid_hier_t *h = calloc(1, sizeof(*h));
     if (h == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "hier: out of memory");
@@ -330,12 +330,11 @@ braid_status_t braid_hier_open(braid_comm_t *comm)
         hier_free(h);
         return BRAID_OK;
     }
-    const braid_transport_t **net = malloc((size_t)(comm->ntls ? comm->ntls
-                                                               : 1) *
-                                           sizeof(*net));
-    int *host_ranks = h->rank_at + (size_t)h->host * (size_t)h->k;
-    int *rail_ranks = malloc((size_t)h->nhosts * sizeof(int));
-    braid_status_t st = BRAID_OK;
+    const braid_transport_t **net =
+        malloc((size_t)(comm->ntls ? comm->ntls : 1) * sizeof(*net));
+    int           *host_ranks = h->rank_at + (size_t)h->host * (size_t)h->k;
+    int           *rail_ranks = malloc((size_t)h->nhosts * sizeof(int));
+    braid_status_t st         = BRAID_OK;
     if (net == NULL || rail_ranks == NULL) {
         st = braid_error(BRAID_ERR_NO_MEMORY, "hier: out of memory");
         goto out;
@@ -345,15 +344,16 @@ braid_status_t braid_hier_open(braid_comm_t *comm)
     for (int host = 0; host < h->nhosts; host++)
         rail_ranks[host] = h->rank_at[host * h->k + h->local];
     /* Rail ranks are numbered by host, host ranks by position. */
-    st = level_open(comm, &h->host_lvl, "host", h->host, h->local,
-                    host_ranks, 1, comm->tl_local, comm->ntl_local, 1);
+    st = level_open(comm, &h->host_lvl, "host", h->host, h->local, host_ranks,
+                    1, comm->tl_local, comm->ntl_local, 1);
     if (st == BRAID_OK)
-        st = level_open(comm, &h->rail, "rail", h->local, h->host,
-                        rail_ranks, 0, net, comm->ntls, h->k);
+        st = level_open(comm, &h->rail, "rail", h->local, h->host, rail_ranks,
+                        0, net, comm->ntls, h->k);
     if (st != BRAID_OK)
         goto out;
     if (h->host_lvl.ntls == 0 || h->rail.ntls == 0) {
-        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "no hierarchical candidates: "
+        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP,
+                  "no hierarchical candidates: "
                   "no transport opened on the %s level",
                   h->host_lvl.ntls == 0 ? "host" : "rail");
         goto out;
@@ -368,10 +368,12 @@ braid_status_t braid_hier_open(braid_comm_t *comm)
         char host_tls[96], rail_tls[96];
         tl_names(host_tls, sizeof(host_tls), &comm->hier->host_lvl);
         tl_names(rail_tls, sizeof(rail_tls), &comm->hier->rail);
-        braid_log(BRAID_LOG_INFO, LOG_COMP, "%d hosts of %d ranks: "
+        braid_log(BRAID_LOG_INFO, LOG_COMP,
+                  "%d hosts of %d ranks: "
                   "hierarchical candidates with a host level over %s and "
-                  "%d rails over %s", comm->hier->nhosts, comm->hier->k,
-                  host_tls, comm->hier->k, rail_tls);
+                  "%d rails over %s",
+                  comm->hier->nhosts, comm->hier->k, host_tls, comm->hier->k,
+                  rail_tls);
     }
 out:
     free(net);

@@ -58,11 +58,12 @@ static int steps_of(step_cost_t *s, const braid_hier_t *h, braid_coll_t coll,
                     size_t bytes)
 {
     const braid_level_t *host = &h->host_lvl, *rail = &h->rail;
-    size_t chunk = (bytes + (size_t)h->k - 1) / (size_t)h->k;
-    size_t all   = bytes * (size_t)h->nhosts;
+    size_t               chunk = (bytes + (size_t)h->k - 1) / (size_t)h->k;
+    size_t               all   = bytes * (size_t)h->nhosts;
     switch (coll) {
     case BRAID_COLL_ALLREDUCE:
-        s[0] = (step_cost_t){host, &host->sel, BRAID_COLL_REDUCE_SCATTER, chunk};
+        s[0] =
+            (step_cost_t){host, &host->sel, BRAID_COLL_REDUCE_SCATTER, chunk};
         s[1] = (step_cost_t){rail, &rail->sel, BRAID_COLL_ALLREDUCE, chunk};
         s[2] = (step_cost_t){host, &host->sel, BRAID_COLL_ALLGATHER, chunk};
         return 3;
@@ -78,8 +79,7 @@ static int steps_of(step_cost_t *s, const braid_hier_t *h, braid_coll_t coll,
         s[0] = (step_cost_t){host, &host->sel, coll, all};
         s[1] = (step_cost_t){rail, &rail->sel, coll, bytes};
         return 2;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -127,14 +127,15 @@ static double estimate(const braid_algo_t *self, const braid_cost_in_t *in)
     if (in->bytes > SIZE_MAX / 2 / (size_t)h->nranks)
         return -1.0;
     int    p = braid_hier_pieces(h, self->coll, in->bytes);
-    double t = piece_cost(h, self->coll,
-                          (in->bytes + (size_t)p - 1) / (size_t)p);
+    double t =
+        piece_cost(h, self->coll, (in->bytes + (size_t)p - 1) / (size_t)p);
     if (t < 0)
         return -1.0;
     t *= p;
     /* allgather and reduce_scatter reorder n blocks of m through scratch. */
     if ((self->coll == BRAID_COLL_ALLGATHER ||
-         self->coll == BRAID_COLL_REDUCE_SCATTER) && in->reduce_gbps > 0)
+         self->coll == BRAID_COLL_REDUCE_SCATTER) &&
+        in->reduce_gbps > 0)
         t += (double)in->bytes * h->nranks / (in->reduce_gbps * 1e3);
     return t;
 }
@@ -146,7 +147,7 @@ int braid_hier_describe(const braid_candidate_t *c, braid_coll_t coll,
         return 0;
     const braid_hier_t *h = c->comm_state;
     step_cost_t         s[BRAID_HIER_MAX_STEPS];
-    int    p = braid_hier_pieces(h, coll, bytes);
+    int                 p = braid_hier_pieces(h, coll, bytes);
     int    n = steps_of(s, h, coll, (bytes + (size_t)p - 1) / (size_t)p);
     size_t o = 0;
     buf[0]   = '\0';
@@ -154,22 +155,21 @@ int braid_hier_describe(const braid_candidate_t *c, braid_coll_t coll,
         double est;
         int    idx = braid_select_cheapest(s[i].sel, s[i].coll, s[i].bytes,
                                            host_mem, &est);
-        int    w   = idx < 0
-            ? snprintf(buf + o, len - o, "%s%s %s: no candidate",
-                       i ? " + " : "", s[i].lvl->name,
-                       braid_coll_name(s[i].coll))
-            : snprintf(buf + o, len - o, "%s%s %s %s %.2f us",
-                       i ? " + " : "", s[i].lvl->name,
-                       braid_coll_name(s[i].coll), s[i].sel->cands[idx].name,
-                       est);
+        int w = idx < 0 ? snprintf(buf + o, len - o, "%s%s %s: no candidate",
+                                   i ? " + " : "", s[i].lvl->name,
+                                   braid_coll_name(s[i].coll))
+                        : snprintf(buf + o, len - o, "%s%s %s %s %.2f us",
+                                   i ? " + " : "", s[i].lvl->name,
+                                   braid_coll_name(s[i].coll),
+                                   s[i].sel->cands[idx].name, est);
         if (w < 0)
             return 1;
         o += (size_t)w;
     }
     if (o < len && p > 1)
         o += (size_t)snprintf(buf + o, len - o, ", in %d pieces", p);
-    if (o < len && (coll == BRAID_COLL_ALLGATHER ||
-                    coll == BRAID_COLL_REDUCE_SCATTER))
+    if (o < len &&
+        (coll == BRAID_COLL_ALLGATHER || coll == BRAID_COLL_REDUCE_SCATTER))
         snprintf(buf + o, len - o, " + reordering");
     return 1;
 }
@@ -185,20 +185,21 @@ static braid_hier_step_t step(braid_level_t *lvl, braid_selector_t *sel,
 
 static braid_status_t no_memory(const braid_task_t *call, size_t bytes)
 {
-    return braid_error(BRAID_ERR_NO_MEMORY, "hier: %s: out of memory for "
-                       "%zu bytes of scratch", braid_coll_name(call->coll),
-                       bytes);
+    return braid_error(BRAID_ERR_NO_MEMORY,
+                       "hier: %s: out of memory for "
+                       "%zu bytes of scratch",
+                       braid_coll_name(call->coll), bytes);
 }
 
 static braid_status_t plan_allreduce(braid_hier_t *h, const braid_task_t *call)
 {
     braid_hier_run_t *r   = &h->run;
     size_t            dts = call->dtsize;
-    size_t off = (size_t)r->piece * r->piece_count;
-    size_t cnt = call->count - off < r->piece_count ? call->count - off
-                                                    : r->piece_count;
-    size_t b   = (cnt + (size_t)h->k - 1) / (size_t)h->k; /* chunk */
-    size_t all = b * (size_t)h->k;
+    size_t            off = (size_t)r->piece * r->piece_count;
+    size_t      cnt = call->count - off < r->piece_count ? call->count - off
+                                                         : r->piece_count;
+    size_t      b   = (cnt + (size_t)h->k - 1) / (size_t)h->k; /* chunk */
+    size_t      all = b * (size_t)h->k;
     const char *in  = (const char *)call->sendbuf + off * dts;
     char       *out = (char *)call->recvbuf + off * dts;
     if (all != cnt) {
@@ -213,28 +214,27 @@ static braid_status_t plan_allreduce(braid_hier_t *h, const braid_task_t *call)
     r->out      = out;
     r->steps[0] = step(&h->host_lvl, &h->host_lvl.sel,
                        BRAID_COLL_REDUCE_SCATTER, in, chunk, b, 0);
-    r->steps[1] = step(&h->rail, &h->rail.sel, BRAID_COLL_ALLREDUCE, chunk,
-                       chunk, b, 0);
+    r->steps[1] =
+        step(&h->rail, &h->rail.sel, BRAID_COLL_ALLREDUCE, chunk, chunk, b, 0);
     r->steps[2] = step(&h->host_lvl, &h->host_lvl.sel, BRAID_COLL_ALLGATHER,
                        chunk, out, b, 0);
-    r->nsteps = 3;
+    r->nsteps   = 3;
     return BRAID_OK;
 }
 
 static braid_status_t plan_broadcast(braid_hier_t *h, const braid_task_t *call)
 {
-    braid_hier_run_t *r = &h->run;
+    braid_hier_run_t *r  = &h->run;
     int               at = 0;
     while (h->rank_at[at] != call->root)
         at++;
     int   root_host = at / h->k, root_local = at % h->k;
-    void *buf       = call->recvbuf;
-    r->steps[0] = h->local == root_local
-                      ? step(&h->rail, &h->rail.sel_alone,
-                             BRAID_COLL_BROADCAST, buf, buf, call->count,
-                             root_host)
-                      : step(NULL, NULL, BRAID_COLL_BROADCAST, NULL, NULL, 0,
-                             0);
+    void *buf = call->recvbuf;
+    r->steps[0] =
+        h->local == root_local
+            ? step(&h->rail, &h->rail.sel_alone, BRAID_COLL_BROADCAST, buf,
+                   buf, call->count, root_host)
+            : step(NULL, NULL, BRAID_COLL_BROADCAST, NULL, NULL, 0, 0);
     r->steps[1] = step(&h->host_lvl, &h->host_lvl.sel, BRAID_COLL_BROADCAST,
                        buf, buf, call->count, root_local);
     r->nsteps   = 2;
@@ -252,7 +252,7 @@ static braid_status_t plan_allgather(braid_hier_t *h, const braid_task_t *call)
 {
     braid_hier_run_t *r     = &h->run;
     size_t            bytes = call->count * call->dtsize;
-    char *s = braid_hier_scratch(h, bytes * (size_t)h->nranks);
+    char             *s     = braid_hier_scratch(h, bytes * (size_t)h->nranks);
     if (s == NULL)
         return no_memory(call, bytes * (size_t)h->nranks);
     char *mine  = block(h, s, h->local, 0, bytes);
@@ -265,12 +265,12 @@ static braid_status_t plan_allgather(braid_hier_t *h, const braid_task_t *call)
     return BRAID_OK;
 }
 
-static braid_status_t plan_reduce_scatter(braid_hier_t *h,
+static braid_status_t plan_reduce_scatter(braid_hier_t       *h,
                                           const braid_task_t *call)
 {
     braid_hier_run_t *r     = &h->run;
     size_t            bytes = call->count * call->dtsize;
-    char *s = braid_hier_scratch(h, bytes * (size_t)h->nranks);
+    char             *s     = braid_hier_scratch(h, bytes * (size_t)h->nranks);
     if (s == NULL)
         return no_memory(call, bytes * (size_t)h->nranks);
     for (int j = 0; j < h->k; j++)
@@ -279,12 +279,12 @@ static braid_status_t plan_reduce_scatter(braid_hier_t *h,
                    (const char *)call->sendbuf +
                        (size_t)h->rank_at[g * h->k + j] * bytes,
                    bytes);
-    char *mine  = block(h, s, h->local, 0, bytes);
-    r->steps[0] = step(&h->host_lvl, &h->host_lvl.sel,
-                       BRAID_COLL_REDUCE_SCATTER, s, mine,
-                       call->count * (size_t)h->nhosts, 0);
-    r->steps[1] = step(&h->rail, &h->rail.sel, BRAID_COLL_REDUCE_SCATTER,
-                       mine, call->recvbuf, call->count, 0);
+    char *mine = block(h, s, h->local, 0, bytes);
+    r->steps[0] =
+        step(&h->host_lvl, &h->host_lvl.sel, BRAID_COLL_REDUCE_SCATTER, s,
+             mine, call->count * (size_t)h->nhosts, 0);
+    r->steps[1] = step(&h->rail, &h->rail.sel, BRAID_COLL_REDUCE_SCATTER, mine,
+                       call->recvbuf, call->count, 0);
     r->nsteps   = 2;
     return BRAID_OK;
 }
@@ -297,8 +297,10 @@ braid_status_t braid_hier_plan(braid_hier_t *h, const braid_task_t *call)
     case BRAID_COLL_ALLGATHER: return plan_allgather(h, call);
     case BRAID_COLL_REDUCE_SCATTER: return plan_reduce_scatter(h, call);
     default:
-        return braid_error(BRAID_ERR_NOT_SUPPORTED, "hier: no composite "
-                           "for %s", braid_coll_name(call->coll));
+        return braid_error(BRAID_ERR_NOT_SUPPORTED,
+                           "hier: no composite "
+                           "for %s",
+                           braid_coll_name(call->coll));
     }
 }
 
@@ -338,16 +340,12 @@ void braid_hier_piece_done(braid_hier_t *h, const braid_task_t *call)
 
 /* Not a plugin's: nothing reads their flags, and the core frees what they
  * keep (comm_state_free NULL). */
-#define COMPOSITE(c)                                                       \
-    {                                                                      \
-        .struct_size = sizeof(braid_algo_t),                               \
-        .mem_types   = BRAID_MEM_BIT(BRAID_MEM_HOST),                      \
-        .name        = BRAID_HIER_NAME,                                    \
-        .coll        = (c),                                                \
-        .estimate    = estimate,                                           \
-        .start       = braid_hier_start,                                   \
-        .progress    = braid_hier_progress,                                \
-        .finish      = braid_hier_finish,                                  \
+#define COMPOSITE(c)                                                          \
+    {                                                                         \
+        .struct_size = sizeof(braid_algo_t),                                  \
+        .mem_types = BRAID_MEM_BIT(BRAID_MEM_HOST), .name = BRAID_HIER_NAME,  \
+        .coll = (c), .estimate = estimate, .start = braid_hier_start,         \
+        .progress = braid_hier_progress, .finish = braid_hier_finish,         \
     }
 
 static const braid_algo_t composites[] = {

@@ -16,12 +16,10 @@ braid_status_t braid_hier_start(braid_task_t *task, braid_wait_t *wait)
     braid_hier_t     *h = *task->comm_state;
     braid_hier_run_t *r = &h->run;
     memset(r, 0, sizeof(*r));
-    int p          = braid_hier_pieces(h, task->coll,
-                                       task->count * task->dtsize);
+    int p = braid_hier_pieces(h, task->coll, task->count * task->dtsize);
     r->piece_count = (task->count + (size_t)p - 1) / (size_t)p;
-    r->npieces     = (int)((task->count + r->piece_count - 1) /
-                           r->piece_count);
-    task->priv     = r;
+    r->npieces = (int)((task->count + r->piece_count - 1) / r->piece_count);
+    task->priv = r;
     return BRAID_OK;
 }
 
@@ -31,11 +29,11 @@ static braid_status_t step_start(braid_hier_t *h, const braid_task_t *call,
                                  braid_wait_t *wait)
 {
     static const braid_task_t zero_task;
-    braid_hier_run_t  *r = &h->run;
-    braid_hier_step_t *s = &r->steps[r->step];
-    braid_status_t st = braid_select(&r->cand, s->sel, s->coll,
-                                     s->count * call->dtsize,
-                                     BRAID_MEM_BIT(BRAID_MEM_HOST));
+    braid_hier_run_t         *r = &h->run;
+    braid_hier_step_t        *s = &r->steps[r->step];
+    braid_status_t            st =
+        braid_select(&r->cand, s->sel, s->coll, s->count * call->dtsize,
+                     BRAID_MEM_BIT(BRAID_MEM_HOST));
     if (st != BRAID_OK)
         return st;
     braid_task_t *t = &r->sub;
@@ -95,10 +93,11 @@ braid_status_t braid_hier_progress(braid_task_t *task, braid_wait_t *wait)
             const braid_hier_step_t *s = &r->steps[r->step];
             if (s->lvl != NULL) {
                 *wait = BRAID_WAIT_LOCAL;
-                if (!r->started && (st = step_start(h, task, wait)) != BRAID_OK)
+                if (!r->started &&
+                    (st = step_start(h, task, wait)) != BRAID_OK)
                     return step_failed(h, st);
                 *wait = BRAID_WAIT_LOCAL;
-                st = r->cand->algo->progress(&r->sub, wait);
+                st    = r->cand->algo->progress(&r->sub, wait);
                 if (st == BRAID_INPROGRESS)
                     return st;
                 /* A failed step is finished by braid_hier_finish, after

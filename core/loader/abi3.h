@@ -65,7 +65,7 @@ typedef struct braid_topo_v3 {
     /* [size] the one CPU a rank is pinned to (braidrun's default, mpirun
      * --bind-to core), -1 when it may run on several.  Ranks on one node
      * with the same CPU >= 0 take turns on it: see task->remote_wait. */
-    const int        *cpu_of_rank;
+    const int *cpu_of_rank;
 } braid_topo_v3_t;
 
 /* Link parameters of a transport on one communicator.  The two-sided and
@@ -98,7 +98,7 @@ typedef struct braid_transport_v3 {
      * Collective.  Returns BRAID_ERR_UNAVAILABLE (with a reason) when this
      * transport cannot serve this communicator. */
     braid_status_t (*comm_create)(const braid_services_v3_t *svc,
-                                  const braid_oob_v3_t *oob,
+                                  const braid_oob_v3_t      *oob,
                                   const braid_topo_v3_t *topo, void **tcomm);
     void (*comm_destroy)(void *tcomm);
     /* Link parameters for this communicator (measured or declared). */
@@ -142,52 +142,52 @@ typedef struct braid_transport_v3 {
 typedef struct braid_tl_v3 {
     const braid_transport_v3_t *ops;
     void                       *tcomm;
-    braid_link_v3_t                link;
+    braid_link_v3_t             link;
 } braid_tl_v3_t;
 
 /* --------------------------------------------------------------- algorithm */
 
 /* Inputs to an algorithm's time estimate. */
 typedef struct braid_cost_in_v3 {
-    braid_coll_t      coll;
-    size_t            bytes;   /* per-rank buffer: allreduce/broadcast count,
-                                  allgather sendcount, reduce_scatter
-                                  recvcount, times dtype size */
+    braid_coll_t coll;
+    size_t       bytes; /* per-rank buffer: allreduce/broadcast count,
+                           allgather sendcount, reduce_scatter
+                           recvcount, times dtype size */
     int               nranks;
     int               nnodes;
     int               ppn;
     braid_topo_kind_t topo;
-    braid_link_v3_t      link;    /* of the transport being considered */
+    braid_link_v3_t   link;        /* of the transport being considered */
     double            reduce_gbps; /* local reduction throughput */
     /* Added to every stage's latency (every message of a two-sided
      * algorithm, every put round of a one-sided one): 0 while every rank has
      * a core; on a host with more ranks than cores, a stage completes only
      * once each rank of a core has been scheduled, so it costs about
      * ranks-per-core scheduler hand-offs.  The same on every rank. */
-    double            stage_us;
+    double stage_us;
 } braid_cost_in_v3_t;
 
 /* One collective call as the algorithm sees it. */
 typedef struct braid_task_v3 {
-    braid_coll_t        coll;
-    const void         *sendbuf; /* == recvbuf (or the rank's slot) in place */
-    void               *recvbuf;
-    size_t              count;   /* as in the public call (see cost_in.bytes) */
-    braid_dtype_t       dtype;
-    braid_op_t          op;
-    int                 root;
-    size_t              dtsize;
-    int                 rank;
-    int                 size;
-    uint64_t            seq;     /* call number on this communicator: make
-                                    tags unique per call with it */
-    const braid_topo_v3_t *topo;
-    braid_tl_v3_t         *tl;
+    braid_coll_t  coll;
+    const void   *sendbuf; /* == recvbuf (or the rank's slot) in place */
+    void         *recvbuf;
+    size_t        count; /* as in the public call (see cost_in.bytes) */
+    braid_dtype_t dtype;
+    braid_op_t    op;
+    int           root;
+    size_t        dtsize;
+    int           rank;
+    int           size;
+    uint64_t      seq; /* call number on this communicator: make
+                          tags unique per call with it */
+    const braid_topo_v3_t     *topo;
+    braid_tl_v3_t             *tl;
     const braid_services_v3_t *svc;
-    void              **comm_state; /* persists across calls on this
-                                       (communicator, candidate); freed by
-                                       algo->comm_state_free */
-    void               *priv;       /* the algorithm's per-call state */
+    void                     **comm_state; /* persists across calls on this
+                                              (communicator, candidate); freed by
+                                              algo->comm_state_free */
+    void *priv;                            /* the algorithm's per-call state */
     /* Set by progress when it returns BRAID_INPROGRESS (the core clears it
      * before every progress call): 1 when everything this call still waits for
      * comes from ranks that do not share this rank's CPU (topo->cpu_of_rank)
@@ -196,17 +196,17 @@ typedef struct braid_task_v3 {
      * that could not help, if the call is one of a stream of identical
      * calls (docs/architecture.md, "Waiting").  Leaving it 0 is always
      * correct. */
-    int                 remote_wait;
+    int remote_wait;
     /* Set by the core: 1 when this call repeats the one before it on this
      * communicator (same collective, size and candidate), as in a decode
      * loop; 0 for a call on its own (after a barrier, say).  With ranks
      * taking turns on a CPU, throughput matters for the first and each
      * rank's latency for the second (architecture.md, "Waiting"). */
-    int                 stream;
+    int stream;
 } braid_task_v3_t;
 
 typedef struct braid_algo_v3 {
-    const char  *name;  /* "ring", "recdbl", "oneshot": the part before '@' */
+    const char  *name; /* "ring", "recdbl", "oneshot": the part before '@' */
     braid_coll_t coll;
     uint32_t     needs_caps; /* transport must have these BRAID_CAP_* bits */
     const char  *transport;  /* NULL: any transport with the caps; else only

@@ -12,6 +12,6 @@
  * plugin's unload. */
 braid_status_t braid_adapt_v3(const braid_plugin_t **out, const void *desc,
                               char *why, size_t why_len);
-void braid_adapt_v3_free(const braid_plugin_t *adapted);
+void           braid_adapt_v3_free(const braid_plugin_t *adapted);
 
 #endif

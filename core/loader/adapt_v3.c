@@ -64,7 +64,7 @@ static void link3_of(braid_link_v3_t *l3, const braid_link_t *l)
 /* ----------------------------------------- ABI-3 transports, seen as ABI 4 */
 
 typedef struct ad_tl {
-    braid_transport_t          t; /* first: self points here */
+    braid_transport_t           t; /* first: self points here */
     const braid_transport_v3_t *v3;
 } ad_tl_t;
 
@@ -85,16 +85,18 @@ static braid_status_t tl_probe(const braid_transport_t *self,
 }
 
 static braid_status_t tl_comm_create(const braid_transport_t *self,
-                                     const braid_services_t *svc,
-                                     const braid_oob_t *oob,
+                                     const braid_services_t  *svc,
+                                     const braid_oob_t       *oob,
                                      const braid_topo_t *topo, void **tcomm)
 {
     const braid_transport_v3_t *v3 = ((const ad_tl_t *)self)->v3;
-    ad_tcomm_t *c = calloc(1, sizeof(*c));
+    ad_tcomm_t                 *c  = calloc(1, sizeof(*c));
     (void)svc;
     if (c == NULL)
-        return braid_error(BRAID_ERR_NO_MEMORY, "adapter: out of memory for "
-                           "transport %s", v3->name);
+        return braid_error(BRAID_ERR_NO_MEMORY,
+                           "adapter: out of memory for "
+                           "transport %s",
+                           v3->name);
     c->v3            = v3;
     c->oob.rank      = oob->rank;
     c->oob.size      = oob->size;
@@ -179,31 +181,31 @@ static braid_status_t tl_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
                                     uint64_t flag_val, braid_treq_t *req)
 {
     ad_tcomm_t *c = tcomm;
-    return c->v3->put_signal(c->tcomm, mem, peer, dst_off, src, len,
-                             flag_off, flag_val, req);
+    return c->v3->put_signal(c->tcomm, mem, peer, dst_off, src, len, flag_off,
+                             flag_val, req);
 }
 
 static void adapt_transport(ad_tl_t *a, const braid_transport_v3_t *v3)
 {
     braid_transport_t *t = &a->t;
-    a->v3           = v3;
-    t->struct_size  = sizeof(*t);
-    t->caps         = v3->caps;
-    t->mem_types    = 0; /* ABI 3 knew host memory only */
-    t->name         = v3->name;
-    t->probe        = v3->probe ? tl_probe : NULL;
-    t->comm_create  = tl_comm_create;
-    t->comm_destroy = tl_comm_destroy;
-    t->link         = tl_link;
-    t->isend        = v3->isend ? tl_isend : NULL;
-    t->irecv        = v3->irecv ? tl_irecv : NULL;
-    t->test         = v3->test ? tl_test : NULL;
-    t->progress     = v3->progress ? tl_progress : NULL;
-    t->cancel       = tl_cancel;
-    t->mem_alloc    = v3->mem_alloc ? tl_mem_alloc : NULL;
-    t->mem_free     = v3->mem_free ? tl_mem_free : NULL;
-    t->put_signal   = v3->put_signal ? tl_put_signal : NULL;
-    t->wait         = NULL; /* the core never sleeps on it */
+    a->v3                = v3;
+    t->struct_size       = sizeof(*t);
+    t->caps              = v3->caps;
+    t->mem_types         = 0; /* ABI 3 knew host memory only */
+    t->name              = v3->name;
+    t->probe             = v3->probe ? tl_probe : NULL;
+    t->comm_create       = tl_comm_create;
+    t->comm_destroy      = tl_comm_destroy;
+    t->link              = tl_link;
+    t->isend             = v3->isend ? tl_isend : NULL;
+    t->irecv             = v3->irecv ? tl_irecv : NULL;
+    t->test              = v3->test ? tl_test : NULL;
+    t->progress          = v3->progress ? tl_progress : NULL;
+    t->cancel            = tl_cancel;
+    t->mem_alloc         = v3->mem_alloc ? tl_mem_alloc : NULL;
+    t->mem_free          = v3->mem_free ? tl_mem_free : NULL;
+    t->put_signal        = v3->put_signal ? tl_put_signal : NULL;
+    t->wait              = NULL; /* the core never sleeps on it */
 }
 
 /* ---------------------- ABI-4 transports, seen by an ABI-3 algorithm */
@@ -267,7 +269,8 @@ static braid_status_t v3_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
                                flag_off, flag_val, req);
 }
 
-/* ------------------------------------------ ABI-3 algorithms, seen as ABI 4 */
+/* ------------------------------------------ ABI-3 algorithms, seen as ABI 4
+ */
 
 typedef struct ad_algo {
     braid_algo_t           a; /* first: self and task->algo point here */
@@ -277,9 +280,9 @@ typedef struct ad_algo {
 /* Per (communicator, candidate): what the ABI-3 algorithm sees. */
 typedef struct ad_state {
     const braid_algo_v3_t *v3;
-    void                  *state;  /* the algorithm's own comm_state */
+    void                  *state; /* the algorithm's own comm_state */
     v3_view_t              view;
-    braid_transport_v3_t   ops;    /* the ABI-3 view of view.tl */
+    braid_transport_v3_t   ops; /* the ABI-3 view of view.tl */
     braid_tl_v3_t          tl;
     braid_topo_v3_t        topo;
     uint64_t               last_seq;
@@ -293,17 +296,17 @@ typedef struct ad_call {
     int             started; /* the ABI-3 start succeeded */
 } ad_call_t;
 
-static double algo_estimate(const braid_algo_t *self,
+static double algo_estimate(const braid_algo_t    *self,
                             const braid_cost_in_t *in)
 {
     braid_cost_in_v3_t in3;
     memset(&in3, 0, sizeof(in3));
-    in3.coll        = in->coll;
-    in3.bytes       = in->bytes;
-    in3.nranks      = in->nranks;
-    in3.nnodes      = in->nnodes;
-    in3.ppn         = in->ppn;
-    in3.topo        = in->topo;
+    in3.coll   = in->coll;
+    in3.bytes  = in->bytes;
+    in3.nranks = in->nranks;
+    in3.nnodes = in->nnodes;
+    in3.ppn    = in->ppn;
+    in3.topo   = in->topo;
     link3_of(&in3.link, &in->link);
     in3.reduce_gbps = in->reduce_gbps;
     in3.stage_us    = in->stage_us;
@@ -316,24 +319,26 @@ static braid_status_t state_get(ad_state_t **out, braid_task_t *task,
     ad_state_t *s = *task->comm_state;
     if (s == NULL) {
         if ((s = calloc(1, sizeof(*s))) == NULL)
-            return braid_error(BRAID_ERR_NO_MEMORY, "adapter: out of memory "
-                               "for %s's state", v3->name);
+            return braid_error(BRAID_ERR_NO_MEMORY,
+                               "adapter: out of memory "
+                               "for %s's state",
+                               v3->name);
         s->v3      = v3;
         s->view.tl = task->tl;
         if (task->tl != NULL) {
             const braid_transport_t *t = task->tl->ops;
-            s->ops.name       = t->name;
-            s->ops.caps       = t->caps;
-            s->ops.isend      = t->isend ? v3_isend : NULL;
-            s->ops.irecv      = t->irecv ? v3_irecv : NULL;
-            s->ops.test       = t->test ? v3_test : NULL;
-            s->ops.progress   = v3_progress;
-            s->ops.cancel     = v3_cancel;
-            s->ops.mem_alloc  = t->mem_alloc ? v3_mem_alloc : NULL;
-            s->ops.mem_free   = t->mem_free ? v3_mem_free : NULL;
-            s->ops.put_signal = t->put_signal ? v3_put_signal : NULL;
-            s->tl.ops   = &s->ops;
-            s->tl.tcomm = &s->view;
+            s->ops.name                = t->name;
+            s->ops.caps                = t->caps;
+            s->ops.isend               = t->isend ? v3_isend : NULL;
+            s->ops.irecv               = t->irecv ? v3_irecv : NULL;
+            s->ops.test                = t->test ? v3_test : NULL;
+            s->ops.progress            = v3_progress;
+            s->ops.cancel              = v3_cancel;
+            s->ops.mem_alloc           = t->mem_alloc ? v3_mem_alloc : NULL;
+            s->ops.mem_free            = t->mem_free ? v3_mem_free : NULL;
+            s->ops.put_signal          = t->put_signal ? v3_put_signal : NULL;
+            s->tl.ops                  = &s->ops;
+            s->tl.tcomm                = &s->view;
             link3_of(&s->tl.link, &task->tl->link);
         }
         topo3_of(&s->topo, task->topo);
@@ -346,38 +351,40 @@ static braid_status_t state_get(ad_state_t **out, braid_task_t *task,
 static braid_status_t algo_start(braid_task_t *task, braid_wait_t *wait)
 {
     const braid_algo_v3_t *v3 = ((const ad_algo_t *)task->algo)->v3;
-    ad_state_t    *s  = NULL;
-    braid_status_t st = state_get(&s, task, v3);
+    ad_state_t            *s  = NULL;
+    braid_status_t         st = state_get(&s, task, v3);
     if (st != BRAID_OK)
         return st;
     ad_call_t *c = calloc(1, sizeof(*c));
     if (c == NULL)
-        return braid_error(BRAID_ERR_NO_MEMORY, "adapter: out of memory for "
-                           "a call of %s", v3->name);
-    task->priv = c;
+        return braid_error(BRAID_ERR_NO_MEMORY,
+                           "adapter: out of memory for "
+                           "a call of %s",
+                           v3->name);
+    task->priv         = c;
     braid_task_v3_t *t = &c->task;
-    t->coll       = task->coll;
-    t->sendbuf    = task->sendbuf;
-    t->recvbuf    = task->recvbuf;
-    t->count      = task->count;
-    t->dtype      = task->dtype;
-    t->op         = task->op;
-    t->root       = task->root;
-    t->dtsize     = task->dtsize;
-    t->rank       = task->rank;
-    t->size       = task->size;
-    t->seq        = task->seq;
-    t->topo       = &s->topo;
-    t->tl         = task->tl != NULL ? &s->tl : NULL;
-    t->svc        = &svc3;
-    t->comm_state = &s->state;
+    t->coll            = task->coll;
+    t->sendbuf         = task->sendbuf;
+    t->recvbuf         = task->recvbuf;
+    t->count           = task->count;
+    t->dtype           = task->dtype;
+    t->op              = task->op;
+    t->root            = task->root;
+    t->dtsize          = task->dtsize;
+    t->rank            = task->rank;
+    t->size            = task->size;
+    t->seq             = task->seq;
+    t->topo            = &s->topo;
+    t->tl              = task->tl != NULL ? &s->tl : NULL;
+    t->svc             = &svc3;
+    t->comm_state      = &s->state;
     /* ABI 3's stream: this call repeats the one right before it. */
-    t->stream     = s->calls > 0 && s->last_seq + 1 == task->seq &&
-                    s->last_count == task->count;
+    t->stream = s->calls > 0 && s->last_seq + 1 == task->seq &&
+                s->last_count == task->count;
     s->calls++;
     s->last_seq   = task->seq;
     s->last_count = task->count;
-    *wait = BRAID_WAIT_LOCAL;
+    *wait         = BRAID_WAIT_LOCAL;
     if ((st = v3->start(t)) == BRAID_OK)
         c->started = 1;
     return st;
@@ -386,9 +393,9 @@ static braid_status_t algo_start(braid_task_t *task, braid_wait_t *wait)
 static braid_status_t algo_progress(braid_task_t *task, braid_wait_t *wait)
 {
     const braid_algo_v3_t *v3 = ((const ad_algo_t *)task->algo)->v3;
-    ad_call_t *c = task->priv;
-    c->task.remote_wait = 0;
-    braid_status_t st = v3->progress(&c->task);
+    ad_call_t             *c  = task->priv;
+    c->task.remote_wait       = 0;
+    braid_status_t st         = v3->progress(&c->task);
     *wait = c->task.remote_wait ? BRAID_WAIT_REMOTE : BRAID_WAIT_LOCAL;
     return st;
 }
@@ -396,7 +403,7 @@ static braid_status_t algo_progress(braid_task_t *task, braid_wait_t *wait)
 static void algo_finish(braid_task_t *task)
 {
     const braid_algo_v3_t *v3 = ((const ad_algo_t *)task->algo)->v3;
-    ad_call_t *c = task->priv;
+    ad_call_t             *c  = task->priv;
     if (c != NULL && c->started)
         v3->finish(&c->task);
     free(c);
@@ -416,7 +423,7 @@ static void algo_comm_state_free(void *state, braid_tl_t *tl)
 
 static void adapt_algo(ad_algo_t *a, const braid_algo_v3_t *v3)
 {
-    braid_algo_t *t = &a->a;
+    braid_algo_t *t    = &a->a;
     a->v3              = v3;
     t->struct_size     = sizeof(*t);
     t->name            = v3->name;
@@ -433,15 +440,15 @@ static void adapt_algo(ad_algo_t *a, const braid_algo_v3_t *v3)
 /* ------------------------------------------------------------------ plugin */
 
 typedef struct ad_plugin {
-    braid_plugin_t           p; /* first: self points here */
-    const braid_plugin_v3_t *v3;
+    braid_plugin_t            p; /* first: self points here */
+    const braid_plugin_v3_t  *v3;
     const braid_transport_t **tls;
     const braid_algo_t      **algos;
-    ad_tl_t                 *tlv;
-    ad_algo_t               *algov;
+    ad_tl_t                  *tlv;
+    ad_algo_t                *algov;
 } ad_plugin_t;
 
-static braid_status_t plugin_probe(const braid_plugin_t *self,
+static braid_status_t plugin_probe(const braid_plugin_t   *self,
                                    const braid_services_t *svc, char *why,
                                    size_t why_len)
 {
@@ -473,9 +480,9 @@ static const char *check_v3(const braid_plugin_v3_t *d)
 {
     if (d->struct_size < sizeof(braid_plugin_v3_t))
         return "descriptor smaller than ABI 3's: corrupt or mismatched header";
-    const char *bad = braid_loader_check_arrays(
-        d->probe != NULL, d->n_transports, d->transports, d->n_algos,
-        d->algos);
+    const char *bad =
+        braid_loader_check_arrays(d->probe != NULL, d->n_transports,
+                                  d->transports, d->n_algos, d->algos);
     if (bad != NULL)
         return bad;
     for (int t = 0; t < d->n_transports; t++) {
@@ -500,9 +507,9 @@ static const char *check_v3(const braid_plugin_v3_t *d)
 braid_status_t braid_adapt_v3(const braid_plugin_t **out, const void *desc,
                               char *why, size_t why_len)
 {
-    const braid_plugin_v3_t *d = desc;
-    const char *bad = check_v3(d);
-    *out = NULL;
+    const braid_plugin_v3_t *d   = desc;
+    const char              *bad = check_v3(d);
+    *out                         = NULL;
     if (bad != NULL) {
         snprintf(why, why_len, "ABI 3 %s", bad);
         return BRAID_ERR_ABI;
@@ -539,6 +546,6 @@ braid_status_t braid_adapt_v3(const braid_plugin_t **out, const void *desc,
     a->p.n_algos      = d->n_algos;
     a->p.algos        = a->algos;
     a->p.unload       = plugin_unload;
-    *out = &a->p;
+    *out              = &a->p;
     return BRAID_OK;
 }

@@ -91,8 +91,9 @@ static void lend_alt_stack(void **lent)
     *lent = NULL;
     if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE))
         return;
-    stack_t ss = {.ss_sp = malloc(ALT_STACK_SIZE), .ss_flags = 0,
-                  .ss_size = ALT_STACK_SIZE};
+    stack_t ss = {.ss_sp    = malloc(ALT_STACK_SIZE),
+                  .ss_flags = 0,
+                  .ss_size  = ALT_STACK_SIZE};
     if (ss.ss_sp == NULL)
         return; /* no overflow protection; every other crash still is */
     if (sigaltstack(&ss, NULL) != 0) {
@@ -114,9 +115,10 @@ static void take_back_alt_stack(void *lent)
 /* Kept apart (and out of line) so that no local of the caller lives across
  * the jump.  savemask = 1: the jump also restores the signal mask of this
  * point, which the kernel changed on entry to the handler. */
-static __attribute__((noinline)) int
-run_probe(braid_probe_call_t probe, void *ctx, char *why, size_t why_len,
-          braid_status_t *st)
+static __attribute__((noinline)) int run_probe(braid_probe_call_t probe,
+                                               void *ctx, char *why,
+                                               size_t          why_len,
+                                               braid_status_t *st)
 {
     int crashed = sigsetjmp(guard_env, 1);
     if (crashed == 0)
@@ -124,8 +126,8 @@ run_probe(braid_probe_call_t probe, void *ctx, char *why, size_t why_len,
     return crashed;
 }
 
-int braid_loader_probe_guarded(braid_probe_call_t probe, void *ctx,
-                               char *why, size_t why_len, braid_status_t *st)
+int braid_loader_probe_guarded(braid_probe_call_t probe, void *ctx, char *why,
+                               size_t why_len, braid_status_t *st)
 {
     struct sigaction act;
     void            *alt;

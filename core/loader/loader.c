@@ -34,16 +34,20 @@ static void dir_list_add(dir_list_t *list, const char *dir)
 {
     char real[PATH_MAX];
     if (realpath(dir, real) == NULL) {
-        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "skipping plugin directory '%s': "
-                  "does not exist", dir);
+        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP,
+                  "skipping plugin directory '%s': "
+                  "does not exist",
+                  dir);
         return;
     }
     for (int i = 0; i < list->n; i++)
         if (strcmp(list->dirs[i], real) == 0)
             return;
     if (list->n == MAX_DIRS) {
-        BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "more than %d plugin directories; "
-                  "ignoring '%s'", MAX_DIRS, dir);
+        BRAID_LOG(BRAID_LOG_WARN, LOG_COMP,
+                  "more than %d plugin directories; "
+                  "ignoring '%s'",
+                  MAX_DIRS, dir);
         return;
     }
     snprintf(list->dirs[list->n++], PATH_MAX, "%s", real);
@@ -54,13 +58,14 @@ static void dir_list_add_paths(dir_list_t *list, const char *paths)
     char buf[8192];
     snprintf(buf, sizeof(buf), "%s", paths);
     char *save = NULL;
-    for (char *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save))
+    for (char *d = strtok_r(buf, ":", &save); d;
+         d       = strtok_r(NULL, ":", &save))
         dir_list_add(list, d);
 }
 
 static void search_dirs(dir_list_t *list)
 {
-    list->n = 0;
+    list->n         = 0;
     const char *env = getenv("BRAID_PLUGIN_PATH");
     if (env != NULL && *env != '\0')
         dir_list_add_paths(list, env);
@@ -72,10 +77,11 @@ static void search_dirs(dir_list_t *list)
     if (dladdr((void *)&braid_loader_acquire, &info) && info.dli_fname &&
         (realpath(info.dli_fname, self) != NULL ||
          realpath("/proc/self/exe", self) != NULL)) {
-        char dir[PATH_MAX + 8];
+        char  dir[PATH_MAX + 8];
         char *slash = strrchr(self, '/');
         if (slash != NULL) {
-            snprintf(dir, sizeof(dir), "%.*s/braid", (int)(slash - self), self);
+            snprintf(dir, sizeof(dir), "%.*s/braid", (int)(slash - self),
+                     self);
             dir_list_add(list, dir);
             /* self is a program that links the core statically (braid-info)
              * in an install's bindir, maybe staged or moved: its plugins
@@ -87,7 +93,8 @@ static void search_dirs(dir_list_t *list)
     }
     dir_list_add(list, BRAID_PLUGIN_DIR);
     size_t root_len = strlen(BRAID_BUILD_ROOT);
-    if (strncmp(self, BRAID_BUILD_ROOT, root_len) == 0 && self[root_len] == '/')
+    if (strncmp(self, BRAID_BUILD_ROOT, root_len) == 0 &&
+        self[root_len] == '/')
         dir_list_add_paths(list, BRAID_BUILD_PLUGIN_DIRS);
 }
 
@@ -96,10 +103,10 @@ void braid_loader_search_path(char *buf, size_t len)
     dir_list_t list;
     search_dirs(&list);
     size_t off = 0;
-    buf[0] = '\0';
+    buf[0]     = '\0';
     for (int i = 0; i < list.n && off < len; i++) {
-        int n = snprintf(buf + off, len - off, "%s%s", i ? ":" : "",
-                         list.dirs[i]);
+        int n =
+            snprintf(buf + off, len - off, "%s%s", i ? ":" : "", list.dirs[i]);
         if (n < 0)
             break;
         off += (size_t)n;
@@ -110,7 +117,7 @@ void braid_loader_search_path(char *buf, size_t len)
 static int plugin_name_of(char *name, size_t len, const char *file)
 {
     static const char prefix[] = "libbraid-", suffix[] = ".so";
-    size_t flen = strlen(file), plen = sizeof(prefix) - 1,
+    size_t            flen = strlen(file), plen = sizeof(prefix) - 1,
            slen = sizeof(suffix) - 1;
     if (flen <= plen + slen || strncmp(file, prefix, plen) != 0 ||
         strcmp(file + flen - slen, suffix) != 0)
@@ -130,8 +137,8 @@ static int cmp_str(const void *a, const void *b)
 
 static braid_plugin_entry_t *table_append(braid_plugin_table_t *t)
 {
-    braid_plugin_entry_t *e = realloc(t->entries,
-                                      sizeof(*e) * (size_t)(t->n + 1));
+    braid_plugin_entry_t *e =
+        realloc(t->entries, sizeof(*e) * (size_t)(t->n + 1));
     if (e == NULL)
         return NULL;
     t->entries = e;
@@ -169,10 +176,11 @@ static void reject(braid_plugin_entry_t *e, braid_plugin_state_t state,
     }
     /* A plugin that is dropped in but cannot be used deserves a warning; one
      * the user excluded or that is a duplicate only matters when debugging. */
-    braid_log_level_t level = state == BRAID_PLUGIN_REJECTED ? BRAID_LOG_WARN
-                                                             : BRAID_LOG_INFO;
-    BRAID_LOG_HOST(level, LOG_COMP, "plugin '%s' (%s) %s: %s", e->name, e->path,
-              state == BRAID_PLUGIN_REJECTED ? "rejected" : "skipped", e->why);
+    braid_log_level_t level =
+        state == BRAID_PLUGIN_REJECTED ? BRAID_LOG_WARN : BRAID_LOG_INFO;
+    BRAID_LOG_HOST(
+        level, LOG_COMP, "plugin '%s' (%s) %s: %s", e->name, e->path,
+        state == BRAID_PLUGIN_REJECTED ? "rejected" : "skipped", e->why);
 }
 
 /* The plugin's symbol for another ABI, if it has one: its number, or 0. */
@@ -213,9 +221,10 @@ const char *braid_loader_check_arrays(int has_probe, int n_transports,
 static const char *too_small(char *buf, size_t len, const char *kind,
                              const char *name, uint32_t size, size_t min)
 {
-    snprintf(buf, len, "%s '%s' descriptor of %u bytes, smaller than ABI 4's "
-             "%zu: corrupt or mismatched header", kind, name ? name : "(null)",
-             size, min);
+    snprintf(buf, len,
+             "%s '%s' descriptor of %u bytes, smaller than ABI 4's "
+             "%zu: corrupt or mismatched header",
+             kind, name ? name : "(null)", size, min);
     return buf;
 }
 
@@ -223,14 +232,14 @@ static const char *too_small(char *buf, size_t len, const char *kind,
  * when it is sound. */
 static const char *check_v4(const braid_plugin_t *d, char *buf, size_t len)
 {
-    const char *bad = braid_loader_check_arrays(
-        d->probe != NULL, d->n_transports, d->transports, d->n_algos,
-        d->algos);
+    const char *bad =
+        braid_loader_check_arrays(d->probe != NULL, d->n_transports,
+                                  d->transports, d->n_algos, d->algos);
     if (bad != NULL)
         return bad;
     for (int t = 0; t < d->n_transports; t++) {
-        const braid_transport_t *tl = d->transports[t];
-        const char *name = tl && tl->name ? tl->name : "(null)";
+        const braid_transport_t *tl   = d->transports[t];
+        const char              *name = tl && tl->name ? tl->name : "(null)";
         if (tl == NULL || tl->struct_size < BRAID_TRANSPORT_V4_MIN_SIZE)
             return too_small(buf, len, "transport", name,
                              tl ? tl->struct_size : 0,
@@ -238,28 +247,32 @@ static const char *check_v4(const braid_plugin_t *d, char *buf, size_t len)
         /* Algorithms withdraw their requests through cancel before they
          * free the buffers after an error; a transport without it would
          * let late data land in freed memory. */
-        if (tl->name == NULL || tl->cancel == NULL || tl->comm_create == NULL ||
-            tl->comm_destroy == NULL || tl->link == NULL) {
-            snprintf(buf, len, "transport '%s' lacks its name, cancel, "
+        if (tl->name == NULL || tl->cancel == NULL ||
+            tl->comm_create == NULL || tl->comm_destroy == NULL ||
+            tl->link == NULL) {
+            snprintf(buf, len,
+                     "transport '%s' lacks its name, cancel, "
                      "comm_create, comm_destroy or link, which plugin ABI %u "
-                     "requires", name, BRAID_PLUGIN_ABI_VERSION);
+                     "requires",
+                     name, BRAID_PLUGIN_ABI_VERSION);
             return buf;
         }
     }
     for (int a = 0; a < d->n_algos; a++) {
-        const braid_algo_t *al = d->algos[a];
-        const char *name = al && al->name ? al->name : "(null)";
+        const braid_algo_t *al   = d->algos[a];
+        const char         *name = al && al->name ? al->name : "(null)";
         if (al == NULL || al->struct_size < BRAID_ALGO_V4_MIN_SIZE)
             return too_small(buf, len, "algorithm", name,
-                             al ? al->struct_size : 0,
-                             BRAID_ALGO_V4_MIN_SIZE);
+                             al ? al->struct_size : 0, BRAID_ALGO_V4_MIN_SIZE);
         if (al->name == NULL || (unsigned)al->coll >= BRAID_COLL_COUNT ||
             al->estimate == NULL || al->start == NULL ||
             al->progress == NULL || al->finish == NULL ||
             ((al->flags & BRAID_ALGO_BACKEND) && al->comm_create == NULL)) {
-            snprintf(buf, len, "algorithm '%s' lacks its name, collective, "
+            snprintf(buf, len,
+                     "algorithm '%s' lacks its name, collective, "
                      "estimate, start, progress or finish (or, as a backend, "
-                     "comm_create)", name);
+                     "comm_create)",
+                     name);
             return buf;
         }
     }
@@ -270,26 +283,29 @@ static const char *check_v4(const braid_plugin_t *d, char *buf, size_t len)
  * ABI-3 descriptor. */
 static void check_descriptor(braid_plugin_entry_t *e)
 {
-    char buf[224];
+    char                  buf[224];
     const braid_plugin_t *d = dlsym(e->dl, BRAID_PLUGIN_SYMBOL);
     if (d == NULL) {
         const braid_plugin_v3_t *d3 = dlsym(e->dl, BRAID_PLUGIN_ABI3_SYMBOL);
-        unsigned other = d3 ? 3 : other_abi(e->dl);
+        unsigned                 other = d3 ? 3 : other_abi(e->dl);
         if (other == 0) {
-            reject(e, BRAID_PLUGIN_REJECTED, "no symbol '%s' (or '%s'): not a "
-                   "braid plugin", BRAID_PLUGIN_SYMBOL,
-                   BRAID_PLUGIN_ABI3_SYMBOL);
+            reject(e, BRAID_PLUGIN_REJECTED,
+                   "no symbol '%s' (or '%s'): not a "
+                   "braid plugin",
+                   BRAID_PLUGIN_SYMBOL, BRAID_PLUGIN_ABI3_SYMBOL);
             return;
         }
         if (other != 3) {
-            reject(e, BRAID_PLUGIN_REJECTED, "built for plugin ABI %u "
+            reject(e, BRAID_PLUGIN_REJECTED,
+                   "built for plugin ABI %u "
                    "(braid_plugin_v%u); this core speaks ABI %u and adapts "
-                   "ABI 3: %s", other, other, BRAID_PLUGIN_ABI_VERSION,
-                   abi_hint(other));
+                   "ABI 3: %s",
+                   other, other, BRAID_PLUGIN_ABI_VERSION, abi_hint(other));
             return;
         }
         if (d3->abi_version != 3) {
-            reject(e, BRAID_PLUGIN_REJECTED, "ABI version %u in symbol '%s', "
+            reject(e, BRAID_PLUGIN_REJECTED,
+                   "ABI version %u in symbol '%s', "
                    "which only ABI 3 uses: corrupt descriptor",
                    d3->abi_version, BRAID_PLUGIN_ABI3_SYMBOL);
             return;
@@ -300,17 +316,22 @@ static void check_descriptor(braid_plugin_entry_t *e)
         }
         e->abi     = 3;
         e->adapted = 1;
-        BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "plugin '%s' was built for ABI 3: "
-                  "loaded through the ABI-3 adapter", e->name);
+        BRAID_LOG(BRAID_LOG_INFO, LOG_COMP,
+                  "plugin '%s' was built for ABI 3: "
+                  "loaded through the ABI-3 adapter",
+                  e->name);
     } else {
         if (d->abi_version != BRAID_PLUGIN_ABI_VERSION) {
-            reject(e, BRAID_PLUGIN_REJECTED, "ABI version %u, this core "
-                   "speaks ABI %u (and adapts ABI 3): %s", d->abi_version,
-                   BRAID_PLUGIN_ABI_VERSION, abi_hint(d->abi_version));
+            reject(e, BRAID_PLUGIN_REJECTED,
+                   "ABI version %u, this core "
+                   "speaks ABI %u (and adapts ABI 3): %s",
+                   d->abi_version, BRAID_PLUGIN_ABI_VERSION,
+                   abi_hint(d->abi_version));
             return;
         }
         if (d->struct_size < BRAID_PLUGIN_V4_MIN_SIZE) {
-            reject(e, BRAID_PLUGIN_REJECTED, "ABI %u descriptor of %u bytes, "
+            reject(e, BRAID_PLUGIN_REJECTED,
+                   "ABI %u descriptor of %u bytes, "
                    "smaller than ABI %u's %zu: corrupt or mismatched header",
                    d->abi_version, d->struct_size, BRAID_PLUGIN_ABI_VERSION,
                    (size_t)BRAID_PLUGIN_V4_MIN_SIZE);
@@ -325,7 +346,8 @@ static void check_descriptor(braid_plugin_entry_t *e)
         e->abi  = BRAID_PLUGIN_ABI_VERSION;
     }
     if (e->desc->name == NULL || strcmp(e->desc->name, e->name) != 0) {
-        reject(e, BRAID_PLUGIN_REJECTED, "descriptor names itself '%s' but the "
+        reject(e, BRAID_PLUGIN_REJECTED,
+               "descriptor names itself '%s' but the "
                "file is libbraid-%s.so",
                e->desc->name ? e->desc->name : "(null)", e->name);
         return;
@@ -352,35 +374,44 @@ static void probe_transports(braid_plugin_entry_t *e)
     for (int t = 0; t < e->desc->n_transports; t++) {
         const braid_transport_t *tl = e->desc->transports[t];
         if (t >= BRAID_LOADER_MAX_TLS) {
-            BRAID_LOG(BRAID_LOG_WARN, LOG_COMP, "plugin '%s': transports past "
-                      "the %d-th are ignored", e->name, BRAID_LOADER_MAX_TLS);
+            BRAID_LOG(BRAID_LOG_WARN, LOG_COMP,
+                      "plugin '%s': transports past "
+                      "the %d-th are ignored",
+                      e->name, BRAID_LOADER_MAX_TLS);
             break;
         }
-        char why[sizeof(e->tl_why[0])] = "";
-        braid_status_t st = BRAID_OK;
-        probe_ctx_t ctx = {e->desc, tl};
-        int crash = tl->probe ? braid_loader_probe_guarded(
-                                    call_probe, &ctx, why, sizeof(why), &st)
-                              : 0;
+        char           why[sizeof(e->tl_why[0])] = "";
+        braid_status_t st                        = BRAID_OK;
+        probe_ctx_t    ctx                       = {e->desc, tl};
+        int            crash = tl->probe ? braid_loader_probe_guarded(
+                                               call_probe, &ctx, why, sizeof(why), &st)
+                                         : 0;
         if (crash != 0) {
             /* Only this transport goes: the plugin's algorithms may still
              * run on others (a verbs library that crashes while listing
              * devices should not take shm's low-hop algorithms with it). */
             e->tl_ok[t] = 0;
             e->crashed  = 1;
-            snprintf(e->tl_why[t], sizeof(e->tl_why[t]), "crashed in probe "
-                     "(%s)", braid_loader_signal_name(crash));
-            BRAID_LOG_HOST(BRAID_LOG_WARN, LOG_COMP, "transport '%s' of plugin "
-                      "'%s' crashed in probe (%s): skipped", tl->name,
-                      e->name, braid_loader_signal_name(crash));
+            snprintf(e->tl_why[t], sizeof(e->tl_why[t]),
+                     "crashed in probe "
+                     "(%s)",
+                     braid_loader_signal_name(crash));
+            BRAID_LOG_HOST(BRAID_LOG_WARN, LOG_COMP,
+                           "transport '%s' of plugin "
+                           "'%s' crashed in probe (%s): skipped",
+                           tl->name, e->name, braid_loader_signal_name(crash));
             continue;
         }
         e->tl_ok[t] = st == BRAID_OK;
         snprintf(e->tl_why[t], sizeof(e->tl_why[t]), "%s",
-                 st == BRAID_OK ? "" : why[0] ? why : braid_status_str(st));
+                 st == BRAID_OK ? ""
+                 : why[0]       ? why
+                                : braid_status_str(st));
         if (st != BRAID_OK)
-            BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "transport '%s' of plugin '%s' "
-                      "unavailable: %s", tl->name, e->name, e->tl_why[t]);
+            BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP,
+                      "transport '%s' of plugin '%s' "
+                      "unavailable: %s",
+                      tl->name, e->name, e->tl_why[t]);
     }
 }
 
@@ -390,14 +421,16 @@ static void probe_crashed(braid_plugin_entry_t *e, int sig)
 {
     snprintf(e->why, sizeof(e->why), "crashed in probe (%s)",
              braid_loader_signal_name(sig));
-    e->state   = BRAID_PLUGIN_REJECTED;
+    e->state = BRAID_PLUGIN_REJECTED;
     if (e->adapted)
         braid_adapt_v3_free(e->desc);
     e->adapted = 0;
     e->desc    = NULL;
     e->crashed = 1;
-    BRAID_LOG_HOST(BRAID_LOG_WARN, LOG_COMP, "plugin '%s' crashed in probe (%s): "
-              "skipped (%s)", e->name, braid_loader_signal_name(sig), e->path);
+    BRAID_LOG_HOST(BRAID_LOG_WARN, LOG_COMP,
+                   "plugin '%s' crashed in probe (%s): "
+                   "skipped (%s)",
+                   e->name, braid_loader_signal_name(sig), e->path);
 }
 
 static void load_one(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
@@ -410,7 +443,8 @@ static void load_one(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
     snprintf(e->path, sizeof(e->path), "%s/%s", dir, file);
 
     if (name_seen(t, name)) {
-        reject(e, BRAID_PLUGIN_SHADOWED, "a plugin of the same name was found "
+        reject(e, BRAID_PLUGIN_SHADOWED,
+               "a plugin of the same name was found "
                "earlier in the search path");
         return;
     }
@@ -429,29 +463,30 @@ static void load_one(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
     if (e->desc == NULL)
         return;
 
-    char why[sizeof(e->why)] = "";
-    braid_status_t st = BRAID_OK;
-    probe_ctx_t ctx = {e->desc, NULL};
-    int crash = braid_loader_probe_guarded(call_probe, &ctx, why, sizeof(why),
-                                           &st);
+    char           why[sizeof(e->why)] = "";
+    braid_status_t st                  = BRAID_OK;
+    probe_ctx_t    ctx                 = {e->desc, NULL};
+    int            crash =
+        braid_loader_probe_guarded(call_probe, &ctx, why, sizeof(why), &st);
     if (crash != 0) {
         probe_crashed(e, crash);
         return;
     }
     if (st != BRAID_OK) {
         e->state = BRAID_PLUGIN_UNAVAILABLE;
-        snprintf(e->why, sizeof(e->why), "%s", why[0] ? why
-                 : braid_status_str(st));
+        snprintf(e->why, sizeof(e->why), "%s",
+                 why[0] ? why : braid_status_str(st));
         BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "plugin '%s' unavailable: %s",
                   e->name, e->why);
         return; /* stays loaded: braid-info lists what it would bring */
     }
     e->state = BRAID_PLUGIN_AVAILABLE;
     probe_transports(e);
-    BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP, "plugin '%s' %s (ABI %u) loaded from "
-              "%s (%d transports, %d algorithms)", e->name,
-              e->desc->version ? e->desc->version : "?", e->abi, e->path,
-              e->desc->n_transports, e->desc->n_algos);
+    BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP,
+              "plugin '%s' %s (ABI %u) loaded from "
+              "%s (%d transports, %d algorithms)",
+              e->name, e->desc->version ? e->desc->version : "?", e->abi,
+              e->path, e->desc->n_transports, e->desc->n_algos);
 }
 
 static void load_dir(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
@@ -460,8 +495,8 @@ static void load_dir(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
     DIR *d = opendir(dir);
     if (d == NULL)
         return;
-    char *files[256];
-    int   n = 0;
+    char          *files[256];
+    int            n = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL && n < 256) {
         char name[64];
@@ -482,8 +517,8 @@ static void load_dir(braid_plugin_table_t *t, const braid_plugin_filter_t *f,
 static braid_status_t load_all(braid_plugin_table_t *t)
 {
     braid_plugin_filter_t filter;
-    braid_status_t st = braid_plugin_filter_parse(&filter,
-                                                  getenv("BRAID_PLUGINS"));
+    braid_status_t        st =
+        braid_plugin_filter_parse(&filter, getenv("BRAID_PLUGINS"));
     if (st != BRAID_OK)
         return st;
     dir_list_t dirs;
@@ -495,12 +530,12 @@ static braid_status_t load_all(braid_plugin_table_t *t)
     char line[1536] = "";
     for (int i = 0; i < t->n; i++) {
         const braid_plugin_entry_t *e = &t->entries[i];
-        size_t o = strlen(line);
+        size_t                      o = strlen(line);
         if (e->state == BRAID_PLUGIN_AVAILABLE) {
             snprintf(line + o, sizeof(line) - o, "%s%s", o ? ", " : "",
                      e->name);
-            for (int k = 0; k < e->desc->n_transports &&
-                            k < BRAID_LOADER_MAX_TLS; k++) {
+            for (int k = 0;
+                 k < e->desc->n_transports && k < BRAID_LOADER_MAX_TLS; k++) {
                 o = strlen(line);
                 if (!e->tl_ok[k])
                     snprintf(line + o, sizeof(line) - o, " (%s: %s)",
@@ -508,11 +543,14 @@ static braid_status_t load_all(braid_plugin_table_t *t)
             }
         } else if (e->state != BRAID_PLUGIN_REJECTED) { /* rejected: warned */
             snprintf(line + o, sizeof(line) - o, "%s%s %s (%s)", o ? ", " : "",
-                     e->name, e->state == BRAID_PLUGIN_UNAVAILABLE
-                                  ? "unavailable" : "skipped", e->why);
+                     e->name,
+                     e->state == BRAID_PLUGIN_UNAVAILABLE ? "unavailable"
+                                                          : "skipped",
+                     e->why);
         }
     }
-    BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "plugins: %s", line[0] ? line : "none");
+    BRAID_LOG(BRAID_LOG_INFO, LOG_COMP, "plugins: %s",
+              line[0] ? line : "none");
     return BRAID_OK;
 }
 

@@ -32,10 +32,10 @@ int braid_cpu_mates(const braid_topo_t *topo, int rank, unsigned char *mate)
 {
     int n     = topo != NULL ? topo->size : 0;
     int count = 0;
-    int cpu   = topo != NULL && topo->cpu_of_rank != NULL && rank >= 0 &&
-                        rank < n
-                    ? topo->cpu_of_rank[rank]
-                    : -1;
+    int cpu =
+        topo != NULL && topo->cpu_of_rank != NULL && rank >= 0 && rank < n
+            ? topo->cpu_of_rank[rank]
+            : -1;
 
     if (n > 0)
         memset(mate, 0, (size_t)n);
@@ -62,14 +62,14 @@ static unsigned services_sleep_polls(void)
 
 static const braid_services_t services = {
     .struct_size = sizeof(braid_services_t),
-    .log        = braid_services_log,
-    .error      = braid_services_error,
-    .reduce     = braid_kernel_reduce,
-    .reduce2    = braid_kernel_reduce2,
-    .finish_avg = braid_kernel_finish_avg,
-    .timeout_s  = braid_timeout_s,
-    .now        = braid_now_s,
-    .cpu_mates  = braid_cpu_mates,
+    .log         = braid_services_log,
+    .error       = braid_services_error,
+    .reduce      = braid_kernel_reduce,
+    .reduce2     = braid_kernel_reduce2,
+    .finish_avg  = braid_kernel_finish_avg,
+    .timeout_s   = braid_timeout_s,
+    .now         = braid_now_s,
+    .cpu_mates   = braid_cpu_mates,
     .sleep_polls = services_sleep_polls,
     .state_get   = braid_state_get,
     .state_put   = braid_state_put,

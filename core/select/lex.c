@@ -9,9 +9,9 @@
 
 void braid_lex_skip_blanks(braid_lex_t *lx)
 {
-    while (lx->pos < lx->end && (lx->text[lx->pos] == ' ' ||
-                                 lx->text[lx->pos] == '\t' ||
-                                 lx->text[lx->pos] == '\r'))
+    while (lx->pos < lx->end &&
+           (lx->text[lx->pos] == ' ' || lx->text[lx->pos] == '\t' ||
+            lx->text[lx->pos] == '\r'))
         lx->pos++;
 }
 
@@ -45,17 +45,20 @@ braid_status_t braid_lex_fail(braid_lex_t *lx, const char *expected)
     char ex[80];
     braid_excerpt(ex, sizeof(ex), lx->text, lx->end, lx->pos);
     if (lx->pos >= lx->end)
-        return braid_error(BRAID_ERR_PARSE, "%s: expected %s at position %zu "
-                           "(end of input): '%s'", lx->where, expected,
-                           lx->pos, ex);
+        return braid_error(BRAID_ERR_PARSE,
+                           "%s: expected %s at position %zu "
+                           "(end of input): '%s'",
+                           lx->where, expected, lx->pos, ex);
     unsigned char c = (unsigned char)lx->text[lx->pos];
     if (isprint(c))
-        return braid_error(BRAID_ERR_PARSE, "%s: expected %s, found '%c' at "
-                           "position %zu: '%s'", lx->where, expected, c,
-                           lx->pos, ex);
-    return braid_error(BRAID_ERR_PARSE, "%s: expected %s, found byte 0x%02x at "
-                       "position %zu: '%s'", lx->where, expected, c, lx->pos,
-                       ex);
+        return braid_error(BRAID_ERR_PARSE,
+                           "%s: expected %s, found '%c' at "
+                           "position %zu: '%s'",
+                           lx->where, expected, c, lx->pos, ex);
+    return braid_error(BRAID_ERR_PARSE,
+                       "%s: expected %s, found byte 0x%02x at "
+                       "position %zu: '%s'",
+                       lx->where, expected, c, lx->pos, ex);
 }
 
 braid_status_t braid_lex_size(braid_lex_t *lx, size_t *out)
@@ -63,8 +66,7 @@ braid_status_t braid_lex_size(braid_lex_t *lx, size_t *out)
     braid_lex_skip_blanks(lx);
     size_t      start = lx->pos;
     const char *fault;
-    if (braid_size_scan(lx->text, lx->end, &lx->pos, out, &fault) ==
-        BRAID_OK)
+    if (braid_size_scan(lx->text, lx->end, &lx->pos, out, &fault) == BRAID_OK)
         return BRAID_OK;
     if (strcmp(fault, "too large") == 0) {
         lx->pos = start;

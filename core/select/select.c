@@ -17,9 +17,9 @@ void braid_selector_init(braid_selector_t *sel)
 {
     braid_selector_fini(sel);
     for (int c = 0; c < BRAID_COLL_COUNT; c++) {
-        sel->last_bytes[c] = SIZE_MAX;
-        sel->last_mem[c]   = 0;
-        sel->last_idx[c]   = -1;
+        sel->last_bytes[c]  = SIZE_MAX;
+        sel->last_mem[c]    = 0;
+        sel->last_idx[c]    = -1;
         sel->none_why[c][0] = '\0';
     }
 }
@@ -34,28 +34,28 @@ static braid_mem_t cost_mem(uint32_t mem)
     return BRAID_MEM_HOST;
 }
 
-double braid_candidate_estimate(const braid_selector_t *sel,
+double braid_candidate_estimate(const braid_selector_t  *sel,
                                 const braid_candidate_t *cand,
                                 braid_coll_t coll, size_t bytes, uint32_t mem)
 {
     if (cand->algo->coll != coll || (cand->mem_types & mem) != mem)
         return -1.0;
-    braid_link_t none = {.struct_size = sizeof(braid_link_t)};
-    braid_cost_in_t in = {
-        .struct_size = sizeof(braid_cost_in_t),
-        .coll        = coll,
-        .bytes       = bytes,
-        .nranks      = sel->nranks,
-        .nnodes      = sel->nnodes,
-        .ppn         = sel->ppn,
-        .topo        = sel->topo,
-        .link        = cand->tl != NULL ? cand->tl->link : none,
-        .reduce_gbps = sel->reduce_gbps > 0 ? sel->reduce_gbps : REDUCE_GBPS,
-        .stage_us    = sel->stage_us,
-        .mem         = cost_mem(mem),
-        .comm_state  = cand->comm_state,
-        .get_alpha_us  = cand->tl != NULL ? cand->tl->get_alpha_us : 0.0,
-        .get_beta_gbps = cand->tl != NULL ? cand->tl->get_beta_gbps : 0.0,
+    braid_link_t    none = {.struct_size = sizeof(braid_link_t)};
+    braid_cost_in_t in   = {
+          .struct_size   = sizeof(braid_cost_in_t),
+          .coll          = coll,
+          .bytes         = bytes,
+          .nranks        = sel->nranks,
+          .nnodes        = sel->nnodes,
+          .ppn           = sel->ppn,
+          .topo          = sel->topo,
+          .link          = cand->tl != NULL ? cand->tl->link : none,
+          .reduce_gbps   = sel->reduce_gbps > 0 ? sel->reduce_gbps : REDUCE_GBPS,
+          .stage_us      = sel->stage_us,
+          .mem           = cost_mem(mem),
+          .comm_state    = cand->comm_state,
+          .get_alpha_us  = cand->tl != NULL ? cand->tl->get_alpha_us : 0.0,
+          .get_beta_gbps = cand->tl != NULL ? cand->tl->get_beta_gbps : 0.0,
     };
     if (sel->link_share > 1) {
         in.link.beta_gbps /= sel->link_share;
@@ -88,8 +88,8 @@ static int cheapest(const braid_selector_t *sel, const braid_cand_ref_t *ref,
     for (int i = 0; i < sel->ncands; i++) {
         if (ref != NULL && !ref_matches(ref, &sel->cands[i]))
             continue;
-        double t = braid_candidate_estimate(sel, &sel->cands[i], coll, bytes,
-                                            mem);
+        double t =
+            braid_candidate_estimate(sel, &sel->cands[i], coll, bytes, mem);
         if (t >= 0 && (best < 0 || cheaper(t, best_t))) {
             best   = i;
             best_t = t;
@@ -116,14 +116,13 @@ static const char *mem_note(uint32_t mem)
 }
 
 braid_pick_t braid_select_decide(const braid_selector_t *sel,
-                                 braid_coll_t coll, size_t bytes,
-                                 uint32_t mem,
+                                 braid_coll_t coll, size_t bytes, uint32_t mem,
                                  const braid_tune_row_t **skipped)
 {
     braid_pick_t pick = {-1, BRAID_WHY_OVERRIDE, NULL};
     *skipped          = NULL;
-    const braid_algo_rule_t *rule = braid_algo_spec_match(sel->override, coll,
-                                                          bytes);
+    const braid_algo_rule_t *rule =
+        braid_algo_spec_match(sel->override, coll, bytes);
     if (rule != NULL) {
         /* Forced but impossible stays impossible (idx -1): the call is
          * refused rather than silently given to another. */
@@ -135,9 +134,8 @@ braid_pick_t braid_select_decide(const braid_selector_t *sel,
             pick.ref = NULL;
         return pick;
     }
-    const braid_tune_row_t *row = braid_tune_match(sel->tune, coll, sel->nranks,
-                                                   sel->nnodes, (int)sel->topo,
-                                                   bytes);
+    const braid_tune_row_t *row = braid_tune_match(
+        sel->tune, coll, sel->nranks, sel->nnodes, (int)sel->topo, bytes);
     if (row != NULL) {
         pick = (braid_pick_t){cheapest(sel, &row->cand, coll, bytes, mem),
                               BRAID_WHY_TUNE, &row->cand};
@@ -168,24 +166,27 @@ static braid_status_t refuse(const braid_selector_t *sel, braid_pick_t pick,
                 (sel->cands[i].mem_types & mem) == mem)
                 snprintf(avail + strlen(avail), sizeof(avail) - strlen(avail),
                          "%s%s", avail[0] ? ", " : "", sel->cands[i].name);
-        return braid_error(BRAID_ERR_NOT_SUPPORTED, "BRAID_ALGO forces %s for "
+        return braid_error(BRAID_ERR_NOT_SUPPORTED,
+                           "BRAID_ALGO forces %s for "
                            "%s of %zu bytes%s on %d ranks, but no such "
                            "candidate can run it on this communicator "
-                           "(available: %s)%s%s", list, braid_coll_name(coll),
-                           bytes, mem_note(mem), sel->nranks,
-                           avail[0] ? avail : "none",
+                           "(available: %s)%s%s",
+                           list, braid_coll_name(coll), bytes, mem_note(mem),
+                           sel->nranks, avail[0] ? avail : "none",
                            sel->caps_note[0] ? "; " : "", sel->caps_note);
     }
     if (sel->none_why[coll][0] != '\0')
-        return braid_error(BRAID_ERR_NOT_SUPPORTED, "no candidate can run %s "
-                           "on this communicator: %s", braid_coll_name(coll),
-                           sel->none_why[coll]);
-    return braid_error(BRAID_ERR_NOT_SUPPORTED, "no candidate can run %s "
+        return braid_error(BRAID_ERR_NOT_SUPPORTED,
+                           "no candidate can run %s "
+                           "on this communicator: %s",
+                           braid_coll_name(coll), sel->none_why[coll]);
+    return braid_error(BRAID_ERR_NOT_SUPPORTED,
+                       "no candidate can run %s "
                        "of %zu bytes%s on %d ranks: each of this "
                        "communicator's %s candidates declines it (see "
-                       "braid-info -n %d)", braid_coll_name(coll), bytes,
-                       mem_note(mem), sel->nranks, braid_coll_name(coll),
-                       sel->nranks);
+                       "braid-info -n %d)",
+                       braid_coll_name(coll), bytes, mem_note(mem),
+                       sel->nranks, braid_coll_name(coll), sel->nranks);
 }
 
 /* The candidates that tie with the chosen one among those ref allows,
@@ -194,14 +195,14 @@ static void ties_of(char *buf, size_t len, const braid_selector_t *sel,
                     const braid_cand_ref_t *ref, int idx, braid_coll_t coll,
                     size_t bytes, uint32_t mem)
 {
-    double t = braid_candidate_estimate(sel, &sel->cands[idx], coll, bytes,
-                                        mem);
+    double t =
+        braid_candidate_estimate(sel, &sel->cands[idx], coll, bytes, mem);
     buf[0] = '\0';
     for (int i = 0; i < sel->ncands; i++) {
         if (i == idx || (ref != NULL && !ref_matches(ref, &sel->cands[i])))
             continue;
-        double u = braid_candidate_estimate(sel, &sel->cands[i], coll, bytes,
-                                            mem);
+        double u =
+            braid_candidate_estimate(sel, &sel->cands[i], coll, bytes, mem);
         if (u < 0 || cheaper(u, t) || cheaper(t, u))
             continue;
         size_t o = strlen(buf);
@@ -221,8 +222,8 @@ static void tune_note(char *buf, size_t len, const braid_selector_t *sel,
         snprintf(buf, len, "%s", why_names[BRAID_WHY_TUNE]);
         return;
     }
-    int    model = cheapest(sel, NULL, coll, bytes, mem);
-    double us    = braid_tune_measured(row, sel->cands[idx].name);
+    int    model    = cheapest(sel, NULL, coll, bytes, mem);
+    double us       = braid_tune_measured(row, sel->cands[idx].name);
     char   meas[96] = "";
     if (us >= 0)
         snprintf(meas, sizeof(meas), "measured %.2f us at %zu B; ", us,
@@ -244,8 +245,7 @@ void braid_select_why(char *buf, size_t len, const braid_selector_t *sel,
     else
         snprintf(what, sizeof(what), "%s", why_names[pick.why]);
     if (ties[0] != '\0')
-        snprintf(buf, len, "%s; tie with %s: first in name order", what,
-                 ties);
+        snprintf(buf, len, "%s; tie with %s: first in name order", what, ties);
     else
         snprintf(buf, len, "%s", what);
     /* A composite says what its estimate is made of (hier/). */
@@ -269,14 +269,13 @@ braid_status_t braid_select(braid_candidate_t **cand, braid_selector_t *sel,
     sel->last_bytes[coll] = bytes;
     sel->last_mem[coll]   = mem;
     sel->last_idx[coll]   = pick.idx;
-    *cand = &sel->cands[pick.idx];
+    *cand                 = &sel->cands[pick.idx];
     return BRAID_OK;
 }
 
 braid_status_t braid_select_explain(braid_selector_t *sel, braid_coll_t coll,
                                     size_t bytes, uint32_t mem, char *cand,
-                                    size_t cand_len, char *why,
-                                    size_t why_len)
+                                    size_t cand_len, char *why, size_t why_len)
 {
     braid_pick_t pick = braid_select_find(sel, coll, bytes, mem);
     if (pick.idx < 0)

@@ -75,35 +75,35 @@ typedef struct braid_selector {
     const braid_algo_spec_t *override;
     const braid_tune_t      *tune;
     int                      nranks, nnodes, ppn;
-    double                   stage_us; /* braid_cost_in_t.stage_us */
+    double                   stage_us;    /* braid_cost_in_t.stage_us */
     double                   reduce_gbps; /* measured (comm/calib.c); 0:
                                              the declared figure */
     /* Groups of ranks that send at once through each host's link, sharing
      * its bandwidth (the rails of a hierarchical call): estimates see the
      * link's bandwidth divided by it.  0 or 1: the link is the group's. */
-    int                      link_share;
+    int link_share;
     /* Says what a composite's estimate is made of ("host reduce_scatter
      * direct@shm 0.6 us + ...", hier/) and returns 1; 0 for candidates it
      * does not describe.  NULL: none. */
     int (*describe)(const braid_candidate_t *c, braid_coll_t coll,
                     size_t bytes, char *buf, size_t len);
-    braid_topo_kind_t        topo;
-    int                      rank;  /* rank 0 prints the tables at info */
+    braid_topo_kind_t topo;
+    int               rank; /* rank 0 prints the tables at info */
     /* Built once per memory need (table.c), read by every call. */
-    int                      ntables;
-    braid_sel_table_t        tables[BRAID_SEL_TABLES];
+    int               ntables;
+    braid_sel_table_t tables[BRAID_SEL_TABLES];
     /* One-entry cache per collective in front of the table: decode repeats
      * one size. */
-    size_t                   last_bytes[BRAID_COLL_COUNT];
-    uint32_t                 last_mem[BRAID_COLL_COUNT];
-    int                      last_idx[BRAID_COLL_COUNT];
+    size_t   last_bytes[BRAID_COLL_COUNT];
+    uint32_t last_mem[BRAID_COLL_COUNT];
+    int      last_idx[BRAID_COLL_COUNT];
     /* Collectives without any candidate: why (validate.c), for the error
      * of a call; "" otherwise. */
-    char                     none_why[BRAID_COLL_COUNT][512];
+    char none_why[BRAID_COLL_COUNT][512];
     /* Capabilities a transport declares but lacks on this communicator
      * ("shm: single-copy reads unavailable: ..."), for the error of a call
      * that forces a candidate needing one; "" when none. */
-    char                     caps_note[256];
+    char caps_note[256];
 } braid_selector_t;
 
 /* On a zeroed selector, or again after its candidates or choices changed:
@@ -142,8 +142,7 @@ void braid_select_row_format(char *buf, size_t len, braid_selector_t *sel,
  * no cache); *skipped: a tuning-file row that named a candidate unable to
  * run it, else NULL. */
 braid_pick_t braid_select_decide(const braid_selector_t *sel,
-                                 braid_coll_t coll, size_t bytes,
-                                 uint32_t mem,
+                                 braid_coll_t coll, size_t bytes, uint32_t mem,
                                  const braid_tune_row_t **skipped);
 /* The table's pick for one call (the table of mem built if needed; the
  * decision computed when the size lies below the table or no table could
@@ -162,7 +161,7 @@ int braid_select_cheapest(const braid_selector_t *sel, braid_coll_t coll,
                           size_t bytes, uint32_t mem, double *est);
 /* Microseconds; negative when it cannot run the call (wrong collective or
  * memory, or its own estimate says so). */
-double braid_candidate_estimate(const braid_selector_t *sel,
+double braid_candidate_estimate(const braid_selector_t  *sel,
                                 const braid_candidate_t *cand,
                                 braid_coll_t coll, size_t bytes, uint32_t mem);
 

@@ -50,21 +50,24 @@ static braid_status_t parse_coll(braid_lex_t *lx, braid_coll_t *coll)
         static const char *const names[] = {"allreduce", "reduce_scatter",
                                             "allgather", "broadcast",
                                             "barrier"};
-        char   expected[320], hint[96];
-        size_t before = start;
-        while (before > 0 && (lx->text[before - 1] == ' ' ||
-                              lx->text[before - 1] == '\t'))
+        char                     expected[320], hint[96];
+        size_t                   before = start;
+        while (before > 0 &&
+               (lx->text[before - 1] == ' ' || lx->text[before - 1] == '\t'))
             before--;
         braid_suggest_phrase(hint, sizeof(hint), s, n, names, 5);
         /* "allreduce:ring;recdbl": a second candidate after ';', which
          * starts a new collective's rule.  The likely fix is ','. */
         if (hint[0] == '\0' && n > 0 && before > 0 &&
             lx->text[before - 1] == ';' && braid_lex_peek(lx) != ':')
-            snprintf(hint, sizeof(hint), " (';' starts another collective's "
+            snprintf(hint, sizeof(hint),
+                     " (';' starts another collective's "
                      "rules: list more candidates for one collective with "
                      "',')");
-        snprintf(expected, sizeof(expected), "a collective (allreduce, "
-                 "reduce_scatter, allgather, broadcast, barrier)%s", hint);
+        snprintf(expected, sizeof(expected),
+                 "a collective (allreduce, "
+                 "reduce_scatter, allgather, broadcast, barrier)%s",
+                 hint);
         lx->pos = start;
         return braid_lex_fail(lx, expected);
     }
@@ -89,7 +92,7 @@ static braid_status_t parse_item(braid_algo_spec_t *spec, braid_lex_t *lx,
                                  braid_coll_t coll, int first)
 {
     braid_status_t st;
-    int c = braid_lex_peek(lx);
+    int            c = braid_lex_peek(lx);
     if (c >= '0' && c <= '9') {
         size_t range_pos = lx->pos, lo, hi = SIZE_MAX;
         if ((st = braid_lex_size(lx, &lo)) != BRAID_OK)

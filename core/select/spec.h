@@ -4,9 +4,9 @@
  *   spec  := rule (';' rule)*
  *   rule  := coll ':' item (',' item)*
  *   item  := [range '='] cand          an item without a range joins the
- *                                      previous item's range (all sizes if first)
- *   range := size '-' [size]           half-open [lo, hi); no hi = no limit
- *   size  := digits [K|M|G]            binary multiples, case-insensitive
+ *                                      previous item's range (all sizes if
+ * first) range := size '-' [size]           half-open [lo, hi); no hi = no
+ * limit size  := digits [K|M|G]            binary multiples, case-insensitive
  *   cand  := algo ['@' transport]      no transport: the cheapest one
  *   coll  := allreduce | reduce_scatter | allgather | broadcast | barrier
  * e.g. "allreduce:0-16K=oneshot,16K-=ring@ucx;allgather:ring".  Candidates of
@@ -51,9 +51,11 @@ typedef struct braid_algo_spec {
 } braid_algo_spec_t;
 
 /* text may be NULL or "" (no override).  Errors name the position. */
-braid_status_t braid_algo_spec_parse(braid_algo_spec_t *spec, const char *text);
+braid_status_t           braid_algo_spec_parse(braid_algo_spec_t *spec,
+                                               const char        *text);
 const braid_algo_rule_t *braid_algo_spec_match(const braid_algo_spec_t *spec,
-                                               braid_coll_t coll, size_t bytes);
+                                               braid_coll_t             coll,
+                                               size_t                   bytes);
 
 #define BRAID_TUNE_MEAS 24
 
@@ -68,9 +70,9 @@ typedef struct braid_tune_row {
     int               nnodes; /* -1: any */
     size_t            lo, hi;
     braid_cand_ref_t  cand;
-    int               topo;   /* -1: any, else a braid_topo_kind_t */
-    int               line;   /* in its file, for messages */
-    size_t            at;     /* the size measured (valid when nmeas > 0) */
+    int               topo; /* -1: any, else a braid_topo_kind_t */
+    int               line; /* in its file, for messages */
+    size_t            at;   /* the size measured (valid when nmeas > 0) */
     int               nmeas;
     braid_tune_meas_t meas[BRAID_TUNE_MEAS];
 } braid_tune_row_t;
@@ -93,10 +95,10 @@ const braid_tune_row_t *braid_tune_match(const braid_tune_t *tune,
 double braid_tune_measured(const braid_tune_row_t *row, const char *cand);
 /* "single", "switch", "ring" for a braid_topo_kind_t; "*" for -1. */
 const char *braid_tune_topo_name(int topo);
-void braid_tune_free(braid_tune_t *tune);
+void        braid_tune_free(braid_tune_t *tune);
 
 /* Shared by both parsers. */
-int braid_coll_from_name(braid_coll_t *coll, const char *name, size_t len);
+int  braid_coll_from_name(braid_coll_t *coll, const char *name, size_t len);
 void braid_cand_ref_format(char *buf, size_t len, const braid_cand_ref_t *ref);
 
 #endif

@@ -101,9 +101,9 @@ static size_t *cuts_of(int *n, const braid_selector_t *sel, braid_coll_t coll,
 {
     const braid_algo_spec_t *o = sel->override;
     const braid_tune_t      *t = sel->tune;
-    size_t max = 65 + 2 * (size_t)(o ? o->n : 0) + 2 * (size_t)(t ? t->n : 0);
-    size_t *c  = malloc(max * sizeof(*c));
-    int     k  = 0;
+    size_t  max = 65 + 2 * (size_t)(o ? o->n : 0) + 2 * (size_t)(t ? t->n : 0);
+    size_t *c   = malloc(max * sizeof(*c));
+    int     k   = 0;
     if (c == NULL)
         return NULL;
     c[k++] = first;
@@ -142,24 +142,27 @@ static void skipped_warn(const build_t *b)
 {
     for (int i = 0; i < b->nskipped; i++) {
         const braid_tune_row_t *r = b->skipped[i];
-        char name[80], lo[24], hi[24];
+        char                    name[80], lo[24], hi[24];
         braid_cand_ref_format(name, sizeof(name), &r->cand);
         snprintf(lo, sizeof(lo), "%zu", r->lo);
         snprintf(hi, sizeof(hi), "%zu", r->hi);
         /* A tuning table may come from another machine. */
-        BRAID_LOG_JOB(BRAID_LOG_WARN, LOG_COMP, "tuning file names %s for %s "
+        BRAID_LOG_JOB(BRAID_LOG_WARN, LOG_COMP,
+                      "tuning file names %s for %s "
                       "of %s to %s bytes, which this communicator cannot "
                       "run (at some of those sizes%s); the cost model decides "
-                      "there", name, braid_coll_name(b->coll), lo,
-                      r->hi == SIZE_MAX ? "inf" : hi, b->mem ==
-                      BRAID_MEM_BIT(BRAID_MEM_HOST) ? "" : ", on device "
-                      "memory");
+                      "there",
+                      name, braid_coll_name(b->coll), lo,
+                      r->hi == SIZE_MAX ? "inf" : hi,
+                      b->mem == BRAID_MEM_BIT(BRAID_MEM_HOST) ? ""
+                                                              : ", on device "
+                                                                "memory");
     }
 }
 
-static braid_status_t build_coll(braid_sel_table_t *t,
+static braid_status_t build_coll(braid_sel_table_t      *t,
                                  const braid_selector_t *sel,
-                                 braid_coll_t coll)
+                                 braid_coll_t            coll)
 {
     size_t  first = coll == BRAID_COLL_BARRIER ? 0 : 1; /* 0: done locally */
     int     ncuts;
@@ -167,7 +170,7 @@ static braid_status_t build_coll(braid_sel_table_t *t,
     build_t b    = {.sel = sel, .coll = coll, .mem = t->need};
     if (cuts == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "selection table: out of "
-                           "memory");
+                                                "memory");
     for (int i = 0; i < ncuts && !b.oom; i++) {
         size_t lo = cuts[i], hi = i + 1 < ncuts ? cuts[i + 1] - 1 : SIZE_MAX;
         split(&b, lo, pick_at(&b, lo), hi, pick_at(&b, hi));
@@ -176,7 +179,7 @@ static braid_status_t build_coll(braid_sel_table_t *t,
     if (b.oom) {
         free(b.rows);
         return braid_error(BRAID_ERR_NO_MEMORY, "selection table: out of "
-                           "memory");
+                                                "memory");
     }
     skipped_warn(&b);
     t->rows[coll]  = b.rows;
@@ -204,8 +207,10 @@ static void table_log(braid_selector_t *sel, uint32_t mem)
 {
     if (sel->rank != 0 || braid_log_level() < BRAID_LOG_INFO)
         return;
-    braid_log(BRAID_LOG_INFO, LOG_COMP, "selection table for %s, %d ranks "
-              "on %d nodes:", need_name(mem), sel->nranks, sel->nnodes);
+    braid_log(BRAID_LOG_INFO, LOG_COMP,
+              "selection table for %s, %d ranks "
+              "on %d nodes:",
+              need_name(mem), sel->nranks, sel->nnodes);
     for (int c = 0; c < BRAID_COLL_COUNT; c++) {
         int n;
         braid_select_rows(&n, sel, (braid_coll_t)c, mem);
@@ -244,8 +249,10 @@ static braid_sel_table_t *table_of(braid_selector_t *sel, uint32_t mem)
 braid_status_t braid_selector_build(braid_selector_t *sel, uint32_t mem)
 {
     if (table_of(sel, mem) == NULL)
-        return braid_error(BRAID_ERR_NO_MEMORY, "selection table for %s: out "
-                           "of memory", need_name(mem));
+        return braid_error(BRAID_ERR_NO_MEMORY,
+                           "selection table for %s: out "
+                           "of memory",
+                           need_name(mem));
     return BRAID_OK;
 }
 
@@ -274,7 +281,7 @@ const braid_sel_row_t *braid_select_rows(int *nrows, braid_selector_t *sel,
                                          braid_coll_t coll, uint32_t mem)
 {
     braid_sel_table_t *t = table_of(sel, mem);
-    *nrows = t != NULL ? t->nrows[coll] : 0;
+    *nrows               = t != NULL ? t->nrows[coll] : 0;
     return t != NULL ? t->rows[coll] : NULL;
 }
 

@@ -42,7 +42,10 @@ static braid_status_t parse_topo(braid_lex_t *lx, int *topo)
     size_t      start = lx->pos;
     const char *s;
     size_t      n = braid_lex_name(lx, &s);
-    static const struct { const char *name; int kind; } words[] = {
+    static const struct {
+        const char *name;
+        int         kind;
+    } words[] = {
         {"single", BRAID_TOPO_SINGLE_HOST},
         {"switch", BRAID_TOPO_SWITCH},
         {"ring", BRAID_TOPO_RING},
@@ -54,7 +57,7 @@ static braid_status_t parse_topo(braid_lex_t *lx, int *topo)
         }
     lx->pos = start;
     return braid_lex_fail(lx, "a topology (single, switch, ring or '*') or "
-                          "min_bytes");
+                              "min_bytes");
 }
 
 /* A non-negative decimal number of microseconds ("12", "3.25"). */
@@ -70,14 +73,14 @@ static braid_status_t parse_us(braid_lex_t *lx, double *us)
     }
     size_t n = lx->pos - start;
     char   num[40];
-    if (n == 0 || n >= sizeof(num) || dots > 1 ||
-        lx->text[start] == '.' || lx->text[lx->pos - 1] == '.') {
+    if (n == 0 || n >= sizeof(num) || dots > 1 || lx->text[start] == '.' ||
+        lx->text[lx->pos - 1] == '.') {
         lx->pos = start;
         return braid_lex_fail(lx, "a time in microseconds (digits, one "
-                              "optional decimal point)");
+                                  "optional decimal point)");
     }
     memcpy(num, lx->text + start, n);
-    num[n] = '\0';
+    num[n]   = '\0';
     double v = 0, scale = 0;
     for (size_t i = 0; i < n; i++) {
         if (num[i] == '.') {
@@ -109,9 +112,9 @@ static braid_status_t parse_measured(braid_tune_row_t *row, braid_lex_t *lx)
     do {
         if (row->nmeas == BRAID_TUNE_MEAS)
             return braid_lex_fail(lx, "the end of the row (at most "
-                                  "24 measured candidates)");
-        braid_tune_meas_t *m = &row->meas[row->nmeas];
-        size_t cand_pos = (braid_lex_skip_blanks(lx), lx->pos);
+                                      "24 measured candidates)");
+        braid_tune_meas_t *m        = &row->meas[row->nmeas];
+        size_t             cand_pos = (braid_lex_skip_blanks(lx), lx->pos);
         if ((st = braid_lex_cand(lx, &m->cand)) != BRAID_OK)
             return st;
         for (int i = 0; i < row->nmeas; i++)
@@ -119,11 +122,11 @@ static braid_status_t parse_measured(braid_tune_row_t *row, braid_lex_t *lx)
                 strcmp(row->meas[i].cand.tl, m->cand.tl) == 0) {
                 lx->pos = cand_pos;
                 return braid_lex_fail(lx, "a candidate not measured before "
-                                      "on this row");
+                                          "on this row");
             }
         if (lx->pos >= lx->end || lx->text[lx->pos] != '=')
             return braid_lex_fail(lx, "'=' and the candidate's time in "
-                                  "microseconds");
+                                      "microseconds");
         lx->pos++;
         if ((st = parse_us(lx, &m->us)) != BRAID_OK)
             return st;
@@ -141,10 +144,12 @@ static braid_status_t parse_row(braid_tune_row_t *row, braid_lex_t *lx)
     if (n == 0 || !braid_coll_from_name(&row->coll, s, n)) {
         lx->pos = start;
         return braid_lex_fail(lx, "a collective (allreduce, reduce_scatter, "
-                              "allgather, broadcast, barrier)");
+                                  "allgather, broadcast, barrier)");
     }
-    if ((st = parse_count(lx, &row->nranks, "a rank count or '*'")) != BRAID_OK ||
-        (st = parse_count(lx, &row->nnodes, "a node count or '*'")) != BRAID_OK ||
+    if ((st = parse_count(lx, &row->nranks, "a rank count or '*'")) !=
+            BRAID_OK ||
+        (st = parse_count(lx, &row->nnodes, "a node count or '*'")) !=
+            BRAID_OK ||
         (st = parse_topo(lx, &row->topo)) != BRAID_OK ||
         (st = braid_lex_size(lx, &row->lo)) != BRAID_OK)
         return st;
@@ -167,7 +172,7 @@ static braid_status_t parse_row(braid_tune_row_t *row, braid_lex_t *lx)
     lx->pos = at_pos;
     if (braid_lex_peek(lx) != '\0' && braid_lex_peek(lx) != '#')
         return braid_lex_fail(lx, "'at' (the measured times) or the end of "
-                              "the row");
+                                  "the row");
     return BRAID_OK;
 }
 
@@ -185,10 +190,10 @@ braid_status_t braid_tune_parse(braid_tune_t *tune, const char *text,
         snprintf(where, sizeof(where), "%s:%d", source, line);
         /* Positions are reported relative to the line. */
         braid_lex_t lx = {text + line_start, end - line_start, 0, where};
-        int c = braid_lex_peek(&lx);
+        int         c  = braid_lex_peek(&lx);
         if (c != '\0' && c != '#') {
-            braid_tune_row_t *rows = realloc(tune->rows, sizeof(*rows) *
-                                             (size_t)(tune->n + 1));
+            braid_tune_row_t *rows =
+                realloc(tune->rows, sizeof(*rows) * (size_t)(tune->n + 1));
             if (rows == NULL) {
                 braid_tune_free(tune);
                 return braid_error(BRAID_ERR_NO_MEMORY, "%s: out of memory",
@@ -197,7 +202,7 @@ braid_status_t braid_tune_parse(braid_tune_t *tune, const char *text,
             tune->rows = rows;
             memset(&rows[tune->n], 0, sizeof(rows[0]));
             rows[tune->n].line = line;
-            braid_status_t st = parse_row(&rows[tune->n], &lx);
+            braid_status_t st  = parse_row(&rows[tune->n], &lx);
             if (st != BRAID_OK) {
                 braid_tune_free(tune);
                 return st;
@@ -214,27 +219,34 @@ braid_status_t braid_tune_load(braid_tune_t *tune, const char *path)
     memset(tune, 0, sizeof(*tune));
     FILE *f = fopen(path, "re");
     if (f == NULL)
-        return braid_error(BRAID_ERR_IO, "BRAID_TUNE_FILE='%s': cannot open: "
-                           "%s", path, strerror(errno));
+        return braid_error(BRAID_ERR_IO,
+                           "BRAID_TUNE_FILE='%s': cannot open: "
+                           "%s",
+                           path, strerror(errno));
     char  *buf = malloc(TUNE_MAX_BYTES + 1);
     size_t n   = buf ? fread(buf, 1, TUNE_MAX_BYTES + 1, f) : 0;
     int    err = ferror(f);
     fclose(f);
     braid_status_t st;
     if (buf == NULL)
-        st = braid_error(BRAID_ERR_NO_MEMORY, "BRAID_TUNE_FILE: out of memory");
+        st =
+            braid_error(BRAID_ERR_NO_MEMORY, "BRAID_TUNE_FILE: out of memory");
     else if (err)
-        st = braid_error(BRAID_ERR_IO, "BRAID_TUNE_FILE='%s': read error", path);
+        st = braid_error(BRAID_ERR_IO, "BRAID_TUNE_FILE='%s': read error",
+                         path);
     else if (n > TUNE_MAX_BYTES)
-        st = braid_error(BRAID_ERR_PARSE, "BRAID_TUNE_FILE='%s': larger than "
-                         "%u bytes", path, TUNE_MAX_BYTES);
+        st = braid_error(BRAID_ERR_PARSE,
+                         "BRAID_TUNE_FILE='%s': larger than "
+                         "%u bytes",
+                         path, TUNE_MAX_BYTES);
     else if (memchr(buf, '\0', n) != NULL)
-        st = braid_error(BRAID_ERR_PARSE, "BRAID_TUNE_FILE='%s': contains a NUL "
-                         "byte at offset %zu", path,
-                         (size_t)((char *)memchr(buf, '\0', n) - buf));
+        st = braid_error(BRAID_ERR_PARSE,
+                         "BRAID_TUNE_FILE='%s': contains a NUL "
+                         "byte at offset %zu",
+                         path, (size_t)((char *)memchr(buf, '\0', n) - buf));
     else {
         buf[n] = '\0';
-        st = braid_tune_parse(tune, buf, path);
+        st     = braid_tune_parse(tune, buf, path);
     }
     free(buf);
     return st;

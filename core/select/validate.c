@@ -87,7 +87,7 @@ static size_t word_pos(const char *text, const char *word, const char *before)
 {
     size_t wl = strlen(word);
     for (const char *p = strstr(text, word); p != NULL;
-         p = strstr(p + 1, word)) {
+         p             = strstr(p + 1, word)) {
         if (is_name_char(p[wl]) || (p > text && is_name_char(p[-1])))
             continue;
         const char *q = p;
@@ -100,7 +100,7 @@ static size_t word_pos(const char *text, const char *word, const char *before)
     return 0;
 }
 
-braid_status_t braid_validate_plugins(const char *text,
+braid_status_t braid_validate_plugins(const char                 *text,
                                       const braid_plugin_table_t *t)
 {
     braid_plugin_filter_t f;
@@ -121,15 +121,16 @@ braid_status_t braid_validate_plugins(const char *text,
         return braid_error(BRAID_ERR_NOT_FOUND,
                            "BRAID_PLUGINS='%s': no plugin '%s' (at position "
                            "%zu) was found%s; found: %s (braid-info shows "
-                           "where it looks)", text, f.names[i],
-                           word_pos(text, f.names[i], "^,"), hint, list);
+                           "where it looks)",
+                           text, f.names[i], word_pos(text, f.names[i], "^,"),
+                           hint, list);
     }
     return BRAID_OK;
 }
 
 /* One candidate of a rule of collective coll. */
 static braid_status_t check_cand(const braid_cand_ref_t *c, braid_coll_t coll,
-                                 const char *text,
+                                 const char                 *text,
                                  const braid_plugin_table_t *t)
 {
     names_t algos, tls, excluded, all_algos, ignore_tls, ignore_ex;
@@ -148,9 +149,9 @@ static braid_status_t check_cand(const braid_cand_ref_t *c, braid_coll_t coll,
             return braid_error(BRAID_ERR_NOT_FOUND,
                                "BRAID_ALGO: '%s' (at position %zu) is no "
                                "plugin's algorithm for %s; %s algorithms: "
-                               "%s%s", c->algo, pos,
-                               braid_coll_name(coll), braid_coll_name(coll),
-                               list, ex);
+                               "%s%s",
+                               c->algo, pos, braid_coll_name(coll),
+                               braid_coll_name(coll), list, ex);
         braid_suggest_phrase(hint, sizeof(hint), c->algo, strlen(c->algo),
                              all_algos.v, all_algos.n);
         return braid_error(BRAID_ERR_NOT_FOUND,
@@ -163,8 +164,9 @@ static braid_status_t check_cand(const braid_cand_ref_t *c, braid_coll_t coll,
         return braid_error(BRAID_ERR_NOT_FOUND,
                            "BRAID_ALGO: '%s@%s' (at position %zu): the "
                            "composite '%s' takes no transport (its levels' "
-                           "steps pick theirs)", c->algo, c->tl,
-                           word_pos(text, c->algo, ":,="), BRAID_HIER_NAME);
+                           "steps pick theirs)",
+                           c->algo, c->tl, word_pos(text, c->algo, ":,="),
+                           BRAID_HIER_NAME);
     if (c->tl[0] != '\0' && !names_has(&tls, c->tl, strlen(c->tl))) {
         names_list(list, sizeof(list), &tls);
         braid_suggest_phrase(hint, sizeof(hint), c->tl, strlen(c->tl), tls.v,
@@ -177,15 +179,15 @@ static braid_status_t check_cand(const braid_cand_ref_t *c, braid_coll_t coll,
     return BRAID_OK;
 }
 
-braid_status_t braid_validate_algo(const braid_algo_spec_t *spec,
-                                   const char *text,
+braid_status_t braid_validate_algo(const braid_algo_spec_t    *spec,
+                                   const char                 *text,
                                    const braid_plugin_table_t *t)
 {
     for (int r = 0; r < spec->n; r++) {
         const braid_algo_rule_t *rule = &spec->rules[r];
         for (int i = 0; i < rule->ncands; i++) {
-            braid_status_t st = check_cand(&rule->cands[i], rule->coll,
-                                           text ? text : "", t);
+            braid_status_t st =
+                check_cand(&rule->cands[i], rule->coll, text ? text : "", t);
             if (st != BRAID_OK)
                 return st;
         }
@@ -216,13 +218,14 @@ static void transports_why(char *buf, size_t n, const braid_algo_t *a,
     for (int p = 0; p < t->n && off < n; p++) {
         const braid_plugin_entry_t *e = &t->entries[p];
         for (int k = 0; e->desc != NULL && k < e->desc->n_transports &&
-                        k < BRAID_LOADER_MAX_TLS && off < n; k++) {
+                        k < BRAID_LOADER_MAX_TLS && off < n;
+             k++) {
             const braid_transport_t *tl = e->desc->transports[k];
             if ((tl->caps & a->needs_caps) != a->needs_caps ||
                 (a->transport != NULL && strcmp(a->transport, tl->name)))
                 continue;
             const char *why = e->state != BRAID_PLUGIN_AVAILABLE ? e->why
-                              : !e->tl_ok[k] ? e->tl_why[k]
+                              : !e->tl_ok[k]                     ? e->tl_why[k]
                                              : "not open on every rank";
             int k2 = snprintf(buf + off, n - off, "%s%s: %s", off ? "; " : "",
                               tl->name, why);
@@ -242,7 +245,7 @@ static void transports_why(char *buf, size_t n, const braid_algo_t *a,
     }
 }
 
-void braid_validate_why_none(braid_selector_t *sel,
+void braid_validate_why_none(braid_selector_t           *sel,
                              const braid_plugin_table_t *t,
                              const braid_tl_t *tls, int ntls)
 {
@@ -269,18 +272,21 @@ void braid_validate_why_none(braid_selector_t *sel,
                     continue;
                 char why[160];
                 transports_why(why, sizeof(why), al, t);
-                snprintf(out, n, "the transport is missing: %.40s's %s "
+                snprintf(out, n,
+                         "the transport is missing: %.40s's %s "
                          "algorithm '%.40s' needs a transport with %s%s%.40s, "
                          "and "
-                         "none is open (%.120s)", e->name, braid_coll_name(c),
-                         al->name, caps_str(al->needs_caps),
+                         "none is open (%.120s)",
+                         e->name, braid_coll_name(c), al->name,
+                         caps_str(al->needs_caps),
                          al->transport ? " named " : "",
                          al->transport ? al->transport : "", why);
                 break;
             }
         }
         if (out[0] == '\0')
-            snprintf(out, n, "the algorithm is missing: no available plugin "
+            snprintf(out, n,
+                     "the algorithm is missing: no available plugin "
                      "has an algorithm for %s (see braid-info; "
                      "BRAID_PLUGINS=%s)",
                      braid_coll_name(c),

@@ -45,10 +45,11 @@ static braid_status_t unexpected(const char *name, const char *value,
                                  size_t pos, const char *expected)
 {
     char c[8];
-    return braid_error(
-        BRAID_ERR_PARSE,
-        "%s=" BRAID_QUOTE_FMT ": unexpected '%s' at position %zu (expected %s)",
-        name, BRAID_QUOTE(value), char_repr(value[pos], c), pos, expected);
+    return braid_error(BRAID_ERR_PARSE,
+                       "%s=" BRAID_QUOTE_FMT
+                       ": unexpected '%s' at position %zu (expected %s)",
+                       name, BRAID_QUOTE(value), char_repr(value[pos], c), pos,
+                       expected);
 }
 
 static braid_status_t empty(const char *name, const char *expected)
@@ -137,10 +138,14 @@ braid_status_t braid_size_scan(const char *text, size_t len, size_t *pos,
     size_t   unit  = i;
     if (i < len) {
         switch (text[i]) {
-        case 'k': case 'K': shift = 10; break;
-        case 'm': case 'M': shift = 20; break;
-        case 'g': case 'G': shift = 30; break;
-        case 't': case 'T': shift = 40; break;
+        case 'k':
+        case 'K': shift = 10; break;
+        case 'm':
+        case 'M': shift = 20; break;
+        case 'g':
+        case 'G': shift = 30; break;
+        case 't':
+        case 'T': shift = 40; break;
         default: break;
         }
     }
@@ -298,16 +303,16 @@ braid_status_t braid_env_timeout(double *seconds)
 {
     pthread_mutex_lock(&timeout_lock);
     if (!timeout_cached) {
-        double v = BRAID_TIMEOUT_DEFAULT_S;
-        timeout_status = braid_env_double("BRAID_TIMEOUT",
-                                          BRAID_TIMEOUT_DEFAULT_S, 0.0,
-                                          TIMEOUT_MAX_S, &v);
+        double v       = BRAID_TIMEOUT_DEFAULT_S;
+        timeout_status = braid_env_double(
+            "BRAID_TIMEOUT", BRAID_TIMEOUT_DEFAULT_S, 0.0, TIMEOUT_MAX_S, &v);
         if (timeout_status == BRAID_OK && v <= 0.0) {
             const char *text = getenv("BRAID_TIMEOUT");
             timeout_status   = braid_error(BRAID_ERR_PARSE,
                                            "BRAID_TIMEOUT=" BRAID_QUOTE_FMT
                                            ": value at position 0 must be > 0 "
-                                           "seconds", BRAID_QUOTE(text));
+                                             "seconds",
+                                           BRAID_QUOTE(text));
         }
         if (timeout_status == BRAID_OK) {
             timeout_value = v;
@@ -329,10 +334,7 @@ braid_status_t braid_env_timeout(double *seconds)
 
 static _Thread_local double timeout_cap;
 
-void braid_timeout_cap(double s)
-{
-    timeout_cap = s > 0 ? s : 0;
-}
+void braid_timeout_cap(double s) { timeout_cap = s > 0 ? s : 0; }
 
 double braid_timeout_s(void)
 {
@@ -347,7 +349,7 @@ double braid_timeout_s(void)
         pthread_mutex_unlock(&timeout_lock);
         if (warn)
             BRAID_LOG_JOB(BRAID_LOG_WARN, "env", "%s; using %g s", timeout_msg,
-                      BRAID_TIMEOUT_DEFAULT_S);
+                          BRAID_TIMEOUT_DEFAULT_S);
     }
     return s;
 }

@@ -6,9 +6,9 @@
 
 #include "util/log.h"
 
-static int             log_level = -1;
-static int             log_rank  = -1;
-static pthread_once_t  log_once  = PTHREAD_ONCE_INIT;
+static int                log_level = -1;
+static int                log_rank  = -1;
+static pthread_once_t     log_once  = PTHREAD_ONCE_INIT;
 static _Thread_local char last_error[1024];
 
 static const char *level_names[] = {"error", "warn", "info", "debug", "trace"};
@@ -32,9 +32,8 @@ int braid_log_speaks(int per_host)
 {
     static const char *const global[] = {"BRAID_RANK", "OMPI_COMM_WORLD_RANK",
                                          "SLURM_PROCID", "RANK", NULL};
-    static const char *const local[]  = {"LOCAL_RANK",
-                                         "OMPI_COMM_WORLD_LOCAL_RANK",
-                                         "SLURM_LOCALID", NULL};
+    static const char *const local[]  = {
+         "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", NULL};
     if (per_host) {
         int l = env_number(local);
         if (l >= 0)
@@ -49,7 +48,7 @@ int braid_log_speaks(int per_host)
 static void log_init(void)
 {
     const char *s = getenv("BRAID_DEBUG");
-    log_level = BRAID_LOG_WARN;
+    log_level     = BRAID_LOG_WARN;
     if (s == NULL || *s == '\0')
         return;
     for (int i = 0; i <= BRAID_LOG_TRACE; i++) {
@@ -59,8 +58,10 @@ static void log_init(void)
         }
     }
     if (braid_log_speaks(0))
-        fprintf(stderr, "braid: BRAID_DEBUG='%s' at position 0: expected one "
-                "of error, warn, info, debug, trace; using warn\n", s);
+        fprintf(stderr,
+                "braid: BRAID_DEBUG='%s' at position 0: expected one "
+                "of error, warn, info, debug, trace; using warn\n",
+                s);
 }
 
 int braid_log_level(void)
@@ -134,7 +135,7 @@ const char *braid_excerpt(char *buf, size_t len, const char *text,
     }
     for (size_t i = from; i < to && o + 4 < len; i++) {
         unsigned char c = (unsigned char)text[i];
-        buf[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+        buf[o++]        = c >= 0x20 && c < 0x7f ? (char)c : '?';
     }
     if (to < text_len && o + 4 <= len) {
         memcpy(buf + o, "...", 3);
@@ -146,30 +147,32 @@ const char *braid_excerpt(char *buf, size_t len, const char *text,
 
 void braid_error_clear(void) { last_error[0] = '\0'; }
 
-__attribute__((visibility("default")))
-const char *braid_last_error(void) { return last_error; }
+__attribute__((visibility("default"))) const char *braid_last_error(void)
+{
+    return last_error;
+}
 
-__attribute__((visibility("default")))
-const char *braid_status_str(braid_status_t status)
+__attribute__((visibility("default"))) const char *
+braid_status_str(braid_status_t status)
 {
     switch (status) {
-    case BRAID_OK:                return "ok";
-    case BRAID_INPROGRESS:        return "in progress";
-    case BRAID_ERR_INVALID_ARG:   return "invalid argument";
-    case BRAID_ERR_NO_MEMORY:     return "out of memory";
+    case BRAID_OK: return "ok";
+    case BRAID_INPROGRESS: return "in progress";
+    case BRAID_ERR_INVALID_ARG: return "invalid argument";
+    case BRAID_ERR_NO_MEMORY: return "out of memory";
     case BRAID_ERR_NOT_SUPPORTED: return "not supported";
-    case BRAID_ERR_NOT_FOUND:     return "not found";
-    case BRAID_ERR_UNAVAILABLE:   return "unavailable";
-    case BRAID_ERR_ABI:           return "plugin ABI mismatch";
-    case BRAID_ERR_PARSE:         return "parse error";
-    case BRAID_ERR_IO:            return "I/O error";
-    case BRAID_ERR_TIMEOUT:       return "timeout";
-    case BRAID_ERR_PEER:          return "peer lost";
-    case BRAID_ERR_AUTH:          return "authentication failed";
-    case BRAID_ERR_MISMATCH:      return "mismatch between ranks";
-    case BRAID_ERR_STATE:         return "invalid state";
-    case BRAID_ERR_TRANSPORT:     return "transport error";
-    case BRAID_ERR_INTERNAL:      return "internal error";
+    case BRAID_ERR_NOT_FOUND: return "not found";
+    case BRAID_ERR_UNAVAILABLE: return "unavailable";
+    case BRAID_ERR_ABI: return "plugin ABI mismatch";
+    case BRAID_ERR_PARSE: return "parse error";
+    case BRAID_ERR_IO: return "I/O error";
+    case BRAID_ERR_TIMEOUT: return "timeout";
+    case BRAID_ERR_PEER: return "peer lost";
+    case BRAID_ERR_AUTH: return "authentication failed";
+    case BRAID_ERR_MISMATCH: return "mismatch between ranks";
+    case BRAID_ERR_STATE: return "invalid state";
+    case BRAID_ERR_TRANSPORT: return "transport error";
+    case BRAID_ERR_INTERNAL: return "internal error";
     }
     return "unknown status";
 }

@@ -9,25 +9,25 @@
 
 #include <braid/plugin.h>
 
-#define BRAID_LOG(level, comp, ...)                                    \
-    do {                                                               \
-        if ((int)(level) <= braid_log_level())                         \
-            braid_log((level), (comp), __VA_ARGS__);                   \
+#define BRAID_LOG(level, comp, ...)                                           \
+    do {                                                                      \
+        if ((int)(level) <= braid_log_level())                                \
+            braid_log((level), (comp), __VA_ARGS__);                          \
     } while (0)
 
 /* Messages about the whole job's configuration (BRAID_ALGO, BRAID_DEBUG, a
  * tuning file: every rank reads the same) are printed by one rank only, and
  * messages about this host's installation (a plugin rejected) by one rank
  * per host, so that a job of 64 ranks does not print them 64 times. */
-#define BRAID_LOG_JOB(level, comp, ...)                                \
-    do {                                                               \
-        if ((int)(level) <= braid_log_level() && braid_log_speaks(0))  \
-            braid_log((level), (comp), __VA_ARGS__);                   \
+#define BRAID_LOG_JOB(level, comp, ...)                                       \
+    do {                                                                      \
+        if ((int)(level) <= braid_log_level() && braid_log_speaks(0))         \
+            braid_log((level), (comp), __VA_ARGS__);                          \
     } while (0)
-#define BRAID_LOG_HOST(level, comp, ...)                               \
-    do {                                                               \
-        if ((int)(level) <= braid_log_level() && braid_log_speaks(1))  \
-            braid_log((level), (comp), __VA_ARGS__);                   \
+#define BRAID_LOG_HOST(level, comp, ...)                                      \
+    do {                                                                      \
+        if ((int)(level) <= braid_log_level() && braid_log_speaks(1))         \
+            braid_log((level), (comp), __VA_ARGS__);                          \
     } while (0)
 
 /* 1 when this process speaks for the job (per_host 0: it is rank 0) or for
@@ -43,8 +43,9 @@ void braid_vlog(braid_log_level_t level, const char *component,
                 const char *fmt, va_list ap);
 braid_status_t braid_error(braid_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-braid_status_t braid_verror(braid_status_t status, const char *fmt, va_list ap);
-void braid_error_clear(void);
+braid_status_t braid_verror(braid_status_t status, const char *fmt,
+                            va_list ap);
+void           braid_error_clear(void);
 /* Up to ~60 characters of text around pos, with "..." where cut and
  * non-printable bytes shown as '?', for error messages that quote user input
  * after having named the position (so a long input never hides it). */

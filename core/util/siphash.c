@@ -51,7 +51,8 @@ uint64_t braid_siphash24(const uint8_t key[16], const void *data, size_t len)
     const uint8_t *in = data;
     uint64_t       k0 = load_le64(key);
     uint64_t       k1 = load_le64(key + 8);
-    /* The initialization constants spell "somepseudorandomlygeneratedbytes". */
+    /* The initialization constants spell "somepseudorandomlygeneratedbytes".
+     */
     sip_state_t s = {
         .v0 = k0 ^ 0x736f6d6570736575ull,
         .v1 = k1 ^ 0x646f72616e646f6dull,

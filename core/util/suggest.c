@@ -18,7 +18,7 @@ int braid_edit_distance(const char *a, size_t na, const char *b, size_t nb)
     for (size_t i = 1; i <= na; i++) {
         int *cur = rows[i % 3], *up = rows[(i - 1) % 3],
             *up2 = rows[(i + 1) % 3]; /* (i - 2) % 3 */
-        cur[0] = (int)i;
+        cur[0]   = (int)i;
         for (size_t j = 1; j <= nb; j++) {
             int ca = tolower((unsigned char)a[i - 1]);
             int cb = tolower((unsigned char)b[j - 1]);

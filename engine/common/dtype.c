@@ -71,8 +71,8 @@ uint16_t braid_eng_f32_to_f16(float f)
      * of the mantissa with f32's own rounding doing ties-to-even: a
      * float add, but one whose result does not depend on anything but the
      * default rounding mode. */
-    float scaled = float_of(a) * 0x1p24f;      /* exact: power of two */
-    float r      = scaled + 0x1p23f;           /* integer part -> low bits */
+    float scaled = float_of(a) * 0x1p24f; /* exact: power of two */
+    float r      = scaled + 0x1p23f;      /* integer part -> low bits */
     return sign | (uint16_t)(bits_of(r) - 0x4b000000u);
 }
 
@@ -85,7 +85,7 @@ ENG_HOT static void widen_bf16(f32_any *d, const u16_any *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         uint32_t u = (uint32_t)s[i] << 16;
-        float f;
+        float    f;
         memcpy(&f, &u, sizeof(f));
         d[i] = f;
     }
@@ -110,11 +110,11 @@ ENG_HOT static void widen_f16(f32_any *d, const u16_any *s, size_t n)
 ENG_HOT static void narrow_bf16(u16_any *d, const f32_any *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        float f = s[i];
+        float    f = s[i];
         uint32_t u;
         memcpy(&u, &f, sizeof(u));
         uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-        uint32_t nan = (u >> 16) | 0x0040u;
+        uint32_t nan     = (u >> 16) | 0x0040u;
         d[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
     }
 }
@@ -140,10 +140,10 @@ void braid_eng_convert(void *dst, braid_dtype_t dst_type, const void *src,
     }
     /* The rest (to f16, or between bf16 and f16) through f32, one value at
      * a time: only writers of test files use them. */
-    unsigned char *d = dst;
+    unsigned char       *d = dst;
     const unsigned char *s = src;
     for (size_t i = 0; i < n; i++) {
-        float v;
+        float    v;
         uint16_t h;
         if (src_type == BRAID_F32) {
             memcpy(&v, s + 4 * i, 4);

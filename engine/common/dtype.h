@@ -21,7 +21,7 @@
 static inline float braid_eng_bf16_to_f32(uint16_t h)
 {
     uint32_t u = (uint32_t)h << 16; /* bf16 is the top half of an f32 */
-    float f;
+    float    f;
     memcpy(&f, &u, sizeof(f));
     return f;
 }

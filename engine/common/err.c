@@ -26,14 +26,14 @@ braid_status_t braid_eng_fail_braid(braid_status_t st, const char *what)
 
 braid_status_t braid_eng_wrap(braid_status_t st, const char *fmt, ...)
 {
-    char both[2 * ERR_LEN + 2];
+    char    both[2 * ERR_LEN + 2];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(both, ERR_LEN, fmt, ap);
     va_end(ap);
-    size_t k = n < 0 ? 0 : (size_t)n < ERR_LEN ? (size_t)n : ERR_LEN - 1;
-    both[k++] = ':';
-    both[k++] = ' ';
+    size_t k   = n < 0 ? 0 : (size_t)n < ERR_LEN ? (size_t)n : ERR_LEN - 1;
+    both[k++]  = ':';
+    both[k++]  = ' ';
     size_t old = strnlen(err_msg, ERR_LEN - 1);
     memcpy(both + k, err_msg, old);
     k += old;
@@ -44,7 +44,4 @@ braid_status_t braid_eng_wrap(braid_status_t st, const char *fmt, ...)
     return st;
 }
 
-const char *braid_eng_error(void)
-{
-    return err_msg;
-}
+const char *braid_eng_error(void) { return err_msg; }

@@ -5,11 +5,11 @@
 #ifndef BRAID_ENG_HOT_H
 #define BRAID_ENG_HOT_H
 
-#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute) && \
+#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute) &&    \
     !defined(__clang__) && __GNUC__ >= 12 && !defined(BRAID_ENG_NO_CLONES)
-#define ENG_HOT                                                        \
-    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3",   \
-                                 "default")))
+#define ENG_HOT                                                               \
+    __attribute__((                                                           \
+        target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define ENG_HOT
 #endif

@@ -7,14 +7,14 @@
 #include "engine/common/json.h"
 #include "engine/common/util.h"
 
-braid_status_t braid_eng_json_parse(cJSON **root, const char *text,
-                                    size_t len, const char *what)
+braid_status_t braid_eng_json_parse(cJSON **root, const char *text, size_t len,
+                                    const char *what)
 {
     const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    cJSON      *j   = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!j) {
         /* cJSON points at where parsing stopped; count lines up to it. */
-        size_t off = end && end >= text ? (size_t)(end - text) : 0;
+        size_t off  = end && end >= text ? (size_t)(end - text) : 0;
         size_t line = 1, col = 1;
         for (size_t i = 0; i < off && i < len; i++) {
             if (text[i] == '\n') {
@@ -25,8 +25,8 @@ braid_status_t braid_eng_json_parse(cJSON **root, const char *text,
             }
         }
         return braid_eng_fail(BRAID_ERR_PARSE,
-                              "%s: invalid JSON at line %zu, column %zu",
-                              what, line, col);
+                              "%s: invalid JSON at line %zu, column %zu", what,
+                              line, col);
     }
     *root = j;
     return BRAID_OK;
@@ -34,8 +34,8 @@ braid_status_t braid_eng_json_parse(cJSON **root, const char *text,
 
 braid_status_t braid_eng_json_load(cJSON **root, const char *path)
 {
-    char *text;
-    size_t len;
+    char          *text;
+    size_t         len;
     braid_status_t st = braid_eng_read_file(&text, &len, path);
     if (st != BRAID_OK)
         return st;
@@ -46,11 +46,16 @@ braid_status_t braid_eng_json_load(cJSON **root, const char *path)
 
 static const char *kind(const cJSON *v)
 {
-    if (cJSON_IsNumber(v)) return "a number";
-    if (cJSON_IsString(v)) return "a string";
-    if (cJSON_IsBool(v))   return "a boolean";
-    if (cJSON_IsNull(v))   return "null";
-    if (cJSON_IsArray(v))  return "an array";
+    if (cJSON_IsNumber(v))
+        return "a number";
+    if (cJSON_IsString(v))
+        return "a string";
+    if (cJSON_IsBool(v))
+        return "a boolean";
+    if (cJSON_IsNull(v))
+        return "null";
+    if (cJSON_IsArray(v))
+        return "an array";
     return "an object";
 }
 
@@ -73,19 +78,18 @@ static braid_status_t lookup(const cJSON **v, const cJSON *obj,
 }
 
 braid_status_t braid_eng_json_int(int64_t *out, const cJSON *obj,
-                                  const char *key, int required,
-                                  int64_t dflt, int64_t lo, int64_t hi,
-                                  const char *what)
+                                  const char *key, int required, int64_t dflt,
+                                  int64_t lo, int64_t hi, const char *what)
 {
-    const cJSON *v;
-    braid_status_t st = lookup(&v, obj, key, required, cJSON_IsNumber,
-                               "an integer", what);
+    const cJSON   *v;
+    braid_status_t st =
+        lookup(&v, obj, key, required, cJSON_IsNumber, "an integer", what);
     double d = v ? v->valuedouble : (double)dflt;
     if (st != BRAID_OK)
         return st;
     if (d != floor(d) || fabs(d) > 9007199254740992.0)
-        return braid_eng_fail(BRAID_ERR_PARSE,
-                              "%s: %s: %g is not an integer", what, key, d);
+        return braid_eng_fail(BRAID_ERR_PARSE, "%s: %s: %g is not an integer",
+                              what, key, d);
     if (v && (d < (double)lo || d > (double)hi))
         return braid_eng_fail(BRAID_ERR_PARSE,
                               "%s: %s: %.0f is out of range [%lld, %lld]",
@@ -98,16 +102,16 @@ braid_status_t braid_eng_json_num(double *out, const cJSON *obj,
                                   const char *key, int required, double dflt,
                                   double lo, double hi, const char *what)
 {
-    const cJSON *v;
-    braid_status_t st = lookup(&v, obj, key, required, cJSON_IsNumber,
-                               "a number", what);
+    const cJSON   *v;
+    braid_status_t st =
+        lookup(&v, obj, key, required, cJSON_IsNumber, "a number", what);
     double d = v ? v->valuedouble : dflt;
     if (st != BRAID_OK)
         return st;
     if (v && (!isfinite(d) || d < lo || d > hi))
         return braid_eng_fail(BRAID_ERR_PARSE,
-                              "%s: %s: %g is out of range [%g, %g]", what,
-                              key, d, lo, hi);
+                              "%s: %s: %g is out of range [%g, %g]", what, key,
+                              d, lo, hi);
     *out = d;
     return BRAID_OK;
 }
@@ -115,9 +119,9 @@ braid_status_t braid_eng_json_num(double *out, const cJSON *obj,
 braid_status_t braid_eng_json_bool(int *out, const cJSON *obj, const char *key,
                                    int required, int dflt, const char *what)
 {
-    const cJSON *v;
-    braid_status_t st = lookup(&v, obj, key, required, cJSON_IsBool,
-                               "true or false", what);
+    const cJSON   *v;
+    braid_status_t st =
+        lookup(&v, obj, key, required, cJSON_IsBool, "true or false", what);
     if (st == BRAID_OK)
         *out = v ? cJSON_IsTrue(v) : dflt;
     return st;
@@ -127,9 +131,9 @@ braid_status_t braid_eng_json_str(const char **out, const cJSON *obj,
                                   const char *key, int required,
                                   const char *what)
 {
-    const cJSON *v;
-    braid_status_t st = lookup(&v, obj, key, required, cJSON_IsString,
-                               "a string", what);
+    const cJSON   *v;
+    braid_status_t st =
+        lookup(&v, obj, key, required, cJSON_IsString, "a string", what);
     if (st == BRAID_OK)
         *out = v ? v->valuestring : NULL;
     return st;
@@ -141,13 +145,13 @@ braid_status_t braid_eng_json_save(const char *path, const cJSON *root,
     char *text = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
     if (!text)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "%s: out of memory", path);
-    size_t len = strlen(text);
-    char *line = realloc(text, len + 2);
+    size_t len  = strlen(text);
+    char  *line = realloc(text, len + 2);
     if (!line) {
         free(text);
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "%s: out of memory", path);
     }
-    line[len] = '\n';
+    line[len]         = '\n';
     braid_status_t st = braid_eng_write_file(path, line, len + 1);
     free(line);
     return st;

@@ -8,24 +8,23 @@
 
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
 #include <braid/braid.h>
+#include <cjson/cJSON.h>
 
 /* Parses the file at path into *root (free it with cJSON_Delete).  A syntax
  * error names the line and column. */
 braid_status_t braid_eng_json_load(cJSON **root, const char *path);
 /* Parses len bytes of text (need not be NUL-terminated); `what` names the
  * text in errors. */
-braid_status_t braid_eng_json_parse(cJSON **root, const char *text,
-                                    size_t len, const char *what);
+braid_status_t braid_eng_json_parse(cJSON **root, const char *text, size_t len,
+                                    const char *what);
 
 /* obj[key] as an integer in [lo, hi].  If the key is missing: *out = dflt
  * when `required` is 0, an error otherwise.  A number with a fractional
  * part or beyond 2^53 is an error. */
 braid_status_t braid_eng_json_int(int64_t *out, const cJSON *obj,
-                                  const char *key, int required,
-                                  int64_t dflt, int64_t lo, int64_t hi,
-                                  const char *what);
+                                  const char *key, int required, int64_t dflt,
+                                  int64_t lo, int64_t hi, const char *what);
 /* obj[key] as a finite number in [lo, hi]; missing as for json_int. */
 braid_status_t braid_eng_json_num(double *out, const cJSON *obj,
                                   const char *key, int required, double dflt,

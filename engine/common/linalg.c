@@ -32,13 +32,13 @@ braid_status_t braid_eng_mat_alloc(braid_eng_mat_t *m, braid_dtype_t dtype,
                                    int64_t rows, int64_t cols)
 {
     size_t bytes = (size_t)rows * (size_t)cols * braid_dtype_size(dtype);
-    *m = (braid_eng_mat_t){dtype, rows, cols, NULL, NULL};
-    if (bytes && posix_memalign(&m->block, 64, (bytes + 63) & ~(size_t)63) != 0) {
+    *m           = (braid_eng_mat_t){dtype, rows, cols, NULL, NULL};
+    if (bytes &&
+        posix_memalign(&m->block, 64, (bytes + 63) & ~(size_t)63) != 0) {
         m->block = NULL;
-        return braid_eng_fail(BRAID_ERR_NO_MEMORY,
-                              "out of memory for a [%lld, %lld] %s matrix",
-                              (long long)rows, (long long)cols,
-                              braid_dtype_name(dtype));
+        return braid_eng_fail(
+            BRAID_ERR_NO_MEMORY, "out of memory for a [%lld, %lld] %s matrix",
+            (long long)rows, (long long)cols, braid_dtype_name(dtype));
     }
     m->data = m->block;
     return BRAID_OK;
@@ -59,7 +59,7 @@ size_t braid_eng_mat_bytes(const braid_eng_mat_t *m)
 
 braid_status_t braid_eng_arena_init(braid_eng_arena_t *a, size_t bytes)
 {
-    *a = (braid_eng_arena_t){NULL, 0, 0};
+    *a         = (braid_eng_arena_t){NULL, 0, 0};
     size_t len = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
     if (!len)
         return BRAID_OK;
@@ -67,8 +67,8 @@ braid_status_t braid_eng_arena_init(braid_eng_arena_t *a, size_t bytes)
     unsigned char *p = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
-        return braid_eng_fail(BRAID_ERR_NO_MEMORY,
-                              "out of memory for %zu MiB", len >> 20);
+        return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory for %zu MiB",
+                              len >> 20);
     unsigned char *base = (unsigned char *)(((uintptr_t)p + HUGE_PAGE - 1) &
                                             ~(uintptr_t)(HUGE_PAGE - 1));
     if (base > p)
@@ -108,12 +108,13 @@ braid_status_t braid_eng_mat_from(braid_eng_mat_t *m, braid_eng_arena_t *a,
                                   int64_t cols)
 {
     size_t bytes = (size_t)rows * (size_t)cols * braid_dtype_size(dtype);
-    *m = (braid_eng_mat_t){dtype, rows, cols, NULL, NULL};
+    *m           = (braid_eng_mat_t){dtype, rows, cols, NULL, NULL};
     if (bytes && !(m->data = braid_eng_arena_take(a, bytes)))
         return braid_eng_fail(BRAID_ERR_INTERNAL,
                               "arena of %zu bytes full at a [%lld, %lld] %s "
-                              "matrix", a->size, (long long)rows,
-                              (long long)cols, braid_dtype_name(dtype));
+                              "matrix",
+                              a->size, (long long)rows, (long long)cols,
+                              braid_dtype_name(dtype));
     return BRAID_OK;
 }
 
@@ -121,17 +122,17 @@ braid_status_t braid_eng_mat_from(braid_eng_mat_t *m, braid_eng_arena_t *a,
  * would have a different ABI in each clone. */
 #define LOAD_F32(dst, p) memcpy(&(dst), (p), sizeof(v16f))
 #if defined(__FLT16_MAX__)
-#define LOAD_F16(dst, p)                                                 \
-    do {                                                                 \
-        v16hf h_;                                                        \
-        memcpy(&h_, (p), sizeof(h_));                                    \
-        (dst) = __builtin_convertvector(h_, v16f);                       \
+#define LOAD_F16(dst, p)                                                      \
+    do {                                                                      \
+        v16hf h_;                                                             \
+        memcpy(&h_, (p), sizeof(h_));                                         \
+        (dst) = __builtin_convertvector(h_, v16f);                            \
     } while (0)
 #else
-#define LOAD_F16(dst, p)                                                 \
-    do {                                                                 \
-        for (int k_ = 0; k_ < 16; k_++)                                  \
-            (dst)[k_] = braid_eng_f16_to_f32((p)[k_]);                   \
+#define LOAD_F16(dst, p)                                                      \
+    do {                                                                      \
+        for (int k_ = 0; k_ < 16; k_++)                                       \
+            (dst)[k_] = braid_eng_f16_to_f32((p)[k_]);                        \
     } while (0)
 #endif
 
@@ -148,34 +149,35 @@ static inline float scalar_of(braid_dtype_t dt, const void *w, size_t i)
     if (dt == BRAID_F32)
         return ((const float *)w)[i];
     uint16_t h = ((const uint16_t *)w)[i];
-    return dt == BRAID_BF16 ? braid_eng_bf16_to_f32(h) : braid_eng_f16_to_f32(h);
+    return dt == BRAID_BF16 ? braid_eng_bf16_to_f32(h)
+                            : braid_eng_f16_to_f32(h);
 }
 
 /* One kernel per weight type: y[r0..r1) of W . x, 32 columns a step.
  * LOAD widens 16 weights into a v16f. */
-#define MATVEC_KERNEL(NAME, WT, LOAD, DT)                                      \
+#define MATVEC_KERNEL(NAME, WT, LOAD, DT)                                     \
     ENG_HOT static void NAME(float *y, const WT *W, const float *x,           \
-                             size_t cols, size_t r0, size_t r1)                \
-    {                                                                          \
-        size_t c32 = cols & ~(size_t)31;                                       \
-        v16f x0, x1, w0, w1;                                                   \
-        for (size_t r = r0; r < r1; r++) {                                     \
-            const WT *wr = W + r * cols;                                       \
-            v16f a0 = {0}, a1 = {0};                                           \
-            for (size_t c = 0; c < c32; c += 32) {                             \
-                LOAD_F32(x0, x + c);                                           \
-                LOAD_F32(x1, x + c + 16);                                      \
-                LOAD(w0, wr + c);                                              \
-                LOAD(w1, wr + c + 16);                                         \
-                a0 += w0 * x0;                                                 \
-                a1 += w1 * x1;                                                 \
-            }                                                                  \
-            a0 += a1;                                                          \
-            float s = hsum(&a0);                                               \
-            for (size_t c = c32; c < cols; c++)                                \
-                s += scalar_of(DT, wr, c) * x[c];                              \
-            y[r] = s;                                                          \
-        }                                                                      \
+                             size_t cols, size_t r0, size_t r1)               \
+    {                                                                         \
+        size_t c32 = cols & ~(size_t)31;                                      \
+        v16f   x0, x1, w0, w1;                                                \
+        for (size_t r = r0; r < r1; r++) {                                    \
+            const WT *wr = W + r * cols;                                      \
+            v16f      a0 = {0}, a1 = {0};                                     \
+            for (size_t c = 0; c < c32; c += 32) {                            \
+                LOAD_F32(x0, x + c);                                          \
+                LOAD_F32(x1, x + c + 16);                                     \
+                LOAD(w0, wr + c);                                             \
+                LOAD(w1, wr + c + 16);                                        \
+                a0 += w0 * x0;                                                \
+                a1 += w1 * x1;                                                \
+            }                                                                 \
+            a0 += a1;                                                         \
+            float s = hsum(&a0);                                              \
+            for (size_t c = c32; c < cols; c++)                               \
+                s += scalar_of(DT, wr, c) * x[c];                             \
+            y[r] = s;                                                         \
+        }                                                                     \
     }
 
 MATVEC_KERNEL(matvec_f32, float, LOAD_F32, BRAID_F32)
@@ -187,17 +189,17 @@ MATVEC_KERNEL(matvec_f16, uint16_t, LOAD_F16, BRAID_F16)
  * pre-arranged to match (interleave_x): per 32 columns, the 16 even ones,
  * then the 16 odd ones.  The sum runs in another order than the f32
  * kernel's; both are exact to f32 rounding. */
-#define BF16_STEP(acc, wrow, col, xe, xo)                                      \
-    do {                                                                       \
-        v16u u_, lo_, hi_;                                                     \
-        v16f we_, wo_;                                                         \
-        memcpy(&u_, (wrow) + (col), sizeof(u_));                               \
-        lo_ = u_ << 16;                                                        \
-        hi_ = u_ & 0xffff0000u;                                                \
-        memcpy(&we_, &lo_, sizeof(we_));                                       \
-        memcpy(&wo_, &hi_, sizeof(wo_));                                       \
-        acc += we_ * (xe);                                                     \
-        acc += wo_ * (xo);                                                     \
+#define BF16_STEP(acc, wrow, col, xe, xo)                                     \
+    do {                                                                      \
+        v16u u_, lo_, hi_;                                                    \
+        v16f we_, wo_;                                                        \
+        memcpy(&u_, (wrow) + (col), sizeof(u_));                              \
+        lo_ = u_ << 16;                                                       \
+        hi_ = u_ & 0xffff0000u;                                               \
+        memcpy(&we_, &lo_, sizeof(we_));                                      \
+        memcpy(&wo_, &hi_, sizeof(wo_));                                      \
+        acc += we_ * (xe);                                                    \
+        acc += wo_ * (xo);                                                    \
     } while (0)
 
 /* 64 columns a step, two accumulators; a 32-column step and scalars after. */
@@ -206,10 +208,10 @@ ENG_HOT static void matvec_bf16(float *y, const uint16_t *W, const float *x,
                                 size_t r1)
 {
     size_t c64 = cols & ~(size_t)63, c32 = cols & ~(size_t)31;
-    v16f x0, x1, x2, x3;
+    v16f   x0, x1, x2, x3;
     for (size_t r = r0; r < r1; r++) {
         const uint16_t *wr = W + r * cols;
-        v16f a0 = {0}, a1 = {0};
+        v16f            a0 = {0}, a1 = {0};
         for (size_t c = 0; c < c64; c += 64) {
             LOAD_F32(x0, xp + c);
             LOAD_F32(x1, xp + c + 16);
@@ -238,7 +240,7 @@ static void interleave_x(float *xp, const float *x, size_t cols)
     size_t c32 = cols & ~(size_t)31;
     for (size_t c = 0; c < c32; c += 32)
         for (size_t k = 0; k < 16; k++) {
-            xp[c + k] = x[c + 2 * k];
+            xp[c + k]      = x[c + 2 * k];
             xp[c + 16 + k] = x[c + 2 * k + 1];
         }
     memcpy(xp + c32, x + c32, (cols - c32) * sizeof(float));
@@ -249,7 +251,7 @@ typedef struct {
     float *const                 *y;
     const braid_eng_mat_t *const *W;
     const float                  *x;
-    const float                  *xp;  /* x interleaved, for bf16 weights */
+    const float                  *xp; /* x interleaved, for bf16 weights */
 } matvec_job_t;
 
 /* Member `me` of `nt` takes a contiguous block of rows of each weight:
@@ -258,17 +260,21 @@ static void matvec_job(void *arg, int me, int nt)
 {
     const matvec_job_t *j = arg;
     for (int i = 0; i < j->n; i++) {
-        const braid_eng_mat_t *W = j->W[i];
-        size_t rows = (size_t)W->rows;
-        size_t r0 = rows * (size_t)me / (size_t)nt;
-        size_t r1 = rows * (size_t)(me + 1) / (size_t)nt;
+        const braid_eng_mat_t *W    = j->W[i];
+        size_t                 rows = (size_t)W->rows;
+        size_t                 r0   = rows * (size_t)me / (size_t)nt;
+        size_t                 r1   = rows * (size_t)(me + 1) / (size_t)nt;
         if (r0 >= r1)
             continue;
         size_t cols = (size_t)W->cols;
         switch (W->dtype) {
-        case BRAID_BF16: matvec_bf16(j->y[i], W->data, j->x, j->xp, cols, r0, r1); break;
-        case BRAID_F16:  matvec_f16(j->y[i], W->data, j->x, cols, r0, r1); break;
-        default:         matvec_f32(j->y[i], W->data, j->x, cols, r0, r1); break;
+        case BRAID_BF16:
+            matvec_bf16(j->y[i], W->data, j->x, j->xp, cols, r0, r1);
+            break;
+        case BRAID_F16:
+            matvec_f16(j->y[i], W->data, j->x, cols, r0, r1);
+            break;
+        default: matvec_f32(j->y[i], W->data, j->x, cols, r0, r1); break;
         }
     }
 }
@@ -280,8 +286,8 @@ static _Thread_local size_t xp_cap;
 void braid_eng_matvec(braid_eng_pool_t *pool, int n, float *const *y,
                       const braid_eng_mat_t *const *W, const float *x)
 {
-    matvec_job_t j = {n, y, W, x, NULL};
-    size_t cols = 0;
+    matvec_job_t j    = {n, y, W, x, NULL};
+    size_t       cols = 0;
     for (int i = 0; i < n; i++)
         if (W[i]->dtype == BRAID_BF16)
             cols = (size_t)W[i]->cols;
@@ -289,7 +295,8 @@ void braid_eng_matvec(braid_eng_pool_t *pool, int n, float *const *y,
         if (cols > xp_cap) {
             float *nb = realloc(xp_buf, cols * sizeof(float));
             if (!nb)
-                abort(); /* a few KiB; a process this short of memory is lost */
+                abort(); /* a few KiB; a process this short of memory is lost
+                          */
             xp_buf = nb;
             xp_cap = cols;
         }
@@ -332,11 +339,12 @@ void braid_eng_matmul(float *Y, const float *X, const braid_eng_mat_t *W,
         return;
     }
     int64_t block = mm_block_rows(cols);
-    size_t es = braid_dtype_size(W->dtype);
+    size_t  es    = braid_dtype_size(W->dtype);
     for (int64_t r0 = 0; r0 < rows; r0 += block) {
         int64_t nr = rows - r0 < block ? rows - r0 : block;
         braid_eng_convert(scratch, BRAID_F32,
-                          (const unsigned char *)W->data + (size_t)(r0 * cols) * es,
+                          (const unsigned char *)W->data +
+                              (size_t)(r0 * cols) * es,
                           W->dtype, (size_t)(nr * cols));
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)nr,
                     (int)cols, 1.0f, X, (int)cols, scratch, (int)cols, 0.0f,
@@ -355,7 +363,4 @@ void braid_eng_transpose(float *dst, const float *src, int64_t rows,
                     dst[c * rows + r] = src[r * cols + c];
 }
 
-void braid_eng_blas_threads(int n)
-{
-    openblas_set_num_threads(n);
-}
+void braid_eng_blas_threads(int n) { openblas_set_num_threads(n); }

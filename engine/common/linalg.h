@@ -35,7 +35,7 @@ typedef struct {
  * free with braid_eng_mat_free. */
 braid_status_t braid_eng_mat_alloc(braid_eng_mat_t *m, braid_dtype_t dtype,
                                    int64_t rows, int64_t cols);
-void braid_eng_mat_free(braid_eng_mat_t *m);
+void           braid_eng_mat_free(braid_eng_mat_t *m);
 /* Bytes of data. */
 size_t braid_eng_mat_bytes(const braid_eng_mat_t *m);
 
@@ -53,7 +53,7 @@ typedef struct {
 braid_status_t braid_eng_arena_init(braid_eng_arena_t *a, size_t bytes);
 /* bytes from the arena, or NULL when it is full. */
 void *braid_eng_arena_take(braid_eng_arena_t *a, size_t bytes);
-void braid_eng_arena_free(braid_eng_arena_t *a);
+void  braid_eng_arena_free(braid_eng_arena_t *a);
 /* Bytes braid_eng_arena_take(bytes) uses up (its 64-byte rounding). */
 size_t braid_eng_arena_need(size_t bytes);
 /* A matrix whose data comes from the arena (m->block = NULL). */
@@ -71,8 +71,8 @@ void braid_eng_matvec(braid_eng_pool_t *pool, int n, float *const *y,
  * scratch holds at least braid_eng_matmul_scratch(W->cols) floats (the
  * scratch for a wider weight will do; unused
  * for f32 weights). */
-void braid_eng_matmul(float *Y, const float *X, const braid_eng_mat_t *W,
-                      int64_t T, float *scratch);
+void   braid_eng_matmul(float *Y, const float *X, const braid_eng_mat_t *W,
+                        int64_t T, float *scratch);
 size_t braid_eng_matmul_scratch(int64_t cols);
 
 /* dst[cols, rows] = src[rows, cols]^T (f32), in tiles that stay in cache:

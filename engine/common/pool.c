@@ -13,12 +13,12 @@ typedef struct {
 
 struct braid_eng_pool {
     int              n;
-    pthread_t       *threads;     /* [n - 1] */
-    pool_member_t   *members;     /* [n - 1] */
+    pthread_t       *threads; /* [n - 1] */
+    pool_member_t   *members; /* [n - 1] */
     pthread_mutex_t  mu;
     pthread_cond_t   go, done;
-    unsigned long    generation;  /* bumped per job */
-    int              pending;     /* members still working on this job */
+    unsigned long    generation; /* bumped per job */
+    int              pending;    /* members still working on this job */
     int              quit;
     braid_eng_job_fn fn;
     void            *ctx;
@@ -26,9 +26,9 @@ struct braid_eng_pool {
 
 static void *member_main(void *arg)
 {
-    pool_member_t *m = arg;
-    braid_eng_pool_t *p = m->pool;
-    unsigned long seen = 0;
+    pool_member_t    *m    = arg;
+    braid_eng_pool_t *p    = m->pool;
+    unsigned long     seen = 0;
     for (;;) {
         pthread_mutex_lock(&p->mu);
         while (p->generation == seen && !p->quit)
@@ -37,9 +37,9 @@ static void *member_main(void *arg)
             pthread_mutex_unlock(&p->mu);
             return NULL;
         }
-        seen = p->generation;
-        braid_eng_job_fn fn = p->fn;
-        void *ctx = p->ctx;
+        seen                 = p->generation;
+        braid_eng_job_fn fn  = p->fn;
+        void            *ctx = p->ctx;
         pthread_mutex_unlock(&p->mu);
 
         fn(ctx, m->me, p->n);
@@ -54,12 +54,12 @@ static void *member_main(void *arg)
 braid_status_t braid_eng_pool_new(braid_eng_pool_t **out, int nthreads)
 {
     if (nthreads < 1)
-        return braid_eng_fail(BRAID_ERR_INVALID_ARG,
-                              "thread pool: %d threads", nthreads);
+        return braid_eng_fail(BRAID_ERR_INVALID_ARG, "thread pool: %d threads",
+                              nthreads);
     braid_eng_pool_t *p = calloc(1, sizeof(*p));
     if (!p)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
-    p->n = nthreads;
+    p->n       = nthreads;
     p->threads = calloc((size_t)nthreads, sizeof(*p->threads));
     p->members = calloc((size_t)nthreads, sizeof(*p->members));
     pthread_mutex_init(&p->mu, NULL);
@@ -91,8 +91,8 @@ void braid_eng_pool_run(braid_eng_pool_t *p, braid_eng_job_fn fn, void *ctx)
         return;
     }
     pthread_mutex_lock(&p->mu);
-    p->fn = fn;
-    p->ctx = ctx;
+    p->fn      = fn;
+    p->ctx     = ctx;
     p->pending = p->n - 1;
     p->generation++;
     pthread_cond_broadcast(&p->go);
@@ -106,10 +106,7 @@ void braid_eng_pool_run(braid_eng_pool_t *p, braid_eng_job_fn fn, void *ctx)
     pthread_mutex_unlock(&p->mu);
 }
 
-int braid_eng_pool_size(const braid_eng_pool_t *p)
-{
-    return p->n;
-}
+int braid_eng_pool_size(const braid_eng_pool_t *p) { return p->n; }
 
 void braid_eng_pool_free(braid_eng_pool_t *p)
 {

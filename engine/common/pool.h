@@ -17,7 +17,8 @@ typedef void (*braid_eng_job_fn)(void *ctx, int me, int n);
 braid_status_t braid_eng_pool_new(braid_eng_pool_t **pool, int nthreads);
 /* Runs fn on every member (the caller included) and returns when all are
  * done.  One job at a time per pool; not reentrant. */
-void braid_eng_pool_run(braid_eng_pool_t *pool, braid_eng_job_fn fn, void *ctx);
+void braid_eng_pool_run(braid_eng_pool_t *pool, braid_eng_job_fn fn,
+                        void *ctx);
 int  braid_eng_pool_size(const braid_eng_pool_t *pool);
 void braid_eng_pool_free(braid_eng_pool_t *pool);
 

@@ -20,15 +20,15 @@
 #include "engine/common/util.h"
 
 /* The reference implementation refuses headers above 100 MB too. */
-#define ST_MAX_HEADER (100u << 20)
-#define ST_INDEX_NAME "model.safetensors.index.json"
+#define ST_MAX_HEADER  (100u << 20)
+#define ST_INDEX_NAME  "model.safetensors.index.json"
 #define ST_SINGLE_NAME "model.safetensors"
 
 typedef struct {
     char          *path;
     unsigned char *map;
     size_t         size;
-    size_t         data_off;  /* 8 + header length */
+    size_t         data_off; /* 8 + header length */
 } st_file_t;
 
 struct braid_eng_st {
@@ -37,7 +37,7 @@ struct braid_eng_st {
     braid_eng_st_tensor_t *tensors;
     size_t                 n, cap;
     braid_eng_strmap_t     by_name;
-    cJSON                 *meta;   /* first file's __metadata__, or NULL */
+    cJSON                 *meta; /* first file's __metadata__, or NULL */
 };
 
 static void shape_str(char *buf, size_t cap, int ndim, const int64_t *shape)
@@ -58,7 +58,7 @@ static int by_offset(const void *a, const void *b)
     return x->data < y->data ? -1 : x->data > y->data;
 }
 
-static braid_status_t add_tensor(braid_eng_st_t *st,
+static braid_status_t add_tensor(braid_eng_st_t              *st,
                                  const braid_eng_st_tensor_t *t)
 {
     if (braid_eng_grow((void **)&st->tensors, &st->cap, st->n + 1,
@@ -73,13 +73,12 @@ static braid_status_t parse_entry(braid_eng_st_tensor_t *t, const cJSON *e,
                                   const char *path, const char *name,
                                   const unsigned char *data, size_t data_size)
 {
-    const char *dt;
+    const char    *dt;
     braid_status_t st;
-    char what[512];
+    char           what[512];
     snprintf(what, sizeof(what), "%s: tensor '%s'", path, name);
     if (!cJSON_IsObject(e))
-        return braid_eng_fail(BRAID_ERR_PARSE, "%s: expected an object",
-                              what);
+        return braid_eng_fail(BRAID_ERR_PARSE, "%s: expected an object", what);
     if ((st = braid_eng_json_str(&dt, e, "dtype", 1, what)) != BRAID_OK)
         return st;
     if (braid_eng_st_type_parse(dt, &t->elem_size, &t->dtype) != 0)
@@ -96,16 +95,18 @@ static braid_status_t parse_entry(braid_eng_st_tensor_t *t, const cJSON *e,
         return braid_eng_fail(BRAID_ERR_PARSE,
                               "%s: %d dimensions, at most %d supported", what,
                               ndim, BRAID_ENG_ST_MAX_DIMS);
-    t->ndim = ndim;
+    t->ndim  = ndim;
     t->numel = 1;
     const cJSON *d;
-    int k = 0;
-    cJSON_ArrayForEach(d, shape) {
+    int          k = 0;
+    cJSON_ArrayForEach(d, shape)
+    {
         double v = cJSON_IsNumber(d) ? d->valuedouble : -1;
         if (v < 0 || v != (double)(int64_t)v || v > 9007199254740992.0)
             return braid_eng_fail(BRAID_ERR_PARSE,
                                   "%s: shape entry %d is not a non-negative "
-                                  "integer", what, k);
+                                  "integer",
+                                  what, k);
         t->shape[k++] = (int64_t)v;
         if (v > 0 && t->numel > UINT64_MAX / 16 / (uint64_t)v)
             return braid_eng_fail(BRAID_ERR_PARSE, "%s: shape too large",
@@ -114,7 +115,8 @@ static braid_status_t parse_entry(braid_eng_st_tensor_t *t, const cJSON *e,
     }
 
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
-    const cJSON *b = cJSON_GetArrayItem(offs, 0), *en = cJSON_GetArrayItem(offs, 1);
+    const cJSON *b    = cJSON_GetArrayItem(offs, 0),
+                *en   = cJSON_GetArrayItem(offs, 1);
     if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
         !cJSON_IsNumber(b) || !cJSON_IsNumber(en) || b->valuedouble < 0 ||
         en->valuedouble < b->valuedouble ||
@@ -122,7 +124,8 @@ static braid_status_t parse_entry(braid_eng_st_tensor_t *t, const cJSON *e,
         en->valuedouble != (double)(uint64_t)en->valuedouble)
         return braid_eng_fail(BRAID_ERR_PARSE,
                               "%s: data_offsets must be [begin, end] with "
-                              "0 <= begin <= end", what);
+                              "0 <= begin <= end",
+                              what);
     uint64_t begin = (uint64_t)b->valuedouble, end = (uint64_t)en->valuedouble;
     t->nbytes = end - begin;
     if (t->nbytes != t->numel * t->elem_size) {
@@ -133,16 +136,15 @@ static braid_status_t parse_entry(braid_eng_st_tensor_t *t, const cJSON *e,
                               "but %s %s needs %llu (wrong dtype or shape?)",
                               what, (unsigned long long)begin,
                               (unsigned long long)end,
-                              (unsigned long long)t->nbytes, t->dtype_name,
-                              sh,
+                              (unsigned long long)t->nbytes, t->dtype_name, sh,
                               (unsigned long long)(t->numel * t->elem_size));
     }
     if (end > data_size)
         return braid_eng_fail(BRAID_ERR_PARSE,
                               "%s: ends at byte %llu of the data section, but "
                               "the file holds only %zu bytes of data: "
-                              "truncated file", what,
-                              (unsigned long long)end, data_size);
+                              "truncated file",
+                              what, (unsigned long long)end, data_size);
     t->data = data + begin;
     return BRAID_OK;
 }
@@ -153,7 +155,7 @@ static braid_status_t open_file(braid_eng_st_t *st, const char *path)
     st_file_t *nf = realloc(st->files, (size_t)(st->nfiles + 1) * sizeof(*nf));
     if (!nf)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
-    st->files = nf;
+    st->files    = nf;
     st_file_t *f = &st->files[st->nfiles];
     memset(f, 0, sizeof(*f));
     if (!(f->path = strdup(path)))
@@ -174,7 +176,8 @@ static braid_status_t open_file(braid_eng_st_t *st, const char *path)
         close(fd);
         return braid_eng_fail(BRAID_ERR_PARSE,
                               "%s: %zu bytes, too short for a safetensors "
-                              "header", path, f->size);
+                              "header",
+                              path, f->size);
     }
     f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd); /* the mapping keeps the file */
@@ -190,15 +193,16 @@ static braid_status_t open_file(braid_eng_st_t *st, const char *path)
         return braid_eng_fail(BRAID_ERR_PARSE,
                               "%s: header length %llu does not fit in the "
                               "file (%zu bytes): truncated or not a "
-                              "safetensors file", path,
-                              (unsigned long long)hlen, f->size);
+                              "safetensors file",
+                              path, (unsigned long long)hlen, f->size);
     f->data_off = 8 + (size_t)hlen;
     if (hlen == 0 || f->map[8] != '{')
         return braid_eng_fail(BRAID_ERR_PARSE,
                               "%s: header does not start with '{': not a "
-                              "safetensors file", path);
+                              "safetensors file",
+                              path);
 
-    cJSON *hdr;
+    cJSON         *hdr;
     braid_status_t s = braid_eng_json_parse(&hdr, (const char *)f->map + 8,
                                             (size_t)hlen, path);
     if (s != BRAID_OK)
@@ -208,11 +212,12 @@ static braid_status_t open_file(braid_eng_st_t *st, const char *path)
         return braid_eng_fail(BRAID_ERR_PARSE, "%s: header is not an object",
                               path);
     }
-    const unsigned char *data = f->map + f->data_off;
-    size_t data_size = f->size - f->data_off;
-    size_t first = st->n;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, hdr) {
+    const unsigned char *data      = f->map + f->data_off;
+    size_t               data_size = f->size - f->data_off;
+    size_t               first     = st->n;
+    const cJSON         *e;
+    cJSON_ArrayForEach(e, hdr)
+    {
         if (strcmp(e->string, "__metadata__") == 0) {
             if (!cJSON_IsObject(e)) {
                 s = braid_eng_fail(BRAID_ERR_PARSE,
@@ -229,7 +234,8 @@ static braid_status_t open_file(braid_eng_st_t *st, const char *path)
         braid_eng_st_tensor_t t;
         memset(&t, 0, sizeof(t));
         t.file = fileno;
-        if ((s = parse_entry(&t, e, path, e->string, data, data_size)) != BRAID_OK)
+        if ((s = parse_entry(&t, e, path, e->string, data, data_size)) !=
+            BRAID_OK)
             break;
         if (!(t.name = strdup(e->string))) {
             s = braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
@@ -247,7 +253,7 @@ static braid_status_t open_file(braid_eng_st_t *st, const char *path)
     /* Packed: sorted by offset, each tensor starts where the previous one
      * ended, and the last ends at the end of the file. */
     braid_eng_st_tensor_t *ts = st->tensors + first;
-    size_t nt = st->n - first;
+    size_t                 nt = st->n - first;
     qsort(ts, nt, sizeof(*ts), by_offset);
     const unsigned char *at = data;
     for (size_t i = 0; i < nt; i++) {
@@ -255,7 +261,8 @@ static braid_status_t open_file(braid_eng_st_t *st, const char *path)
             return braid_eng_fail(BRAID_ERR_PARSE,
                                   "%s: tensor '%s' starts at byte %zu of the "
                                   "data section, expected %zu: tensors "
-                                  "overlap or leave a gap", path, ts[i].name,
+                                  "overlap or leave a gap",
+                                  path, ts[i].name,
                                   (size_t)(ts[i].data - data),
                                   (size_t)(at - data));
         at += ts[i].nbytes;
@@ -275,7 +282,7 @@ static braid_status_t index_names(braid_eng_st_t *st)
     if (s != BRAID_OK)
         return s;
     for (size_t i = 0; i < st->n; i++) {
-        int32_t old;
+        int32_t     old;
         const char *nm = st->tensors[i].name;
         if (braid_eng_strmap_put(&st->by_name, nm, strlen(nm), (int32_t)i,
                                  &old) != BRAID_OK)
@@ -295,7 +302,7 @@ static int safe_name(const char *f)
 
 static braid_status_t open_index(braid_eng_st_t *st, const char *index)
 {
-    cJSON *root;
+    cJSON         *root;
     braid_status_t s = braid_eng_json_load(&root, index);
     if (s != BRAID_OK)
         return s;
@@ -315,11 +322,13 @@ static braid_status_t open_index(braid_eng_st_t *st, const char *index)
 
     /* Open each file once, in the order the index first names them. */
     const cJSON *e;
-    cJSON_ArrayForEach(e, map) {
+    cJSON_ArrayForEach(e, map)
+    {
         if (!cJSON_IsString(e) || !safe_name(e->valuestring)) {
             s = braid_eng_fail(BRAID_ERR_PARSE,
                                "%s: weight_map['%s'] must be a file name in "
-                               "the index's directory", index, e->string);
+                               "the index's directory",
+                               index, e->string);
             goto out;
         }
         int seen = 0;
@@ -337,18 +346,18 @@ static braid_status_t open_index(braid_eng_st_t *st, const char *index)
         goto out;
     /* Both directions: the index's every entry is where it says, and every
      * tensor of every file is in the index. */
-    cJSON_ArrayForEach(e, map) {
+    cJSON_ArrayForEach(e, map)
+    {
         const braid_eng_st_tensor_t *t = braid_eng_st_find(st, e->string);
-        char want[4096];
+        char                         want[4096];
         if ((s = braid_eng_path_join(want, sizeof(want), dir,
                                      e->valuestring)) != BRAID_OK)
             goto out;
         if (!t || strcmp(st->files[t->file].path, want) != 0) {
-            s = braid_eng_fail(BRAID_ERR_PARSE,
-                               "%s: lists tensor '%s' in %s, but %s", index,
-                               e->string, e->valuestring,
-                               t ? "it is in another file" :
-                                   "that file has no such tensor");
+            s = braid_eng_fail(
+                BRAID_ERR_PARSE, "%s: lists tensor '%s' in %s, but %s", index,
+                e->string, e->valuestring,
+                t ? "it is in another file" : "that file has no such tensor");
             goto out;
         }
     }
@@ -377,9 +386,10 @@ braid_status_t braid_eng_st_open(braid_eng_st_t **out, const char *path)
     if (!st)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
     braid_status_t s;
-    char buf[4096];
+    char           buf[4096];
     if (braid_eng_is_dir(path)) {
-        if ((s = braid_eng_path_join(buf, sizeof(buf), path, ST_INDEX_NAME)) != BRAID_OK)
+        if ((s = braid_eng_path_join(buf, sizeof(buf), path, ST_INDEX_NAME)) !=
+            BRAID_OK)
             goto fail;
         if (access(buf, F_OK) == 0) {
             s = open_index(st, buf);
@@ -428,19 +438,16 @@ void braid_eng_st_close(braid_eng_st_t *st)
     free(st);
 }
 
-size_t braid_eng_st_count(const braid_eng_st_t *st)
-{
-    return st->n;
-}
+size_t braid_eng_st_count(const braid_eng_st_t *st) { return st->n; }
 
 const braid_eng_st_tensor_t *braid_eng_st_at(const braid_eng_st_t *st,
-                                             size_t i)
+                                             size_t                i)
 {
     return i < st->n ? &st->tensors[i] : NULL;
 }
 
 const braid_eng_st_tensor_t *braid_eng_st_find(const braid_eng_st_t *st,
-                                               const char *name)
+                                               const char           *name)
 {
     int32_t i = braid_eng_strmap_get(&st->by_name, name, strlen(name));
     return i < 0 ? NULL : &st->tensors[i];
@@ -479,17 +486,16 @@ braid_status_t braid_eng_st_expect(const braid_eng_st_tensor_t **out,
     if (!braid_eng_dtype_is_weight(t->dtype))
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                               "tensor '%s' (%s): dtype %s, expected F32, BF16 "
-                              "or F16", name, st->files[t->file].path,
-                              t->dtype_name);
+                              "or F16",
+                              name, st->files[t->file].path, t->dtype_name);
     *out = t;
     return BRAID_OK;
 }
 
 braid_status_t braid_eng_st_read(void *dst, braid_dtype_t dst_dtype,
-                                 const braid_eng_st_t *st,
-                                 const braid_eng_st_tensor_t *t,
-                                 int64_t row0, int64_t nrows, int64_t col0,
-                                 int64_t ncols)
+                                 const braid_eng_st_t        *st,
+                                 const braid_eng_st_tensor_t *t, int64_t row0,
+                                 int64_t nrows, int64_t col0, int64_t ncols)
 {
     int64_t cols = t->ndim ? t->shape[t->ndim - 1] : 1;
     int64_t rows = cols ? (int64_t)(t->numel / (uint64_t)cols) : 0;
@@ -508,17 +514,17 @@ braid_status_t braid_eng_st_read(void *dst, braid_dtype_t dst_dtype,
                               (long long)col0, (long long)(col0 + ncols));
     size_t es = t->elem_size, ds = braid_dtype_size(dst_dtype);
     for (int64_t r = 0; r < nrows; r++)
-        braid_eng_convert((unsigned char *)dst + (size_t)(r * ncols) * ds,
-                          dst_dtype,
-                          t->data + ((size_t)(row0 + r) * (size_t)cols +
-                                     (size_t)col0) * es,
-                          t->dtype, (size_t)ncols);
+        braid_eng_convert(
+            (unsigned char *)dst + (size_t)(r * ncols) * ds, dst_dtype,
+            t->data + ((size_t)(row0 + r) * (size_t)cols + (size_t)col0) * es,
+            t->dtype, (size_t)ncols);
     /* Give back the pages of the rows read (whole pages inside the file's
      * mapping; a neighbour's page dropped too is only read again later). */
     if (nrows > 0 && ncols > 0) {
-        const st_file_t *f = &st->files[t->file];
-        size_t page = (size_t)sysconf(_SC_PAGESIZE);
-        size_t lo = (size_t)(t->data - f->map) + (size_t)row0 * (size_t)cols * es;
+        const st_file_t *f    = &st->files[t->file];
+        size_t           page = (size_t)sysconf(_SC_PAGESIZE);
+        size_t           lo =
+            (size_t)(t->data - f->map) + (size_t)row0 * (size_t)cols * es;
         size_t hi = lo + (size_t)nrows * (size_t)cols * es;
         lo &= ~(page - 1);
         hi = (hi + page - 1) & ~(page - 1);
@@ -528,4 +534,3 @@ braid_status_t braid_eng_st_read(void *dst, braid_dtype_t dst_dtype,
     }
     return BRAID_OK;
 }
-

@@ -2,7 +2,8 @@
  *
  * File format (https://huggingface.co/docs/safetensors): 8 bytes of
  * little-endian header length N, N bytes of JSON header
- *     {"name": {"dtype": "BF16", "shape": [rows, cols], "data_offsets": [b, e]},
+ *     {"name": {"dtype": "BF16", "shape": [rows, cols], "data_offsets": [b,
+ * e]},
  *      ..., "__metadata__": {"key": "value"}}
  * then the data section; tensor bytes [b, e) of the data section, row-major.
  * A model too big for one file comes as several files plus an index
@@ -38,15 +39,15 @@
 /* One tensor of an open checkpoint.  Owned by the braid_eng_st_t. */
 typedef struct {
     const char   *name;
-    char          dtype_name[16];  /* as in the file: "BF16", "F32", "I64"... */
-    braid_dtype_t dtype;           /* BRAID_DTYPE_COUNT if braid has no such type */
-    size_t        elem_size;       /* bytes per element */
+    char          dtype_name[16]; /* as in the file: "BF16", "F32", "I64"... */
+    braid_dtype_t dtype;     /* BRAID_DTYPE_COUNT if braid has no such type */
+    size_t        elem_size; /* bytes per element */
     int           ndim;
     int64_t       shape[BRAID_ENG_ST_MAX_DIMS];
     uint64_t      numel;
     uint64_t      nbytes;
-    const unsigned char *data;     /* in the read-only mapping; may be unaligned */
-    int           file;            /* index into the open files */
+    const unsigned char *data; /* in the read-only mapping; may be unaligned */
+    int                  file; /* index into the open files */
 } braid_eng_st_tensor_t;
 
 typedef struct braid_eng_st braid_eng_st_t;
@@ -56,15 +57,15 @@ typedef struct braid_eng_st braid_eng_st_t;
  * (the index wins when both exist).  Validates everything listed above;
  * errors name the file and the tensor. */
 braid_status_t braid_eng_st_open(braid_eng_st_t **st, const char *path);
-void braid_eng_st_close(braid_eng_st_t *st);
+void           braid_eng_st_close(braid_eng_st_t *st);
 
 size_t braid_eng_st_count(const braid_eng_st_t *st);
 /* Tensors in file order (index order across files); NULL past the end. */
 const braid_eng_st_tensor_t *braid_eng_st_at(const braid_eng_st_t *st,
-                                             size_t i);
+                                             size_t                i);
 /* By name; NULL if absent. */
 const braid_eng_st_tensor_t *braid_eng_st_find(const braid_eng_st_t *st,
-                                               const char *name);
+                                               const char           *name);
 /* Path of open file i (for messages). */
 const char *braid_eng_st_file_name(const braid_eng_st_t *st, int file);
 /* Value of a "__metadata__" key of the first file, NULL if absent. */
@@ -72,8 +73,8 @@ const char *braid_eng_st_meta(const braid_eng_st_t *st, const char *key);
 
 /* Looks up name and checks it has exactly this shape (ndim dims) and a
  * weight dtype (f32, bf16, f16).  Errors: "tensor 'x': missing",
- * "tensor 'x': shape [4, 8], expected [8, 4]", "tensor 'x': dtype I64, expected
- * F32, BF16 or F16". */
+ * "tensor 'x': shape [4, 8], expected [8, 4]", "tensor 'x': dtype I64,
+ * expected F32, BF16 or F16". */
 braid_status_t braid_eng_st_expect(const braid_eng_st_tensor_t **t,
                                    const braid_eng_st_t *st, const char *name,
                                    int ndim, const int64_t *shape);
@@ -87,10 +88,9 @@ braid_status_t braid_eng_st_expect(const braid_eng_st_tensor_t **t,
  * This is how a rank reads only its shard: a column-parallel weight is a row
  * block, a row-parallel weight a column block. */
 braid_status_t braid_eng_st_read(void *dst, braid_dtype_t dst_dtype,
-                                 const braid_eng_st_t *st,
-                                 const braid_eng_st_tensor_t *t,
-                                 int64_t row0, int64_t nrows, int64_t col0,
-                                 int64_t ncols);
+                                 const braid_eng_st_t        *st,
+                                 const braid_eng_st_tensor_t *t, int64_t row0,
+                                 int64_t nrows, int64_t col0, int64_t ncols);
 
 /* ---------------------------------------------------------------- writer */
 
@@ -98,7 +98,7 @@ typedef struct braid_eng_st_writer braid_eng_st_writer_t;
 
 /* Starts a file at path (written as path.tmp until finish). */
 braid_status_t braid_eng_st_writer_new(braid_eng_st_writer_t **w,
-                                       const char *path);
+                                       const char             *path);
 /* Adds a "__metadata__" string pair (the format wants strings only). */
 braid_status_t braid_eng_st_writer_meta(braid_eng_st_writer_t *w,
                                         const char *key, const char *value);
@@ -125,18 +125,18 @@ typedef struct {
     braid_dtype_t dtype;
     int           ndim;
     int64_t       shape[BRAID_ENG_ST_MAX_DIMS];
-    const void   *data;  /* numel * dtype size bytes */
+    const void   *data; /* numel * dtype size bytes */
 } braid_eng_st_entry_t;
 
 /* Writes n tensors to path in one go (through path.tmp). */
-braid_status_t braid_eng_st_save(const char *path,
+braid_status_t braid_eng_st_save(const char                 *path,
                                  const braid_eng_st_entry_t *entries,
-                                 size_t n);
+                                 size_t                      n);
 
 /* Writes a sharded checkpoint's index (model.safetensors.index.json):
  * weight_map names[i] -> files[i] (file names relative to the index), and
  * metadata.total_size. */
-braid_status_t braid_eng_st_write_index(const char *path,
+braid_status_t braid_eng_st_write_index(const char        *path,
                                         const char *const *names,
                                         const char *const *files, size_t n,
                                         uint64_t total_size);

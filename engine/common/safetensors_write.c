@@ -26,27 +26,27 @@ typedef struct {
 } st_plan_t;
 
 struct braid_eng_st_writer {
-    char          *path, *tmp;
-    st_plan_t     *t;
-    size_t         n, cap;
-    uint64_t       data_size;
-    cJSON         *meta;
+    char              *path, *tmp;
+    st_plan_t         *t;
+    size_t             n, cap;
+    uint64_t           data_size;
+    cJSON             *meta;
     braid_eng_strmap_t by_name;
-    int            fd;
-    unsigned char *map;
-    size_t         size, data_off;
+    int                fd;
+    unsigned char     *map;
+    size_t             size, data_off;
 };
 
 braid_status_t braid_eng_st_writer_new(braid_eng_st_writer_t **out,
-                                       const char *path)
+                                       const char             *path)
 {
     braid_eng_st_writer_t *w = calloc(1, sizeof(*w));
     if (!w)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
-    w->fd = -1;
+    w->fd      = -1;
     size_t len = strlen(path);
-    w->path = strdup(path);
-    w->tmp = malloc(len + 5);
+    w->path    = strdup(path);
+    w->tmp     = malloc(len + 5);
     if (!w->path || !w->tmp ||
         braid_eng_strmap_init(&w->by_name, 64) != BRAID_OK) {
         braid_eng_st_writer_abort(w);
@@ -80,9 +80,11 @@ braid_status_t braid_eng_st_writer_add(braid_eng_st_writer_t *w,
     if (w->map)
         return braid_eng_fail(BRAID_ERR_STATE,
                               "%s: tensor '%s' added after the header was "
-                              "written", w->path, name);
-    if (!braid_eng_st_type_name(dtype) || ndim < 0 || ndim > BRAID_ENG_ST_MAX_DIMS ||
-        strcmp(name, "__metadata__") == 0 || !name[0])
+                              "written",
+                              w->path, name);
+    if (!braid_eng_st_type_name(dtype) || ndim < 0 ||
+        ndim > BRAID_ENG_ST_MAX_DIMS || strcmp(name, "__metadata__") == 0 ||
+        !name[0])
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                               "%s: tensor '%s': bad name, dtype or rank",
                               w->path, name);
@@ -108,10 +110,10 @@ braid_status_t braid_eng_st_writer_add(braid_eng_st_writer_t *w,
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                               "%s: tensor '%s' added twice", w->path, name);
     }
-    p->dtype = dtype;
-    p->ndim = ndim;
-    p->begin = w->data_size;
-    p->end = p->begin + numel * braid_dtype_size(dtype);
+    p->dtype     = dtype;
+    p->ndim      = ndim;
+    p->begin     = w->data_size;
+    p->end       = p->begin + numel * braid_dtype_size(dtype);
     w->data_size = p->end;
     w->n++;
     return BRAID_OK;
@@ -128,10 +130,10 @@ static braid_status_t build_header(char **out, size_t *len,
     if (w->meta)
         cJSON_AddItemToObject(h, "__metadata__", cJSON_Duplicate(w->meta, 1));
     for (size_t i = 0; i < w->n; i++) {
-        const st_plan_t *p = &w->t[i];
-        cJSON *e = cJSON_AddObjectToObject(h, p->name);
-        cJSON *sh = cJSON_AddArrayToObject(e, "shape");
-        cJSON *off = cJSON_AddArrayToObject(e, "data_offsets");
+        const st_plan_t *p   = &w->t[i];
+        cJSON           *e   = cJSON_AddObjectToObject(h, p->name);
+        cJSON           *sh  = cJSON_AddArrayToObject(e, "shape");
+        cJSON           *off = cJSON_AddArrayToObject(e, "data_offsets");
         cJSON_AddStringToObject(e, "dtype", braid_eng_st_type_name(p->dtype));
         for (int d = 0; d < p->ndim; d++)
             cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)p->shape[d]));
@@ -143,7 +145,7 @@ static braid_status_t build_header(char **out, size_t *len,
     if (!text)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
     size_t n = strlen(text), padded = (n + 7) & ~(size_t)7;
-    char *buf = malloc(padded);
+    char  *buf = malloc(padded);
     if (!buf) {
         free(text);
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
@@ -160,14 +162,14 @@ braid_status_t braid_eng_st_writer_map(braid_eng_st_writer_t *w)
 {
     if (w->map)
         return BRAID_OK;
-    char *hdr = NULL;
-    size_t hlen = 0;
-    braid_status_t s = build_header(&hdr, &hlen, w);
+    char          *hdr  = NULL;
+    size_t         hlen = 0;
+    braid_status_t s    = build_header(&hdr, &hlen, w);
     if (s != BRAID_OK)
         return s;
     w->data_off = 8 + hlen;
-    w->size = w->data_off + (size_t)w->data_size;
-    w->fd = open(w->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    w->size     = w->data_off + (size_t)w->data_size;
+    w->fd       = open(w->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (w->fd < 0 || ftruncate(w->fd, (off_t)w->size) != 0) {
         free(hdr);
         return braid_eng_fail(BRAID_ERR_IO, "%s: %s", w->tmp, strerror(errno));
@@ -215,7 +217,7 @@ braid_status_t braid_eng_st_writer_finish(braid_eng_st_writer_t *w)
     braid_status_t s = braid_eng_st_writer_map(w); /* a file of no tensors */
     if (s == BRAID_OK) {
         int bad = munmap(w->map, w->size) != 0;
-        w->map = NULL;
+        w->map  = NULL;
         bad |= fsync(w->fd) != 0;
         bad |= close(w->fd) != 0;
         w->fd = -1;
@@ -238,11 +240,11 @@ void braid_eng_st_writer_abort(braid_eng_st_writer_t *w)
     writer_free(w);
 }
 
-braid_status_t braid_eng_st_save(const char *path,
+braid_status_t braid_eng_st_save(const char                 *path,
                                  const braid_eng_st_entry_t *entries, size_t n)
 {
     braid_eng_st_writer_t *w;
-    braid_status_t s = braid_eng_st_writer_new(&w, path);
+    braid_status_t         s = braid_eng_st_writer_new(&w, path);
     if (s != BRAID_OK)
         return s;
     for (size_t i = 0; i < n && s == BRAID_OK; i++)
@@ -260,14 +262,14 @@ braid_status_t braid_eng_st_save(const char *path,
     return braid_eng_st_writer_finish(w);
 }
 
-braid_status_t braid_eng_st_write_index(const char *path,
+braid_status_t braid_eng_st_write_index(const char        *path,
                                         const char *const *names,
                                         const char *const *files, size_t n,
                                         uint64_t total_size)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
-    cJSON *map = cJSON_AddObjectToObject(root, "weight_map");
+    cJSON *map  = cJSON_AddObjectToObject(root, "weight_map");
     cJSON_AddNumberToObject(meta, "total_size", (double)total_size);
     for (size_t i = 0; i < n; i++)
         cJSON_AddStringToObject(map, names[i], files[i]);

@@ -48,8 +48,8 @@ static size_t find_slot(const braid_eng_strmap_t *m, const char *key,
                         size_t len)
 {
     size_t mask = m->cap - 1, i = hash_bytes(key, len) & mask;
-    while (m->keys[i] && (m->lens[i] != len ||
-                          memcmp(m->keys[i], key, len) != 0))
+    while (m->keys[i] &&
+           (m->lens[i] != len || memcmp(m->keys[i], key, len) != 0))
         i = (i + 1) & mask;
     return i;
 }
@@ -59,12 +59,12 @@ braid_status_t braid_eng_strmap_put(braid_eng_strmap_t *m, const char *key,
 {
     if (2 * (m->n + 1) > m->cap) {
         braid_eng_strmap_t bigger;
-        braid_status_t st = alloc_slots(&bigger, 2 * m->cap);
+        braid_status_t     st = alloc_slots(&bigger, 2 * m->cap);
         if (st != BRAID_OK)
             return st;
         for (size_t i = 0; i < m->cap; i++)
             if (m->keys[i]) {
-                size_t j = find_slot(&bigger, m->keys[i], m->lens[i]);
+                size_t j       = find_slot(&bigger, m->keys[i], m->lens[i]);
                 bigger.keys[j] = m->keys[i];
                 bigger.lens[j] = m->lens[i];
                 bigger.vals[j] = m->vals[i];

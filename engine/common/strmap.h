@@ -12,16 +12,16 @@
 #include <braid/braid.h>
 
 typedef struct {
-    const char **keys;   /* [cap], NULL = empty slot */
-    uint32_t    *lens;   /* [cap] */
-    int32_t     *vals;   /* [cap] */
-    size_t       cap;    /* power of two, at least twice n */
+    const char **keys; /* [cap], NULL = empty slot */
+    uint32_t    *lens; /* [cap] */
+    int32_t     *vals; /* [cap] */
+    size_t       cap;  /* power of two, at least twice n */
     size_t       n;
 } braid_eng_strmap_t;
 
 /* Sized for `expect` keys (grows as needed). */
 braid_status_t braid_eng_strmap_init(braid_eng_strmap_t *m, size_t expect);
-void braid_eng_strmap_free(braid_eng_strmap_t *m);
+void           braid_eng_strmap_free(braid_eng_strmap_t *m);
 /* Inserts key -> val.  Returns BRAID_OK, or BRAID_ERR_INVALID_ARG with
  * *old set to the existing value if the key is already there (the map is
  * unchanged). */

@@ -24,7 +24,7 @@ static const char gpt2_pattern[] =
     "|\\s+(?!\\S)|\\s+";
 
 typedef struct {
-    char   pair[8];  /* the two token ids, the key of merge_map */
+    char    pair[8]; /* the two token ids, the key of merge_map */
     int32_t merged;
 } tok_merge_t;
 
@@ -42,23 +42,23 @@ typedef struct tok_chunk {
 } tok_chunk_t;
 
 struct braid_eng_tok {
-    tok_chunk_t        *chunks;
-    braid_eng_strmap_t  vocab;       /* byte-level string -> id */
-    int32_t             n_ids;       /* one past the highest id */
-    const char        **dec;         /* [n_ids] bytes of each id, NULL = none */
-    uint32_t           *dec_len;     /* [n_ids] */
-    int32_t             byte_id[256];
-    uint32_t            cp_of_byte[256];
-    int16_t             byte_of_cp[324]; /* -1: not a byte-level code point */
-    tok_merge_t        *merges;
-    size_t              n_merges;
-    braid_eng_strmap_t  merge_map;   /* pair -> rank (index into merges) */
-    tok_added_t        *added;
-    size_t              n_added;
-    pcre2_code         *re;
-    int                 add_prefix_space;
-    int                 ignore_merges;
-    int                 bytes;       /* braid_eng_tok_bytes: id = byte */
+    tok_chunk_t       *chunks;
+    braid_eng_strmap_t vocab;   /* byte-level string -> id */
+    int32_t            n_ids;   /* one past the highest id */
+    const char       **dec;     /* [n_ids] bytes of each id, NULL = none */
+    uint32_t          *dec_len; /* [n_ids] */
+    int32_t            byte_id[256];
+    uint32_t           cp_of_byte[256];
+    int16_t            byte_of_cp[324]; /* -1: not a byte-level code point */
+    tok_merge_t       *merges;
+    size_t             n_merges;
+    braid_eng_strmap_t merge_map; /* pair -> rank (index into merges) */
+    tok_added_t       *added;
+    size_t             n_added;
+    pcre2_code        *re;
+    int                add_prefix_space;
+    int                ignore_merges;
+    int                bytes; /* braid_eng_tok_bytes: id = byte */
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -67,13 +67,13 @@ static char *arena_put(braid_eng_tok_t *t, const void *s, size_t len)
 {
     tok_chunk_t *c = t->chunks;
     if (!c || c->cap - c->used < len + 1) {
-        size_t cap = len + 1 > (1u << 20) ? len + 1 : (1u << 20);
-        tok_chunk_t *nc = malloc(sizeof(*nc) + cap);
+        size_t       cap = len + 1 > (1u << 20) ? len + 1 : (1u << 20);
+        tok_chunk_t *nc  = malloc(sizeof(*nc) + cap);
         if (!nc)
             return NULL;
-        nc->next = c;
-        nc->used = 0;
-        nc->cap = cap;
+        nc->next  = c;
+        nc->used  = 0;
+        nc->cap   = cap;
         t->chunks = c = nc;
     }
     char *p = c->buf + c->used;
@@ -119,9 +119,12 @@ static size_t utf8_put(char *out, uint32_t cp)
  * for a byte that does not start a valid sequence. */
 static int32_t utf8_next(const unsigned char *s, size_t n, size_t *i)
 {
-    unsigned char c = s[*i];
-    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
-            : (c >> 3) == 30 ? 4 : 0;
+    unsigned char c   = s[*i];
+    int           len = c < 0x80         ? 1
+                        : (c >> 5) == 6  ? 2
+                        : (c >> 4) == 14 ? 3
+                        : (c >> 3) == 30 ? 4
+                                         : 0;
     if (len == 0 || *i + (size_t)len > n) {
         (*i)++;
         return -1;
@@ -146,8 +149,8 @@ static size_t bytes_of_token(const braid_eng_tok_t *t, char *out,
 {
     size_t k = 0, i = 0;
     while (i < n) {
-        size_t start = i;
-        int32_t cp = utf8_next((const unsigned char *)s, n, &i);
+        size_t  start = i;
+        int32_t cp    = utf8_next((const unsigned char *)s, n, &i);
         if (cp >= 0 && cp < 324 && t->byte_of_cp[cp] >= 0) {
             out[k++] = (char)t->byte_of_cp[cp];
         } else {
@@ -166,7 +169,7 @@ static braid_status_t set_decode(braid_eng_tok_t *t, int32_t id,
     const char *p = arena_put(t, bytes, len);
     if (!p)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
-    t->dec[id] = p;
+    t->dec[id]     = p;
     t->dec_len[id] = (uint32_t)len;
     return BRAID_OK;
 }
@@ -175,46 +178,52 @@ static braid_status_t load_vocab(braid_eng_tok_t *t, const cJSON *vocab,
                                  const cJSON *added, const char *path)
 {
     const cJSON *e;
-    int32_t max_id = -1;
-    cJSON_ArrayForEach(e, vocab) {
-        if (!cJSON_IsNumber(e) || e->valuedouble < 0 ||
-            e->valuedouble > 1e9 || e->valuedouble != (int32_t)e->valuedouble)
+    int32_t      max_id = -1;
+    cJSON_ArrayForEach(e, vocab)
+    {
+        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > 1e9 ||
+            e->valuedouble != (int32_t)e->valuedouble)
             return braid_eng_fail(BRAID_ERR_PARSE,
                                   "%s: model.vocab['%s'] is not a token id",
                                   path, e->string);
         if (e->valueint > max_id)
             max_id = e->valueint;
     }
-    cJSON_ArrayForEach(e, added) {
+    cJSON_ArrayForEach(e, added)
+    {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
-        const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "content");
+        const cJSON *c  = cJSON_GetObjectItemCaseSensitive(e, "content");
         if (!cJSON_IsNumber(id) || id->valuedouble < 0 ||
             id->valuedouble > 1e9 || !cJSON_IsString(c) || !c->valuestring[0])
             return braid_eng_fail(BRAID_ERR_PARSE,
                                   "%s: added_tokens entries need an id and a "
-                                  "non-empty content", path);
+                                  "non-empty content",
+                                  path);
         if (id->valueint > max_id)
             max_id = id->valueint;
     }
-    t->n_ids = max_id + 1;
-    t->dec = calloc((size_t)t->n_ids + 1, sizeof(*t->dec));
+    t->n_ids   = max_id + 1;
+    t->dec     = calloc((size_t)t->n_ids + 1, sizeof(*t->dec));
     t->dec_len = calloc((size_t)t->n_ids + 1, sizeof(*t->dec_len));
     if (!t->dec || !t->dec_len ||
-        braid_eng_strmap_init(&t->vocab, (size_t)cJSON_GetArraySize(vocab)) != BRAID_OK)
+        braid_eng_strmap_init(&t->vocab, (size_t)cJSON_GetArraySize(vocab)) !=
+            BRAID_OK)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
 
-    char *buf = NULL;
-    size_t buf_cap = 0;
-    braid_status_t s = BRAID_OK;
-    cJSON_ArrayForEach(e, vocab) {
-        size_t len = strlen(e->string);
+    char          *buf     = NULL;
+    size_t         buf_cap = 0;
+    braid_status_t s       = BRAID_OK;
+    cJSON_ArrayForEach(e, vocab)
+    {
+        size_t      len = strlen(e->string);
         const char *key = arena_put(t, e->string, len);
-        int32_t old;
+        int32_t     old;
         if (!key) {
             s = braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
             break;
         }
-        if (braid_eng_strmap_put(&t->vocab, key, len, e->valueint, &old) != BRAID_OK) {
+        if (braid_eng_strmap_put(&t->vocab, key, len, e->valueint, &old) !=
+            BRAID_OK) {
             s = braid_eng_fail(BRAID_ERR_PARSE,
                                "%s: token '%s' is in the vocab twice", path,
                                key);
@@ -227,7 +236,7 @@ static braid_status_t load_vocab(braid_eng_tok_t *t, const cJSON *vocab,
             break;
         }
         if (len > buf_cap) {
-            buf_cap = 2 * len;
+            buf_cap  = 2 * len;
             char *nb = realloc(buf, buf_cap);
             if (!nb) {
                 s = braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
@@ -249,11 +258,13 @@ static braid_status_t load_vocab(braid_eng_tok_t *t, const cJSON *vocab,
     t->added = calloc(n + 1, sizeof(*t->added));
     if (!t->added)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
-    cJSON_ArrayForEach(e, added) {
-        const char *c = cJSON_GetObjectItemCaseSensitive(e, "content")->valuestring;
-        int32_t id = cJSON_GetObjectItemCaseSensitive(e, "id")->valueint;
-        tok_added_t *a = &t->added[t->n_added++];
-        a->len = strlen(c);
+    cJSON_ArrayForEach(e, added)
+    {
+        const char *c =
+            cJSON_GetObjectItemCaseSensitive(e, "content")->valuestring;
+        int32_t      id = cJSON_GetObjectItemCaseSensitive(e, "id")->valueint;
+        tok_added_t *a  = &t->added[t->n_added++];
+        a->len          = strlen(c);
         if (!(a->s = arena_put(t, c, a->len)))
             return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
         a->id = id;
@@ -263,14 +274,14 @@ static braid_status_t load_vocab(braid_eng_tok_t *t, const cJSON *vocab,
 
     /* Every byte needs a token, or some text could not be encoded. */
     for (int b = 0; b < 256; b++) {
-        char cp[4];
-        size_t len = utf8_put(cp, t->cp_of_byte[b]);
+        char   cp[4];
+        size_t len    = utf8_put(cp, t->cp_of_byte[b]);
         t->byte_id[b] = braid_eng_strmap_get(&t->vocab, cp, len);
         if (t->byte_id[b] < 0)
             return braid_eng_fail(BRAID_ERR_PARSE,
                                   "%s: byte 0x%02x has no token ('%.*s'): "
-                                  "not a byte-level BPE vocabulary", path, b,
-                                  (int)len, cp);
+                                  "not a byte-level BPE vocabulary",
+                                  path, b, (int)len, cp);
     }
     return BRAID_OK;
 }
@@ -278,36 +289,38 @@ static braid_status_t load_vocab(braid_eng_tok_t *t, const cJSON *vocab,
 static braid_status_t load_merges(braid_eng_tok_t *t, const cJSON *merges,
                                   const char *path)
 {
-    size_t n = (size_t)cJSON_GetArraySize(merges);
+    size_t n  = (size_t)cJSON_GetArraySize(merges);
     t->merges = calloc(n + 1, sizeof(*t->merges));
     if (!t->merges || braid_eng_strmap_init(&t->merge_map, n) != BRAID_OK)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
-    const cJSON *e;
-    char *joined = NULL;
-    size_t joined_cap = 0;
-    braid_status_t s = BRAID_OK;
-    cJSON_ArrayForEach(e, merges) {
-        size_t rank = t->n_merges;
+    const cJSON   *e;
+    char          *joined     = NULL;
+    size_t         joined_cap = 0;
+    braid_status_t s          = BRAID_OK;
+    cJSON_ArrayForEach(e, merges)
+    {
+        size_t      rank = t->n_merges;
         const char *a, *b;
-        size_t alen, blen;
+        size_t      alen, blen;
         if (cJSON_IsString(e)) { /* "a b" */
             const char *sp = strchr(e->valuestring, ' ');
             if (!sp || sp == e->valuestring || !sp[1] || strchr(sp + 1, ' ')) {
                 s = braid_eng_fail(BRAID_ERR_PARSE,
                                    "%s: merge %zu '%s' is not two tokens "
-                                   "separated by one space", path, rank,
-                                   e->valuestring);
+                                   "separated by one space",
+                                   path, rank, e->valuestring);
                 break;
             }
-            a = e->valuestring;
+            a    = e->valuestring;
             alen = (size_t)(sp - a);
-            b = sp + 1;
+            b    = sp + 1;
             blen = strlen(b);
         } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 &&
-                   cJSON_IsString(e->child) && cJSON_IsString(e->child->next)) {
-            a = e->child->valuestring;
+                   cJSON_IsString(e->child) &&
+                   cJSON_IsString(e->child->next)) {
+            a    = e->child->valuestring;
             alen = strlen(a);
-            b = e->child->next->valuestring;
+            b    = e->child->next->valuestring;
             blen = strlen(b);
         } else {
             s = braid_eng_fail(BRAID_ERR_PARSE,
@@ -317,7 +330,7 @@ static braid_status_t load_merges(braid_eng_tok_t *t, const cJSON *merges,
         }
         if (alen + blen > joined_cap) {
             joined_cap = 2 * (alen + blen);
-            char *nj = realloc(joined, joined_cap);
+            char *nj   = realloc(joined, joined_cap);
             if (!nj) {
                 s = braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
                 break;
@@ -332,11 +345,14 @@ static braid_status_t load_merges(braid_eng_tok_t *t, const cJSON *merges,
         if (ia < 0 || ib < 0 || im < 0) {
             s = braid_eng_fail(BRAID_ERR_PARSE,
                                "%s: merge %zu ('%.*s' '%.*s'): '%.*s' is not "
-                               "in the vocab", path, rank, (int)alen, a,
-                               (int)blen, b,
-                               ia < 0 ? (int)alen : ib < 0 ? (int)blen
-                                                           : (int)(alen + blen),
-                               ia < 0 ? a : ib < 0 ? b : joined);
+                               "in the vocab",
+                               path, rank, (int)alen, a, (int)blen, b,
+                               ia < 0   ? (int)alen
+                               : ib < 0 ? (int)blen
+                                        : (int)(alen + blen),
+                               ia < 0   ? a
+                               : ib < 0 ? b
+                                        : joined);
             break;
         }
         tok_merge_t *m = &t->merges[t->n_merges++];
@@ -353,7 +369,7 @@ static braid_status_t load_merges(braid_eng_tok_t *t, const cJSON *merges,
 static braid_status_t compile_regex(braid_eng_tok_t *t, const char *pattern,
                                     const char *path)
 {
-    int err;
+    int        err;
     PCRE2_SIZE off;
     t->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
                           PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF,
@@ -374,7 +390,7 @@ static braid_status_t compile_regex(braid_eng_tok_t *t, const char *pattern,
 static braid_status_t load_pretok_step(braid_eng_tok_t *t, const cJSON *p,
                                        int *byte_level, const char *path)
 {
-    const char *type;
+    const char    *type;
     braid_status_t s = braid_eng_json_str(&type, p, "type", 1, path);
     if (s != BRAID_OK)
         return s;
@@ -382,7 +398,8 @@ static braid_status_t load_pretok_step(braid_eng_tok_t *t, const cJSON *p,
         int use_regex;
         *byte_level = 1;
         if ((s = braid_eng_json_bool(&t->add_prefix_space, p,
-                                     "add_prefix_space", 0, 0, path)) != BRAID_OK ||
+                                     "add_prefix_space", 0, 0, path)) !=
+                BRAID_OK ||
             (s = braid_eng_json_bool(&use_regex, p, "use_regex", 0, 1,
                                      path)) != BRAID_OK)
             return s;
@@ -392,13 +409,16 @@ static braid_status_t load_pretok_step(braid_eng_tok_t *t, const cJSON *p,
         return use_regex ? compile_regex(t, gpt2_pattern, path) : BRAID_OK;
     }
     if (strcmp(type, "Split") == 0) {
-        const char *behavior, *regex;
-        int invert;
+        const char  *behavior, *regex;
+        int          invert;
         const cJSON *pat = cJSON_GetObjectItemCaseSensitive(p, "pattern");
-        if ((s = braid_eng_json_str(&behavior, p, "behavior", 1, path)) != BRAID_OK ||
-            (s = braid_eng_json_bool(&invert, p, "invert", 0, 0, path)) != BRAID_OK ||
+        if ((s = braid_eng_json_str(&behavior, p, "behavior", 1, path)) !=
+                BRAID_OK ||
+            (s = braid_eng_json_bool(&invert, p, "invert", 0, 0, path)) !=
+                BRAID_OK ||
             (s = braid_eng_json_str(&regex, pat, "Regex", 1,
-                                    "pre_tokenizer Split pattern")) != BRAID_OK)
+                                    "pre_tokenizer Split pattern")) !=
+                BRAID_OK)
             return s;
         if (strcmp(behavior, "Isolated") != 0 || invert || t->re)
             return braid_eng_fail(BRAID_ERR_NOT_SUPPORTED,
@@ -409,16 +429,17 @@ static braid_status_t load_pretok_step(braid_eng_tok_t *t, const cJSON *p,
     }
     return braid_eng_fail(BRAID_ERR_NOT_SUPPORTED,
                           "%s: pre_tokenizer type %s is not supported "
-                          "(ByteLevel, Split, Sequence of them)", path, type);
+                          "(ByteLevel, Split, Sequence of them)",
+                          path, type);
 }
 
 static braid_status_t load_config(braid_eng_tok_t *t, const cJSON *root,
                                   const char *path)
 {
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-    const char *type = NULL;
-    braid_status_t s = braid_eng_json_str(&type, model, "type", 0, path);
-    int byte_fallback, byte_level = 0;
+    const cJSON   *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    const char    *type  = NULL;
+    braid_status_t s     = braid_eng_json_str(&type, model, "type", 0, path);
+    int            byte_fallback, byte_level = 0;
     if (s != BRAID_OK)
         return s;
     if (!cJSON_IsObject(model) || (type && strcmp(type, "BPE") != 0))
@@ -433,52 +454,64 @@ static braid_status_t load_config(braid_eng_tok_t *t, const cJSON *root,
     if (byte_fallback)
         return braid_eng_fail(BRAID_ERR_NOT_SUPPORTED,
                               "%s: byte_fallback BPE (SentencePiece style) is "
-                              "not supported (byte-level BPE only)", path);
+                              "not supported (byte-level BPE only)",
+                              path);
 
-    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
-    const char *ntype = NULL;
+    const cJSON *norm  = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+    const char  *ntype = NULL;
     if (norm && !cJSON_IsNull(norm) &&
         ((s = braid_eng_json_str(&ntype, norm, "type", 1, path)) != BRAID_OK ||
          strcmp(ntype, "NFC") != 0))
-        return s != BRAID_OK ? s
-               : braid_eng_fail(BRAID_ERR_NOT_SUPPORTED,
-                                "%s: normalizer %s is not supported (NFC or "
-                                "none)", path, ntype);
+        return s != BRAID_OK
+                   ? s
+                   : braid_eng_fail(
+                         BRAID_ERR_NOT_SUPPORTED,
+                         "%s: normalizer %s is not supported (NFC or "
+                         "none)",
+                         path, ntype);
 
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
-    const char *ptype = NULL;
-    if ((s = braid_eng_json_str(&ptype, pre, "type", 1,
-                                "pre_tokenizer")) != BRAID_OK)
+    const char  *ptype = NULL;
+    if ((s = braid_eng_json_str(&ptype, pre, "type", 1, "pre_tokenizer")) !=
+        BRAID_OK)
         return braid_eng_wrap(s, "%s", path);
     if (strcmp(ptype, "Sequence") == 0) {
         const cJSON *p;
-        cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(pre, "pretokenizers"))
-            if ((s = load_pretok_step(t, p, &byte_level, path)) != BRAID_OK)
-                return s;
+        cJSON_ArrayForEach(
+            p,
+            cJSON_GetObjectItemCaseSensitive(
+                pre,
+                "pretokenizers")) if ((s = load_pretok_step(t, p, &byte_level,
+                                                            path)) !=
+                                      BRAID_OK) return s;
     } else if ((s = load_pretok_step(t, pre, &byte_level, path)) != BRAID_OK) {
         return s;
     }
     if (!byte_level)
         return braid_eng_fail(BRAID_ERR_NOT_SUPPORTED,
                               "%s: no ByteLevel pre-tokenizer: not a "
-                              "byte-level BPE tokenizer", path);
+                              "byte-level BPE tokenizer",
+                              path);
     if (!t->re)
         return braid_eng_fail(BRAID_ERR_NOT_SUPPORTED,
                               "%s: no pre-tokenizer regex", path);
 
-    const cJSON *dec = cJSON_GetObjectItemCaseSensitive(root, "decoder");
-    const char *dtype = NULL;
+    const cJSON *dec   = cJSON_GetObjectItemCaseSensitive(root, "decoder");
+    const char  *dtype = NULL;
     if (dec && !cJSON_IsNull(dec) &&
         ((s = braid_eng_json_str(&dtype, dec, "type", 1, path)) != BRAID_OK ||
          strcmp(dtype, "ByteLevel") != 0))
-        return s != BRAID_OK ? s
-               : braid_eng_fail(BRAID_ERR_NOT_SUPPORTED,
-                                "%s: decoder %s is not supported (ByteLevel)",
-                                path, dtype);
+        return s != BRAID_OK
+                   ? s
+                   : braid_eng_fail(
+                         BRAID_ERR_NOT_SUPPORTED,
+                         "%s: decoder %s is not supported (ByteLevel)", path,
+                         dtype);
 
-    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    const cJSON *vocab  = cJSON_GetObjectItemCaseSensitive(model, "vocab");
     const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
-    const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
+    const cJSON *added =
+        cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
     if (!cJSON_IsObject(vocab) || !cJSON_IsArray(merges) ||
         (added && !cJSON_IsNull(added) && !cJSON_IsArray(added)))
         return braid_eng_fail(BRAID_ERR_PARSE,
@@ -498,7 +531,7 @@ braid_status_t braid_eng_tok_load(braid_eng_tok_t **out, const char *path)
     if (!t)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
     build_byte_table(t);
-    cJSON *root;
+    cJSON         *root;
     braid_status_t s = braid_eng_json_load(&root, path);
     if (s == BRAID_OK) {
         s = load_config(t, root, path);
@@ -517,16 +550,16 @@ braid_status_t braid_eng_tok_bytes(braid_eng_tok_t **out)
     braid_eng_tok_t *t = calloc(1, sizeof(*t));
     braid_status_t   s = BRAID_OK;
     if (t) {
-        t->bytes = 1;
-        t->n_ids = 256;
-        t->dec = calloc(256, sizeof(*t->dec));
+        t->bytes   = 1;
+        t->n_ids   = 256;
+        t->dec     = calloc(256, sizeof(*t->dec));
         t->dec_len = calloc(256, sizeof(*t->dec_len));
     }
     if (!t || !t->dec || !t->dec_len)
         s = braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
     for (int b = 0; b < 256 && s == BRAID_OK; b++) {
         char c = (char)b;
-        s = set_decode(t, b, &c, 1);
+        s      = set_decode(t, b, &c, 1);
     }
     if (s != BRAID_OK) {
         braid_eng_tok_free(t);
@@ -555,10 +588,7 @@ void braid_eng_tok_free(braid_eng_tok_t *t)
     free(t);
 }
 
-int32_t braid_eng_tok_size(const braid_eng_tok_t *t)
-{
-    return t->n_ids;
-}
+int32_t braid_eng_tok_size(const braid_eng_tok_t *t) { return t->n_ids; }
 
 int32_t braid_eng_tok_id(const braid_eng_tok_t *t, const char *token)
 {
@@ -621,7 +651,7 @@ static braid_status_t bpe_piece(const braid_eng_tok_t *t, id_buf_t *out,
         if (best < 0)
             break;
         const tok_merge_t *m = &t->merges[best];
-        int32_t a, b;
+        int32_t            a, b;
         memcpy(&a, m->pair, 4);
         memcpy(&b, m->pair + 4, 4);
         size_t k = 0;
@@ -648,15 +678,15 @@ static braid_status_t encode_segment(const braid_eng_tok_t *t, id_buf_t *out,
                                      int32_t *sym, char *scratch,
                                      pcre2_match_data *md)
 {
-    braid_status_t st = BRAID_OK;
-    size_t pos = 0;
+    braid_status_t st  = BRAID_OK;
+    size_t         pos = 0;
     while (pos < len && st == BRAID_OK) {
-        int rc = pcre2_match(t->re, s, len, pos, 0, md, NULL);
+        int    rc = pcre2_match(t->re, s, len, pos, 0, md, NULL);
         size_t ms = len, me = len;
         if (rc >= 0) {
             PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-            ms = ov[0];
-            me = ov[1];
+            ms             = ov[0];
+            me             = ov[1];
         } else if (rc != PCRE2_ERROR_NOMATCH) {
             return braid_eng_fail(BRAID_ERR_INTERNAL,
                                   "tokenizer: regex match failed (%d)", rc);
@@ -676,8 +706,8 @@ static braid_status_t encode_segment(const braid_eng_tok_t *t, id_buf_t *out,
 }
 
 /* Longest added token starting at s[0..len), or NULL. */
-static const tok_added_t *added_at(const braid_eng_tok_t *t,
-                                   const char *s, size_t len)
+static const tok_added_t *added_at(const braid_eng_tok_t *t, const char *s,
+                                   size_t len)
 {
     const tok_added_t *best = NULL;
     for (size_t i = 0; i < t->n_added; i++) {
@@ -694,7 +724,8 @@ braid_status_t braid_eng_tok_encode(const braid_eng_tok_t *t, const char *text,
 {
     if (t->bytes) {
         if (!(*ids = malloc((len ? len : 1) * sizeof(int32_t))))
-            return braid_eng_fail(BRAID_ERR_NO_MEMORY, "tokenizer: out of memory");
+            return braid_eng_fail(BRAID_ERR_NO_MEMORY,
+                                  "tokenizer: out of memory");
         for (size_t i = 0; i < len; i++)
             (*ids)[i] = (unsigned char)text[i];
         *n = len;
@@ -702,11 +733,11 @@ braid_status_t braid_eng_tok_encode(const braid_eng_tok_t *t, const char *text,
     }
     id_buf_t out = {0};
     /* +1: the prefix space; scratch holds up to 2 UTF-8 bytes a byte. */
-    int32_t *sym = malloc((len + 2) * sizeof(*sym));
-    char *scratch = malloc(2 * len + 8);
-    char *seg = malloc(len + 2);
+    int32_t          *sym     = malloc((len + 2) * sizeof(*sym));
+    char             *scratch = malloc(2 * len + 8);
+    char             *seg     = malloc(len + 2);
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(t->re, NULL);
-    braid_status_t s = BRAID_OK;
+    braid_status_t    s  = BRAID_OK;
     if (!sym || !scratch || !seg || !md) {
         s = braid_eng_fail(BRAID_ERR_NO_MEMORY, "tokenizer: out of memory");
         goto out;
@@ -743,9 +774,10 @@ out:
         return s;
     }
     *ids = out.ids ? out.ids : malloc(sizeof(int32_t));
-    *n = out.n;
+    *n   = out.n;
     return *ids ? BRAID_OK
-                : braid_eng_fail(BRAID_ERR_NO_MEMORY, "tokenizer: out of memory");
+                : braid_eng_fail(BRAID_ERR_NO_MEMORY,
+                                 "tokenizer: out of memory");
 }
 
 braid_status_t braid_eng_tok_decode(const braid_eng_tok_t *t,
@@ -757,7 +789,8 @@ braid_status_t braid_eng_tok_decode(const braid_eng_tok_t *t,
         if (ids[i] < 0 || ids[i] >= t->n_ids || !t->dec[ids[i]])
             return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                                   "tokenizer: id %d at position %zu has no "
-                                  "token", ids[i], i);
+                                  "token",
+                                  ids[i], i);
         total += t->dec_len[ids[i]];
     }
     char *buf = malloc(total + 1);
@@ -770,6 +803,6 @@ braid_status_t braid_eng_tok_decode(const braid_eng_tok_t *t,
     }
     buf[k] = '\0';
     *bytes = buf;
-    *len = k;
+    *len   = k;
     return BRAID_OK;
 }

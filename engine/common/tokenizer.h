@@ -30,7 +30,7 @@ braid_status_t braid_eng_tok_load(braid_eng_tok_t **tok, const char *path);
 /* The byte tokenizer of braid-train's models: token i is byte i (256 ids),
  * so any byte string encodes and decodes back exactly. */
 braid_status_t braid_eng_tok_bytes(braid_eng_tok_t **tok);
-void braid_eng_tok_free(braid_eng_tok_t *tok);
+void           braid_eng_tok_free(braid_eng_tok_t *tok);
 
 /* One past the highest token id (vocab and added tokens). */
 int32_t braid_eng_tok_size(const braid_eng_tok_t *tok);
@@ -44,7 +44,7 @@ braid_status_t braid_eng_tok_encode(const braid_eng_tok_t *tok,
 /* ids[n] -> *bytes[*len] (malloc'ed, NUL after the last byte, which *len
  * does not count).  An id with no token fails, naming its position. */
 braid_status_t braid_eng_tok_decode(const braid_eng_tok_t *tok,
-                                    const int32_t *ids, size_t n,
-                                    char **bytes, size_t *len);
+                                    const int32_t *ids, size_t n, char **bytes,
+                                    size_t *len);
 
 #endif

@@ -22,10 +22,10 @@ double braid_eng_now(void)
 void braid_eng_rss(uint64_t *rss, uint64_t *peak)
 {
     *rss = *peak = 0;
-    FILE *f = fopen("/proc/self/status", "r");
+    FILE *f      = fopen("/proc/self/status", "r");
     if (!f)
         return;
-    char line[256];
+    char               line[256];
     unsigned long long kb;
     while (fgets(line, sizeof(line), f)) {
         if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
@@ -40,7 +40,7 @@ braid_status_t braid_eng_parse_int(int64_t *out, const char *s, int64_t lo,
                                    int64_t hi, int suffixes, const char *what)
 {
     char *end;
-    errno = 0;
+    errno       = 0;
     long long v = strtoll(s, &end, 10);
     if (end == s || errno == ERANGE)
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
@@ -48,9 +48,21 @@ braid_status_t braid_eng_parse_int(int64_t *out, const char *s, int64_t lo,
     int shift = 0;
     if (suffixes && *end) {
         switch (*end) {
-        case 'K': case 'k': shift = 10; end++; break;
-        case 'M': case 'm': shift = 20; end++; break;
-        case 'G': case 'g': shift = 30; end++; break;
+        case 'K':
+        case 'k':
+            shift = 10;
+            end++;
+            break;
+        case 'M':
+        case 'm':
+            shift = 20;
+            end++;
+            break;
+        case 'G':
+        case 'g':
+            shift = 30;
+            end++;
+            break;
         default: break;
         }
     }
@@ -64,8 +76,8 @@ braid_status_t braid_eng_parse_int(int64_t *out, const char *s, int64_t lo,
     v *= (long long)1 << shift;
     if (v < lo || v > hi)
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
-                              "%s: %lld is out of range [%lld, %lld]", what,
-                              v, (long long)lo, (long long)hi);
+                              "%s: %lld is out of range [%lld, %lld]", what, v,
+                              (long long)lo, (long long)hi);
     *out = v;
     return BRAID_OK;
 }
@@ -74,7 +86,7 @@ braid_status_t braid_eng_parse_double(double *out, const char *s, double lo,
                                       double hi, const char *what)
 {
     char *end;
-    errno = 0;
+    errno    = 0;
     double v = strtod(s, &end);
     if (end == s || *end || errno == ERANGE || !isfinite(v))
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
@@ -96,25 +108,26 @@ braid_status_t braid_eng_parse_ids(int32_t **ids, size_t *n, const char *s,
     int32_t *v = malloc(cap * sizeof(*v));
     if (!v)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "%s: out of memory", what);
-    size_t k = 0;
+    size_t      k = 0;
     const char *p = s;
     for (;;) {
-        size_t pos = (size_t)(p - s) + 1;
-        char *end = (char *)p;
-        errno = 0;
+        size_t pos  = (size_t)(p - s) + 1;
+        char  *end  = (char *)p;
+        errno       = 0;
         long long x = (*p >= '0' && *p <= '9') ? strtoll(p, &end, 10) : 0;
         if (end == p || (*end && *end != ',')) {
             free(v);
             return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                                   "%s: expected a non-negative integer at "
-                                  "character %zu of '%s'", what, pos, s);
+                                  "character %zu of '%s'",
+                                  what, pos, s);
         }
         if (errno == ERANGE || x > hi) {
             free(v);
             return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                                   "%s: id %.*s at character %zu is out of "
-                                  "range [0, %lld]", what, (int)(end - p), p,
-                                  pos, (long long)hi);
+                                  "range [0, %lld]",
+                                  what, (int)(end - p), p, pos, (long long)hi);
         }
         v[k++] = (int32_t)x;
         if (!*end)
@@ -122,7 +135,7 @@ braid_status_t braid_eng_parse_ids(int32_t **ids, size_t *n, const char *s,
         p = end + 1;
     }
     *ids = v;
-    *n = k;
+    *n   = k;
     return BRAID_OK;
 }
 
@@ -154,17 +167,17 @@ braid_status_t braid_eng_read_file(char **data, size_t *len, const char *path)
     FILE *f = fopen(path, "rb");
     if (!f)
         return braid_eng_fail(BRAID_ERR_IO, "%s: %s", path, strerror(errno));
-    char *buf = NULL;
+    char  *buf  = NULL;
     size_t size = 0, cap = 0;
     for (;;) {
         if (cap - size < 65536) {
-            cap = cap ? 2 * cap : 65536;
+            cap      = cap ? 2 * cap : 65536;
             char *nb = realloc(buf, cap + 1);
             if (!nb) {
                 free(buf);
                 fclose(f);
-                return braid_eng_fail(BRAID_ERR_NO_MEMORY,
-                                      "%s: out of memory", path);
+                return braid_eng_fail(BRAID_ERR_NO_MEMORY, "%s: out of memory",
+                                      path);
             }
             buf = nb;
         }
@@ -180,8 +193,8 @@ braid_status_t braid_eng_read_file(char **data, size_t *len, const char *path)
         return braid_eng_fail(BRAID_ERR_IO, "%s: read error", path);
     }
     buf[size] = '\0';
-    *data = buf;
-    *len = size;
+    *data     = buf;
+    *len      = size;
     return BRAID_OK;
 }
 

@@ -14,8 +14,9 @@ static braid_status_t check(const braid_infer_config_t *c, const char *what)
     if (c->heads % c->kv_heads != 0)
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                               "%s: num_attention_heads %lld is not a multiple "
-                              "of num_key_value_heads %lld", what,
-                              (long long)c->heads, (long long)c->kv_heads);
+                              "of num_key_value_heads %lld",
+                              what, (long long)c->heads,
+                              (long long)c->kv_heads);
     if (c->head_dim % 2 != 0)
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                               "%s: head_dim %lld is odd (RoPE rotates pairs)",
@@ -31,15 +32,15 @@ static void add_eos(braid_infer_config_t *c, const cJSON *j)
     if (cJSON_IsNumber(eos) && c->n_eos < BRAID_INFER_MAX_EOS)
         c->eos[c->n_eos++] = (int32_t)eos->valuedouble;
     if (cJSON_IsArray(eos))
-        cJSON_ArrayForEach(e, eos)
-            if (cJSON_IsNumber(e) && c->n_eos < BRAID_INFER_MAX_EOS)
-                c->eos[c->n_eos++] = (int32_t)e->valuedouble;
+        cJSON_ArrayForEach(e, eos) if (cJSON_IsNumber(e) &&
+                                       c->n_eos < BRAID_INFER_MAX_EOS)
+            c->eos[c->n_eos++] = (int32_t)e->valuedouble;
 }
 
 braid_status_t braid_infer_config_add_eos(braid_infer_config_t *c,
-                                          const char *path)
+                                          const char           *path)
 {
-    cJSON *j;
+    cJSON         *j;
     braid_status_t s = braid_eng_json_load(&j, path);
     if (s != BRAID_OK)
         return s;
@@ -49,18 +50,18 @@ braid_status_t braid_infer_config_add_eos(braid_infer_config_t *c,
 }
 
 braid_status_t braid_infer_config_load(braid_infer_config_t *c,
-                                       const char *path)
+                                       const char           *path)
 {
-    cJSON *j;
+    cJSON         *j;
     braid_status_t s = braid_eng_json_load(&j, path);
     if (s != BRAID_OK)
         return s;
     memset(c, 0, sizeof(*c));
     snprintf(c->name, sizeof(c->name), "%s", path);
     const int64_t big = (int64_t)1 << 31;
-    const char *mt = NULL, *act = NULL, *dt = NULL;
-    int64_t hd_default = 0;
-    int bias = 0, sliding = 0;
+    const char   *mt = NULL, *act = NULL, *dt = NULL;
+    int64_t       hd_default = 0;
+    int           bias = 0, sliding = 0;
     if ((s = braid_eng_json_str(&mt, j, "model_type", 0, path)) != BRAID_OK)
         goto out;
     if (mt && strcmp(mt, "gpt2") == 0) {
@@ -71,41 +72,55 @@ braid_status_t braid_infer_config_load(braid_infer_config_t *c,
     if (mt && strcmp(mt, "qwen3") != 0) {
         s = braid_eng_fail(BRAID_ERR_NOT_SUPPORTED,
                            "%s: model_type '%s' is not supported (qwen3, "
-                           "gpt2)", path, mt);
+                           "gpt2)",
+                           path, mt);
         goto out;
     }
-    if ((s = braid_eng_json_int(&c->hidden, j, "hidden_size", 1, 0, 1, big, path)) ||
-        (s = braid_eng_json_int(&c->layers, j, "num_hidden_layers", 1, 0, 1, 4096, path)) ||
-        (s = braid_eng_json_int(&c->heads, j, "num_attention_heads", 1, 0, 1, 65536, path)) ||
+    if ((s = braid_eng_json_int(&c->hidden, j, "hidden_size", 1, 0, 1, big,
+                                path)) ||
+        (s = braid_eng_json_int(&c->layers, j, "num_hidden_layers", 1, 0, 1,
+                                4096, path)) ||
+        (s = braid_eng_json_int(&c->heads, j, "num_attention_heads", 1, 0, 1,
+                                65536, path)) ||
         (s = braid_eng_json_int(&c->kv_heads, j, "num_key_value_heads", 0,
                                 c->heads, 1, 65536, path)))
         goto out;
     hd_default = c->hidden / c->heads;
-    if ((s = braid_eng_json_int(&c->head_dim, j, "head_dim", 0, hd_default, 2, 65536, path)) ||
-        (s = braid_eng_json_int(&c->inter, j, "intermediate_size", 1, 0, 1, big, path)) ||
-        (s = braid_eng_json_int(&c->vocab, j, "vocab_size", 1, 0, 1, big, path)) ||
-        (s = braid_eng_json_int(&c->max_pos, j, "max_position_embeddings", 0, 32768, 1, big, path)) ||
-        (s = braid_eng_json_num(&c->rope_theta, j, "rope_theta", 0, 10000.0, 1e-3, 1e12, path)) ||
-        (s = braid_eng_json_num(&c->rms_eps, j, "rms_norm_eps", 0, 1e-6, 0, 1, path)) ||
-        (s = braid_eng_json_bool(&c->tied, j, "tie_word_embeddings", 0, 0, path)) ||
+    if ((s = braid_eng_json_int(&c->head_dim, j, "head_dim", 0, hd_default, 2,
+                                65536, path)) ||
+        (s = braid_eng_json_int(&c->inter, j, "intermediate_size", 1, 0, 1,
+                                big, path)) ||
+        (s = braid_eng_json_int(&c->vocab, j, "vocab_size", 1, 0, 1, big,
+                                path)) ||
+        (s = braid_eng_json_int(&c->max_pos, j, "max_position_embeddings", 0,
+                                32768, 1, big, path)) ||
+        (s = braid_eng_json_num(&c->rope_theta, j, "rope_theta", 0, 10000.0,
+                                1e-3, 1e12, path)) ||
+        (s = braid_eng_json_num(&c->rms_eps, j, "rms_norm_eps", 0, 1e-6, 0, 1,
+                                path)) ||
+        (s = braid_eng_json_bool(&c->tied, j, "tie_word_embeddings", 0, 0,
+                                 path)) ||
         (s = braid_eng_json_bool(&bias, j, "attention_bias", 0, 0, path)) ||
-        (s = braid_eng_json_bool(&sliding, j, "use_sliding_window", 0, 0, path)) ||
+        (s = braid_eng_json_bool(&sliding, j, "use_sliding_window", 0, 0,
+                                 path)) ||
         (s = braid_eng_json_str(&act, j, "hidden_act", 0, path)) ||
         (s = braid_eng_json_str(&dt, j, "torch_dtype", 0, path)))
         goto out;
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(j, "rope_scaling");
-    const char *unsupported = bias ? "attention_bias: true"
-                            : sliding ? "use_sliding_window: true"
-                            : (act && strcmp(act, "silu") != 0) ? "hidden_act other than silu"
-                            : (rs && !cJSON_IsNull(rs)) ? "rope_scaling"
-                            : NULL;
+    const char  *unsupported = bias      ? "attention_bias: true"
+                               : sliding ? "use_sliding_window: true"
+                               : (act && strcmp(act, "silu") != 0)
+                                   ? "hidden_act other than silu"
+                               : (rs && !cJSON_IsNull(rs)) ? "rope_scaling"
+                                                           : NULL;
     if (unsupported) {
         s = braid_eng_fail(BRAID_ERR_NOT_SUPPORTED, "%s: %s is not supported",
                            path, unsupported);
         goto out;
     }
     c->dtype = !dt || strcmp(dt, "bfloat16") == 0 ? BRAID_BF16
-             : strcmp(dt, "float16") == 0 ? BRAID_F16 : BRAID_F32;
+               : strcmp(dt, "float16") == 0       ? BRAID_F16
+                                                  : BRAID_F32;
     add_eos(c, j);
     s = check(c, path);
 out:
@@ -114,7 +129,7 @@ out:
 }
 
 braid_status_t braid_infer_config_preset(braid_infer_config_t *c,
-                                         const char *name)
+                                         const char           *name)
 {
     memset(c, 0, sizeof(*c));
     snprintf(c->name, sizeof(c->name), "%s", name);
@@ -140,11 +155,12 @@ braid_status_t braid_infer_config_preset(braid_infer_config_t *c,
 }
 
 braid_status_t braid_infer_config_save(const braid_infer_config_t *c,
-                                       const char *path)
+                                       const char                 *path)
 {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddItemToObject(j, "architectures",
-                          cJSON_CreateStringArray((const char *[]){"Qwen3ForCausalLM"}, 1));
+    cJSON_AddItemToObject(
+        j, "architectures",
+        cJSON_CreateStringArray((const char *[]){"Qwen3ForCausalLM"}, 1));
     cJSON_AddStringToObject(j, "model_type", "qwen3");
     cJSON_AddNumberToObject(j, "hidden_size", (double)c->hidden);
     cJSON_AddNumberToObject(j, "num_hidden_layers", (double)c->layers);
@@ -160,8 +176,9 @@ braid_status_t braid_infer_config_save(const braid_infer_config_t *c,
     cJSON_AddBoolToObject(j, "attention_bias", 0);
     cJSON_AddStringToObject(j, "hidden_act", "silu");
     cJSON_AddStringToObject(j, "torch_dtype",
-                            c->dtype == BRAID_BF16 ? "bfloat16"
-                            : c->dtype == BRAID_F16 ? "float16" : "float32");
+                            c->dtype == BRAID_BF16  ? "bfloat16"
+                            : c->dtype == BRAID_F16 ? "float16"
+                                                    : "float32");
     if (c->n_eos == 1)
         cJSON_AddNumberToObject(j, "eos_token_id", c->eos[0]);
     braid_status_t s = braid_eng_json_save(path, j, 1);
@@ -173,56 +190,60 @@ static int64_t gcd(int64_t a, int64_t b)
 {
     while (b) {
         int64_t t = a % b;
-        a = b;
-        b = t;
+        a         = b;
+        b         = t;
     }
     return a;
 }
 
-braid_status_t braid_infer_split(braid_infer_split_t *sp,
+braid_status_t braid_infer_split(braid_infer_split_t        *sp,
                                  const braid_infer_config_t *c, int rank,
                                  int size)
 {
     int gpt = c->arch == BRAID_INFER_GPT2; /* its names in the message */
     const char *what = c->kv_heads % size ? "num_key_value_heads"
-                     : c->heads % size ? "num_attention_heads"
-                     : c->inter % size ? "intermediate_size" : NULL;
+                       : c->heads % size  ? "num_attention_heads"
+                       : c->inter % size  ? "intermediate_size"
+                                          : NULL;
     if (what) {
         int64_t g = gcd(gcd(c->heads, c->kv_heads), c->inter);
-        char ok[256];
-        size_t k = 0;
+        char    ok[256];
+        size_t  k = 0;
         for (int64_t d = 1; d <= g && k < sizeof(ok) - 16; d++)
             if (g % d == 0)
                 k += (size_t)snprintf(ok + k, sizeof(ok) - k, "%s%lld",
                                       k ? ", " : "", (long long)d);
-        int64_t v = !strcmp(what, "num_key_value_heads") ? c->kv_heads
-                  : !strcmp(what, "num_attention_heads") ? c->heads : c->inter;
+        int64_t v = !strcmp(what, "num_key_value_heads")   ? c->kv_heads
+                    : !strcmp(what, "num_attention_heads") ? c->heads
+                                                           : c->inter;
         if (gpt) /* kv_heads = heads; heads dividing makes 4 n_embd do */
             what = "n_head";
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                               "tensor parallelism over %d ranks: %s %lld is "
                               "not divisible by %d (rank counts that work: "
-                              "%s)", size, what, (long long)v, size, ok);
+                              "%s)",
+                              size, what, (long long)v, size, ok);
     }
-    sp->rank = rank;
-    sp->size = size;
-    sp->heads = c->heads / size;
-    sp->kv_heads = c->kv_heads / size;
-    sp->q_dim = sp->heads * c->head_dim;
-    sp->kv_dim = sp->kv_heads * c->head_dim;
-    sp->inter = c->inter / size;
+    sp->rank        = rank;
+    sp->size        = size;
+    sp->heads       = c->heads / size;
+    sp->kv_heads    = c->kv_heads / size;
+    sp->q_dim       = sp->heads * c->head_dim;
+    sp->kv_dim      = sp->kv_heads * c->head_dim;
+    sp->inter       = c->inter / size;
     sp->vocab_chunk = (c->vocab + size - 1) / size;
-    sp->vocab0 = sp->vocab_chunk * rank;
+    sp->vocab0      = sp->vocab_chunk * rank;
     if (sp->vocab0 > c->vocab)
         sp->vocab0 = c->vocab;
     sp->vocab_n = c->vocab - sp->vocab0 < sp->vocab_chunk
-                ? c->vocab - sp->vocab0 : sp->vocab_chunk;
+                      ? c->vocab - sp->vocab0
+                      : sp->vocab_chunk;
     return BRAID_OK;
 }
 
 uint64_t braid_infer_bytes_per_token(const braid_infer_config_t *c,
-                                     const braid_infer_split_t *sp,
-                                     braid_dtype_t dtype)
+                                     const braid_infer_split_t  *sp,
+                                     braid_dtype_t               dtype)
 {
     if (c->arch == BRAID_INFER_GPT2)
         return braid_infer_gpt_bytes_per_token(c, sp);

@@ -39,21 +39,20 @@
 /* One rank's share of a GPT-2 (in braid_infer_weights_t.gpt; the matrices
  * live in that struct's arena). */
 typedef struct braid_infer_gpt_weights {
-    braid_gpt_dims_t   d;      /* this rank's widths */
-    braid_gpt_block_t *block;  /* [L]; c_proj biases NULL but on rank 0 */
-    float *wte;                /* [vocab_n, C]: this rank's vocabulary rows */
-    float *wpe;                /* [n_positions, C] */
-    float *lnfw, *lnfb;        /* [C] */
+    braid_gpt_dims_t   d;     /* this rank's widths */
+    braid_gpt_block_t *block; /* [L]; c_proj biases NULL but on rank 0 */
+    float             *wte;   /* [vocab_n, C]: this rank's vocabulary rows */
+    float             *wpe;   /* [n_positions, C] */
+    float             *lnfw, *lnfb; /* [C] */
 } braid_infer_gpt_weights_t;
 
 /* Fills c from a GPT-2 config.json (braid_gpt_config_hf's checks; c->name
  * set by the caller). */
 braid_status_t braid_infer_gpt_config(braid_infer_config_t *c,
-                                      const struct cJSON *j,
-                                      const char *path);
+                                      const struct cJSON *j, const char *path);
 /* Bytes of weights one decode step reads on this rank. */
 uint64_t braid_infer_gpt_bytes_per_token(const braid_infer_config_t *c,
-                                         const braid_infer_split_t *sp);
+                                         const braid_infer_split_t  *sp);
 
 /* Loads this rank's share.  Checks first: every tensor of the model present
  * with the shape GPT-2 stores it in and a float dtype, nothing else but a
@@ -61,16 +60,16 @@ uint64_t braid_infer_gpt_bytes_per_token(const braid_infer_config_t *c,
  * buffers (h.N.attn.bias, h.N.attn.masked_bias).  Names are braid-train's
  * (GPT2LMHeadModel's: transformer.h.0...) or, without "transformer.",
  * GPT2Model's.  Errors name the tensor and what is wrong. */
-braid_status_t braid_infer_gpt_load(braid_infer_weights_t *w,
+braid_status_t braid_infer_gpt_load(braid_infer_weights_t      *w,
                                     const braid_infer_config_t *c,
-                                    const braid_infer_split_t *sp,
-                                    const braid_eng_st_t *st);
-void braid_infer_gpt_weights_free(braid_infer_weights_t *w);
+                                    const braid_infer_split_t  *sp,
+                                    const braid_eng_st_t       *st);
+void           braid_infer_gpt_weights_free(braid_infer_weights_t *w);
 
 /* The KV cache and activations of m (braid_infer_model_init calls it for
  * a GPT-2; braid_infer_model_free releases them). */
 braid_status_t braid_infer_gpt_init(braid_infer_model_t *m);
-void braid_infer_gpt_free(braid_infer_model_t *m);
+void           braid_infer_gpt_free(braid_infer_model_t *m);
 
 /* Runs tokens[T] at positions m->pos ..; logits[T - first, vocab_n]: this
  * rank's vocabulary rows for tokens first .. T-1. */

@@ -31,70 +31,112 @@
 #include "engine/infer/config.h"
 #include "engine/infer/gpt.h"
 #include "engine/infer/model.h"
-#include "engine/infer/sampler.h"
 #include "engine/infer/run.h"
+#include "engine/infer/sampler.h"
 #include "engine/infer/weights.h"
 
 /* ---------------------------------------------------------------- options */
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-"usage: braid-infer (--model DIR | --preset NAME) [options]\n"
-"  --model DIR          Hugging Face checkpoint: config.json, model.safetensors\n"
-"                       (or model.safetensors.index.json and its shards),\n"
-"                       tokenizer.json for --prompt; Qwen3, or GPT-2 as\n"
-"                       braid-train --save writes it (bytes for tokens)\n"
-"  --preset NAME        tiny | qwen3-0.6b: weights generated from --seed\n"
-"  --prompt TEXT        prompt text (needs a tokenizer.json, but for\n"
-"                       braid-train's byte-level GPT-2)\n"
-"  --prompt-ids LIST    prompt token ids: 1,2,3\n"
-"  -p, --prompt-len N   a generated prompt of N token ids (benchmarks)\n"
-"  -g, --gen N          tokens to generate (default 16)\n"
-"  --temperature T      0 = greedy (default); > 0 samples\n"
-"  --top-p P            nucleus sampling mass in (0, 1] (default 1)\n"
-"  --seed S             preset weights, sampling, generated prompt (default 1)\n"
-"  --dtype T            keep weight matrices as f32, bf16 or f16 (default: as\n"
-"                       stored; presets: their torch_dtype)\n"
-"  --threads N          threads per rank (default: this rank's CPUs / ranks\n"
-"                       on this host, at least 1)\n"
-"  --ctx N              KV cache positions (default: prompt + generated)\n"
-"  --chunk N            prompt tokens per prefill step (default 256)\n"
-"  --ignore-eos         go on past an end-of-sequence token\n"
-"  --tokenizer FILE     tokenizer.json other than the model's\n"
-"  --json[=FILE]        one JSON object on stdout (or in FILE), rank 0\n"
-"  --save DIR           write the preset as a checkpoint to DIR and exit\n"
-"  --shards K           with --save: K safetensors files and an index\n"
-"  --dump-logits FILE   f32 logits of every prompt position and decode step\n"
-"  -h, --help           this text\n");
+    fprintf(
+        f,
+        "usage: braid-infer (--model DIR | --preset NAME) [options]\n"
+        "  --model DIR          Hugging Face checkpoint: config.json, "
+        "model.safetensors\n"
+        "                       (or model.safetensors.index.json and its "
+        "shards),\n"
+        "                       tokenizer.json for --prompt; Qwen3, or GPT-2 "
+        "as\n"
+        "                       braid-train --save writes it (bytes for "
+        "tokens)\n"
+        "  --preset NAME        tiny | qwen3-0.6b: weights generated from "
+        "--seed\n"
+        "  --prompt TEXT        prompt text (needs a tokenizer.json, but for\n"
+        "                       braid-train's byte-level GPT-2)\n"
+        "  --prompt-ids LIST    prompt token ids: 1,2,3\n"
+        "  -p, --prompt-len N   a generated prompt of N token ids "
+        "(benchmarks)\n"
+        "  -g, --gen N          tokens to generate (default 16)\n"
+        "  --temperature T      0 = greedy (default); > 0 samples\n"
+        "  --top-p P            nucleus sampling mass in (0, 1] (default 1)\n"
+        "  --seed S             preset weights, sampling, generated prompt "
+        "(default 1)\n"
+        "  --dtype T            keep weight matrices as f32, bf16 or f16 "
+        "(default: as\n"
+        "                       stored; presets: their torch_dtype)\n"
+        "  --threads N          threads per rank (default: this rank's CPUs / "
+        "ranks\n"
+        "                       on this host, at least 1)\n"
+        "  --ctx N              KV cache positions (default: prompt + "
+        "generated)\n"
+        "  --chunk N            prompt tokens per prefill step (default 256)\n"
+        "  --ignore-eos         go on past an end-of-sequence token\n"
+        "  --tokenizer FILE     tokenizer.json other than the model's\n"
+        "  --json[=FILE]        one JSON object on stdout (or in FILE), rank "
+        "0\n"
+        "  --save DIR           write the preset as a checkpoint to DIR and "
+        "exit\n"
+        "  --shards K           with --save: K safetensors files and an "
+        "index\n"
+        "  --dump-logits FILE   f32 logits of every prompt position and "
+        "decode step\n"
+        "  -h, --help           this text\n");
 }
 
-enum { O_MODEL = 256, O_PRESET, O_PROMPT, O_IDS, O_TEMP, O_TOPP, O_SEED,
-       O_DTYPE, O_THREADS, O_CTX, O_CHUNK, O_EOS, O_TOK, O_JSON, O_SAVE,
-       O_SHARDS, O_DUMP };
+enum {
+    O_MODEL = 256,
+    O_PRESET,
+    O_PROMPT,
+    O_IDS,
+    O_TEMP,
+    O_TOPP,
+    O_SEED,
+    O_DTYPE,
+    O_THREADS,
+    O_CTX,
+    O_CHUNK,
+    O_EOS,
+    O_TOK,
+    O_JSON,
+    O_SAVE,
+    O_SHARDS,
+    O_DUMP
+};
 
 static int parse_opts(braid_infer_opts_t *o, int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"model", 1, 0, O_MODEL}, {"preset", 1, 0, O_PRESET},
-        {"prompt", 1, 0, O_PROMPT}, {"prompt-ids", 1, 0, O_IDS},
-        {"prompt-len", 1, 0, 'p'}, {"gen", 1, 0, 'g'},
-        {"temperature", 1, 0, O_TEMP}, {"top-p", 1, 0, O_TOPP},
-        {"seed", 1, 0, O_SEED}, {"dtype", 1, 0, O_DTYPE},
-        {"threads", 1, 0, O_THREADS}, {"ctx", 1, 0, O_CTX},
-        {"chunk", 1, 0, O_CHUNK}, {"ignore-eos", 0, 0, O_EOS},
-        {"tokenizer", 1, 0, O_TOK}, {"json", 2, 0, O_JSON},
-        {"save", 1, 0, O_SAVE}, {"shards", 1, 0, O_SHARDS},
-        {"dump-logits", 1, 0, O_DUMP}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option lo[] = {{"model", 1, 0, O_MODEL},
+                                       {"preset", 1, 0, O_PRESET},
+                                       {"prompt", 1, 0, O_PROMPT},
+                                       {"prompt-ids", 1, 0, O_IDS},
+                                       {"prompt-len", 1, 0, 'p'},
+                                       {"gen", 1, 0, 'g'},
+                                       {"temperature", 1, 0, O_TEMP},
+                                       {"top-p", 1, 0, O_TOPP},
+                                       {"seed", 1, 0, O_SEED},
+                                       {"dtype", 1, 0, O_DTYPE},
+                                       {"threads", 1, 0, O_THREADS},
+                                       {"ctx", 1, 0, O_CTX},
+                                       {"chunk", 1, 0, O_CHUNK},
+                                       {"ignore-eos", 0, 0, O_EOS},
+                                       {"tokenizer", 1, 0, O_TOK},
+                                       {"json", 2, 0, O_JSON},
+                                       {"save", 1, 0, O_SAVE},
+                                       {"shards", 1, 0, O_SHARDS},
+                                       {"dump-logits", 1, 0, O_DUMP},
+                                       {"help", 0, 0, 'h'},
+                                       {0, 0, 0, 0}};
     memset(o, 0, sizeof(*o));
     o->gen = 16, o->chunk = 256, o->top_p = 1.0, o->seed = 1, o->shards = 1;
     o->prompt_len = -1;
-    o->dtype = BRAID_DTYPE_COUNT;
-    int c;
-    int64_t v;
+    o->dtype      = BRAID_DTYPE_COUNT;
+    int            c;
+    int64_t        v;
     braid_status_t s = BRAID_OK;
-    opterr = 0;
-    while (s == BRAID_OK && (c = getopt_long(argc, argv, "p:g:h", lo, NULL)) != -1) {
+    opterr           = 0;
+    while (s == BRAID_OK &&
+           (c = getopt_long(argc, argv, "p:g:h", lo, NULL)) != -1) {
         switch (c) {
         case O_MODEL: o->model = optarg; break;
         case O_PRESET: o->preset = optarg; break;
@@ -105,29 +147,51 @@ static int parse_opts(braid_infer_opts_t *o, int argc, char **argv)
         case O_DUMP: o->dump_logits = optarg; break;
         case O_EOS: o->ignore_eos = 1; break;
         case O_JSON: o->json = 1, o->json_path = optarg; break;
-        case 'p': s = braid_eng_parse_int(&o->prompt_len, optarg, 1, 1 << 24, 1, "--prompt-len"); break;
-        case 'g': s = braid_eng_parse_int(&o->gen, optarg, 0, 1 << 24, 1, "--gen"); break;
-        case O_CTX: s = braid_eng_parse_int(&o->ctx, optarg, 1, 1 << 26, 1, "--ctx"); break;
-        case O_CHUNK: s = braid_eng_parse_int(&o->chunk, optarg, 1, 1 << 16, 1, "--chunk"); break;
-        case O_THREADS: s = braid_eng_parse_int(&o->threads, optarg, 1, 1024, 0, "--threads"); break;
-        case O_SHARDS: s = braid_eng_parse_int(&o->shards, optarg, 1, 9999, 0, "--shards"); break;
+        case 'p':
+            s = braid_eng_parse_int(&o->prompt_len, optarg, 1, 1 << 24, 1,
+                                    "--prompt-len");
+            break;
+        case 'g':
+            s = braid_eng_parse_int(&o->gen, optarg, 0, 1 << 24, 1, "--gen");
+            break;
+        case O_CTX:
+            s = braid_eng_parse_int(&o->ctx, optarg, 1, 1 << 26, 1, "--ctx");
+            break;
+        case O_CHUNK:
+            s = braid_eng_parse_int(&o->chunk, optarg, 1, 1 << 16, 1,
+                                    "--chunk");
+            break;
+        case O_THREADS:
+            s = braid_eng_parse_int(&o->threads, optarg, 1, 1024, 0,
+                                    "--threads");
+            break;
+        case O_SHARDS:
+            s = braid_eng_parse_int(&o->shards, optarg, 1, 9999, 0,
+                                    "--shards");
+            break;
         case O_SEED:
             s = braid_eng_parse_int(&v, optarg, 0, INT64_MAX, 0, "--seed");
             o->seed = (uint64_t)v;
             break;
-        case O_TEMP: s = braid_eng_parse_double(&o->temperature, optarg, 0, 100, "--temperature"); break;
+        case O_TEMP:
+            s = braid_eng_parse_double(&o->temperature, optarg, 0, 100,
+                                       "--temperature");
+            break;
         case O_TOPP:
             s = braid_eng_parse_double(&o->top_p, optarg, 1e-9, 1, "--top-p");
             break;
         case O_DTYPE:
             if (braid_eng_dtype_parse(optarg, &o->dtype) != 0)
                 s = braid_eng_fail(BRAID_ERR_INVALID_ARG,
-                                   "--dtype: '%s' is not f32, bf16 or f16", optarg);
+                                   "--dtype: '%s' is not f32, bf16 or f16",
+                                   optarg);
             break;
         case 'h': usage(stdout); exit(0);
         default:
-            s = braid_eng_fail(BRAID_ERR_INVALID_ARG, "unknown or incomplete "
-                               "option '%s'", argv[optind - 1]);
+            s = braid_eng_fail(BRAID_ERR_INVALID_ARG,
+                               "unknown or incomplete "
+                               "option '%s'",
+                               argv[optind - 1]);
         }
     }
     if (s == BRAID_OK && optind < argc)
@@ -137,9 +201,11 @@ static int parse_opts(braid_infer_opts_t *o, int argc, char **argv)
         s = braid_eng_fail(BRAID_ERR_INVALID_ARG,
                            "give one of --model DIR and --preset NAME");
     if (s == BRAID_OK && !o->save &&
-        (o->prompt != NULL) + (o->prompt_ids != NULL) + (o->prompt_len > 0) != 1)
-        s = braid_eng_fail(BRAID_ERR_INVALID_ARG,
-                           "give one of --prompt, --prompt-ids and --prompt-len");
+        (o->prompt != NULL) + (o->prompt_ids != NULL) + (o->prompt_len > 0) !=
+            1)
+        s = braid_eng_fail(
+            BRAID_ERR_INVALID_ARG,
+            "give one of --prompt, --prompt-ids and --prompt-len");
     if (s == BRAID_OK && o->save && !o->preset)
         s = braid_eng_fail(BRAID_ERR_INVALID_ARG, "--save writes a --preset");
     if (s != BRAID_OK) {
@@ -152,30 +218,31 @@ static int parse_opts(braid_infer_opts_t *o, int argc, char **argv)
 
 /* ---------------------------------------------------------------- setup */
 
-
 /* Ranks sharing this host (same host name), for the default thread count. */
 static braid_status_t count_local_ranks(braid_infer_run_t *r)
 {
     char host[256] = {0};
     gethostname(host, sizeof(host) - 1);
-    int64_t mine = (int64_t)braid_eng_hash_str(host);
-    int64_t *all = malloc((size_t)r->size * sizeof(int64_t));
+    int64_t  mine = (int64_t)braid_eng_hash_str(host);
+    int64_t *all  = malloc((size_t)r->size * sizeof(int64_t));
     if (!all)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
     braid_status_t s = braid_allgather(&mine, all, 1, BRAID_I64, r->comm);
-    r->local_ranks = 0;
+    r->local_ranks   = 0;
     for (int i = 0; s == BRAID_OK && i < r->size; i++)
         r->local_ranks += all[i] == mine;
     free(all);
-    return s == BRAID_OK ? BRAID_OK : braid_eng_fail_braid(s, "allgather of host names");
+    return s == BRAID_OK ? BRAID_OK
+                         : braid_eng_fail_braid(s, "allgather of host names");
 }
 
 static braid_status_t setup_threads(braid_infer_run_t *r)
 {
     cpu_set_t set;
-    int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
-               : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    r->threads = (int)r->o.threads;
+    int       cpus = sched_getaffinity(0, sizeof(set), &set) == 0
+                         ? CPU_COUNT(&set)
+                         : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    r->threads     = (int)r->o.threads;
     if (!r->threads) {
         r->threads = cpus / (r->local_ranks > 0 ? r->local_ranks : 1);
         if (r->threads < 1)
@@ -190,9 +257,10 @@ static braid_status_t setup_threads(braid_infer_run_t *r)
 static braid_status_t setup_model(braid_infer_run_t *r)
 {
     braid_status_t s;
-    char path[4096];
+    char           path[4096];
     if (r->o.model) {
-        if ((s = braid_eng_path_join(path, sizeof(path), r->o.model, "config.json")) ||
+        if ((s = braid_eng_path_join(path, sizeof(path), r->o.model,
+                                     "config.json")) ||
             (s = braid_infer_config_load(&r->cfg, path)))
             return s;
         snprintf(r->cfg.name, sizeof(r->cfg.name), "%s", r->o.model);
@@ -201,7 +269,8 @@ static braid_status_t setup_model(braid_infer_run_t *r)
             (access(path, R_OK) == 0 &&
              (s = braid_infer_config_add_eos(&r->cfg, path))))
             return s;
-    } else if ((s = braid_infer_config_preset(&r->cfg, r->o.preset)) != BRAID_OK) {
+    } else if ((s = braid_infer_config_preset(&r->cfg, r->o.preset)) !=
+               BRAID_OK) {
         return s;
     }
     if ((s = braid_infer_split(&r->sp, &r->cfg, r->rank, r->size)) != BRAID_OK)
@@ -210,19 +279,21 @@ static braid_status_t setup_model(braid_infer_run_t *r)
     if (gpt && r->o.dtype != BRAID_DTYPE_COUNT && r->o.dtype != BRAID_F32)
         return braid_eng_fail(BRAID_ERR_NOT_SUPPORTED,
                               "--dtype %s: a GPT-2 runs in f32 (braid-train's "
-                              "layers)", braid_dtype_name(r->o.dtype));
+                              "layers)",
+                              braid_dtype_name(r->o.dtype));
     double t0 = braid_eng_now();
     if (r->o.model) {
         braid_eng_st_t *st;
         if ((s = braid_eng_st_open(&st, r->o.model)) != BRAID_OK)
             return s;
         s = gpt ? braid_infer_gpt_load(&r->w, &r->cfg, &r->sp, st)
-                : braid_infer_weights_load(&r->w, &r->cfg, &r->sp, st, r->o.dtype);
+                : braid_infer_weights_load(&r->w, &r->cfg, &r->sp, st,
+                                           r->o.dtype);
         braid_eng_st_close(st);
     } else {
-        s = braid_infer_weights_generate(&r->w, &r->cfg, &r->sp, r->o.seed,
-                                         r->o.dtype == BRAID_DTYPE_COUNT
-                                             ? r->cfg.dtype : r->o.dtype);
+        s = braid_infer_weights_generate(
+            &r->w, &r->cfg, &r->sp, r->o.seed,
+            r->o.dtype == BRAID_DTYPE_COUNT ? r->cfg.dtype : r->o.dtype);
     }
     r->load_s = braid_eng_now() - t0;
     r->have_w = s == BRAID_OK;
@@ -235,7 +306,7 @@ static braid_status_t setup_model(braid_infer_run_t *r)
  * "bytes" (real GPT-2 weights: their tokenizer.json is needed). */
 static braid_status_t byte_tokens(braid_infer_run_t *r)
 {
-    char path[4096];
+    char           path[4096];
     braid_status_t s;
     if (r->cfg.arch != BRAID_INFER_GPT2 || r->o.tokenizer)
         return BRAID_OK;
@@ -244,23 +315,24 @@ static braid_status_t byte_tokens(braid_infer_run_t *r)
         access(path, F_OK) == 0)
         return s;
     if (r->cfg.vocab > 256 && !r->cfg.byte_tokens)
-        return r->o.prompt ? braid_eng_fail(BRAID_ERR_INVALID_ARG,
-                                            "--prompt: %s has no tokenizer.json, "
-                                            "and its vocabulary of %lld is not "
-                                            "bytes", r->o.model,
-                                            (long long)r->cfg.vocab)
-                           : BRAID_OK;
+        return r->o.prompt
+                   ? braid_eng_fail(BRAID_ERR_INVALID_ARG,
+                                    "--prompt: %s has no tokenizer.json, "
+                                    "and its vocabulary of %lld is not "
+                                    "bytes",
+                                    r->o.model, (long long)r->cfg.vocab)
+                   : BRAID_OK;
     return braid_eng_tok_bytes(&r->tok);
 }
 
 static braid_status_t setup_prompt(braid_infer_run_t *r)
 {
-    braid_status_t s;
+    braid_status_t            s;
     const braid_infer_opts_t *o = &r->o;
     if ((s = byte_tokens(r)) != BRAID_OK)
         return s;
     if (o->prompt) {
-        char path[4096];
+        char        path[4096];
         const char *tp = o->tokenizer;
         if (!tp && !o->model && !r->tok)
             return braid_eng_fail(BRAID_ERR_INVALID_ARG,
@@ -287,7 +359,8 @@ static braid_status_t setup_prompt(braid_infer_run_t *r)
                                       r->prompt[i], (long long)r->cfg.vocab);
     } else if (o->prompt_ids) {
         if ((s = braid_eng_parse_ids(&r->prompt, &r->n_prompt, o->prompt_ids,
-                                     r->cfg.vocab - 1, "--prompt-ids")) != BRAID_OK)
+                                     r->cfg.vocab - 1, "--prompt-ids")) !=
+            BRAID_OK)
             return s;
     } else {
         r->n_prompt = (size_t)o->prompt_len;
@@ -302,7 +375,8 @@ static braid_status_t setup_prompt(braid_infer_run_t *r)
         return s;
     if (!r->tok && o->model) { /* optional: to print text for --prompt-ids */
         char path[4096];
-        if (braid_eng_path_join(path, sizeof(path), o->model, "tokenizer.json") == BRAID_OK &&
+        if (braid_eng_path_join(path, sizeof(path), o->model,
+                                "tokenizer.json") == BRAID_OK &&
             access(path, R_OK) == 0 &&
             (s = braid_eng_tok_load(&r->tok, path)) != BRAID_OK)
             return s;
@@ -321,7 +395,8 @@ static int is_eos(const braid_infer_run_t *r, int32_t id)
 }
 
 /* The next token from this rank's logits (identical on every rank). */
-static braid_status_t pick(braid_infer_run_t *r, const float *local, int32_t *id)
+static braid_status_t pick(braid_infer_run_t *r, const float *local,
+                           int32_t *id)
 {
     braid_status_t s = BRAID_OK;
     if (r->o.temperature > 0 || r->dumping) {
@@ -344,30 +419,31 @@ static braid_status_t pick(braid_infer_run_t *r, const float *local, int32_t *id
 static braid_status_t generate(braid_infer_run_t *r, double t[2],
                                braid_infer_stats_t phase[2])
 {
-    braid_infer_model_t *m = &r->m;
-    int64_t vc = r->sp.vocab_chunk, P = (int64_t)r->n_prompt;
-    int all = r->dumping;
-    float *logits = malloc((size_t)(vc * (all ? m->chunk : 1)) * sizeof(float));
+    braid_infer_model_t *m  = &r->m;
+    int64_t              vc = r->sp.vocab_chunk, P = (int64_t)r->n_prompt;
+    int                  all = r->dumping;
+    float               *logits =
+        malloc((size_t)(vc * (all ? m->chunk : 1)) * sizeof(float));
     if (!logits)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
-    braid_status_t s = BRAID_OK;
-    int32_t next = 0;
+    braid_status_t s    = BRAID_OK;
+    int32_t        next = 0;
 
     memset(&m->stats, 0, sizeof(m->stats));
     double t0 = braid_eng_now();
     for (int64_t at = 0; at < P && s == BRAID_OK; at += m->chunk) {
         int64_t n = P - at < m->chunk ? P - at : m->chunk;
-        s = braid_infer_forward(m, r->prompt + at, n, all, logits);
+        s         = braid_infer_forward(m, r->prompt + at, n, all, logits);
         /* with --dump-logits every position's row goes out; the last one
          * picks the first generated token either way */
         for (int64_t i = all ? 0 : n - 1; s == BRAID_OK && i < n; i++)
             s = pick(r, logits + (all ? i : 0) * vc, &next);
     }
-    t[0] = braid_eng_now() - t0;
+    t[0]     = braid_eng_now() - t0;
     phase[0] = m->stats;
 
     memset(&m->stats, 0, sizeof(m->stats));
-    t0 = braid_eng_now();
+    t0       = braid_eng_now();
     r->n_out = 0;
     if (s == BRAID_OK && r->o.gen > 0)
         r->out[r->n_out++] = next;
@@ -379,7 +455,7 @@ static braid_status_t generate(braid_infer_run_t *r, double t[2],
         if (s == BRAID_OK)
             r->out[r->n_out++] = next;
     }
-    t[1] = braid_eng_now() - t0;
+    t[1]     = braid_eng_now() - t0;
     phase[1] = m->stats;
     free(logits);
     return s;
@@ -394,18 +470,20 @@ static braid_status_t run(braid_infer_run_t *r)
         (s = setup_model(r)) || (s = setup_prompt(r)))
         return s;
     const braid_infer_opts_t *o = &r->o;
-    int64_t ctx = o->ctx ? o->ctx : (int64_t)r->n_prompt + (o->gen > 0 ? o->gen : 1);
+    int64_t                   ctx =
+        o->ctx ? o->ctx : (int64_t)r->n_prompt + (o->gen > 0 ? o->gen : 1);
     if (ctx < (int64_t)r->n_prompt + o->gen - 1)
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                               "--ctx %lld holds fewer positions than the "
                               "prompt (%zu) and the generated tokens (%lld) "
-                              "need", (long long)ctx, r->n_prompt,
-                              (long long)o->gen);
+                              "need",
+                              (long long)ctx, r->n_prompt, (long long)o->gen);
     if (ctx > r->cfg.max_pos)
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                               "prompt (%zu) + generated (%lld) tokens exceed "
-                              "max_position_embeddings %lld", r->n_prompt,
-                              (long long)o->gen, (long long)r->cfg.max_pos);
+                              "max_position_embeddings %lld",
+                              r->n_prompt, (long long)o->gen,
+                              (long long)r->cfg.max_pos);
     if ((s = braid_infer_model_init(&r->m, &r->cfg, &r->sp, &r->w, r->comm,
                                     r->pool, ctx, o->chunk)) != BRAID_OK)
         return s;
@@ -413,16 +491,17 @@ static braid_status_t run(braid_infer_run_t *r)
     if ((s = braid_infer_sampler_init(&r->smp, r->cfg.vocab, o->temperature,
                                       o->top_p, o->seed)) != BRAID_OK)
         return s;
-    r->out = malloc((size_t)(o->gen + 1) * sizeof(int32_t));
+    r->out  = malloc((size_t)(o->gen + 1) * sizeof(int32_t));
     r->full = malloc((size_t)(r->sp.vocab_chunk * r->size) * sizeof(float));
     if (!r->out || !r->full)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
     r->dumping = o->dump_logits != NULL;
     if (r->dumping && r->rank == 0 && !(r->dump = fopen(o->dump_logits, "wb")))
-        return braid_eng_fail(BRAID_ERR_IO, "%s: cannot write", o->dump_logits);
+        return braid_eng_fail(BRAID_ERR_IO, "%s: cannot write",
+                              o->dump_logits);
     if ((s = braid_barrier(r->comm)) != BRAID_OK)
         return braid_eng_fail_braid(s, "barrier");
-    double t[2] = {0, 0};
+    double              t[2] = {0, 0};
     braid_infer_stats_t phase[2];
     memset(phase, 0, sizeof(phase));
     if ((s = generate(r, t, phase)) != BRAID_OK)
@@ -444,10 +523,10 @@ int main(int argc, char **argv)
     if (r.o.save) { /* one process writes the whole checkpoint */
         braid_status_t s = braid_infer_config_preset(&r.cfg, r.o.preset);
         if (s == BRAID_OK)
-            s = braid_infer_save_generated(r.o.save, &r.cfg, r.o.seed,
-                                           r.o.dtype == BRAID_DTYPE_COUNT
-                                               ? r.cfg.dtype : r.o.dtype,
-                                           (int)r.o.shards);
+            s = braid_infer_save_generated(
+                r.o.save, &r.cfg, r.o.seed,
+                r.o.dtype == BRAID_DTYPE_COUNT ? r.cfg.dtype : r.o.dtype,
+                (int)r.o.shards);
         if (s != BRAID_OK) {
             fprintf(stderr, "braid-infer: %s\n", braid_eng_error());
             return 1;
@@ -462,9 +541,10 @@ int main(int argc, char **argv)
     }
     r.rank = braid_comm_rank(r.comm);
     r.size = braid_comm_size(r.comm);
-    s = run(&r);
+    s      = run(&r);
     if (s != BRAID_OK)
-        fprintf(stderr, "braid-infer: rank %d: %s\n", r.rank, braid_eng_error());
+        fprintf(stderr, "braid-infer: rank %d: %s\n", r.rank,
+                braid_eng_error());
     if (r.dump)
         fclose(r.dump);
     if (r.have_m)

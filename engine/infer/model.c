@@ -25,34 +25,34 @@ static float *alloc_floats(size_t n, int *failed)
 
 static braid_status_t qwen_init(braid_infer_model_t *m);
 
-braid_status_t braid_infer_model_init(braid_infer_model_t *m,
-                                      const braid_infer_config_t *c,
-                                      const braid_infer_split_t *sp,
-                                      const braid_infer_weights_t *w,
-                                      braid_comm_t *comm,
-                                      braid_eng_pool_t *pool, int64_t ctx,
-                                      int64_t chunk)
+braid_status_t
+braid_infer_model_init(braid_infer_model_t *m, const braid_infer_config_t *c,
+                       const braid_infer_split_t   *sp,
+                       const braid_infer_weights_t *w, braid_comm_t *comm,
+                       braid_eng_pool_t *pool, int64_t ctx, int64_t chunk)
 {
     memset(m, 0, sizeof(*m));
     if (braid_comm_size(comm) != sp->size || braid_comm_rank(comm) != sp->rank)
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                               "model split for rank %d of %d, communicator is "
-                              "rank %d of %d", sp->rank, sp->size,
-                              braid_comm_rank(comm), braid_comm_size(comm));
+                              "rank %d of %d",
+                              sp->rank, sp->size, braid_comm_rank(comm),
+                              braid_comm_size(comm));
     if (ctx < 1 || ctx > c->max_pos || chunk < 1)
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                               "context of %lld positions: the model allows "
-                              "1 to %lld", (long long)ctx,
-                              (long long)c->max_pos);
+                              "1 to %lld",
+                              (long long)ctx, (long long)c->max_pos);
     if (c->vocab >= (1 << 24))
         return braid_eng_fail(BRAID_ERR_NOT_SUPPORTED,
                               "vocab_size %lld: ids above 2^24 are not "
-                              "supported", (long long)c->vocab);
+                              "supported",
+                              (long long)c->vocab);
     m->cfg = c, m->sp = *sp, m->w = w, m->comm = comm, m->pool = pool;
-    m->ctx = ctx;
+    m->ctx   = ctx;
     m->chunk = chunk < ctx ? chunk : ctx;
-    braid_status_t s = c->arch == BRAID_INFER_GPT2 ? braid_infer_gpt_init(m)
-                                                   : qwen_init(m);
+    braid_status_t s =
+        c->arch == BRAID_INFER_GPT2 ? braid_infer_gpt_init(m) : qwen_init(m);
     if (s != BRAID_OK)
         braid_infer_model_free(m);
     return s;
@@ -61,15 +61,16 @@ braid_status_t braid_infer_model_init(braid_infer_model_t *m,
 /* The Qwen3 path's KV cache, RoPE table and activations. */
 static braid_status_t qwen_init(braid_infer_model_t *m)
 {
-    const braid_infer_config_t *c = m->cfg;
-    const braid_infer_split_t *sp = &m->sp;
-    int64_t ctx = m->ctx;
-    int64_t H = c->hidden, hd = c->head_dim, T = m->chunk;
-    int64_t widest = H > sp->q_dim ? H : sp->q_dim;
-    widest = widest > sp->inter ? widest : sp->inter;
-    int failed = 0;
-    size_t kv = (size_t)(c->layers * ctx * sp->kv_dim) * sizeof(float);
-    if (braid_eng_arena_init(&m->kv, 2 * braid_eng_arena_need(kv)) != BRAID_OK ||
+    const braid_infer_config_t *c   = m->cfg;
+    const braid_infer_split_t  *sp  = &m->sp;
+    int64_t                     ctx = m->ctx;
+    int64_t                     H = c->hidden, hd = c->head_dim, T = m->chunk;
+    int64_t                     widest = H > sp->q_dim ? H : sp->q_dim;
+    widest        = widest > sp->inter ? widest : sp->inter;
+    int    failed = 0;
+    size_t kv     = (size_t)(c->layers * ctx * sp->kv_dim) * sizeof(float);
+    if (braid_eng_arena_init(&m->kv, 2 * braid_eng_arena_need(kv)) !=
+            BRAID_OK ||
         !(m->kcache = braid_eng_arena_take(&m->kv, kv)) ||
         !(m->vcache = braid_eng_arena_take(&m->kv, kv)))
         failed = 1;
@@ -94,8 +95,9 @@ static braid_status_t qwen_init(braid_infer_model_t *m)
      * even at large positions. */
     for (int64_t p = 0; p < ctx; p++)
         for (int64_t i = 0; i < hd / 2; i++) {
-            double a = (double)p * pow(c->rope_theta, -2.0 * (double)i / (double)hd);
-            m->rope[(p * (hd / 2) + i) * 2] = (float)cos(a);
+            double a =
+                (double)p * pow(c->rope_theta, -2.0 * (double)i / (double)hd);
+            m->rope[(p * (hd / 2) + i) * 2]     = (float)cos(a);
             m->rope[(p * (hd / 2) + i) * 2 + 1] = (float)sin(a);
         }
     return BRAID_OK;
@@ -106,19 +108,16 @@ void braid_infer_model_free(braid_infer_model_t *m)
     braid_infer_gpt_free(m);
     braid_eng_arena_free(&m->kv);
     m->kcache = m->vcache = NULL;
-    float **bufs[] = {&m->rope, &m->x, &m->h,
-                      &m->proj, &m->q, &m->att, &m->k, &m->v, &m->g, &m->u,
-                      &m->scores, &m->scratch};
+    float **bufs[]        = {&m->rope, &m->x,   &m->h,      &m->proj,
+                             &m->q,    &m->att, &m->k,      &m->v,
+                             &m->g,    &m->u,   &m->scores, &m->scratch};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) {
         free(*bufs[i]);
         *bufs[i] = NULL;
     }
 }
 
-void braid_infer_model_reset(braid_infer_model_t *m)
-{
-    m->pos = 0;
-}
+void braid_infer_model_reset(braid_infer_model_t *m) { m->pos = 0; }
 
 /* ---------------------------------------------------------------- blocks */
 
@@ -127,14 +126,14 @@ braid_status_t braid_infer_allreduce(braid_infer_model_t *m, float *buf,
 {
     if (m->sp.size == 1)
         return BRAID_OK;
-    double t0 = braid_eng_now();
-    braid_status_t s = braid_allreduce(buf, buf, n, BRAID_F32, BRAID_SUM,
-                                       m->comm);
+    double         t0 = braid_eng_now();
+    braid_status_t s =
+        braid_allreduce(buf, buf, n, BRAID_F32, BRAID_SUM, m->comm);
     braid_infer_stats_t *st = &m->stats;
     st->allreduce_s += braid_eng_now() - t0;
     st->allreduces++;
     uint64_t bytes = n * sizeof(float);
-    int i = 0;
+    int      i     = 0;
     while (i < st->n_sizes && st->size_bytes[i] != bytes)
         i++;
     if (i == st->n_sizes && i < BRAID_INFER_MAX_SIZES)
@@ -148,7 +147,7 @@ braid_status_t braid_infer_allreduce(braid_infer_model_t *m, float *buf,
  * block, whose every rank holds a partial product. */
 static braid_status_t add_reduced(braid_infer_model_t *m, int64_t T)
 {
-    int64_t n = T * m->cfg->hidden;
+    int64_t        n = T * m->cfg->hidden;
     braid_status_t s = braid_infer_allreduce(m, m->proj, (size_t)n);
     for (int64_t i = 0; i < n; i++)
         m->x[i] += m->proj[i];
@@ -174,7 +173,7 @@ static void rope(float *vec, const float *cs, int64_t hd)
     for (int64_t i = 0; i < half; i++) {
         float a = vec[i], b = vec[i + half];
         float c = cs[2 * i], s = cs[2 * i + 1];
-        vec[i] = a * c - b * s;
+        vec[i]        = a * c - b * s;
         vec[i + half] = b * c + a * s;
     }
 }
@@ -201,24 +200,24 @@ static void linear(braid_infer_model_t *m, float *out, const float *in,
 static void attention(braid_infer_model_t *m, int64_t l, int64_t T)
 {
     const braid_infer_config_t *c = m->cfg;
-    int64_t hd = c->head_dim, kv_dim = m->sp.kv_dim, q_dim = m->sp.q_dim;
-    int64_t group = m->sp.heads / m->sp.kv_heads, S = m->pos + T;
-    const float *kc = m->kcache + l * m->ctx * kv_dim;
-    const float *vc = m->vcache + l * m->ctx * kv_dim;
-    float scale = 1.0f / sqrtf((float)hd);
+    int64_t      hd = c->head_dim, kv_dim = m->sp.kv_dim, q_dim = m->sp.q_dim;
+    int64_t      group = m->sp.heads / m->sp.kv_heads, S = m->pos + T;
+    const float *kc    = m->kcache + l * m->ctx * kv_dim;
+    const float *vc    = m->vcache + l * m->ctx * kv_dim;
+    float        scale = 1.0f / sqrtf((float)hd);
     for (int64_t hh = 0; hh < m->sp.heads; hh++) {
         const float *q = m->q + hh * hd, *k = kc + (hh / group) * hd;
-        const float *v = vc + (hh / group) * hd;
-        float *out = m->att + hh * hd, *sc = m->scores;
+        const float *v   = vc + (hh / group) * hd;
+        float       *out = m->att + hh * hd, *sc = m->scores;
         if (T == 1)
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)S, (int)hd, scale,
-                        k, (int)kv_dim, q, 1, 0.0f, sc, 1);
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)S, (int)hd, scale, k,
+                        (int)kv_dim, q, 1, 0.0f, sc, 1);
         else
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T,
                         (int)S, (int)hd, scale, q, (int)q_dim, k, (int)kv_dim,
                         0.0f, sc, (int)S);
         for (int64_t t = 0; t < T; t++) { /* causal softmax of row t */
-            float *row = sc + t * S, best = -INFINITY, sum = 0;
+            float  *row = sc + t * S, best = -INFINITY, sum = 0;
             int64_t seen = m->pos + t + 1;
             for (int64_t s = 0; s < seen; s++)
                 best = fmaxf(best, row[s]);
@@ -244,14 +243,14 @@ static void attention(braid_infer_model_t *m, int64_t l, int64_t T)
 static braid_status_t attention_block(braid_infer_model_t *m, int64_t l,
                                       int64_t T)
 {
-    const braid_infer_config_t *c = m->cfg;
-    const braid_infer_layer_t *ly = &m->w->layer[l];
-    int64_t H = c->hidden, hd = c->head_dim;
-    int64_t q_dim = m->sp.q_dim, kv_dim = m->sp.kv_dim;
+    const braid_infer_config_t *c  = m->cfg;
+    const braid_infer_layer_t  *ly = &m->w->layer[l];
+    int64_t                     H = c->hidden, hd = c->head_dim;
+    int64_t                     q_dim = m->sp.q_dim, kv_dim = m->sp.kv_dim;
     for (int64_t t = 0; t < T; t++)
         rmsnorm(m->h + t * H, m->x + t * H, ly->ln1, H, c->rms_eps);
     if (T == 1) { /* one pass of the thread team for all three */
-        float *y[3] = {m->q, m->k, m->v};
+        float                 *y[3] = {m->q, m->k, m->v};
         const braid_eng_mat_t *W[3] = {&ly->wq, &ly->wk, &ly->wv};
         braid_eng_matvec(m->pool, 3, y, W, m->h);
     } else {
@@ -282,13 +281,13 @@ static braid_status_t attention_block(braid_infer_model_t *m, int64_t l,
 
 static braid_status_t mlp_block(braid_infer_model_t *m, int64_t l, int64_t T)
 {
-    const braid_infer_config_t *c = m->cfg;
-    const braid_infer_layer_t *ly = &m->w->layer[l];
-    int64_t H = c->hidden, n = T * m->sp.inter;
+    const braid_infer_config_t *c  = m->cfg;
+    const braid_infer_layer_t  *ly = &m->w->layer[l];
+    int64_t                     H = c->hidden, n = T * m->sp.inter;
     for (int64_t t = 0; t < T; t++)
         rmsnorm(m->h + t * H, m->x + t * H, ly->ln2, H, c->rms_eps);
     if (T == 1) {
-        float *y[2] = {m->g, m->u};
+        float                 *y[2] = {m->g, m->u};
         const braid_eng_mat_t *W[2] = {&ly->wg, &ly->wu};
         braid_eng_matvec(m->pool, 2, y, W, m->h);
     } else {
@@ -306,10 +305,10 @@ static braid_status_t mlp_block(braid_infer_model_t *m, int64_t l, int64_t T)
 static braid_status_t embed(braid_infer_model_t *m, const int32_t *tokens,
                             int64_t T)
 {
-    const braid_infer_config_t *c = m->cfg;
-    const braid_eng_mat_t *E = &m->w->embed;
-    int64_t H = c->hidden;
-    size_t es = braid_dtype_size(E->dtype);
+    const braid_infer_config_t *c  = m->cfg;
+    const braid_eng_mat_t      *E  = &m->w->embed;
+    int64_t                     H  = c->hidden;
+    size_t                      es = braid_dtype_size(E->dtype);
     for (int64_t t = 0; t < T; t++) {
         int64_t id = tokens[t], row = id - m->sp.vocab0;
         if (row >= 0 && row < m->sp.vocab_n)
@@ -331,7 +330,7 @@ static braid_status_t qwen_forward(braid_infer_model_t *m,
                                    int64_t first, float *logits)
 {
     const braid_infer_config_t *c = m->cfg;
-    braid_status_t s = embed(m, tokens, T);
+    braid_status_t              s = embed(m, tokens, T);
     for (int64_t l = 0; l < c->layers && s == BRAID_OK; l++) {
         s = attention_block(m, l, T);
         if (s == BRAID_OK)
@@ -360,18 +359,20 @@ braid_status_t braid_infer_forward(braid_infer_model_t *m,
     if (m->pos + T > m->ctx)
         return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                               "position %lld is past the context of %lld "
-                              "(--ctx)", (long long)(m->pos + T),
-                              (long long)m->ctx);
+                              "(--ctx)",
+                              (long long)(m->pos + T), (long long)m->ctx);
     for (int64_t t = 0; t < T; t++)
         if (tokens[t] < 0 || tokens[t] >= c->vocab)
             return braid_eng_fail(BRAID_ERR_INVALID_ARG,
                                   "token id %d is outside the vocabulary "
-                                  "[0, %lld)", tokens[t], (long long)c->vocab);
-    int64_t first = all_logits ? 0 : T - 1, n = T - first;
-    int64_t vn = m->sp.vocab_n, vc = m->sp.vocab_chunk;
-    braid_status_t s = c->arch == BRAID_INFER_GPT2
-                     ? braid_infer_gpt_forward(m, tokens, T, first, logits)
-                     : qwen_forward(m, tokens, T, first, logits);
+                                  "[0, %lld)",
+                                  tokens[t], (long long)c->vocab);
+    int64_t        first = all_logits ? 0 : T - 1, n = T - first;
+    int64_t        vn = m->sp.vocab_n, vc = m->sp.vocab_chunk;
+    braid_status_t s =
+        c->arch == BRAID_INFER_GPT2
+            ? braid_infer_gpt_forward(m, tokens, T, first, logits)
+            : qwen_forward(m, tokens, T, first, logits);
     if (s != BRAID_OK)
         return s;
     m->pos += T;
@@ -391,10 +392,11 @@ braid_status_t braid_infer_gather_logits(braid_infer_model_t *m,
         memcpy(full, local, n * sizeof(float));
         return BRAID_OK;
     }
-    double t0 = braid_eng_now();
-    braid_status_t s = braid_allgather(local, full, n, BRAID_F32, m->comm);
+    double         t0 = braid_eng_now();
+    braid_status_t s  = braid_allgather(local, full, n, BRAID_F32, m->comm);
     m->stats.other_s += braid_eng_now() - t0;
-    return s == BRAID_OK ? BRAID_OK : braid_eng_fail_braid(s, "allgather of logits");
+    return s == BRAID_OK ? BRAID_OK
+                         : braid_eng_fail_braid(s, "allgather of logits");
 }
 
 braid_status_t braid_infer_argmax(braid_infer_model_t *m, const float *local,
@@ -410,12 +412,14 @@ braid_status_t braid_infer_argmax(braid_infer_model_t *m, const float *local,
         *token = (int32_t)mine[1];
         return BRAID_OK;
     }
-    float all[2 * 256], *best = m->sp.size <= 256 ? all
-                                : malloc((size_t)m->sp.size * 2 * sizeof(float));
+    float all[2 * 256],
+        *best = m->sp.size <= 256
+                    ? all
+                    : malloc((size_t)m->sp.size * 2 * sizeof(float));
     if (!best)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
-    double t0 = braid_eng_now();
-    braid_status_t s = braid_allgather(mine, best, 2, BRAID_F32, m->comm);
+    double         t0 = braid_eng_now();
+    braid_status_t s  = braid_allgather(mine, best, 2, BRAID_F32, m->comm);
     m->stats.other_s += braid_eng_now() - t0;
     if (s == BRAID_OK) {
         int b = -1; /* ranks hold ascending ids: the first best wins ties */
@@ -427,5 +431,6 @@ braid_status_t braid_infer_argmax(braid_infer_model_t *m, const float *local,
     }
     if (best != all)
         free(best);
-    return s == BRAID_OK ? BRAID_OK : braid_eng_fail_braid(s, "allgather of the argmax");
+    return s == BRAID_OK ? BRAID_OK
+                         : braid_eng_fail_braid(s, "allgather of the argmax");
 }

@@ -33,8 +33,8 @@
 
 /* Time inside braid collectives, and the all-reduce sizes used. */
 typedef struct {
-    double   allreduce_s;   /* seconds inside braid_allreduce */
-    double   other_s;       /* seconds inside other collectives (allgather) */
+    double   allreduce_s; /* seconds inside braid_allreduce */
+    double   other_s;     /* seconds inside other collectives (allgather) */
     int64_t  allreduces;
     int      n_sizes;
     uint64_t size_bytes[BRAID_INFER_MAX_SIZES];
@@ -42,33 +42,31 @@ typedef struct {
 } braid_infer_stats_t;
 
 typedef struct {
-    const braid_infer_config_t *cfg;
-    braid_infer_split_t         sp;
+    const braid_infer_config_t  *cfg;
+    braid_infer_split_t          sp;
     const braid_infer_weights_t *w;
-    braid_comm_t               *comm;   /* the tensor-parallel group */
-    braid_eng_pool_t           *pool;   /* threads of this rank (NULL: 1) */
-    int64_t                     ctx;    /* KV cache capacity (positions) */
-    int64_t                     chunk;  /* most tokens per forward call */
-    int64_t                     pos;    /* positions in the cache */
-    float *kcache, *vcache;             /* [L, ctx, kv_dim] */
-    braid_eng_arena_t kv;               /* holds them (huge pages) */
-    float *rope;                        /* [ctx, hd/2, 2]: cos, sin */
+    braid_comm_t                *comm;  /* the tensor-parallel group */
+    braid_eng_pool_t            *pool;  /* threads of this rank (NULL: 1) */
+    int64_t                      ctx;   /* KV cache capacity (positions) */
+    int64_t                      chunk; /* most tokens per forward call */
+    int64_t                      pos;   /* positions in the cache */
+    float                       *kcache, *vcache; /* [L, ctx, kv_dim] */
+    braid_eng_arena_t            kv;              /* holds them (huge pages) */
+    float                       *rope; /* [ctx, hd/2, 2]: cos, sin */
     /* activations for up to `chunk` tokens; scores [chunk, ctx] */
     float *x, *h, *q, *k, *v, *att, *proj, *g, *u, *scores, *scratch;
-    struct braid_infer_gpt_state *gpt;  /* a GPT-2's cache and activations */
-    braid_infer_stats_t stats;
+    struct braid_infer_gpt_state *gpt; /* a GPT-2's cache and activations */
+    braid_infer_stats_t           stats;
 } braid_infer_model_t;
 
 /* Sets up the activations and a KV cache of ctx positions (at most
  * max_position_embeddings) for calls of up to `chunk` tokens.  comm is
  * borrowed: any braid communicator whose size and rank match sp. */
-braid_status_t braid_infer_model_init(braid_infer_model_t *m,
-                                      const braid_infer_config_t *cfg,
-                                      const braid_infer_split_t *sp,
-                                      const braid_infer_weights_t *w,
-                                      braid_comm_t *comm,
-                                      braid_eng_pool_t *pool, int64_t ctx,
-                                      int64_t chunk);
+braid_status_t
+braid_infer_model_init(braid_infer_model_t *m, const braid_infer_config_t *cfg,
+                       const braid_infer_split_t   *sp,
+                       const braid_infer_weights_t *w, braid_comm_t *comm,
+                       braid_eng_pool_t *pool, int64_t ctx, int64_t chunk);
 void braid_infer_model_free(braid_infer_model_t *m);
 /* Empties the KV cache (a new sequence). */
 void braid_infer_model_reset(braid_infer_model_t *m);

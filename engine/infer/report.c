@@ -12,25 +12,33 @@
 #include "engine/common/util.h"
 #include "engine/infer/run.h"
 
-enum { F_PREFILL, F_DECODE, F_AR_PREFILL, F_AR_DECODE, F_OT_PREFILL,
-       F_OT_DECODE, F_RSS,
-       F_PEAK, F_WEIGHTS, F_LOAD, F_N };
+enum {
+    F_PREFILL,
+    F_DECODE,
+    F_AR_PREFILL,
+    F_AR_DECODE,
+    F_OT_PREFILL,
+    F_OT_DECODE,
+    F_RSS,
+    F_PEAK,
+    F_WEIGHTS,
+    F_LOAD,
+    F_N
+};
 
 typedef struct {
-    double  *v;       /* [size][F_N] every rank's figures */
-    double   max[F_N], sum[F_N];
-    int64_t  steps;   /* decode forward passes */
+    double *v; /* [size][F_N] every rank's figures */
+    double  max[F_N], sum[F_N];
+    int64_t steps; /* decode forward passes */
 } figures_t;
 
-static double ratio(double a, double b)
-{
-    return b > 0 ? a / b : 0;
-}
+static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 /* The all-reduce sizes of both phases, with calls and the chosen
  * candidate (braid_comm_choice: a pure query, the same on every rank). */
-static void add_sizes(cJSON *arr, const braid_infer_run_t *r, const braid_infer_stats_t *p,
-                      const char *phase, int text)
+static void add_sizes(cJSON *arr, const braid_infer_run_t *r,
+                      const braid_infer_stats_t *p, const char *phase,
+                      int text)
 {
     for (int i = 0; i < p->n_sizes; i++) {
         char cand[128] = "?", why[128] = "?";
@@ -58,15 +66,16 @@ static void print_text(const braid_infer_run_t *r, const figures_t *f,
     const braid_infer_config_t *c = &r->cfg;
     const char *dt = braid_dtype_name(braid_infer_weights_dtype(&r->w));
     printf("braid-infer: %s, %lld layers, hidden %lld, heads %lld/%lld, "
-           "vocab %lld, %s weights; %d rank%s x %d thread%s\n", c->name,
-           (long long)c->layers, (long long)c->hidden, (long long)c->heads,
-           (long long)c->kv_heads, (long long)c->vocab, dt, r->size,
-           r->size > 1 ? "s" : "", r->threads, r->threads > 1 ? "s" : "");
+           "vocab %lld, %s weights; %d rank%s x %d thread%s\n",
+           c->name, (long long)c->layers, (long long)c->hidden,
+           (long long)c->heads, (long long)c->kv_heads, (long long)c->vocab,
+           dt, r->size, r->size > 1 ? "s" : "", r->threads,
+           r->threads > 1 ? "s" : "");
     printf("weights: %.1f MiB per rank, ready in %.2f s\n",
            f->max[F_WEIGHTS] / 1048576.0, f->max[F_LOAD]);
     if (r->tok) {
-        char *text = NULL;
-        size_t len = 0;
+        char  *text = NULL;
+        size_t len  = 0;
         if (braid_eng_tok_decode(r->tok, r->out, (size_t)r->n_out, &text,
                                  &len) == BRAID_OK) {
             printf("output: ");
@@ -80,7 +89,8 @@ static void print_text(const braid_infer_run_t *r, const figures_t *f,
         printf("%s%d", i ? "," : " ", r->out[i]);
     printf("\n");
     printf("prefill: %zu tokens in %.1f ms = %.1f tok/s (all-reduce %.1f%%, "
-           "other collectives %.1f%%)\n", r->n_prompt, 1e3 * f->max[F_PREFILL],
+           "other collectives %.1f%%)\n",
+           r->n_prompt, 1e3 * f->max[F_PREFILL],
            ratio((double)r->n_prompt, f->max[F_PREFILL]),
            100 * ratio(f->sum[F_AR_PREFILL], f->sum[F_PREFILL]),
            100 * ratio(f->sum[F_OT_PREFILL], f->sum[F_PREFILL]));
@@ -102,12 +112,14 @@ static void print_text(const braid_infer_run_t *r, const figures_t *f,
     printf("\n");
 }
 
-static braid_status_t print_json(const braid_infer_run_t *r, const figures_t *f,
+static braid_status_t print_json(const braid_infer_run_t  *r,
+                                 const figures_t          *f,
                                  const braid_infer_stats_t phase[2])
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", r->cfg.name);
-    cJSON_AddStringToObject(j, "dtype", braid_dtype_name(braid_infer_weights_dtype(&r->w)));
+    cJSON_AddStringToObject(
+        j, "dtype", braid_dtype_name(braid_infer_weights_dtype(&r->w)));
     cJSON_AddNumberToObject(j, "ranks", r->size);
     cJSON_AddNumberToObject(j, "threads", r->threads);
     cJSON_AddNumberToObject(j, "prompt_tokens", (double)r->n_prompt);
@@ -116,29 +128,40 @@ static braid_status_t print_json(const braid_infer_run_t *r, const figures_t *f,
     for (int64_t i = 0; i < r->n_out; i++)
         cJSON_AddItemToArray(ids, cJSON_CreateNumber(r->out[i]));
     if (r->tok) {
-        char *text = NULL;
-        size_t len = 0;
-        if (braid_eng_tok_decode(r->tok, r->out, (size_t)r->n_out, &text, &len) == BRAID_OK)
+        char  *text = NULL;
+        size_t len  = 0;
+        if (braid_eng_tok_decode(r->tok, r->out, (size_t)r->n_out, &text,
+                                 &len) == BRAID_OK)
             cJSON_AddStringToObject(j, "text", text); /* up to a NUL byte */
         free(text);
     }
     cJSON_AddNumberToObject(j, "prefill_s", f->max[F_PREFILL]);
-    cJSON_AddNumberToObject(j, "prefill_tok_s", ratio((double)r->n_prompt, f->max[F_PREFILL]));
+    cJSON_AddNumberToObject(j, "prefill_tok_s",
+                            ratio((double)r->n_prompt, f->max[F_PREFILL]));
     cJSON_AddNumberToObject(j, "decode_steps", (double)f->steps);
     cJSON_AddNumberToObject(j, "decode_s", f->max[F_DECODE]);
-    cJSON_AddNumberToObject(j, "decode_tok_s", ratio((double)f->steps, f->max[F_DECODE]));
-    cJSON_AddNumberToObject(j, "ms_per_token", 1e3 * ratio(f->max[F_DECODE], (double)f->steps));
-    cJSON_AddNumberToObject(j, "allreduce_share_prefill", ratio(f->sum[F_AR_PREFILL], f->sum[F_PREFILL]));
-    cJSON_AddNumberToObject(j, "allreduce_share_decode", ratio(f->sum[F_AR_DECODE], f->sum[F_DECODE]));
-    cJSON_AddNumberToObject(j, "other_collectives_share_prefill", ratio(f->sum[F_OT_PREFILL], f->sum[F_PREFILL]));
-    cJSON_AddNumberToObject(j, "other_collectives_share_decode", ratio(f->sum[F_OT_DECODE], f->sum[F_DECODE]));
-    cJSON_AddNumberToObject(j, "allreduces_per_token",
-                            ratio((double)phase[1].allreduces, (double)f->steps));
+    cJSON_AddNumberToObject(j, "decode_tok_s",
+                            ratio((double)f->steps, f->max[F_DECODE]));
+    cJSON_AddNumberToObject(j, "ms_per_token",
+                            1e3 * ratio(f->max[F_DECODE], (double)f->steps));
+    cJSON_AddNumberToObject(j, "allreduce_share_prefill",
+                            ratio(f->sum[F_AR_PREFILL], f->sum[F_PREFILL]));
+    cJSON_AddNumberToObject(j, "allreduce_share_decode",
+                            ratio(f->sum[F_AR_DECODE], f->sum[F_DECODE]));
+    cJSON_AddNumberToObject(j, "other_collectives_share_prefill",
+                            ratio(f->sum[F_OT_PREFILL], f->sum[F_PREFILL]));
+    cJSON_AddNumberToObject(j, "other_collectives_share_decode",
+                            ratio(f->sum[F_OT_DECODE], f->sum[F_DECODE]));
+    cJSON_AddNumberToObject(
+        j, "allreduces_per_token",
+        ratio((double)phase[1].allreduces, (double)f->steps));
     cJSON_AddNumberToObject(j, "weight_bytes_per_rank", f->max[F_WEIGHTS]);
-    cJSON_AddNumberToObject(j, "bytes_per_token",
-        (double)braid_infer_bytes_per_token(&r->cfg, &r->sp, braid_infer_weights_dtype(&r->w)));
+    cJSON_AddNumberToObject(
+        j, "bytes_per_token",
+        (double)braid_infer_bytes_per_token(&r->cfg, &r->sp,
+                                            braid_infer_weights_dtype(&r->w)));
     cJSON_AddNumberToObject(j, "load_s", f->max[F_LOAD]);
-    cJSON *rss = cJSON_AddArrayToObject(j, "rss_bytes");
+    cJSON *rss  = cJSON_AddArrayToObject(j, "rss_bytes");
     cJSON *peak = cJSON_AddArrayToObject(j, "peak_rss_bytes");
     for (int i = 0; i < r->size; i++) {
         cJSON_AddItemToArray(rss, cJSON_CreateNumber(f->v[i * F_N + F_RSS]));
@@ -166,12 +189,14 @@ braid_status_t braid_infer_report(braid_infer_run_t *r, const double t[2],
                                   const braid_infer_stats_t phase[2])
 {
     figures_t f = {0};
-    double mine[F_N];
-    uint64_t rss, peak;
+    double    mine[F_N];
+    uint64_t  rss, peak;
     braid_eng_rss(&rss, &peak);
     mine[F_PREFILL] = t[0], mine[F_DECODE] = t[1];
-    mine[F_AR_PREFILL] = phase[0].allreduce_s, mine[F_AR_DECODE] = phase[1].allreduce_s;
-    mine[F_OT_PREFILL] = phase[0].other_s, mine[F_OT_DECODE] = phase[1].other_s;
+    mine[F_AR_PREFILL] = phase[0].allreduce_s,
+    mine[F_AR_DECODE]  = phase[1].allreduce_s;
+    mine[F_OT_PREFILL] = phase[0].other_s,
+    mine[F_OT_DECODE]  = phase[1].other_s;
     mine[F_RSS] = (double)rss, mine[F_PEAK] = (double)peak;
     mine[F_WEIGHTS] = (double)r->w.bytes, mine[F_LOAD] = r->load_s;
     if (!(f.v = malloc((size_t)r->size * F_N * sizeof(double))))

@@ -21,12 +21,12 @@ typedef struct {
     int64_t       prompt_len, gen, ctx, chunk, threads, shards;
     double        temperature, top_p;
     uint64_t      seed;
-    braid_dtype_t dtype;       /* BRAID_DTYPE_COUNT: as in the checkpoint */
+    braid_dtype_t dtype; /* BRAID_DTYPE_COUNT: as in the checkpoint */
     int           json, ignore_eos;
 } braid_infer_opts_t;
 
 typedef struct {
-    braid_infer_opts_t                o;
+    braid_infer_opts_t    o;
     braid_comm_t         *comm;
     int                   rank, size, local_ranks, threads;
     braid_infer_config_t  cfg;
@@ -40,7 +40,7 @@ typedef struct {
     braid_infer_sampler_t smp;
     int32_t              *prompt;
     size_t                n_prompt;
-    int32_t              *out;     /* generated ids */
+    int32_t              *out; /* generated ids */
     int64_t               n_out;
     double                load_s;
     int                   dumping; /* --dump-logits: gather every row */

@@ -11,17 +11,17 @@
 
 typedef struct {
     double          temperature; /* 0: greedy */
-    double          top_p;       /* (0, 1]: smallest set of tokens with this mass */
+    double          top_p; /* (0, 1]: smallest set of tokens with this mass */
     braid_eng_rng_t rng;
     int64_t         vocab;
-    float          *probs;       /* [vocab] */
-    int32_t        *order;       /* [vocab] candidates, by probability */
+    float          *probs; /* [vocab] */
+    int32_t        *order; /* [vocab] candidates, by probability */
 } braid_infer_sampler_t;
 
 braid_status_t braid_infer_sampler_init(braid_infer_sampler_t *s,
                                         int64_t vocab, double temperature,
                                         double top_p, uint64_t seed);
-void braid_infer_sampler_free(braid_infer_sampler_t *s);
+void           braid_infer_sampler_free(braid_infer_sampler_t *s);
 /* The token drawn from logits[vocab] (temperature > 0). */
 int32_t braid_infer_sample(braid_infer_sampler_t *s, const float *logits);
 

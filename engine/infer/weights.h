@@ -30,23 +30,23 @@
 #include "engine/infer/config.h"
 
 typedef struct {
-    braid_eng_mat_t wq, wk, wv;  /* [q_dim, H], [kv_dim, H], [kv_dim, H] */
-    braid_eng_mat_t wo;          /* [H, q_dim] */
-    braid_eng_mat_t wg, wu;      /* [inter, H] (this rank's inter) */
-    braid_eng_mat_t wd;          /* [H, inter] */
-    float *ln1, *ln2;            /* [H] input / post-attention RMSNorm */
-    float *qn, *kn;              /* [hd] QK-norm */
+    braid_eng_mat_t wq, wk, wv; /* [q_dim, H], [kv_dim, H], [kv_dim, H] */
+    braid_eng_mat_t wo;         /* [H, q_dim] */
+    braid_eng_mat_t wg, wu;     /* [inter, H] (this rank's inter) */
+    braid_eng_mat_t wd;         /* [H, inter] */
+    float          *ln1, *ln2;  /* [H] input / post-attention RMSNorm */
+    float          *qn, *kn;    /* [hd] QK-norm */
 } braid_infer_layer_t;
 
 struct braid_infer_gpt_weights;
 
 typedef struct {
-    braid_infer_layer_t *layer;  /* [L] */
-    braid_eng_mat_t      embed;  /* [vocab_n, H] this rank's vocab rows */
-    braid_eng_mat_t      head;   /* [vocab_n, H]; shares embed's data if tied */
-    float               *norm;   /* [H] */
-    uint64_t             bytes;  /* bytes held by this rank */
-    braid_eng_arena_t    arena;  /* holds every matrix (huge pages) */
+    braid_infer_layer_t *layer; /* [L] */
+    braid_eng_mat_t      embed; /* [vocab_n, H] this rank's vocab rows */
+    braid_eng_mat_t      head;  /* [vocab_n, H]; shares embed's data if tied */
+    float               *norm;  /* [H] */
+    uint64_t             bytes; /* bytes held by this rank */
+    braid_eng_arena_t    arena; /* holds every matrix (huge pages) */
     struct braid_infer_gpt_weights *gpt; /* a GPT-2 (gpt.h) instead */
 } braid_infer_weights_t;
 
@@ -58,33 +58,34 @@ braid_dtype_t braid_infer_weights_dtype(const braid_infer_weights_t *w);
  * with its exact shape and a float dtype, no name the model does not have
  * (lm_head.weight with tied embeddings must equal embed_tokens).  Matrices
  * are kept as `dtype` (BRAID_DTYPE_COUNT: as in the file), norms as f32. */
-braid_status_t braid_infer_weights_load(braid_infer_weights_t *w,
+braid_status_t braid_infer_weights_load(braid_infer_weights_t      *w,
                                         const braid_infer_config_t *cfg,
-                                        const braid_infer_split_t *sp,
-                                        const braid_eng_st_t *st,
-                                        braid_dtype_t dtype);
+                                        const braid_infer_split_t  *sp,
+                                        const braid_eng_st_t       *st,
+                                        braid_dtype_t               dtype);
 
 /* Generates this rank's share of the weights of a seeded random model:
  * element i of tensor `name` is a function of (seed, name, i) only, so
  * every rank count builds the same model.  Matrices ~ U(+-sqrt(3 / in))
  * (unit variance out of unit variance in), norms 1 + U(+-0.1) so that a
  * norm applied to the wrong tensor changes the result. */
-braid_status_t braid_infer_weights_generate(braid_infer_weights_t *w,
+braid_status_t braid_infer_weights_generate(braid_infer_weights_t      *w,
                                             const braid_infer_config_t *cfg,
-                                            const braid_infer_split_t *sp,
-                                            uint64_t seed, braid_dtype_t dtype);
+                                            const braid_infer_split_t  *sp,
+                                            uint64_t                    seed,
+                                            braid_dtype_t               dtype);
 
 /* Writes the generated model (whole, not a shard) as a Hugging Face
  * checkpoint in dir: config.json and model.safetensors, or with shards > 1
  * model-0000k-of-0000n.safetensors plus model.safetensors.index.json.
  * Loading it gives the same weights as generating with the same seed and
  * dtype. */
-braid_status_t braid_infer_save_generated(const char *dir,
+braid_status_t braid_infer_save_generated(const char                 *dir,
                                           const braid_infer_config_t *cfg,
                                           uint64_t seed, braid_dtype_t dtype,
                                           int shards);
 
-void braid_infer_weights_free(braid_infer_weights_t *w,
+void braid_infer_weights_free(braid_infer_weights_t      *w,
                               const braid_infer_config_t *cfg);
 
 #endif

@@ -10,14 +10,19 @@
 braid_status_t braid_adamw_create(braid_adamw_t *opt, size_t n, float beta1,
                                   float beta2, float eps, float weight_decay)
 {
-    *opt = (braid_adamw_t){.beta1 = beta1, .beta2 = beta2, .eps = eps,
-                           .weight_decay = weight_decay, .n = n};
+    *opt   = (braid_adamw_t){.beta1        = beta1,
+                             .beta2        = beta2,
+                             .eps          = eps,
+                             .weight_decay = weight_decay,
+                             .n            = n};
     opt->m = calloc(n, sizeof(float));
     opt->v = calloc(n, sizeof(float));
     if (opt->m == NULL || opt->v == NULL) {
         braid_adamw_free(opt);
-        return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory for the "
-                                 "optimizer state of %zu parameters", n);
+        return braid_eng_fail(BRAID_ERR_NO_MEMORY,
+                              "out of memory for the "
+                              "optimizer state of %zu parameters",
+                              n);
     }
     return BRAID_OK;
 }
@@ -39,8 +44,8 @@ static void update_range(float *p, float *m, float *v, const float *g,
                          float eps, float lr, float wd)
 {
     for (size_t j = 0; j < n; j++) {
-        m[j] = b1 * m[j] + (1.0f - b1) * g[j];
-        v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
+        m[j]       = b1 * m[j] + (1.0f - b1) * g[j];
+        v[j]       = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
         float mhat = m[j] / c1, vhat = v[j] / c2;
         p[j] -= lr * (mhat / (sqrtf(vhat) + eps) + wd * p[j]);
     }
@@ -53,8 +58,8 @@ void braid_adamw_update(braid_adamw_t *opt, braid_gpt_t *model, float lr)
     float c1 = 1.0f - powf(b1, (float)opt->t); /* bias corrections */
     float c2 = 1.0f - powf(b2, (float)opt->t);
     for (int i = 0; i < model->ntensors; i++) {
-        const braid_gpt_tensor_t *t = &model->tensors[i];
-        float wd = t->decay ? opt->weight_decay : 0.0f;
+        const braid_gpt_tensor_t *t  = &model->tensors[i];
+        float                     wd = t->decay ? opt->weight_decay : 0.0f;
         float *p = model->params + t->offset, *g = model->grads + t->offset;
         float *m = opt->m + t->offset, *v = opt->v + t->offset;
         update_range(p, m, v, g, t->numel, b1, b2, c1, c2, opt->eps, lr, wd);
@@ -80,7 +85,7 @@ ENG_HOT
 static double sum_squares(const float *x, size_t n)
 {
     double lane[8] = {0};
-    size_t i = 0;
+    size_t i       = 0;
     for (; i + 8 <= n; i += 8)
         for (int l = 0; l < 8; l++)
             lane[l] += (double)x[i + l] * x[i + l];
@@ -92,8 +97,8 @@ static double sum_squares(const float *x, size_t n)
 
 float braid_train_clip(float *grads, size_t n, float clip)
 {
-    double ss = sum_squares(grads, n);
-    float norm = (float)sqrt(ss);
+    double ss   = sum_squares(grads, n);
+    float  norm = (float)sqrt(ss);
     if (clip > 0.0f && norm > clip) {
         float s = clip / norm;
         for (size_t i = 0; i < n; i++)

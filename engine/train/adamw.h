@@ -16,7 +16,7 @@ typedef struct braid_adamw {
 
 braid_status_t braid_adamw_create(braid_adamw_t *opt, size_t n, float beta1,
                                   float beta2, float eps, float weight_decay);
-void braid_adamw_free(braid_adamw_t *opt);
+void           braid_adamw_free(braid_adamw_t *opt);
 
 /* One update of model->params from model->grads.  Weight decay applies to
  * the tensors marked decay (matrices and embeddings), not to biases and

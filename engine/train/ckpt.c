@@ -40,16 +40,16 @@ static size_t largest_conv1d(const braid_gpt_t *m)
 /* A set of arrays laid out like model->params, stored together in one
  * file, array k's tensors named prefix[k] + the parameter's name. */
 typedef struct {
-    int          n;
-    float       *base[2];
-    const char  *prefix[2];
+    int         n;
+    float      *base[2];
+    const char *prefix[2];
 } arrays_t;
 
 static braid_status_t save_tensors(const char *path, const braid_gpt_t *m,
                                    const arrays_t *a)
 {
     braid_eng_st_writer_t *w;
-    char   name[128];
+    char                   name[128];
     float *scratch = malloc(largest_conv1d(m) * sizeof(float) + 1);
     if (scratch == NULL)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "%s: out of memory", path);
@@ -72,8 +72,8 @@ static braid_status_t save_tensors(const char *path, const braid_gpt_t *m,
         st = braid_eng_st_writer_map(w);
     for (int k = 0; st == BRAID_OK && k < a->n; k++) {
         for (int i = 0; i < m->ntensors; i++) {
-            const braid_gpt_tensor_t *t = &m->tensors[i];
-            const float *src = a->base[k] + t->offset;
+            const braid_gpt_tensor_t *t   = &m->tensors[i];
+            const float              *src = a->base[k] + t->offset;
             snprintf(name, sizeof(name), "%s%s", a->prefix[k], t->name);
             void *dst = braid_eng_st_writer_data(w, name);
             if (t->conv1d) {
@@ -112,8 +112,8 @@ static braid_status_t load_tensors(const braid_gpt_t *m, const arrays_t *a,
                                    const char *path)
 {
     braid_eng_st_t *f = NULL;
-    char   name[128];
-    float *scratch = malloc(largest_conv1d(m) * sizeof(float) + 1);
+    char            name[128];
+    float          *scratch = malloc(largest_conv1d(m) * sizeof(float) + 1);
     if (scratch == NULL)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "%s: out of memory", path);
     braid_status_t st = braid_eng_st_open(&f, path);
@@ -121,23 +121,24 @@ static braid_status_t load_tensors(const braid_gpt_t *m, const arrays_t *a,
     for (size_t i = 0; st == BRAID_OK && i < braid_eng_st_count(f); i++) {
         const char *n = braid_eng_st_at(f, i)->name;
         if (!known_name(m, a, n))
-            st = braid_eng_fail(BRAID_ERR_INVALID_ARG, "%s: tensor '%s' is "
+            st = braid_eng_fail(BRAID_ERR_INVALID_ARG,
+                                "%s: tensor '%s' is "
                                 "not part of this model (%d layers, %d "
-                                "channels)", path, n, m->cfg.n_layer,
-                                m->cfg.n_embd);
+                                "channels)",
+                                path, n, m->cfg.n_layer, m->cfg.n_embd);
     }
     for (int k = 0; k < a->n; k++) {
         for (int i = 0; st == BRAID_OK && i < m->ntensors; i++) {
             const braid_gpt_tensor_t    *t = &m->tensors[i];
             const braid_eng_st_tensor_t *ft;
-            int64_t shape[2];
-            int     ndim = stored_shape(shape, t);
+            int64_t                      shape[2];
+            int                          ndim = stored_shape(shape, t);
             snprintf(name, sizeof(name), "%s%s", a->prefix[k], t->name);
             st = braid_eng_st_expect(&ft, f, name, ndim, shape);
             if (st != BRAID_OK)
                 break;
             int64_t rows = ndim == 2 ? shape[0] : 1, cols = shape[ndim - 1];
-            float  *dst  = t->conv1d ? scratch : a->base[k] + t->offset;
+            float  *dst = t->conv1d ? scratch : a->base[k] + t->offset;
             st = braid_eng_st_read(dst, BRAID_F32, f, ft, 0, rows, 0, cols);
             if (st == BRAID_OK && t->conv1d)
                 braid_eng_transpose(a->base[k] + t->offset, scratch, rows,
@@ -164,7 +165,7 @@ static braid_status_t write_json(const char *path, cJSON *root)
     return st;
 }
 
-static braid_status_t save_config(const char *path,
+static braid_status_t save_config(const char               *path,
                                   const braid_gpt_config_t *c)
 {
     cJSON *j = cJSON_CreateObject();
@@ -188,12 +189,12 @@ static braid_status_t save_config(const char *path,
 }
 
 braid_status_t braid_train_ckpt_config(braid_gpt_config_t *cfg,
-                                       const char *dir)
+                                       const char         *dir)
 {
-    char path[4096];
-    cJSON *j;
-    braid_status_t st = braid_eng_path_join(path, sizeof(path), dir,
-                                            "config.json");
+    char           path[4096];
+    cJSON         *j;
+    braid_status_t st =
+        braid_eng_path_join(path, sizeof(path), dir, "config.json");
     if (st == BRAID_OK)
         st = braid_eng_json_load(&j, path);
     if (st != BRAID_OK)
@@ -203,10 +204,10 @@ braid_status_t braid_train_ckpt_config(braid_gpt_config_t *cfg,
     return st;
 }
 
-static braid_status_t save_state(const char *path,
+static braid_status_t save_state(const char                     *path,
                                  const braid_train_ckpt_state_t *s)
 {
-    char buf[32];
+    char   buf[32];
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "step", (double)s->step);
     cJSON_AddNumberToObject(j, "adam_t", (double)s->adam_t);
@@ -222,13 +223,12 @@ static braid_status_t save_state(const char *path,
     return write_json(path, j);
 }
 
-static braid_status_t load_state(braid_train_ckpt_state_t *s,
-                                 const char *path)
+static braid_status_t load_state(braid_train_ckpt_state_t *s, const char *path)
 {
-    cJSON *j;
-    const char *seed = NULL, *hash = NULL;
-    int64_t step, t, batch, seq, bytes;
-    double  loss;
+    cJSON         *j;
+    const char    *seed = NULL, *hash = NULL;
+    int64_t        step, t, batch, seq, bytes;
+    double         loss;
     braid_status_t st = braid_eng_json_load(&j, path);
     if (st != BRAID_OK)
         return st;
@@ -251,14 +251,15 @@ static braid_status_t load_state(braid_train_ckpt_state_t *s,
         st = braid_eng_json_str(&hash, j, "data_hash", 1, path);
     if (st == BRAID_OK) {
         char *e1, *e2;
-        errno = 0;
+        errno        = 0;
         s->seed      = strtoull(seed, &e1, 10);
         s->data_hash = strtoull(hash, &e2, 16);
         if (*seed == '\0' || *e1 != '\0' || *hash == '\0' || *e2 != '\0' ||
             errno != 0)
-            st = braid_eng_fail(BRAID_ERR_PARSE, "%s: seed \"%s\" or "
-                                "data_hash \"%s\" is not a number", path,
-                                seed, hash);
+            st = braid_eng_fail(BRAID_ERR_PARSE,
+                                "%s: seed \"%s\" or "
+                                "data_hash \"%s\" is not a number",
+                                path, seed, hash);
     }
     cJSON_Delete(j);
     if (st != BRAID_OK)
@@ -276,16 +277,16 @@ static braid_status_t load_state(braid_train_ckpt_state_t *s,
  * checkpoints */
 
 braid_status_t braid_train_ckpt_save(const char *dir, const braid_gpt_t *model,
-                                     const braid_adamw_t *opt,
+                                     const braid_adamw_t            *opt,
                                      const braid_train_ckpt_state_t *state)
 {
-    char path[4096];
+    char           path[4096];
     braid_status_t st;
-    arrays_t params = {1, {model->params}, {""}};
-    arrays_t moments = {2, {opt->m, opt->v}, {"exp_avg.", "exp_avg_sq."}};
+    arrays_t       params = {1, {model->params}, {""}};
+    arrays_t moments      = {2, {opt->m, opt->v}, {"exp_avg.", "exp_avg_sq."}};
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return braid_eng_fail(BRAID_ERR_IO, "checkpoint directory %s: %s",
-                              dir, strerror(errno));
+        return braid_eng_fail(BRAID_ERR_IO, "checkpoint directory %s: %s", dir,
+                              strerror(errno));
     /* train.json goes last, and a stale one first: until the new one is
      * there, the directory is not a complete checkpoint */
     st = braid_eng_path_join(path, sizeof(path), dir, "train.json");
@@ -296,13 +297,11 @@ braid_status_t braid_train_ckpt_save(const char *dir, const braid_gpt_t *model,
     if (st == BRAID_OK)
         st = save_config(path, &model->cfg);
     if (st == BRAID_OK)
-        st = braid_eng_path_join(path, sizeof(path), dir,
-                                 "model.safetensors");
+        st = braid_eng_path_join(path, sizeof(path), dir, "model.safetensors");
     if (st == BRAID_OK)
         st = save_tensors(path, model, &params);
     if (st == BRAID_OK)
-        st = braid_eng_path_join(path, sizeof(path), dir,
-                                 "optim.safetensors");
+        st = braid_eng_path_join(path, sizeof(path), dir, "optim.safetensors");
     if (st == BRAID_OK)
         st = save_tensors(path, model, &moments);
     if (st == BRAID_OK)
@@ -315,19 +314,17 @@ braid_status_t braid_train_ckpt_save(const char *dir, const braid_gpt_t *model,
 
 braid_status_t braid_train_ckpt_load(braid_gpt_t *model, braid_adamw_t *opt,
                                      braid_train_ckpt_state_t *state,
-                                     const char *dir)
+                                     const char               *dir)
 {
-    char path[4096];
-    arrays_t params = {1, {model->params}, {""}};
-    braid_status_t st = braid_eng_path_join(path, sizeof(path), dir,
-                                            "model.safetensors");
+    char           path[4096];
+    arrays_t       params = {1, {model->params}, {""}};
+    braid_status_t st =
+        braid_eng_path_join(path, sizeof(path), dir, "model.safetensors");
     if (st == BRAID_OK)
         st = load_tensors(model, &params, path);
     if (st == BRAID_OK && opt != NULL) {
-        arrays_t moments = {2, {opt->m, opt->v},
-                            {"exp_avg.", "exp_avg_sq."}};
-        st = braid_eng_path_join(path, sizeof(path), dir,
-                                 "optim.safetensors");
+        arrays_t moments = {2, {opt->m, opt->v}, {"exp_avg.", "exp_avg_sq."}};
+        st = braid_eng_path_join(path, sizeof(path), dir, "optim.safetensors");
         if (st == BRAID_OK)
             st = load_tensors(model, &moments, path);
     }

@@ -26,29 +26,29 @@
 
 /* What train.json records besides the tensors. */
 typedef struct braid_train_ckpt_state {
-    long               step;        /* updates done */
-    long               adam_t;      /* AdamW's update count */
+    long               step;   /* updates done */
+    long               adam_t; /* AdamW's update count */
     unsigned long long seed;
     int                batch, seq;
-    uint64_t           data_bytes;  /* corpus size and fingerprint */
+    uint64_t           data_bytes; /* corpus size and fingerprint */
     uint64_t           data_hash;
-    float              loss;        /* of the last step */
+    float              loss; /* of the last step */
 } braid_train_ckpt_state_t;
 
 /* Writes the checkpoint into dir (created if missing). */
 braid_status_t braid_train_ckpt_save(const char *dir, const braid_gpt_t *model,
-                                     const braid_adamw_t *opt,
+                                     const braid_adamw_t            *opt,
                                      const braid_train_ckpt_state_t *state);
 
 /* Reads dir/config.json (a GPT-2 configuration). */
 braid_status_t braid_train_ckpt_config(braid_gpt_config_t *cfg,
-                                       const char *dir);
+                                       const char         *dir);
 
 /* Fills model->params (and, when opt is not NULL, the moments from
  * optim.safetensors and *state from train.json; state may be NULL).  The
  * model must have the checkpoint's configuration. */
 braid_status_t braid_train_ckpt_load(braid_gpt_t *model, braid_adamw_t *opt,
                                      braid_train_ckpt_state_t *state,
-                                     const char *dir);
+                                     const char               *dir);
 
 #endif

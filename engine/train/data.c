@@ -3,12 +3,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "engine/common/err.h"
@@ -18,8 +18,8 @@
  * reading */
 
 typedef struct {
-    char  **paths;
-    size_t  n, cap;
+    char **paths;
+    size_t n, cap;
 } pathlist_t;
 
 static int path_cmp(const void *a, const void *b)
@@ -33,14 +33,15 @@ static braid_status_t list_add(pathlist_t *l, const char *path)
         size_t cap = l->cap ? 2 * l->cap : 64;
         char **p   = realloc(l->paths, cap * sizeof(*p));
         if (p == NULL)
-            return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory "
-                                     "listing the data files");
+            return braid_eng_fail(BRAID_ERR_NO_MEMORY,
+                                  "out of memory "
+                                  "listing the data files");
         l->paths = p;
         l->cap   = cap;
     }
     if ((l->paths[l->n] = strdup(path)) == NULL)
         return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory listing "
-                                 "the data files");
+                                                   "the data files");
     l->n++;
     return BRAID_OK;
 }
@@ -49,18 +50,20 @@ static braid_status_t list_add(pathlist_t *l, const char *path)
 static braid_status_t list_dir(pathlist_t *l, const char *dir, int depth)
 {
     if (depth > 32)
-        return braid_eng_fail(BRAID_ERR_INVALID_ARG, "data directory %s: "
-                                 "nested too deep (a link loop?)", dir);
+        return braid_eng_fail(BRAID_ERR_INVALID_ARG,
+                              "data directory %s: "
+                              "nested too deep (a link loop?)",
+                              dir);
     DIR *dp = opendir(dir);
     if (dp == NULL)
         return braid_eng_fail(BRAID_ERR_IO, "data directory %s: %s", dir,
-                                 strerror(errno));
+                              strerror(errno));
     braid_status_t st = BRAID_OK;
     struct dirent *e;
     while (st == BRAID_OK && (e = readdir(dp)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
-        char path[4096];
+        char        path[4096];
         struct stat sb;
         if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >=
             sizeof(path))
@@ -82,16 +85,17 @@ static braid_status_t append_file(braid_train_data_t *d, size_t *cap,
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return braid_eng_fail(BRAID_ERR_IO, "data file %s: %s", path,
-                                 strerror(errno));
+                              strerror(errno));
     braid_status_t st = BRAID_OK;
     for (;;) {
         if (d->n == *cap) {
             size_t         c = *cap ? 2 * *cap : (size_t)1 << 20;
             unsigned char *p = realloc(d->bytes, c);
             if (p == NULL) {
-                st = braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory "
-                                       "reading %s (%zu bytes so far)", path,
-                                       d->n);
+                st = braid_eng_fail(BRAID_ERR_NO_MEMORY,
+                                    "out of memory "
+                                    "reading %s (%zu bytes so far)",
+                                    path, d->n);
                 break;
             }
             d->bytes = p;
@@ -101,8 +105,10 @@ static braid_status_t append_file(braid_train_data_t *d, size_t *cap,
         d->n += got;
         if (got == 0) {
             if (ferror(f))
-                st = braid_eng_fail(BRAID_ERR_IO, "data file %s: read "
-                                       "error", path);
+                st = braid_eng_fail(BRAID_ERR_IO,
+                                    "data file %s: read "
+                                    "error",
+                                    path);
             break;
         }
     }
@@ -119,14 +125,16 @@ static braid_status_t map_file(braid_train_data_t *d, const char *path,
     if (fd < 0)
         return braid_eng_fail(BRAID_ERR_IO, "data file %s: %s", path,
                               strerror(errno));
-    void *p = size > 0 ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0)
-                       : MAP_FAILED;
-    int err = errno;
+    void *p   = size > 0 ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0)
+                         : MAP_FAILED;
+    int   err = errno;
     close(fd);
     if (p == MAP_FAILED)
         return size == 0 ? BRAID_OK
-                         : braid_eng_fail(BRAID_ERR_IO, "data file %s: mmap: "
-                                          "%s", path, strerror(err));
+                         : braid_eng_fail(BRAID_ERR_IO,
+                                          "data file %s: mmap: "
+                                          "%s",
+                                          path, strerror(err));
     d->bytes  = p;
     d->n      = size;
     d->mapped = 1;
@@ -143,11 +151,13 @@ braid_status_t braid_train_data_open(braid_train_data_t *d, const char *path,
 
     *d = (braid_train_data_t){0};
     if (val_frac < 0.0 || val_frac >= 1.0)
-        return braid_eng_fail(BRAID_ERR_INVALID_ARG, "validation fraction "
-                                 "%g: need 0 <= f < 1", val_frac);
+        return braid_eng_fail(BRAID_ERR_INVALID_ARG,
+                              "validation fraction "
+                              "%g: need 0 <= f < 1",
+                              val_frac);
     if (stat(path, &sb) != 0)
         return braid_eng_fail(BRAID_ERR_IO, "data %s: %s", path,
-                                 strerror(errno));
+                              strerror(errno));
     if (S_ISREG(sb.st_mode)) {
         st        = map_file(d, path, (size_t)sb.st_size);
         d->nfiles = 1;
@@ -169,12 +179,13 @@ braid_status_t braid_train_data_open(braid_train_data_t *d, const char *path,
     size_t nval = (size_t)((double)d->n * val_frac);
     d->ntrain   = d->n - nval;
     if (d->ntrain < (size_t)T + 1 || (val_frac > 0 && nval < (size_t)T + 1)) {
-        st = braid_eng_fail(BRAID_ERR_INVALID_ARG, "data %s: %zu bytes in "
-                               "%d file(s) give %zu for training and %zu for "
-                               "validation; sequences of %d tokens need at "
-                               "least %d in each (more data, a shorter "
-                               "--seq, or --val-frac 0)", path, d->n,
-                               d->nfiles, d->ntrain, nval, T, T + 1);
+        st = braid_eng_fail(BRAID_ERR_INVALID_ARG,
+                            "data %s: %zu bytes in "
+                            "%d file(s) give %zu for training and %zu for "
+                            "validation; sequences of %d tokens need at "
+                            "least %d in each (more data, a shorter "
+                            "--seq, or --val-frac 0)",
+                            path, d->n, d->nfiles, d->ntrain, nval, T, T + 1);
         braid_train_data_close(d);
     }
     return st;
@@ -201,17 +212,17 @@ static void window(int *inputs, int *targets, const unsigned char *src, int T)
 }
 
 void braid_train_data_batch(const braid_train_data_t *d, int *inputs,
-                            int *targets, uint64_t seed, long step,
-                            long first, int count, int T)
+                            int *targets, uint64_t seed, long step, long first,
+                            int count, int T)
 {
     uint64_t span = d->ntrain - (size_t)T; /* window starts 0 .. span-1 */
     for (int i = 0; i < count; i++) {
-        uint64_t key = braid_eng_mix64(seed) ^
-                       braid_eng_mix64(((uint64_t)step << 32) ^
-                                         (uint64_t)(first + i));
-        size_t   off = (size_t)(braid_eng_mix64(key) % span);
-        window(inputs + (size_t)i * T, targets + (size_t)i * T,
-               d->bytes + off, T);
+        uint64_t key =
+            braid_eng_mix64(seed) ^
+            braid_eng_mix64(((uint64_t)step << 32) ^ (uint64_t)(first + i));
+        size_t off = (size_t)(braid_eng_mix64(key) % span);
+        window(inputs + (size_t)i * T, targets + (size_t)i * T, d->bytes + off,
+               T);
     }
 }
 
@@ -222,10 +233,11 @@ void braid_train_data_val(const braid_train_data_t *d, int *inputs,
     size_t nval = d->n - d->ntrain;
     size_t span = nval - (size_t)T - 1; /* last start: ntrain + span */
     for (int i = 0; i < count; i++) {
-        long   j   = first + i;
-        size_t off = total > 1 ? (size_t)((double)span * (double)j /
-                                          (double)(total - 1))
-                               : 0;
+        long   j = first + i;
+        size_t off =
+            total > 1
+                ? (size_t)((double)span * (double)j / (double)(total - 1))
+                : 0;
         window(inputs + (size_t)i * T, targets + (size_t)i * T,
                d->bytes + d->ntrain + off, T);
     }

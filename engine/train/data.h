@@ -29,13 +29,13 @@ typedef struct braid_train_data {
  * when val_frac > 0, T+1 validation bytes. */
 braid_status_t braid_train_data_open(braid_train_data_t *d, const char *path,
                                      double val_frac, int T);
-void braid_train_data_close(braid_train_data_t *d);
+void           braid_train_data_close(braid_train_data_t *d);
 
 /* Sequences [first, first + count) of the global batch of `step`:
  * inputs and targets (count, T). */
 void braid_train_data_batch(const braid_train_data_t *d, int *inputs,
-                            int *targets, uint64_t seed, long step,
-                            long first, int count, int T);
+                            int *targets, uint64_t seed, long step, long first,
+                            int count, int T);
 
 /* Validation windows [first, first + count) of `total`, spread evenly over
  * the held-out bytes (overlapping if the split is short). */

@@ -29,7 +29,7 @@ typedef struct braid_train_dp {
     float                *grads;
     size_t                n;
     int                   overlap;
-    int                   active;    /* this backward pass sends buckets */
+    int                   active; /* this backward pass sends buckets */
     int                   nbuckets;
     braid_train_bucket_t *b;         /* b[0] is the last range of the array */
     int                   next_send; /* first bucket not sent */
@@ -37,13 +37,13 @@ typedef struct braid_train_dp {
     braid_status_t        err;       /* first failure (hooks cannot return) */
     double                t_poll;    /* seconds in braid calls during the
                                         backward pass (posting, testing) */
-    double                t_wait;    /* seconds waiting in finish() */
+    double t_wait;                   /* seconds waiting in finish() */
 } braid_train_dp_t;
 
 braid_status_t braid_train_dp_create(braid_train_dp_t *dp, braid_comm_t *comm,
                                      float *grads, size_t n,
                                      size_t bucket_bytes, int overlap);
-void braid_train_dp_free(braid_train_dp_t *dp);
+void           braid_train_dp_free(braid_train_dp_t *dp);
 
 /* Prints, for n gradients in buckets of bucket_bytes (or one all-reduce
  * without overlap), the candidate braid's dispatcher picks for each message

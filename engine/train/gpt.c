@@ -7,23 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn.h"
 #include "engine/common/err.h"
+#include "nn.h"
 #include "util.h"
 
 #define BLK_COUNT BRAID_GPT_BLK_COUNT
 
 static const char *const blk_names[BLK_COUNT] = {
-    "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
-    "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
-    "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias",
+    "ln_1.weight",      "ln_1.bias",          "attn.c_attn.weight",
+    "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias",
+    "ln_2.weight",      "ln_2.bias",          "mlp.c_fc.weight",
+    "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias",
 };
 
-#define T_WTE 0
-#define T_WPE 1
-#define T_BLK(l, k) (2 + (l) * BLK_COUNT + (k))
-#define T_LNFW(L) (2 + (L) * BLK_COUNT)
-#define T_LNFB(L) (3 + (L) * BLK_COUNT)
+#define T_WTE       0
+#define T_WPE       1
+#define T_BLK(l, k) (2 + (l)*BLK_COUNT + (k))
+#define T_LNFW(L)   (2 + (L)*BLK_COUNT)
+#define T_LNFB(L)   (3 + (L)*BLK_COUNT)
 
 /* ----------------------------------------------------------------------------
  * layout */
@@ -56,15 +57,14 @@ size_t braid_gpt_layout(braid_gpt_tensor_t *tn, const braid_gpt_config_t *c)
     set_tensor(&tn[T_WPE], &off, "transformer.wpe.weight", c->block_size, C);
     /* (rows, cols) of each block tensor; cols 0 for vectors */
     const int shape[BLK_COUNT][2] = {
-        {C, 0}, {C, 0}, {3 * C, C}, {3 * C, 0}, {C, C}, {C, 0},
+        {C, 0}, {C, 0}, {3 * C, C}, {3 * C, 0}, {C, C},     {C, 0},
         {C, 0}, {C, 0}, {4 * C, C}, {4 * C, 0}, {C, 4 * C}, {C, 0},
     };
     for (int l = 0; l < L; l++) {
         for (int k = 0; k < BLK_COUNT; k++) {
             snprintf(name, sizeof(name), "transformer.h.%d.%s", l,
                      blk_names[k]);
-            set_tensor(&tn[T_BLK(l, k)], &off, name, shape[k][0],
-                       shape[k][1]);
+            set_tensor(&tn[T_BLK(l, k)], &off, name, shape[k][0], shape[k][1]);
             tn[T_BLK(l, k)].conv1d = shape[k][1] > 0;
         }
     }
@@ -83,9 +83,9 @@ size_t braid_gpt_nparams(const braid_gpt_config_t *c)
 float **braid_gpt_block_slot(braid_gpt_block_t *blk, int k)
 {
     float **p[BLK_COUNT] = {
-        &blk->ln1w, &blk->ln1b, &blk->qkvw, &blk->qkvb,
-        &blk->attprojw, &blk->attprojb, &blk->ln2w, &blk->ln2b,
-        &blk->fcw, &blk->fcb, &blk->fcprojw, &blk->fcprojb,
+        &blk->ln1w,     &blk->ln1b,     &blk->qkvw,    &blk->qkvb,
+        &blk->attprojw, &blk->attprojb, &blk->ln2w,    &blk->ln2b,
+        &blk->fcw,      &blk->fcb,      &blk->fcprojw, &blk->fcprojb,
     };
     return p[k];
 }
@@ -114,8 +114,8 @@ static size_t acts_layout(braid_gpt_acts_t *a, float *base,
 {
     size_t L = (size_t)c->n_layer, C = (size_t)c->n_embd;
     size_t NH = (size_t)c->n_head, V = (size_t)c->vocab_size;
-    size_t BT = (size_t)B * T;
-    float *cur = base;
+    size_t BT    = (size_t)B * T;
+    float *cur   = base;
     a->encoded   = take(&cur, BT * C);
     a->ln1       = take(&cur, L * BT * C);
     a->ln1_mean  = take(&cur, L * BT);
@@ -142,7 +142,7 @@ static size_t scratch_layout(braid_gpt_scratch_t *s, float *base,
                              const braid_gpt_config_t *c, int B, int T)
 {
     size_t C = (size_t)c->n_embd, BT = (size_t)B * T;
-    float *cur = base;
+    float *cur   = base;
     s->dresidual = take(&cur, BT * C);
     s->dln       = take(&cur, BT * C);
     s->datty     = take(&cur, BT * C);
@@ -152,17 +152,18 @@ static size_t scratch_layout(braid_gpt_scratch_t *s, float *base,
     return (size_t)(cur - base);
 }
 
-braid_status_t braid_gpt_create(braid_gpt_t **model,
+braid_status_t braid_gpt_create(braid_gpt_t             **model,
                                 const braid_gpt_config_t *cfg, int B, int T)
 {
     braid_status_t st = braid_gpt_config_check(cfg);
-    *model = NULL;
+    *model            = NULL;
     if (st != BRAID_OK)
         return st;
     if (B < 1 || T < 1 || T > cfg->block_size)
-        return braid_eng_fail(BRAID_ERR_INVALID_ARG, "batch %d x %d tokens: "
-                                 "need B >= 1 and 1 <= T <= block_size (%d)",
-                                 B, T, cfg->block_size);
+        return braid_eng_fail(BRAID_ERR_INVALID_ARG,
+                              "batch %d x %d tokens: "
+                              "need B >= 1 and 1 <= T <= block_size (%d)",
+                              B, T, cfg->block_size);
     braid_gpt_t *m = calloc(1, sizeof(*m));
     if (m == NULL)
         goto oom;
@@ -173,9 +174,9 @@ braid_status_t braid_gpt_create(braid_gpt_t **model,
     m->tensors  = calloc((size_t)m->ntensors, sizeof(*m->tensors));
     if (m->tensors == NULL)
         goto oom;
-    m->nparams = braid_gpt_layout(m->tensors, cfg);
-    size_t nact = acts_layout(&m->acts, NULL, cfg, B, T);
-    size_t nscr = scratch_layout(&m->scratch, NULL, cfg, B, T);
+    m->nparams     = braid_gpt_layout(m->tensors, cfg);
+    size_t nact    = acts_layout(&m->acts, NULL, cfg, B, T);
+    size_t nscr    = scratch_layout(&m->scratch, NULL, cfg, B, T);
     m->params      = malloc(m->nparams * sizeof(float));
     m->grads       = calloc(m->nparams, sizeof(float));
     m->act_mem     = malloc(nact * sizeof(float));
@@ -191,9 +192,10 @@ braid_status_t braid_gpt_create(braid_gpt_t **model,
     return BRAID_OK;
 oom:
     braid_gpt_free(m);
-    return braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory for a model "
-                             "of L=%d C=%d and a batch of %d x %d tokens",
-                             cfg->n_layer, cfg->n_embd, B, T);
+    return braid_eng_fail(BRAID_ERR_NO_MEMORY,
+                          "out of memory for a model "
+                          "of L=%d C=%d and a batch of %d x %d tokens",
+                          cfg->n_layer, cfg->n_embd, B, T);
 }
 
 void braid_gpt_free(braid_gpt_t *model)
@@ -213,10 +215,10 @@ void braid_gpt_free(braid_gpt_t *model)
 void braid_gpt_init_weights(braid_gpt_t *model, unsigned long long seed)
 {
     braid_eng_rng_t rng = {braid_eng_mix64(seed)};
-    float resid_std = 0.02f / sqrtf(2.0f * (float)model->cfg.n_layer);
+    float resid_std     = 0.02f / sqrtf(2.0f * (float)model->cfg.n_layer);
     for (int i = 0; i < model->ntensors; i++) {
         const braid_gpt_tensor_t *t = &model->tensors[i];
-        float *p = model->params + t->offset;
+        float                    *p = model->params + t->offset;
         if (t->ndim == 1) {
             /* LayerNorm weights start at 1, every bias at 0 */
             float v = strstr(t->name, ".weight") != NULL ? 1.0f : 0.0f;
@@ -226,8 +228,8 @@ void braid_gpt_init_weights(braid_gpt_t *model, unsigned long long seed)
         }
         /* Projections that add into the residual stream are scaled down so
          * that its variance does not grow with depth (GPT-2). */
-        float std = strstr(t->name, "c_proj.weight") != NULL ? resid_std
-                                                             : 0.02f;
+        float std =
+            strstr(t->name, "c_proj.weight") != NULL ? resid_std : 0.02f;
         for (size_t j = 0; j < t->numel; j++)
             p[j] = std * braid_train_normal(&rng);
     }
@@ -243,8 +245,8 @@ void braid_gpt_zero_grad(braid_gpt_t *model)
 
 static braid_gpt_dims_t whole_block(const braid_gpt_config_t *c)
 {
-    return (braid_gpt_dims_t){.C = c->n_embd, .NH = c->n_head,
-                              .CA = c->n_embd, .CF = 4 * c->n_embd};
+    return (braid_gpt_dims_t){
+        .C = c->n_embd, .NH = c->n_head, .CA = c->n_embd, .CF = 4 * c->n_embd};
 }
 
 /* Block l's activations in a model's arrays. */
@@ -270,15 +272,15 @@ static braid_gpt_block_acts_t layer_acts(const braid_gpt_t *m, int l)
     };
 }
 
-braid_status_t braid_gpt_block_forward(braid_gpt_block_acts_t *a,
+braid_status_t braid_gpt_block_forward(braid_gpt_block_acts_t  *a,
                                        const braid_gpt_block_t *w,
-                                       const float *residual,
-                                       const braid_gpt_dims_t *d, int B,
-                                       int T, int pos,
-                                       braid_gpt_reduce_fn reduce, void *ctx)
+                                       const float             *residual,
+                                       const braid_gpt_dims_t *d, int B, int T,
+                                       int pos, braid_gpt_reduce_fn reduce,
+                                       void *ctx)
 {
     int    N = B * T, C = d->C;
-    size_t NC = (size_t)N * C;
+    size_t NC  = (size_t)N * C;
     float *qkv = a->qkv + (size_t)pos * 3 * d->CA; /* this call's rows */
     braid_status_t st = BRAID_OK;
 
@@ -312,10 +314,10 @@ float braid_gpt_forward(braid_gpt_t *model, const int *inputs,
     const braid_gpt_config_t *c = &model->cfg;
     braid_gpt_acts_t         *a = &model->acts;
     braid_gpt_dims_t          d = whole_block(c);
-    int    B = model->B, T = model->T, C = c->n_embd;
-    int    V = c->vocab_size, L = c->n_layer;
-    size_t BT = (size_t)B * T;
-    float *p = model->params;
+    int                       B = model->B, T = model->T, C = c->n_embd;
+    int                       V = c->vocab_size, L = c->n_layer;
+    size_t                    BT = (size_t)B * T;
+    float                    *p  = model->params;
 
     memcpy(model->inputs, inputs, BT * sizeof(int));
     if (targets != NULL)
@@ -383,11 +385,12 @@ void braid_gpt_backward(braid_gpt_t *model, float dloss,
     const braid_gpt_tensor_t *tn = model->tensors;
 
     /* loss -> logits -> ln_f; the LM head's share of dwte comes first */
-    braid_nn_crossentropy_backward(a->probs, model->targets, dloss, (int)BT, V);
+    braid_nn_crossentropy_backward(a->probs, model->targets, dloss, (int)BT,
+                                   V);
     braid_nn_matmul_backward(s->dln, g + tn[T_WTE].offset, NULL, a->probs,
                              a->lnf, p + tn[T_WTE].offset, (int)BT, C, V);
-    const float *res_last = L > 0 ? a->residual3 + (L - 1) * BT * C
-                                  : a->encoded;
+    const float *res_last =
+        L > 0 ? a->residual3 + (L - 1) * BT * C : a->encoded;
     memset(s->dresidual, 0, BT * C * sizeof(float));
     braid_nn_layernorm_backward(s->dresidual, g + tn[T_LNFW(L)].offset,
                                 g + tn[T_LNFB(L)].offset, s->dln, res_last,
@@ -401,14 +404,13 @@ void braid_gpt_backward(braid_gpt_t *model, float dloss,
         braid_gpt_block_t w, dw;
         braid_gpt_block(&w, model, p, l);
         braid_gpt_block(&dw, model, g, l);
-        const float *residual = l == 0 ? a->encoded
-                                       : a->residual3 + (l - 1) * BT * C;
+        const float *residual =
+            l == 0 ? a->encoded : a->residual3 + (l - 1) * BT * C;
         braid_gpt_block_acts_t la = layer_acts(model, l);
 
         /* MLP: residual3 = residual2 + fcproj(gelu(fc(ln_2(residual2)))) */
-        braid_nn_matmul_backward(s->dfch, dw.fcprojw, dw.fcprojb,
-                                 s->dresidual, la.fch_gelu, w.fcprojw,
-                                 (int)BT, 4 * C, C);
+        braid_nn_matmul_backward(s->dfch, dw.fcprojw, dw.fcprojb, s->dresidual,
+                                 la.fch_gelu, w.fcprojw, (int)BT, 4 * C, C);
         ready_at(ready, ctx, &tn[T_BLK(l, BRAID_GPT_FCPROJW)]);
         braid_nn_gelu_backward(s->dfch, la.fch, s->dfch, BT * 4 * C);
         braid_nn_matmul_backward(s->dln, dw.fcw, dw.fcb, s->dfch, la.ln2,
@@ -420,17 +422,17 @@ void braid_gpt_backward(braid_gpt_t *model, float dloss,
         ready_at(ready, ctx, &tn[T_BLK(l, BRAID_GPT_LN2W)]);
         /* attention: residual2 = residual + attproj(attn(qkv(ln_1(x)))) */
         braid_nn_matmul_backward(s->datty, dw.attprojw, dw.attprojb,
-                                 s->dresidual, la.atty, w.attprojw, (int)BT,
-                                 C, C);
+                                 s->dresidual, la.atty, w.attprojw, (int)BT, C,
+                                 C);
         ready_at(ready, ctx, &tn[T_BLK(l, BRAID_GPT_ATTPROJW)]);
-        braid_nn_attention_backward(s->dqkv, s->datt, s->datty, la.qkv,
-                                    la.att, B, T, C, NH);
+        braid_nn_attention_backward(s->dqkv, s->datt, s->datty, la.qkv, la.att,
+                                    B, T, C, NH);
         braid_nn_matmul_backward(s->dln, dw.qkvw, dw.qkvb, s->dqkv, la.ln1,
                                  w.qkvw, (int)BT, C, 3 * C);
         ready_at(ready, ctx, &tn[T_BLK(l, BRAID_GPT_QKVW)]);
         braid_nn_layernorm_backward(s->dresidual, dw.ln1w, dw.ln1b, s->dln,
-                                    residual, w.ln1w, la.ln1_mean,
-                                    la.ln1_rstd, (int)BT, C);
+                                    residual, w.ln1w, la.ln1_mean, la.ln1_rstd,
+                                    (int)BT, C);
         ready_at(ready, ctx, &tn[T_BLK(l, BRAID_GPT_LN1W)]);
     }
     braid_nn_encoder_backward(g + tn[T_WTE].offset, g + tn[T_WPE].offset,

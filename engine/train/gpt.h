@@ -39,12 +39,12 @@ typedef struct braid_gpt_config {
 /* Presets: "tiny" (tests), "dN" for depth N: N layers, N heads of 64,
  * C = 64 N, block 1024 (d12 is GPT-2 small's size). */
 braid_status_t braid_gpt_config_preset(braid_gpt_config_t *cfg,
-                                       const char *name);
+                                       const char         *name);
 /* A JSON object with n_layer, n_head, n_embd, block_size and optionally
  * vocab_size (default 256), e.g. {"n_layer": 4, "n_head": 4, "n_embd":
  * 256, "block_size": 256}.  Unknown keys are an error. */
 braid_status_t braid_gpt_config_json(braid_gpt_config_t *cfg,
-                                     const char *path);
+                                     const char         *path);
 braid_status_t braid_gpt_config_check(const braid_gpt_config_t *cfg);
 /* From a JSON object, keys[] naming n_layer, n_head, n_embd, block_size
  * and vocab_size there (vocab_size may be absent: 256); errors name
@@ -52,8 +52,8 @@ braid_status_t braid_gpt_config_check(const braid_gpt_config_t *cfg);
 struct cJSON;
 braid_status_t braid_gpt_config_from(braid_gpt_config_t *cfg,
                                      const struct cJSON *obj,
-                                     const char *const keys[5],
-                                     const char *what);
+                                     const char *const   keys[5],
+                                     const char         *what);
 
 /* From a Hugging Face GPT-2 config.json (model_type "gpt2": n_layer,
  * n_head, n_embd, n_positions, vocab_size), as braid-train's checkpoints
@@ -70,17 +70,26 @@ typedef struct braid_gpt_tensor {
     char   name[64]; /* nanoGPT state-dict name */
     int    ndim;
     int    shape[2];
-    size_t offset;   /* first element in the flat array */
+    size_t offset; /* first element in the flat array */
     size_t numel;
-    int    decay;    /* matrices get AdamW weight decay, vectors do not */
-    int    conv1d;   /* a block's matrix: stored (in, out) in checkpoints */
+    int    decay;  /* matrices get AdamW weight decay, vectors do not */
+    int    conv1d; /* a block's matrix: stored (in, out) in checkpoints */
 } braid_gpt_tensor_t;
 
 /* The tensors of one block, in layout order (see braid_gpt_block_slot). */
 enum {
-    BRAID_GPT_LN1W, BRAID_GPT_LN1B, BRAID_GPT_QKVW, BRAID_GPT_QKVB,
-    BRAID_GPT_ATTPROJW, BRAID_GPT_ATTPROJB, BRAID_GPT_LN2W, BRAID_GPT_LN2B,
-    BRAID_GPT_FCW, BRAID_GPT_FCB, BRAID_GPT_FCPROJW, BRAID_GPT_FCPROJB,
+    BRAID_GPT_LN1W,
+    BRAID_GPT_LN1B,
+    BRAID_GPT_QKVW,
+    BRAID_GPT_QKVB,
+    BRAID_GPT_ATTPROJW,
+    BRAID_GPT_ATTPROJB,
+    BRAID_GPT_LN2W,
+    BRAID_GPT_LN2B,
+    BRAID_GPT_FCW,
+    BRAID_GPT_FCB,
+    BRAID_GPT_FCPROJW,
+    BRAID_GPT_FCPROJB,
     BRAID_GPT_BLK_COUNT
 };
 
@@ -124,8 +133,7 @@ typedef struct braid_gpt_block_acts {
 } braid_gpt_block_acts_t;
 
 /* Sums a rank's partial product over the tensor-parallel group, in place. */
-typedef braid_status_t (*braid_gpt_reduce_fn)(void *ctx, float *buf,
-                                              size_t n);
+typedef braid_status_t (*braid_gpt_reduce_fn)(void *ctx, float *buf, size_t n);
 
 /* One block of the forward pass, the one both engines run:
  *   residual2 = residual + attn_proj(attention(qkv(ln_1(residual))))
@@ -135,12 +143,12 @@ typedef braid_status_t (*braid_gpt_reduce_fn)(void *ctx, float *buf,
  * through reduce before the residual is added; the projections' biases
  * must then be set on one rank only (NULL on the others).  NULL reduce:
  * one rank holds the whole block.  Returns reduce's status. */
-braid_status_t braid_gpt_block_forward(braid_gpt_block_acts_t *a,
+braid_status_t braid_gpt_block_forward(braid_gpt_block_acts_t  *a,
                                        const braid_gpt_block_t *w,
-                                       const float *residual,
-                                       const braid_gpt_dims_t *d, int B,
-                                       int T, int pos,
-                                       braid_gpt_reduce_fn reduce, void *ctx);
+                                       const float             *residual,
+                                       const braid_gpt_dims_t *d, int B, int T,
+                                       int pos, braid_gpt_reduce_fn reduce,
+                                       void *ctx);
 
 /* Activations of one forward pass, kept for the backward pass. */
 typedef struct braid_gpt_acts {
@@ -180,9 +188,9 @@ typedef struct braid_gpt {
     int                 ntensors;
     braid_gpt_tensor_t *tensors;
     size_t              nparams;
-    float              *params;  /* (nparams) */
-    float              *grads;   /* (nparams) */
-    int                 B, T;    /* the batch the activations are sized for */
+    float              *params; /* (nparams) */
+    float              *grads;  /* (nparams) */
+    int                 B, T;   /* the batch the activations are sized for */
     braid_gpt_acts_t    acts;
     braid_gpt_scratch_t scratch;
     float              *act_mem, *scratch_mem;
@@ -206,9 +214,9 @@ size_t braid_gpt_nparams(const braid_gpt_config_t *cfg);
 /* A model for micro-batches of B sequences of T <= block_size tokens.
  * Parameters are left uninitialised (braid_gpt_init_weights, or a
  * checkpoint); gradients are zero. */
-braid_status_t braid_gpt_create(braid_gpt_t **model,
+braid_status_t braid_gpt_create(braid_gpt_t             **model,
                                 const braid_gpt_config_t *cfg, int B, int T);
-void braid_gpt_free(braid_gpt_t *model);
+void           braid_gpt_free(braid_gpt_t *model);
 
 /* GPT-2's initialisation from a seed: weights N(0, 0.02), the projections
  * into the residual stream N(0, 0.02/sqrt(2L)), biases 0, norms 1. */

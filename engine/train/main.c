@@ -25,35 +25,41 @@
  * the others (only rank 0 needs the checkpoint directory). */
 static braid_status_t resume_config(braid_train_opts_t *o, braid_comm_t *comm)
 {
-    braid_gpt_config_t c = {0};
-    braid_status_t st = BRAID_OK;
+    braid_gpt_config_t c  = {0};
+    braid_status_t     st = BRAID_OK;
     if (braid_comm_rank(comm) == 0)
         st = braid_train_ckpt_config(&c, o->resume_dir);
-    int32_t v[6] = {st != BRAID_OK, c.n_layer, c.n_head, c.n_embd,
-                    c.block_size, c.vocab_size};
-    braid_status_t bst = braid_broadcast(v, 6, BRAID_I32, 0, comm);
+    int32_t        v[6] = {st != BRAID_OK, c.n_layer,    c.n_head,
+                           c.n_embd,       c.block_size, c.vocab_size};
+    braid_status_t bst  = braid_broadcast(v, 6, BRAID_I32, 0, comm);
     if (bst != BRAID_OK)
         return braid_eng_fail_braid(bst, "broadcast");
     if (st != BRAID_OK)
         return braid_eng_wrap(st, "--resume %s", o->resume_dir);
     if (v[0])
-        return braid_eng_fail(BRAID_ERR_PEER, "--resume %s: rank 0 could not "
+        return braid_eng_fail(BRAID_ERR_PEER,
+                              "--resume %s: rank 0 could not "
                               "read the checkpoint (see its message)",
                               o->resume_dir);
-    c = (braid_gpt_config_t){.n_layer = v[1], .n_head = v[2], .n_embd = v[3],
-                             .block_size = v[4], .vocab_size = v[5]};
+    c = (braid_gpt_config_t){.n_layer    = v[1],
+                             .n_head     = v[2],
+                             .n_embd     = v[3],
+                             .block_size = v[4],
+                             .vocab_size = v[5]};
     if (o->model_given && memcmp(&c, &o->cfg, sizeof(c)) != 0)
-        return braid_eng_fail(BRAID_ERR_MISMATCH, "--resume %s holds a model "
+        return braid_eng_fail(BRAID_ERR_MISMATCH,
+                              "--resume %s holds a model "
                               "of %d layers, %d heads, %d channels, block %d, "
-                              "vocabulary %d; %s is another", o->resume_dir,
-                              c.n_layer, c.n_head, c.n_embd, c.block_size,
-                              c.vocab_size, o->model_name);
+                              "vocabulary %d; %s is another",
+                              o->resume_dir, c.n_layer, c.n_head, c.n_embd,
+                              c.block_size, c.vocab_size, o->model_name);
     if (!o->model_given) {
         if (o->seq_given && o->seq > c.block_size)
-            return braid_eng_fail(BRAID_ERR_INVALID_ARG, "--seq %d: longer "
+            return braid_eng_fail(BRAID_ERR_INVALID_ARG,
+                                  "--seq %d: longer "
                                   "than the block size of the model in %s "
-                                  "(%d)", o->seq, o->resume_dir,
-                                  c.block_size);
+                                  "(%d)",
+                                  o->seq, o->resume_dir, c.block_size);
         if (!o->seq_given)
             o->seq = c.block_size;
         o->cfg = c;
@@ -62,14 +68,14 @@ static braid_status_t resume_config(braid_train_opts_t *o, braid_comm_t *comm)
     return BRAID_OK;
 }
 
-static braid_status_t plot(const braid_train_opts_t *o,
+static braid_status_t plot(const braid_train_opts_t   *o,
                            const braid_train_result_t *r)
 {
     char title[256];
     snprintf(title, sizeof(title), "braid-train %s on %s, %d rank(s)",
              o->model_name, o->data_path, r->ranks);
-    braid_status_t st = braid_train_plot(o->plot_path, r->steps, r->nsteps,
-                                         title);
+    braid_status_t st =
+        braid_train_plot(o->plot_path, r->steps, r->nsteps, title);
     if (st == BRAID_OK)
         printf("plot: %s\n", o->plot_path);
     return st;
@@ -79,18 +85,20 @@ static braid_status_t plot(const braid_train_opts_t *o,
  * ranks, in alternating rounds; the others wait (braid_train_idle). */
 static braid_status_t scaling(const braid_train_opts_t *o,
                               const braid_train_data_t *data,
-                              braid_comm_t *world)
+                              braid_comm_t             *world)
 {
-    int rank = braid_comm_rank(world), size = braid_comm_size(world);
-    int micro = o->micro > 0 ? o->micro : 4;
+    int           rank = braid_comm_rank(world), size = braid_comm_size(world);
+    int           micro                        = o->micro > 0 ? o->micro : 4;
     braid_comm_t *sub[BRAID_TRAIN_MAX_SCALING] = {0};
-    braid_status_t st = BRAID_OK;
+    braid_status_t st                          = BRAID_OK;
 
     for (int i = 0; i < o->nscaling; i++)
         if (o->scaling[i] > size)
-            return braid_eng_fail(BRAID_ERR_INVALID_ARG, "--scaling %d needs "
+            return braid_eng_fail(BRAID_ERR_INVALID_ARG,
+                                  "--scaling %d needs "
                                   "at least that many ranks; this run has "
-                                  "%d", o->scaling[i], size);
+                                  "%d",
+                                  o->scaling[i], size);
     for (int i = 0; i < o->nscaling && st == BRAID_OK; i++) {
         int in = rank < o->scaling[i];
         st = braid_comm_split(world, in ? 0 : BRAID_UNDEFINED, rank, &sub[i]);
@@ -106,23 +114,22 @@ static braid_status_t scaling(const braid_train_opts_t *o,
         if (o->compare_overlap && o->scaling[i] > 1)
             count[ntrials] = i, overlap[ntrials++] = !o->overlap;
     }
-    double *ms   = calloc((size_t)ntrials * o->rounds * 4, sizeof(double));
+    double *ms = calloc((size_t)ntrials * o->rounds * 4, sizeof(double));
     braid_train_result_t *rows = calloc((size_t)ntrials, sizeof(*rows));
     if (st == BRAID_OK && (ms == NULL || rows == NULL))
         st = braid_eng_fail(BRAID_ERR_NO_MEMORY, "out of memory");
     if (st == BRAID_OK && rank == 0) {
         printf("braid-train --scaling: model %s, %d x %d tokens per rank and "
                "step (weak scaling), %ld steps per trial (the first not "
-               "timed), %d round(s), trials alternate\n", o->model_name,
-               micro, o->seq, o->steps, o->rounds);
+               "timed), %d round(s), trials alternate\n",
+               o->model_name, micro, o->seq, o->steps, o->rounds);
         size_t n = braid_gpt_nparams(&o->cfg);
         printf("gradients: %.1f MiB; the all-reduce candidates:\n",
                n * 4.0 / (1 << 20));
         for (int i = 0; i < o->nscaling; i++) {
             if (o->scaling[i] < 2)
                 continue;
-            braid_train_dp_print_choices(sub[i], n, o->bucket_bytes, 1,
-                                         "  ");
+            braid_train_dp_print_choices(sub[i], n, o->bucket_bytes, 1, "  ");
             if (o->compare_overlap || !o->overlap)
                 braid_train_dp_print_choices(sub[i], n, o->bucket_bytes, 0,
                                              "  ");
@@ -141,19 +148,19 @@ static braid_status_t scaling(const braid_train_opts_t *o,
     }
     for (int r = 0; r < o->rounds && st == BRAID_OK; r++) {
         for (int t = 0; t < ntrials && st == BRAID_OK; t++) {
-            int k = o->scaling[count[t]];
-            braid_train_opts_t to = *o;
-            to.micro = micro;
-            to.batch = micro * k;
-            to.overlap = overlap[t];
-            braid_comm_t *idle = k < size ? world : NULL;
+            int                k      = o->scaling[count[t]];
+            braid_train_opts_t to     = *o;
+            to.micro                  = micro;
+            to.batch                  = micro * k;
+            to.overlap                = overlap[t];
+            braid_comm_t        *idle = k < size ? world : NULL;
             braid_train_result_t res;
             if (sub[count[t]] != NULL) {
                 st = braid_train_run(&res, &to, data, sub[count[t]], 1, idle);
                 double *v = ms + ((size_t)t * o->rounds + r) * 4;
                 v[0] = res.med_ms, v[1] = res.med_wait_ms;
                 v[2] = res.med_poll_ms, v[3] = res.med_cpu_ms;
-                rows[t] = res;
+                rows[t]       = res;
                 rows[t].steps = NULL;
                 braid_train_result_free(&res);
             } else if (idle != NULL) {
@@ -161,8 +168,11 @@ static braid_status_t scaling(const braid_train_opts_t *o,
             }
             if (rank == 0 && st == BRAID_OK)
                 printf("round %d: %d rank(s)%s: %.1f ms/step (CPU %.1f ms), "
-                       "%.0f tok/s\n", r + 1, k,
-                       k == 1 ? "" : overlap[t] ? " overlap" : " no-overlap",
+                       "%.0f tok/s\n",
+                       r + 1, k,
+                       k == 1       ? ""
+                       : overlap[t] ? " overlap"
+                                    : " no-overlap",
                        rows[t].med_ms, rows[t].med_cpu_ms, rows[t].tok_s);
             fflush(stdout);
         }

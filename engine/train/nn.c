@@ -55,13 +55,20 @@ static inline float exp_fast(float x)
     x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
     /* n = round(x / ln2): adding 1.5 * 2^23 leaves no fraction bits */
     float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = x - n * 0.693145751953125f;  /* ln2, high bits: n*hi exact */
-    r = r - n * 1.42860682030941723212e-6f; /* ln2, low bits */
-    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +
-              r * (1.0f / 120 + r * (1.0f / 720))))));
+    float r = x - n * 0.693145751953125f; /* ln2, high bits: n*hi exact */
+    r       = r - n * 1.42860682030941723212e-6f; /* ln2, low bits */
+    float p =
+        1.0f +
+        r * (1.0f +
+             r * (0.5f +
+                  r * (1.0f / 6 + r * (1.0f / 24 +
+                                       r * (1.0f / 120 + r * (1.0f / 720))))));
     /* Unsigned: n may be negative, and shifting a negative int is
      * undefined; the wrapped sum is the same bits. */
-    union { float f; uint32_t u; } u = {.f = p};
+    union {
+        float    f;
+        uint32_t u;
+    } u = {.f = p};
     u.u += (uint32_t)(int32_t)n << 23;
     return u.f;
 }
@@ -129,7 +136,7 @@ void braid_nn_layernorm_forward(float *out, float *mean, float *rstd,
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float       *o = out + (size_t)n * C;
-        float m = 0.0f;
+        float        m = 0.0f;
         for (int i = 0; i < C; i++)
             m += x[i];
         m /= C;
@@ -155,7 +162,7 @@ void braid_nn_layernorm_backward(float *dinp, float *dw, float *db,
         const float *dy = dout + (size_t)n * C;
         const float *x  = inp + (size_t)n * C;
         float       *dx = dinp + (size_t)n * C;
-        float m = mean[n], s = rstd[n];
+        float        m = mean[n], s = rstd[n];
         /* Two reductions first: the mean of dnorm and of dnorm * norm. */
         float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
         for (int i = 0; i < C; i++) {
@@ -238,10 +245,10 @@ void braid_nn_attention_forward(float *out, float *att, const float *qkv,
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
             const float *seq = qkv + (size_t)b * S * ld + (size_t)h * hs;
-            const float *q = seq + (size_t)pos * ld; /* the last T rows */
-            const float *k = seq + C;
-            const float *v = seq + 2 * C;
-            float *p = att + ((size_t)b * NH + h) * T * S; /* (T,S) */
+            const float *q   = seq + (size_t)pos * ld; /* the last T rows */
+            const float *k   = seq + C;
+            const float *v   = seq + 2 * C;
+            float       *p   = att + ((size_t)b * NH + h) * T * S; /* (T,S) */
             /* scores(T,S) = q(T,hs) @ k(S,hs)^T * scale */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, S, hs,
                         scale, q, ld, k, ld, 0.0f, p, S);
@@ -274,8 +281,7 @@ void braid_nn_attention_forward(float *out, float *att, const float *qkv,
 ENG_HOT
 void braid_nn_attention_backward(float *dqkv, float *scratch,
                                  const float *dout, const float *qkv,
-                                 const float *att, int B, int T, int C,
-                                 int NH)
+                                 const float *att, int B, int T, int C, int NH)
 {
     int   hs    = C / NH;
     int   ld    = 3 * C;
@@ -296,9 +302,9 @@ void braid_nn_attention_backward(float *dqkv, float *scratch,
                         1.0f, p, T, dy, C, 0.0f, dv, ld);
             /* softmax backward: ds = p * (dp - sum_j p_j dp_j), row by row */
             for (int t = 0; t < T; t++) {
-                const float *pr = p + (size_t)t * T;
-                float       *dr = ds + (size_t)t * T;
-                float dot = 0.0f;
+                const float *pr  = p + (size_t)t * T;
+                float       *dr  = ds + (size_t)t * T;
+                float        dot = 0.0f;
                 for (int j = 0; j <= t; j++)
                     dot += pr[j] * dr[j];
                 for (int j = 0; j <= t; j++)

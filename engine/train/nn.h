@@ -46,7 +46,8 @@ void braid_nn_layernorm_backward(float *dinp, float *dw, float *db,
 void braid_nn_matmul_forward(float *out, const float *inp, const float *w,
                              const float *b, int N, int C, int OC);
 /* dinp(N,C) = dout @ w (overwritten; NULL: not needed);
- * dw(OC,C) += dout^T @ inp;  db(OC) += column sums of dout (db may be NULL). */
+ * dw(OC,C) += dout^T @ inp;  db(OC) += column sums of dout (db may be NULL).
+ */
 void braid_nn_matmul_backward(float *dinp, float *dw, float *db,
                               const float *dout, const float *inp,
                               const float *w, int N, int C, int OC);

@@ -3,68 +3,78 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train.h"
 #include "engine/common/err.h"
+#include "train.h"
 #include "util.h"
 
 static const char usage[] =
-"usage: braid-train --data PATH [options]    (under braidrun, mpirun, ...)\n"
-"\n"
-"Data-parallel GPT pretraining on byte-level text.  Gradients are averaged\n"
-"over the ranks with braid's all-reduce, bucket by bucket while the\n"
-"backward pass runs.\n"
-"\n"
-"model and data\n"
-"  --data PATH         text file, or directory of them (required)\n"
-"  --preset NAME       tiny, or dN: N layers, N heads, 64N channels, block\n"
-"                      1024 (d12 = GPT-2 small's size)   [tiny]\n"
-"  --config FILE       model from JSON {\"n_layer\":..,\"n_head\":..,\n"
-"                      \"n_embd\":..,\"block_size\":..[,\"vocab_size\":256]}\n"
-"  --seq T             tokens per sequence                [block_size]\n"
-"  --val-frac F        held-out share of the data        [0.1]\n"
-"  --val-every K       validation loss every K steps     [at the end]\n"
-"  --val-batches N     global batches per validation     [4]\n"
-"optimisation\n"
-"  --steps N           train until step N (the schedule's end) [20]\n"
-"  --stop-at S         stop this run after step S (resume later) [N]\n"
-"  --batch N           sequences per step, all ranks     [8]\n"
-"  --micro N           sequences per forward pass and rank (the rest is\n"
-"                      gradient accumulation)            [batch/ranks]\n"
-"  --lr X              peak learning rate                [1e-3]\n"
-"  --warmup N          linear warmup steps, then cosine  [steps/10]\n"
-"  --min-lr-frac X     final learning rate / peak        [0.1]\n"
-"  --wd X              AdamW weight decay (matrices)     [0.1]\n"
-"  --beta1 X --beta2 X --eps X                           [0.9 0.95 1e-8]\n"
-"  --clip X            clip the gradient norm to X, 0 off [1.0]\n"
-"  --seed N            initialisation and data order     [1337]\n"
-"parallelism\n"
-"  --bucket-mb X       gradient bucket size in MiB       [4]\n"
-"  --no-overlap        one all-reduce after the backward pass instead\n"
-"  --check-every K     compare parameters and optimizer state across ranks\n"
-"                      every K steps; fail if they differ [at the end]\n"
-"  --threads N         OpenBLAS threads per rank          [1]\n"
-"checkpoints and output\n"
-"  --save DIR          write a checkpoint to DIR (model.safetensors,\n"
-"                      optim.safetensors, train.json) at the end\n"
-"  --save-every K      ... and every K steps\n"
-"  --resume DIR        continue from a checkpoint\n"
-"  --log FILE          per-step CSV (rank 0)\n"
-"  --plot FILE.png     plot the loss curve with gnuplot at the end\n"
-"  --log-every K       print every K steps                [1]\n"
-"  --quiet             no per-step output\n"
-"scaling (weak: --micro sequences per rank and step in every trial)\n"
-"  --scaling LIST      train on the first n ranks for each n in LIST (e.g.\n"
-"                      1,2), alternating, --rounds times; print tokens/s,\n"
-"                      speedup and scaling efficiency per rank count\n"
-"  --compare-overlap   also run every count above 1 with --no-overlap\n"
-"  --rounds N                                             [3]\n"
-"testing\n"
-"  --inject-divergence S  the last rank perturbs a parameter after step S\n";
+    "usage: braid-train --data PATH [options]    (under braidrun, mpirun, "
+    "...)\n"
+    "\n"
+    "Data-parallel GPT pretraining on byte-level text.  Gradients are "
+    "averaged\n"
+    "over the ranks with braid's all-reduce, bucket by bucket while the\n"
+    "backward pass runs.\n"
+    "\n"
+    "model and data\n"
+    "  --data PATH         text file, or directory of them (required)\n"
+    "  --preset NAME       tiny, or dN: N layers, N heads, 64N channels, "
+    "block\n"
+    "                      1024 (d12 = GPT-2 small's size)   [tiny]\n"
+    "  --config FILE       model from JSON {\"n_layer\":..,\"n_head\":..,\n"
+    "                      "
+    "\"n_embd\":..,\"block_size\":..[,\"vocab_size\":256]}\n"
+    "  --seq T             tokens per sequence                [block_size]\n"
+    "  --val-frac F        held-out share of the data        [0.1]\n"
+    "  --val-every K       validation loss every K steps     [at the end]\n"
+    "  --val-batches N     global batches per validation     [4]\n"
+    "optimisation\n"
+    "  --steps N           train until step N (the schedule's end) [20]\n"
+    "  --stop-at S         stop this run after step S (resume later) [N]\n"
+    "  --batch N           sequences per step, all ranks     [8]\n"
+    "  --micro N           sequences per forward pass and rank (the rest is\n"
+    "                      gradient accumulation)            [batch/ranks]\n"
+    "  --lr X              peak learning rate                [1e-3]\n"
+    "  --warmup N          linear warmup steps, then cosine  [steps/10]\n"
+    "  --min-lr-frac X     final learning rate / peak        [0.1]\n"
+    "  --wd X              AdamW weight decay (matrices)     [0.1]\n"
+    "  --beta1 X --beta2 X --eps X                           [0.9 0.95 1e-8]\n"
+    "  --clip X            clip the gradient norm to X, 0 off [1.0]\n"
+    "  --seed N            initialisation and data order     [1337]\n"
+    "parallelism\n"
+    "  --bucket-mb X       gradient bucket size in MiB       [4]\n"
+    "  --no-overlap        one all-reduce after the backward pass instead\n"
+    "  --check-every K     compare parameters and optimizer state across "
+    "ranks\n"
+    "                      every K steps; fail if they differ [at the end]\n"
+    "  --threads N         OpenBLAS threads per rank          [1]\n"
+    "checkpoints and output\n"
+    "  --save DIR          write a checkpoint to DIR (model.safetensors,\n"
+    "                      optim.safetensors, train.json) at the end\n"
+    "  --save-every K      ... and every K steps\n"
+    "  --resume DIR        continue from a checkpoint\n"
+    "  --log FILE          per-step CSV (rank 0)\n"
+    "  --plot FILE.png     plot the loss curve with gnuplot at the end\n"
+    "  --log-every K       print every K steps                [1]\n"
+    "  --quiet             no per-step output\n"
+    "scaling (weak: --micro sequences per rank and step in every trial)\n"
+    "  --scaling LIST      train on the first n ranks for each n in LIST "
+    "(e.g.\n"
+    "                      1,2), alternating, --rounds times; print "
+    "tokens/s,\n"
+    "                      speedup and scaling efficiency per rank count\n"
+    "  --compare-overlap   also run every count above 1 with --no-overlap\n"
+    "  --rounds N                                             [3]\n"
+    "testing\n"
+    "  --inject-divergence S  the last rank perturbs a parameter after step "
+    "S\n";
 
 static int bad(const char *opt, const char *val, const char *why)
 {
-    fprintf(stderr, "braid-train: %s '%s': %s\n(braid-train --help lists "
-            "the options)\n", opt, val, why);
+    fprintf(stderr,
+            "braid-train: %s '%s': %s\n(braid-train --help lists "
+            "the options)\n",
+            opt, val, why);
     return 2;
 }
 
@@ -73,8 +83,10 @@ static int parsed(braid_status_t st)
 {
     if (st == BRAID_OK)
         return 0;
-    fprintf(stderr, "braid-train: %s\n(braid-train --help lists the "
-            "options)\n", braid_eng_error());
+    fprintf(stderr,
+            "braid-train: %s\n(braid-train --help lists the "
+            "options)\n",
+            braid_eng_error());
     return 2;
 }
 
@@ -133,14 +145,28 @@ static int parse_list(braid_train_opts_t *o, const char *s)
 int braid_train_opts_parse(braid_train_opts_t *o, int argc, char **argv)
 {
     *o = (braid_train_opts_t){
-        .steps = 20, .batch = 8, .lr = 1e-3f, .min_lr_frac = 0.1f,
-        .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
-        .clip = 1.0f, .warmup = -1, .seed = 1337, .val_frac = 0.1,
-        .val_batches = 4, .overlap = 1, .bucket_bytes = (size_t)4 << 20,
-        .threads = 1, .rounds = 3, .log_every = 1, .diverge_step = -1,
+        .steps        = 20,
+        .batch        = 8,
+        .lr           = 1e-3f,
+        .min_lr_frac  = 0.1f,
+        .weight_decay = 0.1f,
+        .beta1        = 0.9f,
+        .beta2        = 0.95f,
+        .eps          = 1e-8f,
+        .clip         = 1.0f,
+        .warmup       = -1,
+        .seed         = 1337,
+        .val_frac     = 0.1,
+        .val_batches  = 4,
+        .overlap      = 1,
+        .bucket_bytes = (size_t)4 << 20,
+        .threads      = 1,
+        .rounds       = 3,
+        .log_every    = 1,
+        .diverge_step = -1,
     };
     const char *preset = NULL, *config = NULL;
-    int rc = 0;
+    int         rc = 0;
     for (int i = 1; i < argc && rc == 0; i++) {
         const char *a = argv[i];
         /* flags */
@@ -166,7 +192,7 @@ int braid_train_opts_parse(braid_train_opts_t *o, int argc, char **argv)
         if (i + 1 >= argc)
             return bad(a, "", "needs a value");
         const char *v = argv[++i];
-        float f = 0;
+        float       f = 0;
         if (strcmp(a, "--data") == 0)
             o->data_path = v;
         else if (strcmp(a, "--preset") == 0)
@@ -176,7 +202,7 @@ int braid_train_opts_parse(braid_train_opts_t *o, int argc, char **argv)
         else if (strcmp(a, "--seq") == 0)
             rc = parse_int(&o->seq, a, v, 1, 65536);
         else if (strcmp(a, "--val-frac") == 0) {
-            rc = parse_float(&f, a, v, 0, 0.9);
+            rc          = parse_float(&f, a, v, 0, 0.9);
             o->val_frac = f;
         } else if (strcmp(a, "--val-every") == 0)
             rc = parse_long(&o->val_every, a, v, 0, 1L << 40);
@@ -208,10 +234,10 @@ int braid_train_opts_parse(braid_train_opts_t *o, int argc, char **argv)
             rc = parse_float(&o->clip, a, v, 0, 1e30);
         else if (strcmp(a, "--seed") == 0) {
             long seed;
-            rc = parse_long(&seed, a, v, 0, (long)(~0UL >> 1));
+            rc      = parse_long(&seed, a, v, 0, (long)(~0UL >> 1));
             o->seed = (unsigned long long)seed;
         } else if (strcmp(a, "--bucket-mb") == 0) {
-            rc = parse_float(&f, a, v, 1.0 / 1024, 4096);
+            rc              = parse_float(&f, a, v, 1.0 / 1024, 4096);
             o->bucket_bytes = (size_t)((double)f * (1 << 20));
         } else if (strcmp(a, "--check-every") == 0)
             rc = parse_long(&o->check_every, a, v, 0, 1L << 40);
@@ -245,16 +271,18 @@ int braid_train_opts_parse(braid_train_opts_t *o, int argc, char **argv)
     if (preset != NULL && config != NULL)
         return bad("--config", config, "give --preset or --config, not both");
     braid_status_t st =
-        config != NULL ? braid_gpt_config_json(&o->cfg, config)
-                       : braid_gpt_config_preset(&o->cfg,
-                                                 preset ? preset : "tiny");
+        config != NULL
+            ? braid_gpt_config_json(&o->cfg, config)
+            : braid_gpt_config_preset(&o->cfg, preset ? preset : "tiny");
     if (st != BRAID_OK) {
         fprintf(stderr, "braid-train: %s\n", braid_eng_error());
         return 2;
     }
     o->model_given = preset != NULL || config != NULL;
     snprintf(o->model_name, sizeof(o->model_name), "%s",
-             config != NULL ? config : preset ? preset : "tiny");
+             config != NULL ? config
+             : preset       ? preset
+                            : "tiny");
     o->seq_given = o->seq != 0;
     if (o->seq == 0)
         o->seq = o->cfg.block_size;

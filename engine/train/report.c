@@ -35,9 +35,9 @@ void braid_train_report_step(const braid_train_step_t *s, long last,
     if (!tty) {
         printf("step %5ld/%ld | loss %.4f | lr %.2e | norm %6.3f | %8.1f ms "
                "| %8.0f tok/s | all-reduce wait %6.1f ms (%4.1f%%), in "
-               "backward %5.1f ms\n", s->step, last, s->loss, s->lr, s->norm,
-               s->ms, tok_s(s, tokens_per_step), s->wait_ms, comm,
-               s->poll_ms);
+               "backward %5.1f ms\n",
+               s->step, last, s->loss, s->lr, s->norm, s->ms,
+               tok_s(s, tokens_per_step), s->wait_ms, comm, s->poll_ms);
         fflush(stdout);
         return;
     }
@@ -48,8 +48,9 @@ void braid_train_report_step(const braid_train_step_t *s, long last,
         bar[i] = i < fill ? '#' : '.';
     bar[WIDTH] = '\0';
     printf("\r[%s] %ld/%ld  loss %.4f  %.0f tok/s  %.1f ms/step  wait "
-           "%.1f ms (%.1f%%)\033[K", bar, s->step, last, s->loss,
-           tok_s(s, tokens_per_step), s->ms, s->wait_ms, comm);
+           "%.1f ms (%.1f%%)\033[K",
+           bar, s->step, last, s->loss, tok_s(s, tokens_per_step), s->ms,
+           s->wait_ms, comm);
     if (s->step == last)
         printf("\n");
     fflush(stdout);
@@ -57,8 +58,8 @@ void braid_train_report_step(const braid_train_step_t *s, long last,
 
 void braid_train_report_val(long step, float val, int tty)
 {
-    printf("%sstep %5ld | validation loss %.4f\n", tty ? "\r\033[K" : "",
-           step, val);
+    printf("%sstep %5ld | validation loss %.4f\n", tty ? "\r\033[K" : "", step,
+           val);
     fflush(stdout);
 }
 
@@ -72,8 +73,9 @@ void braid_train_report_summary(const braid_train_result_t *r, int tty)
            "ms/step, %.0f tok/s | waiting for all-reduces %.1f ms (%.1f%% "
            "of the step), posting and testing them during backward %.1f ms "
            "| loss "
-           "%.4f", r->nsteps, r->ranks, r->ranks == 1 ? "" : "s",
-           r->tokens_per_step, r->med_ms, r->tok_s, r->med_wait_ms,
+           "%.4f",
+           r->nsteps, r->ranks, r->ranks == 1 ? "" : "s", r->tokens_per_step,
+           r->med_ms, r->tok_s, r->med_wait_ms,
            r->med_ms > 0 ? 100.0 * r->med_wait_ms / r->med_ms : 0.0,
            r->med_poll_ms, last->loss);
     if (!isnan(r->final_val))
@@ -90,7 +92,7 @@ void braid_train_report_table(const braid_train_result_t *rows,
     for (int i = 1; i < n; i++)
         if (rows[i].ranks < rows[base].ranks)
             base = i;
-    double b = rows[base].tok_s / rows[base].ranks; /* per rank */
+    double b        = rows[base].tok_s / rows[base].ranks; /* per rank */
     double cpu_base = rows[base].med_cpu_ms;
     printf("\n%6s  %-10s %10s %8s %10s %9s %8s %6s %9s %8s %8s\n", "ranks",
            "mode", "tokens/s", "speedup", "efficiency", "ms/step", "wait ms",
@@ -100,9 +102,11 @@ void braid_train_report_table(const braid_train_result_t *rows,
         double speedup = b > 0 ? r->tok_s / (b * rows[base].ranks) : 0.0;
         double eff     = b > 0 ? r->tok_s / (b * r->ranks) : 0.0;
         printf("%6d  %-10s %10.0f %7.2fx %9.1f%% %9.1f %8.1f %5.1f%% %9.1f "
-               "%8.1f %7.1f%%\n", r->ranks, r->ranks == 1 ? "-"
-                                           : overlap[i]   ? "overlap"
-                                                          : "no-overlap",
+               "%8.1f %7.1f%%\n",
+               r->ranks,
+               r->ranks == 1 ? "-"
+               : overlap[i]  ? "overlap"
+                             : "no-overlap",
                r->tok_s, speedup, 100.0 * eff, r->med_ms, r->med_wait_ms,
                r->med_ms > 0 ? 100.0 * r->med_wait_ms / r->med_ms : 0.0,
                r->med_poll_ms, r->med_cpu_ms,
@@ -113,8 +117,8 @@ void braid_train_report_table(const braid_train_result_t *rows,
            "all-reduce after the backward pass; in-bwd: in braid calls "
            "during it; CPU: the step's CPU time per rank, CPU eff the "
            "%d-rank row's over it, which a loaded host disturbs less than "
-           "wall time; medians)\n", rows[base].ranks, rows[base].ranks,
-           rows[base].ranks);
+           "wall time; medians)\n",
+           rows[base].ranks, rows[base].ranks, rows[base].ranks);
     fflush(stdout);
 }
 
@@ -128,9 +132,8 @@ void braid_train_log_step(FILE *f, const braid_train_step_t *s)
     char val[32] = "";
     if (!isnan(s->val))
         snprintf(val, sizeof(val), "%.6f", s->val);
-    fprintf(f, "%ld,%.6f,%s,%.6e,%.6f,%.3f,%.3f,%.3f,%.3f\n", s->step,
-            s->loss, val, s->lr, s->norm, s->ms, s->wait_ms, s->poll_ms,
-            s->cpu_ms);
+    fprintf(f, "%ld,%.6f,%s,%.6e,%.6f,%.3f,%.3f,%.3f,%.3f\n", s->step, s->loss,
+            val, s->lr, s->norm, s->ms, s->wait_ms, s->poll_ms, s->cpu_ms);
     fflush(f);
 }
 
@@ -141,14 +144,18 @@ braid_status_t braid_train_plot(const char *png, const braid_train_step_t *s,
      * pipe; it is Debian's gnuplot-nox, with the pngcairo or png terminal */
     FILE *g = popen("gnuplot 2>&1", "w");
     if (g == NULL)
-        return braid_eng_fail(BRAID_ERR_UNAVAILABLE, "--plot: cannot run "
-                              "gnuplot: %s", strerror(errno));
+        return braid_eng_fail(BRAID_ERR_UNAVAILABLE,
+                              "--plot: cannot run "
+                              "gnuplot: %s",
+                              strerror(errno));
     int nval = 0;
     for (long i = 0; i < n; i++)
         nval += !isnan(s[i].val);
     fprintf(g, "set terminal png size 900,540\nset output '%s'\n", png);
-    fprintf(g, "set title \"%s\" noenhanced\nset xlabel 'step'\n"
-            "set ylabel 'loss (nats per byte)'\nset grid\n", title);
+    fprintf(g,
+            "set title \"%s\" noenhanced\nset xlabel 'step'\n"
+            "set ylabel 'loss (nats per byte)'\nset grid\n",
+            title);
     fprintf(g, "$train << EOD\n");
     for (long i = 0; i < n; i++)
         fprintf(g, "%ld %.6f\n", s[i].step, s[i].loss);
@@ -162,10 +169,11 @@ braid_status_t braid_train_plot(const char *png, const braid_train_step_t *s,
     fprintf(g, "\n");
     int rc = pclose(g);
     if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
-        return braid_eng_fail(BRAID_ERR_UNAVAILABLE, "--plot %s: gnuplot "
-                              "failed (exit status %d; is gnuplot-nox "
-                              "installed?)", png,
-                              rc == -1 || !WIFEXITED(rc) ? -1
-                                                         : WEXITSTATUS(rc));
+        return braid_eng_fail(
+            BRAID_ERR_UNAVAILABLE,
+            "--plot %s: gnuplot "
+            "failed (exit status %d; is gnuplot-nox "
+            "installed?)",
+            png, rc == -1 || !WIFEXITED(rc) ? -1 : WEXITSTATUS(rc));
     return BRAID_OK;
 }

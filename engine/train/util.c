@@ -16,10 +16,10 @@ uint64_t braid_train_hash(const void *p, size_t n, uint64_t seed)
 {
     /* Four independent lanes keep the multiplier's latency out of the way:
      * this runs over every parameter and both optimizer moments. */
-    const unsigned char *b = p;
-    uint64_t h[4] = {
-        seed ^ 0x243f6a8885a308d3ull, seed ^ 0x13198a2e03707344ull,
-        seed ^ 0xa4093822299f31d0ull, seed ^ 0x082efa98ec4e6c89ull};
+    const unsigned char *b    = p;
+    uint64_t             h[4] = {
+                    seed ^ 0x243f6a8885a308d3ull, seed ^ 0x13198a2e03707344ull,
+                    seed ^ 0xa4093822299f31d0ull, seed ^ 0x082efa98ec4e6c89ull};
     size_t i = 0;
     for (; i + 32 <= n; i += 32) {
         for (int l = 0; l < 4; l++) {

@@ -20,7 +20,7 @@ typedef struct linear_state {
 } linear_state_t;
 
 /* Time at the root, which sends n-1 copies back to back (us). */
-static double linear_estimate(const braid_algo_t *self,
+static double linear_estimate(const braid_algo_t    *self,
                               const braid_cost_in_t *in)
 {
     double n = in->nranks;
@@ -37,12 +37,12 @@ static braid_status_t linear_start(braid_task_t *task, braid_wait_t *wait)
     linear_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return task->svc->error(BRAID_ERR_NO_MEMORY, "linear: out of memory");
-    task->priv   = s;
-    size_t   len = task->count * task->dtsize;
+    task->priv = s;
+    size_t len = task->count * task->dtsize;
     /* The call's signature bits in the tag: a rank that called something
      * else gets BRAID_ERR_MISMATCH from the transport, not wrong data. */
-    uint64_t tag = BRAID_TAG_CHECKED(task->seq, 0, braid_task_sig32(task));
-    int is_root  = task->rank == task->root;
+    uint64_t tag     = BRAID_TAG_CHECKED(task->seq, 0, braid_task_sig32(task));
+    int      is_root = task->rank == task->root;
     s->reqs = calloc(is_root ? (size_t)task->size : 1, sizeof(braid_treq_t));
     if (s->reqs == NULL)
         return task->svc->error(BRAID_ERR_NO_MEMORY, "linear: out of memory");
@@ -57,8 +57,9 @@ static braid_status_t linear_start(braid_task_t *task, braid_wait_t *wait)
     for (int peer = 0; peer < task->size; peer++) {
         if (peer == task->root)
             continue;
-        braid_status_t st = tl->isend(task->tl->tcomm, peer, tag,
-                                      task->recvbuf, len, &s->reqs[s->nreqs++]);
+        braid_status_t st =
+            tl->isend(task->tl->tcomm, peer, tag, task->recvbuf, len,
+                      &s->reqs[s->nreqs++]);
         if (st != BRAID_OK)
             return st;
     }
@@ -98,7 +99,7 @@ static void linear_finish(braid_task_t *task)
     task->priv = NULL;
 }
 
-static braid_status_t example_probe(const braid_plugin_t *self,
+static braid_status_t example_probe(const braid_plugin_t   *self,
                                     const braid_services_t *svc, char *why,
                                     size_t why_len)
 {

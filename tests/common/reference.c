@@ -11,13 +11,10 @@ static const struct {
     size_t      size;
     int         is_float;
 } dtypes[BRAID_DTYPE_COUNT] = {
-    [BRAID_F32]  = {"f32", 4, 1},
-    [BRAID_F64]  = {"f64", 8, 1},
-    [BRAID_F16]  = {"f16", 2, 1},
-    [BRAID_BF16] = {"bf16", 2, 1},
-    [BRAID_I32]  = {"i32", 4, 0},
-    [BRAID_I64]  = {"i64", 8, 0},
-    [BRAID_U8]   = {"u8", 1, 0},
+    [BRAID_F32] = {"f32", 4, 1}, [BRAID_F64] = {"f64", 8, 1},
+    [BRAID_F16] = {"f16", 2, 1}, [BRAID_BF16] = {"bf16", 2, 1},
+    [BRAID_I32] = {"i32", 4, 0}, [BRAID_I64] = {"i64", 8, 0},
+    [BRAID_U8] = {"u8", 1, 0},
 };
 
 static const char *op_names[BRAID_OP_COUNT] = {
@@ -120,11 +117,11 @@ uint16_t ref_f32_to_f16(float f)
         /* Subnormal half: value = m * 2^-24, m = man24 * 2^(e-14). */
         if (e < -10)
             return (uint16_t)sign;
-        return (uint16_t)(sign | round_shift(man | 0x800000u,
-                                             (unsigned)(14 - e)));
+        return (uint16_t)(sign |
+                          round_shift(man | 0x800000u, (unsigned)(14 - e)));
     }
     /* A carry out of the mantissa bumps the exponent, up to inf: correct. */
-    uint32_t h = ((uint32_t)e << 10) | (man >> 13);
+    uint32_t h    = ((uint32_t)e << 10) | (man >> 13);
     uint32_t rest = man & 0x1fffu;
     if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
         h++;
@@ -158,10 +155,7 @@ uint16_t ref_f32_to_bf16(float f)
     return (uint16_t)(x >> 16);
 }
 
-float ref_bf16_to_f32(uint16_t h)
-{
-    return bits_f32((uint32_t)h << 16);
-}
+float ref_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
 
 /* ------------------------------------------------------------- elements */
 
@@ -185,8 +179,7 @@ double ref_load_f(braid_dtype_t dtype, const void *buf, size_t i)
         memcpy(&v, p, sizeof(v));
         return dtype == BRAID_F16 ? ref_f16_to_f32(v) : ref_bf16_to_f32(v);
     }
-    default:
-        return (double)ref_load_i(dtype, buf, i);
+    default: return (double)ref_load_i(dtype, buf, i);
     }
 }
 
@@ -199,9 +192,7 @@ void ref_store_f(braid_dtype_t dtype, void *buf, size_t i, double v)
         memcpy(p, &f, sizeof(f));
         break;
     }
-    case BRAID_F64:
-        memcpy(p, &v, sizeof(v));
-        break;
+    case BRAID_F64: memcpy(p, &v, sizeof(v)); break;
     case BRAID_F16:
     case BRAID_BF16: {
         uint16_t h = dtype == BRAID_F16 ? ref_f32_to_f16((float)v)
@@ -209,9 +200,7 @@ void ref_store_f(braid_dtype_t dtype, void *buf, size_t i, double v)
         memcpy(p, &h, sizeof(h));
         break;
     }
-    default:
-        ref_store_i(dtype, buf, i, (int64_t)v);
-        break;
+    default: ref_store_i(dtype, buf, i, (int64_t)v); break;
     }
 }
 
@@ -229,10 +218,8 @@ int64_t ref_load_i(braid_dtype_t dtype, const void *buf, size_t i)
         memcpy(&v, p, sizeof(v));
         return v;
     }
-    case BRAID_U8:
-        return *p;
-    default:
-        return (int64_t)ref_load_f(dtype, buf, i);
+    case BRAID_U8: return *p;
+    default: return (int64_t)ref_load_f(dtype, buf, i);
     }
 }
 
@@ -245,41 +232,28 @@ void ref_store_i(braid_dtype_t dtype, void *buf, size_t i, int64_t v)
         memcpy(p, &w, sizeof(w));
         break;
     }
-    case BRAID_I64:
-        memcpy(p, &v, sizeof(v));
-        break;
-    case BRAID_U8:
-        *p = (unsigned char)(uint64_t)v;
-        break;
-    default:
-        ref_store_f(dtype, buf, i, (double)v);
-        break;
+    case BRAID_I64: memcpy(p, &v, sizeof(v)); break;
+    case BRAID_U8: *p = (unsigned char)(uint64_t)v; break;
+    default: ref_store_f(dtype, buf, i, (double)v); break;
     }
 }
 
 double ref_round_f(braid_dtype_t dtype, double v)
 {
     switch (dtype) {
-    case BRAID_F32:
-        return (float)v;
-    case BRAID_F16:
-        return ref_f16_to_f32(ref_f32_to_f16((float)v));
-    case BRAID_BF16:
-        return ref_bf16_to_f32(ref_f32_to_bf16((float)v));
-    default:
-        return v;
+    case BRAID_F32: return (float)v;
+    case BRAID_F16: return ref_f16_to_f32(ref_f32_to_f16((float)v));
+    case BRAID_BF16: return ref_bf16_to_f32(ref_f32_to_bf16((float)v));
+    default: return v;
     }
 }
 
 int64_t ref_wrap_i(braid_dtype_t dtype, int64_t v)
 {
     switch (dtype) {
-    case BRAID_I32:
-        return (int32_t)(uint32_t)(uint64_t)v;
-    case BRAID_U8:
-        return (uint8_t)(uint64_t)v;
-    default:
-        return v;
+    case BRAID_I32: return (int32_t)(uint32_t)(uint64_t)v;
+    case BRAID_U8: return (uint8_t)(uint64_t)v;
+    default: return v;
     }
 }
 
@@ -329,8 +303,7 @@ static void reduce_float(void *dst, const void *a, const void *b, size_t i,
     if (op == BRAID_MIN || op == BRAID_MAX) {
         int py = pick(x, y, wide_bits(dt, a, i), wide_bits(dt, b, i),
                       op == BRAID_MAX);
-        memmove((char *)dst + i * sz, (const char *)(py ? b : a) + i * sz,
-                sz);
+        memmove((char *)dst + i * sz, (const char *)(py ? b : a) + i * sz, sz);
         return;
     }
     double z = op == BRAID_PROD ? x * y : x + y;
@@ -348,9 +321,9 @@ static void reduce_int(void *dst, const void *a, const void *b, size_t i,
     int64_t x = ref_load_i(dt, a, i), y = ref_load_i(dt, b, i), z;
     switch (op) {
     case BRAID_PROD: z = (int64_t)((uint64_t)x * (uint64_t)y); break;
-    case BRAID_MIN:  z = y < x ? y : x; break;
-    case BRAID_MAX:  z = y > x ? y : x; break;
-    default:         z = (int64_t)((uint64_t)x + (uint64_t)y); break;
+    case BRAID_MIN: z = y < x ? y : x; break;
+    case BRAID_MAX: z = y > x ? y : x; break;
+    default: z = (int64_t)((uint64_t)x + (uint64_t)y); break;
     }
     ref_store_i(dt, dst, i, z);
 }
@@ -391,24 +364,23 @@ ref_val_t ref_fold(braid_dtype_t dtype, braid_op_t op, ref_val_t acc,
     if (ref_is_float(dtype)) {
         switch (op) {
         case BRAID_PROD: acc.f *= v.f; break;
-        case BRAID_MIN:  acc.f = fmin(acc.f, v.f); break;
-        case BRAID_MAX:  acc.f = fmax(acc.f, v.f); break;
-        default:         acc.f += v.f; break; /* SUM, AVG */
+        case BRAID_MIN: acc.f = fmin(acc.f, v.f); break;
+        case BRAID_MAX: acc.f = fmax(acc.f, v.f); break;
+        default: acc.f += v.f; break; /* SUM, AVG */
         }
         return acc;
     }
     /* Computed unsigned: wrapping, without overflow's undefined behaviour. */
     switch (op) {
     case BRAID_PROD: acc.i = (int64_t)((uint64_t)acc.i * (uint64_t)v.i); break;
-    case BRAID_MIN:  acc.i = acc.i < v.i ? acc.i : v.i; break;
-    case BRAID_MAX:  acc.i = acc.i > v.i ? acc.i : v.i; break;
-    default:         acc.i = (int64_t)((uint64_t)acc.i + (uint64_t)v.i); break;
+    case BRAID_MIN: acc.i = acc.i < v.i ? acc.i : v.i; break;
+    case BRAID_MAX: acc.i = acc.i > v.i ? acc.i : v.i; break;
+    default: acc.i = (int64_t)((uint64_t)acc.i + (uint64_t)v.i); break;
     }
     return acc;
 }
 
-ref_val_t ref_finish(braid_dtype_t dtype, braid_op_t op, ref_val_t acc,
-                     int n)
+ref_val_t ref_finish(braid_dtype_t dtype, braid_op_t op, ref_val_t acc, int n)
 {
     if (ref_is_float(dtype)) {
         if (op == BRAID_AVG)
@@ -425,11 +397,11 @@ ref_val_t ref_finish(braid_dtype_t dtype, braid_op_t op, ref_val_t acc,
 double ref_unit_roundoff(braid_dtype_t dtype)
 {
     switch (dtype) {
-    case BRAID_F64:  return 0x1p-53;
-    case BRAID_F32:  return 0x1p-24;
-    case BRAID_F16:  return 0x1p-11;
+    case BRAID_F64: return 0x1p-53;
+    case BRAID_F32: return 0x1p-24;
+    case BRAID_F16: return 0x1p-11;
     case BRAID_BF16: return 0x1p-8;
-    default:         return 0.0;
+    default: return 0.0;
     }
 }
 
@@ -453,10 +425,10 @@ static int64_t float_quarters(braid_dtype_t dt, int n)
 {
     int64_t q;
     switch (dt) {
-    case BRAID_F64:  q = (int64_t)1 << 32; break; /* |sum| < 2^35 quarters */
-    case BRAID_F32:  q = (int64_t)1 << 16; break; /* < 2^19, 24-bit mant. */
-    case BRAID_F16:  q = 128; break;              /* < 2^10, 11 bits */
-    default:         q = 32; break;               /* bf16: < 2^8, 8 bits */
+    case BRAID_F64: q = (int64_t)1 << 32; break; /* |sum| < 2^35 quarters */
+    case BRAID_F32: q = (int64_t)1 << 16; break; /* < 2^19, 24-bit mant. */
+    case BRAID_F16: q = 128; break;              /* < 2^10, 11 bits */
+    default: q = 32; break;                      /* bf16: < 2^8, 8 bits */
     }
     q = q * 8 / (n > 8 ? n : 8);
     return q > 0 ? q : 1;
@@ -475,21 +447,21 @@ static int64_t int_range(braid_dtype_t dt)
  * by combining partial results in the same order on every rank. */
 static ref_val_t gen_inexact(braid_dtype_t dt, braid_op_t op, uint64_t b)
 {
-    double u = (double)(b >> 11) * 0x1p-53; /* [0, 1) */
-    double v = op == BRAID_PROD ? (b & 1 ? -1.0 : 1.0) * (0.5 + 1.5 * u)
-                                : 2.0 * u - 1.0;
-    ref_val_t  r = {ref_round_f(dt, v), 0};
+    double    u = (double)(b >> 11) * 0x1p-53; /* [0, 1) */
+    double    v = op == BRAID_PROD ? (b & 1 ? -1.0 : 1.0) * (0.5 + 1.5 * u)
+                                   : 2.0 * u - 1.0;
+    ref_val_t r = {ref_round_f(dt, v), 0};
     return r;
 }
 
 /* Input value of a reduction over n ranks, from random bits b. */
 ref_val_t ref_input(braid_dtype_t dt, braid_op_t op, int inexact, int n,
-                     uint64_t b)
+                    uint64_t b)
 {
     /* Beyond 8 ranks only ±1, so that no f16 product overflows. */
     static const double fprod[] = {-1.0, 1.0, -2.0, -0.5, 0.5, 2.0};
     static const int    iprod[] = {-2, -1, 1, 2};
-    ref_val_t v = {0.0, 0};
+    ref_val_t           v       = {0.0, 0};
 
     if (inexact && ref_is_float(dt))
         return gen_inexact(dt, op, b);
@@ -506,14 +478,14 @@ ref_val_t ref_input(braid_dtype_t dt, braid_op_t op, int inexact, int n,
         /* u8 products of {1, 2} wrap modulo 256 like the dtype does. */
         v.i = dt == BRAID_U8 ? (int64_t)(1 + (b & 1)) : iprod[b % 4];
     } else if (op == BRAID_MIN || op == BRAID_MAX) {
-        v.i = dt == BRAID_I64 ? (int64_t)b
+        v.i = dt == BRAID_I64   ? (int64_t)b
               : dt == BRAID_I32 ? (int64_t)(int32_t)(uint32_t)b
                                 : (int64_t)(b & 0xff);
     } else if (dt == BRAID_U8) {
         v.i = (int64_t)(b % (uint64_t)(256 / (n > 8 ? n : 8))); /* no wrap */
     } else {
         int64_t r = int_range(dt);
-        v.i = (int64_t)(b % (uint64_t)(2 * r + 1)) - r;
+        v.i       = (int64_t)(b % (uint64_t)(2 * r + 1)) - r;
     }
     return v;
 }
@@ -522,10 +494,10 @@ ref_val_t ref_input(braid_dtype_t dt, braid_op_t op, int inexact, int n,
 static double avg_tolerance(braid_dtype_t dt)
 {
     switch (dt) {
-    case BRAID_F64:  return 0x1p-51;
-    case BRAID_F32:  return 0x1p-22;
-    case BRAID_F16:  return 0x1p-9;
-    default:         return 0x1p-6;
+    case BRAID_F64: return 0x1p-51;
+    case BRAID_F32: return 0x1p-22;
+    case BRAID_F16: return 0x1p-9;
+    default: return 0x1p-6;
     }
 }
 
@@ -534,11 +506,11 @@ static double avg_tolerance(braid_dtype_t dt)
 ref_val_t ref_expect(braid_dtype_t dt, braid_op_t op, int inexact,
                      uint64_t seed, int n, size_t j, double *tol)
 {
-    ref_val_t  acc = ref_input(dt, op, inexact, n, ref_bits(seed, 0, j));
-    double mag = fabs(acc.f);
+    ref_val_t acc = ref_input(dt, op, inexact, n, ref_bits(seed, 0, j));
+    double    mag = fabs(acc.f);
     for (int r = 1; r < n; r++) {
         ref_val_t v = ref_input(dt, op, inexact, n, ref_bits(seed, r, j));
-        acc = ref_fold(dt, op, acc, v);
+        acc         = ref_fold(dt, op, acc, v);
         mag += fabs(v.f);
     }
     *tol = 0.0;
@@ -557,15 +529,14 @@ ref_val_t ref_expect(braid_dtype_t dt, braid_op_t op, int inexact,
 
 /* Compares element i of got with exp (within tol for floats); formats
  * both on a mismatch. */
-int ref_value_ok(braid_dtype_t dt, const void *got, size_t i,
-                 ref_val_t exp, double tol, char *es, char *gs, size_t len)
+int ref_value_ok(braid_dtype_t dt, const void *got, size_t i, ref_val_t exp,
+                 double tol, char *es, char *gs, size_t len)
 {
     if (ref_is_float(dt)) {
         double v  = ref_load_f(dt, got, i);
         int    ok = tol > 0.0 ? fabs(v - exp.f) <= tol : v == exp.f;
         if (!ok) {
-            snprintf(es, len, tol > 0.0 ? "%.9g(+-%.2g)" : "%.9g", exp.f,
-                     tol);
+            snprintf(es, len, tol > 0.0 ? "%.9g(+-%.2g)" : "%.9g", exp.f, tol);
             snprintf(gs, len, "%.9g", v);
         }
         return ok;

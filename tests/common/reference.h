@@ -29,8 +29,8 @@ size_t ref_size(braid_dtype_t dtype);
 /* Short name ("f32", ...), from this file's own table; "?" if invalid. */
 const char *ref_name(braid_dtype_t dtype);
 /* Parses a name as ref_name prints it; returns 0 on success. */
-int ref_parse_dtype(const char *s, braid_dtype_t *dtype);
-int ref_parse_op(const char *s, braid_op_t *op);
+int         ref_parse_dtype(const char *s, braid_dtype_t *dtype);
+int         ref_parse_op(const char *s, braid_op_t *op);
 const char *ref_op_name(braid_op_t op);
 
 /* 1 for f32/f64/f16/bf16. */
@@ -49,7 +49,7 @@ int64_t ref_load_i(braid_dtype_t dtype, const void *buf, size_t i);
 void    ref_store_i(braid_dtype_t dtype, void *buf, size_t i, int64_t v);
 
 /* Value of one element rounded as the dtype would store it. */
-double ref_round_f(braid_dtype_t dtype, double v);
+double  ref_round_f(braid_dtype_t dtype, double v);
 int64_t ref_wrap_i(braid_dtype_t dtype, int64_t v);
 
 /* 64-bit mixer (splitmix64 finaliser): cheap, deterministic random bits. */
@@ -87,8 +87,7 @@ ref_val_t ref_fold(braid_dtype_t dtype, braid_op_t op, ref_val_t acc,
                    ref_val_t v);
 /* The end of a wide fold over n ranks: AVG's division, then the dtype's
  * rounding or wrap (integer AVG: the wrapped sum over n, toward zero). */
-ref_val_t ref_finish(braid_dtype_t dtype, braid_op_t op, ref_val_t acc,
-                     int n);
+ref_val_t ref_finish(braid_dtype_t dtype, braid_op_t op, ref_val_t acc, int n);
 /* The unit roundoff of a float dtype (2^-24 for f32), 0 for integers. */
 double ref_unit_roundoff(braid_dtype_t dtype);
 /* How far from the exact result a reduction over n ranks in any order may

@@ -33,8 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             continue;
         int64_t cols = t->ndim ? t->shape[t->ndim - 1] : 1;
         int64_t rows = cols ? (int64_t)(t->numel / (uint64_t)cols) : 0;
-        float *out = malloc((size_t)(t->numel + 1) * sizeof(float));
-        if (braid_eng_st_read(out, BRAID_F32, st, t, 0, rows, 0, cols) != BRAID_OK)
+        float  *out  = malloc((size_t)(t->numel + 1) * sizeof(float));
+        if (braid_eng_st_read(out, BRAID_F32, st, t, 0, rows, 0, cols) !=
+            BRAID_OK)
             abort(); /* a tensor that validated reads whole */
         free(out);
     }

@@ -60,13 +60,14 @@ static void test_dtypes(void)
     CHECK(braid_eng_f32_to_f16(65519.0f) == 0x7bff, "f16 just below overflow");
     CHECK(braid_eng_f32_to_f16(0x1p-25f) == 0x0000, "f16 tie to even zero");
     CHECK(braid_eng_f32_to_f16(0x1.8p-24f) == 0x0002, "f16 tie to even 2");
-    CHECK(isnan(braid_eng_bf16_to_f32(braid_eng_f32_to_bf16(NAN))), "bf16 NaN");
+    CHECK(isnan(braid_eng_bf16_to_f32(braid_eng_f32_to_bf16(NAN))),
+          "bf16 NaN");
 
     /* Rounding of random f32 values, scalar and bulk paths alike. */
     enum { N = 100003 };
     float *src = malloc(N * sizeof(float)), *back = malloc(N * sizeof(float));
-    uint16_t *h = malloc(N * sizeof(uint16_t));
-    int bad = 0;
+    uint16_t *h   = malloc(N * sizeof(uint16_t));
+    int       bad = 0;
     for (int i = 0; i < N; i++) {
         uint32_t u = (uint32_t)braid_eng_mix64((uint64_t)i);
         u = (u & 0x8fffffffu) | 0x30000000u; /* finite, moderate exponents */
@@ -97,33 +98,40 @@ static void test_dtypes(void)
     free(h);
 
     braid_dtype_t dt;
-    CHECK(braid_eng_dtype_parse("bf16", &dt) == 0 && dt == BRAID_BF16, "parse bf16");
+    CHECK(braid_eng_dtype_parse("bf16", &dt) == 0 && dt == BRAID_BF16,
+          "parse bf16");
     CHECK(braid_eng_dtype_parse("f64", &dt) != 0, "f64 is not a weight type");
 }
 
 static void test_parsing(void)
 {
-    int64_t v;
-    double d;
+    int64_t  v;
+    double   d;
     int32_t *ids;
-    size_t n;
+    size_t   n;
     CHECK(braid_eng_parse_int(&v, "16K", 0, 1 << 20, 1, "x") == BRAID_OK &&
-          v == 16384, "16K");
-    CHECK(braid_eng_parse_int(&v, "12x", 0, 100, 0, "-g") == BRAID_ERR_INVALID_ARG &&
-          strstr(braid_eng_error(), "-g"), "12x refused: %s", braid_eng_error());
-    CHECK(braid_eng_parse_int(&v, "101", 0, 100, 0, "-g") != BRAID_OK, "range");
+              v == 16384,
+          "16K");
+    CHECK(braid_eng_parse_int(&v, "12x", 0, 100, 0, "-g") ==
+                  BRAID_ERR_INVALID_ARG &&
+              strstr(braid_eng_error(), "-g"),
+          "12x refused: %s", braid_eng_error());
+    CHECK(braid_eng_parse_int(&v, "101", 0, 100, 0, "-g") != BRAID_OK,
+          "range");
     CHECK(braid_eng_parse_double(&d, "0.9", 0, 1, "top-p") == BRAID_OK &&
-          d == 0.9, "0.9");
+              d == 0.9,
+          "0.9");
     CHECK(braid_eng_parse_double(&d, "nan", 0, 1, "top-p") != BRAID_OK, "nan");
     CHECK(braid_eng_parse_ids(&ids, &n, "1,22,333", 1000, "ids") == BRAID_OK &&
-          n == 3 && ids[0] == 1 && ids[1] == 22 && ids[2] == 333, "1,22,333");
+              n == 3 && ids[0] == 1 && ids[1] == 22 && ids[2] == 333,
+          "1,22,333");
     free(ids);
     CHECK(braid_eng_parse_ids(&ids, &n, "1,,2", 1000, "ids") != BRAID_OK &&
-          strstr(braid_eng_error(), "character 3"), "1,,2: %s",
-          braid_eng_error());
+              strstr(braid_eng_error(), "character 3"),
+          "1,,2: %s", braid_eng_error());
     CHECK(braid_eng_parse_ids(&ids, &n, "5,2000", 1000, "ids") != BRAID_OK &&
-          strstr(braid_eng_error(), "2000 at character 3"), "2000: %s",
-          braid_eng_error());
+              strstr(braid_eng_error(), "2000 at character 3"),
+          "2000: %s", braid_eng_error());
     CHECK(braid_eng_parse_ids(&ids, &n, "", 1000, "ids") != BRAID_OK, "empty");
 }
 
@@ -136,11 +144,14 @@ static void test_strmap(void)
     for (int i = 0; i < N; i++) {
         snprintf(keys[i], sizeof(keys[i]), "k%d", i);
         CHECK(braid_eng_strmap_put(&m, keys[i], strlen(keys[i]), i, NULL) ==
-              BRAID_OK, "put %d", i);
+                  BRAID_OK,
+              "put %d", i);
     }
     int32_t old = -1;
-    CHECK(braid_eng_strmap_put(&m, "k77", 3, 1, &old) == BRAID_ERR_INVALID_ARG &&
-          old == 77, "duplicate refused");
+    CHECK(braid_eng_strmap_put(&m, "k77", 3, 1, &old) ==
+                  BRAID_ERR_INVALID_ARG &&
+              old == 77,
+          "duplicate refused");
     int bad = 0;
     for (int i = 0; i < N; i++)
         bad += braid_eng_strmap_get(&m, keys[i], strlen(keys[i])) != i;
@@ -171,32 +182,34 @@ static void ref_matvec(double *y, const braid_eng_mat_t *W, const float *x)
 static void test_kernels(void)
 {
     static const braid_dtype_t types[] = {BRAID_F32, BRAID_BF16, BRAID_F16};
-    static const int64_t shapes[][2] = {{1, 1}, {7, 33}, {16, 64},
-                                        {37, 100}, {130, 1030}};
+    static const int64_t       shapes[][2] = {
+              {1, 1}, {7, 33}, {16, 64}, {37, 100}, {130, 1030}};
     braid_eng_pool_t *pool3;
     CHECK(braid_eng_pool_new(&pool3, 3) == BRAID_OK, "pool of 3");
     for (size_t ti = 0; ti < 3; ti++)
         for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
-            int64_t rows = shapes[si][0], cols = shapes[si][1];
+            int64_t         rows = shapes[si][0], cols = shapes[si][1];
             braid_eng_mat_t W;
             CHECK(braid_eng_mat_alloc(&W, types[ti], rows, cols) == BRAID_OK,
                   "alloc");
-            float *wf = malloc((size_t)(rows * cols) * sizeof(float));
-            float *x = malloc((size_t)cols * sizeof(float));
-            float *X = malloc((size_t)(3 * cols) * sizeof(float));
-            float *y = malloc((size_t)rows * sizeof(float));
-            float *y3 = malloc((size_t)rows * sizeof(float));
-            float *Y = malloc((size_t)(3 * rows) * sizeof(float));
+            float  *wf  = malloc((size_t)(rows * cols) * sizeof(float));
+            float  *x   = malloc((size_t)cols * sizeof(float));
+            float  *X   = malloc((size_t)(3 * cols) * sizeof(float));
+            float  *y   = malloc((size_t)rows * sizeof(float));
+            float  *y3  = malloc((size_t)rows * sizeof(float));
+            float  *Y   = malloc((size_t)(3 * rows) * sizeof(float));
             double *ref = malloc((size_t)rows * sizeof(double));
-            float *scratch = malloc(braid_eng_matmul_scratch(cols) * sizeof(float));
+            float  *scratch =
+                malloc(braid_eng_matmul_scratch(cols) * sizeof(float));
             for (int64_t i = 0; i < rows * cols; i++)
                 wf[i] = braid_eng_uniform((uint64_t)i) * 2 - 1;
             for (int64_t i = 0; i < 3 * cols; i++)
                 X[i] = braid_eng_uniform(1000003 + (uint64_t)i) * 2 - 1;
             memcpy(x, X + cols, (size_t)cols * sizeof(float));
-            braid_eng_convert(W.data, W.dtype, wf, BRAID_F32, (size_t)(rows * cols));
+            braid_eng_convert(W.data, W.dtype, wf, BRAID_F32,
+                              (size_t)(rows * cols));
             const braid_eng_mat_t *Wp = &W;
-            float *yp = y, *y3p = y3;
+            float                 *yp = y, *y3p = y3;
             braid_eng_matvec(NULL, 1, &yp, &Wp, x);
             braid_eng_matvec(pool3, 1, &y3p, &Wp, x);
             braid_eng_matmul(Y, X, &W, 3, scratch);
@@ -204,8 +217,8 @@ static void test_kernels(void)
             double worst = 0, worst3 = 0, worst_mm = 0;
             for (int64_t r = 0; r < rows; r++) {
                 /* f32 sums of `cols` products of magnitude <= 1 */
-                worst = fmax(worst, fabs(y[r] - ref[r]));
-                worst3 = fmax(worst3, fabs(y3[r] - y[r]));
+                worst    = fmax(worst, fabs(y[r] - ref[r]));
+                worst3   = fmax(worst3, fabs(y3[r] - y[r]));
                 worst_mm = fmax(worst_mm, fabs(Y[rows + r] - ref[r]));
             }
             double tol = 1e-6 * (double)cols;

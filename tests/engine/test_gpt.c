@@ -29,9 +29,9 @@
  * and so the log-probabilities move by a few 1e-6 of the logits' scale s =
  * max|logit|.  TOL = 1e-5 s + 1e-6, as engine-tp's; braid-train's float
  * probabilities carry a relative error of a few 2^-24 (1e-7 in the log).
- * Measured: 9e-6 at s = 10 (TOL = 1e-4) on 1, 2 and 4 ranks.  A wrong split (a head's q from
- * another rank, a bias added twice, a position off by one in the cache)
- * moves them by 1e-2 and more. */
+ * Measured: 9e-6 at s = 10 (TOL = 1e-4) on 1, 2 and 4 ranks.  A wrong split (a
+ * head's q from another rank, a bias added twice, a position off by one in the
+ * cache) moves them by 1e-2 and more. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,13 +63,13 @@ static int run(braid_infer_model_t *m, const int32_t *prompt, int64_t P,
                int32_t *ids, double *full, float *raw)
 {
     int64_t vc = m->sp.vocab_chunk, row = m->sp.size * vc, V = m->cfg->vocab;
-    float *local = malloc((size_t)(CHUNK * vc) * sizeof(float));
-    int32_t next = 0;
-    int bad = !local;
+    float  *local = malloc((size_t)(CHUNK * vc) * sizeof(float));
+    int32_t next  = 0;
+    int     bad   = !local;
     braid_infer_model_reset(m);
     for (int64_t at = 0; at < P + G && !bad; at++) {
         /* a chunk of prompt, or the last token chosen */
-        int64_t n = at < P ? (P - at < CHUNK ? P - at : CHUNK) : 1;
+        int64_t        n  = at < P ? (P - at < CHUNK ? P - at : CHUNK) : 1;
         const int32_t *in = at < P ? prompt + at : &next;
         if (at >= P)
             ids[at - P] = next;
@@ -78,10 +78,11 @@ static int run(braid_infer_model_t *m, const int32_t *prompt, int64_t P,
             bad = braid_infer_gather_logits(m, local + i * vc,
                                             raw + (at + i) * row) != BRAID_OK;
         if (!bad)
-            bad = braid_infer_argmax(m, local + (n - 1) * vc, &next) != BRAID_OK;
+            bad =
+                braid_infer_argmax(m, local + (n - 1) * vc, &next) != BRAID_OK;
         for (int64_t i = 0; i < n && !bad; i++) {
-            const float *x = raw + (at + i) * row;
-            double top = -INFINITY, sum = 0;
+            const float *x   = raw + (at + i) * row;
+            double       top = -INFINITY, sum = 0;
             for (int64_t v = 0; v < V; v++)
                 top = fmax(top, x[v]);
             for (int64_t v = 0; v < V; v++)
@@ -99,7 +100,7 @@ static int run(braid_infer_model_t *m, const int32_t *prompt, int64_t P,
 static int reference(const char *dir, const int *seq, int T, float *probs)
 {
     braid_gpt_config_t gc;
-    braid_gpt_t *gm = NULL;
+    braid_gpt_t       *gm = NULL;
     if (braid_train_ckpt_config(&gc, dir) != BRAID_OK ||
         braid_gpt_create(&gm, &gc, 1, T) != BRAID_OK ||
         braid_train_ckpt_load(gm, NULL, NULL, dir) != BRAID_OK) {
@@ -130,40 +131,43 @@ static void check_model(const char *dir, const braid_infer_config_t *c,
     for (int64_t i = 0; i < P; i++)
         prompt[i] = (unsigned char)prompt_text[i];
     braid_infer_weights_t w;
-    braid_infer_model_t m;
-    braid_eng_st_t *st = NULL;
+    braid_infer_model_t   m;
+    braid_eng_st_t       *st = NULL;
     memset(&m, 0, sizeof(m));
     int ok = braid_eng_st_open(&st, dir) == BRAID_OK &&
              braid_infer_gpt_load(&w, c, sp, st) == BRAID_OK &&
-             braid_infer_model_init(&m, c, sp, &w, world, NULL, T, CHUNK) == BRAID_OK;
+             braid_infer_model_init(&m, c, sp, &w, world, NULL, T, CHUNK) ==
+                 BRAID_OK;
     if (st)
         braid_eng_st_close(st);
     CHECK(ok, "loading %s: %s", dir, braid_eng_error());
     if (!ok)
         return;
-    double *full = malloc((size_t)(T * V) * sizeof(double));
+    double *full  = malloc((size_t)(T * V) * sizeof(double));
     double *full2 = malloc((size_t)(T * V) * sizeof(double));
-    float *raw = calloc((size_t)(T * row), sizeof(float));
-    float *raw2 = calloc((size_t)(T * row), sizeof(float));
-    float *probs = malloc((size_t)(T * V) * sizeof(float));
-    int *seq = malloc((size_t)T * sizeof(int));
-    CHECK(run(&m, prompt, P, ids, full, raw) == 0, "run: %s", braid_eng_error());
-    CHECK(run(&m, prompt, P, ids2, full2, raw2) == 0, "rerun: %s", braid_eng_error());
+    float  *raw   = calloc((size_t)(T * row), sizeof(float));
+    float  *raw2  = calloc((size_t)(T * row), sizeof(float));
+    float  *probs = malloc((size_t)(T * V) * sizeof(float));
+    int    *seq   = malloc((size_t)T * sizeof(int));
+    CHECK(run(&m, prompt, P, ids, full, raw) == 0, "run: %s",
+          braid_eng_error());
+    CHECK(run(&m, prompt, P, ids2, full2, raw2) == 0, "rerun: %s",
+          braid_eng_error());
     CHECK(memcmp(ids, ids2, sizeof(ids)) == 0 &&
-          memcmp(raw, raw2, (size_t)(T * row) * sizeof(float)) == 0,
+              memcmp(raw, raw2, (size_t)(T * row) * sizeof(float)) == 0,
           "greedy generation is not deterministic: a second run differs");
 
     for (int64_t i = 0; i < T; i++)
         seq[i] = i < P ? prompt[i] : ids[i - P];
     CHECK(reference(dir, seq, (int)T, probs) == 0, "braid-train's forward");
     double diff = 0, scale = 0;
-    int decided = 0, agree = 0;
+    int    decided = 0, agree = 0;
     for (int64_t t = 0; t < T; t++)
         for (int64_t v = 0; v < V; v++)
             scale = fmax(scale, fabs((double)raw[t * row + v]));
     double tol = TOL_REL * scale + 1e-6;
     for (int64_t t = 0; t < T; t++) {
-        double top1 = -INFINITY, top2 = -INFINITY;
+        double  top1 = -INFINITY, top2 = -INFINITY;
         int64_t best = 0;
         for (int64_t v = 0; v < V; v++) {
             double lp = log((double)probs[t * V + v]); /* -inf: underflow */
@@ -180,16 +184,21 @@ static void check_model(const char *dir, const braid_infer_config_t *c,
             agree += ids[t - P + 1] == best;
         }
     }
-    CHECK(diff <= tol, "%d ranks: log-probabilities differ from braid-train's "
-          "by %.3g (logit scale %.3g, tolerance %.3g)", size, diff, scale, tol);
-    CHECK(agree == decided && decided >= G / 2, "%d ranks: %d of %d greedy "
-          "tokens are braid-train's argmax (%d clear-cut of %d)", size, agree,
-          decided, decided, G);
+    CHECK(diff <= tol,
+          "%d ranks: log-probabilities differ from braid-train's "
+          "by %.3g (logit scale %.3g, tolerance %.3g)",
+          size, diff, scale, tol);
+    CHECK(agree == decided && decided >= G / 2,
+          "%d ranks: %d of %d greedy "
+          "tokens are braid-train's argmax (%d clear-cut of %d)",
+          size, agree, decided, decided, G);
 
     /* bitwise the same logits on every rank */
-    int64_t mine = (int64_t)fingerprint(raw, (size_t)(T * row) * sizeof(float));
+    int64_t mine =
+        (int64_t)fingerprint(raw, (size_t)(T * row) * sizeof(float));
     int64_t *all = malloc((size_t)size * sizeof(int64_t));
-    CHECK(braid_allgather(&mine, all, 1, BRAID_I64, world) == BRAID_OK, "allgather");
+    CHECK(braid_allgather(&mine, all, 1, BRAID_I64, world) == BRAID_OK,
+          "allgather");
     int same = 1;
     for (int i = 0; i < size; i++)
         same &= all[i] == mine;
@@ -197,9 +206,11 @@ static void check_model(const char *dir, const braid_infer_config_t *c,
     if (rank == 0)
         printf("gpt2 %s: %d ranks: largest log-probability difference from "
                "braid-train %.3g (logit scale %.3g, tolerance %.3g); %d of %d "
-               "clear-cut greedy tokens agree; ids %d %d %d ...\n", dir, size,
-               diff, scale, tol, agree, decided, ids[0], ids[1], ids[2]);
-    free(all), free(full), free(full2), free(raw), free(raw2), free(probs), free(seq);
+               "clear-cut greedy tokens agree; ids %d %d %d ...\n",
+               dir, size, diff, scale, tol, agree, decided, ids[0], ids[1],
+               ids[2]);
+    free(all), free(full), free(full2), free(raw), free(raw2), free(probs),
+        free(seq);
     braid_infer_model_free(&m);
     braid_infer_weights_free(&w, c);
 }
@@ -208,7 +219,8 @@ int main(int argc, char **argv)
 {
     braid_comm_t *world;
     if (argc != 2) {
-        fprintf(stderr, "usage: test_gpt CHECKPOINT_DIR (braid-train --save)\n");
+        fprintf(stderr,
+                "usage: test_gpt CHECKPOINT_DIR (braid-train --save)\n");
         return 2;
     }
     if (braid_init(&world) != BRAID_OK) {
@@ -219,19 +231,21 @@ int main(int argc, char **argv)
     size = braid_comm_size(world);
     braid_eng_blas_threads(1);
 
-    char path[4096];
+    char                 path[4096];
     braid_infer_config_t c;
-    braid_infer_split_t sp;
-    int ok = braid_eng_path_join(path, sizeof(path), argv[1], "config.json") == BRAID_OK &&
+    braid_infer_split_t  sp;
+    int ok = braid_eng_path_join(path, sizeof(path), argv[1], "config.json") ==
+                 BRAID_OK &&
              braid_infer_config_load(&c, path) == BRAID_OK;
     CHECK(ok, "config: %s", braid_eng_error());
-    CHECK(!ok || c.arch == BRAID_INFER_GPT2, "%s is not read as a GPT-2", path);
+    CHECK(!ok || c.arch == BRAID_INFER_GPT2, "%s is not read as a GPT-2",
+          path);
     if (ok && braid_infer_split(&sp, &c, rank, size) == BRAID_OK)
         check_model(argv[1], &c, &sp, world);
     else if (ok) /* the refusal names n_head and the rank counts that work */
         CHECK(strstr(braid_eng_error(), "n_head 4 is not divisible") &&
-              strstr(braid_eng_error(), "1, 2, 4"), "refusal: %s",
-              braid_eng_error());
+                  strstr(braid_eng_error(), "1, 2, 4"),
+              "refusal: %s", braid_eng_error());
     braid_finalize(world);
     char name[32];
     snprintf(name, sizeof(name), "engine-gpt rank %d", rank);

@@ -28,8 +28,10 @@ static void byte_token(char *out, int b)
     if (!ready) {
         int n = 0;
         for (int i = 0; i < 256; i++)
-            cp[i] = (i >= 33 && i <= 126) || (i >= 161 && i <= 172) ||
-                    (i >= 174) ? i : 256 + n++;
+            cp[i] =
+                (i >= 33 && i <= 126) || (i >= 161 && i <= 172) || (i >= 174)
+                    ? i
+                    : 256 + n++;
         ready = 1;
     }
     int c = cp[b];
@@ -44,11 +46,14 @@ static void byte_token(char *out, int b)
 
 /* ids: byte b is id b; merges 256.. as listed. */
 static const char *const merges[][2] = {
-    {"h", "e"}, {"l", "l"}, {"he", "ll"}, {"hell", "o"},
-    {"\xc4\xa0", "w"},          /* "Ġ w": space + w */
-    {"\xc3\x83", "\xc2\xa9"},   /* bytes C3 A9: é */
-    {"\xc3\xa2", "\xc4\xa4"},   /* bytes E2 82: the first two of € */
-    {"e", "l"},                 /* ranks last: "hel" must merge "h e" first */
+    {"h", "e"},
+    {"l", "l"},
+    {"he", "ll"},
+    {"hell", "o"},
+    {"\xc4\xa0", "w"},        /* "Ġ w": space + w */
+    {"\xc3\x83", "\xc2\xa9"}, /* bytes C3 A9: é */
+    {"\xc3\xa2", "\xc4\xa4"}, /* bytes E2 82: the first two of € */
+    {"e", "l"},               /* ranks last: "hel" must merge "h e" first */
 };
 enum { N_MERGES = sizeof(merges) / sizeof(merges[0]) };
 
@@ -56,8 +61,8 @@ static char *json_path;
 
 static cJSON *make_json(int gpt2_style)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON *added = cJSON_AddArrayToObject(root, "added_tokens");
+    cJSON      *root       = cJSON_CreateObject();
+    cJSON      *added      = cJSON_AddArrayToObject(root, "added_tokens");
     const char *specials[] = {"<|endoftext|>", "<|im_start|>"};
     for (int i = 0; i < 2; i++) {
         cJSON *a = cJSON_CreateObject();
@@ -75,7 +80,7 @@ static cJSON *make_json(int gpt2_style)
         cJSON_AddBoolToObject(pre, "use_regex", 1);
     } else {
         cJSON_AddStringToObject(pre, "type", "Sequence");
-        cJSON *seq = cJSON_AddArrayToObject(pre, "pretokenizers");
+        cJSON *seq   = cJSON_AddArrayToObject(pre, "pretokenizers");
         cJSON *split = cJSON_CreateObject();
         cJSON_AddStringToObject(split, "type", "Split");
         cJSON_AddStringToObject(cJSON_AddObjectToObject(split, "pattern"),
@@ -126,7 +131,7 @@ static void expect_ids(const braid_eng_tok_t *tok, const char *text,
                        size_t len, const int32_t *want, size_t nwant)
 {
     int32_t *ids = NULL;
-    size_t n = 0;
+    size_t   n   = 0;
     CHECK(braid_eng_tok_encode(tok, text, len, &ids, &n) == BRAID_OK,
           "encode: %s", braid_eng_error());
     int same = n == nwant;
@@ -145,13 +150,13 @@ static void expect_ids(const braid_eng_tok_t *tok, const char *text,
 static void expect_roundtrip(const braid_eng_tok_t *tok, const char *text,
                              size_t len)
 {
-    int32_t *ids = NULL;
-    size_t n = 0;
-    char *back = NULL;
-    size_t blen = 0;
+    int32_t *ids  = NULL;
+    size_t   n    = 0;
+    char    *back = NULL;
+    size_t   blen = 0;
     CHECK(braid_eng_tok_encode(tok, text, len, &ids, &n) == BRAID_OK &&
-          braid_eng_tok_decode(tok, ids, n, &back, &blen) == BRAID_OK &&
-          blen == len && memcmp(back, text, len) == 0,
+              braid_eng_tok_decode(tok, ids, n, &back, &blen) == BRAID_OK &&
+              blen == len && memcmp(back, text, len) == 0,
           "round trip of %zu bytes", len);
     free(ids);
     free(back);
@@ -184,27 +189,34 @@ static void test_qwen_style(int gpt2)
     if (!gpt2) /* Qwen splits digits one by one */
         expect_ids(tok, "42", 2, (const int32_t[]){'4', '2'}, 2);
 
-    char *bytes = NULL;
-    size_t len = 0;
+    char  *bytes = NULL;
+    size_t len   = 0;
     CHECK(braid_eng_tok_decode(tok, (const int32_t[]){262}, 1, &bytes, &len) ==
-          BRAID_OK && len == 2 && memcmp(bytes, "\xe2\x82", 2) == 0,
+                  BRAID_OK &&
+              len == 2 && memcmp(bytes, "\xe2\x82", 2) == 0,
           "half a character decodes to its bytes");
     free(bytes);
     CHECK(braid_eng_tok_decode(tok, (const int32_t[]){262, 0xac, 300}, 3,
                                &bytes, &len) == BRAID_OK &&
-          strcmp(bytes, "\xe2\x82\xac<|endoftext|>") == 0,
+              strcmp(bytes, "\xe2\x82\xac<|endoftext|>") == 0,
           "the next token completes it");
     free(bytes);
     CHECK(braid_eng_tok_decode(tok, (const int32_t[]){5, 299}, 2, &bytes,
                                &len) == BRAID_ERR_INVALID_ARG &&
-          strstr(braid_eng_error(), "id 299 at position 1"),
+              strstr(braid_eng_error(), "id 299 at position 1"),
           "unknown id: %s", braid_eng_error());
 
-    const char *texts[] = {"", " ", "  \n\n x", "Hello, World! It's 2024.",
-                           "caf\xc3\xa9 \xe2\x82\xac\xe2\x82\xac 5\xe2\x82\xac",
-                           "\xf0\x9f\x98\x80 emoji", "tab\there\r\n",
-                           "\x80\x80\xc3", "<|endoftext|><|endoftext|>",
-                           "<|im_start"};
+    const char *texts[] = {
+        "",
+        " ",
+        "  \n\n x",
+        "Hello, World! It's 2024.",
+        "caf\xc3\xa9 \xe2\x82\xac\xe2\x82\xac 5\xe2\x82\xac",
+        "\xf0\x9f\x98\x80 emoji",
+        "tab\there\r\n",
+        "\x80\x80\xc3",
+        "<|endoftext|><|endoftext|>",
+        "<|im_start"};
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
         expect_roundtrip(tok, texts[i], strlen(texts[i]));
     /* every byte value, and random byte strings */
@@ -213,7 +225,7 @@ static void test_qwen_style(int gpt2)
         all[b] = (char)b;
     expect_roundtrip(tok, all, 256);
     for (uint64_t r = 0; r < 200; r++) {
-        char buf[64];
+        char   buf[64];
         size_t n = braid_eng_mix64(r) % sizeof(buf);
         for (size_t i = 0; i < n; i++)
             buf[i] = braid_eng_mix64(r * 100 + i) % 8 == 0
@@ -232,28 +244,51 @@ static void expect_refused(const char *what, void (*edit)(cJSON *),
     edit(root);
     save(root);
     braid_eng_tok_t *tok = NULL;
-    braid_status_t s = braid_eng_tok_load(&tok, json_path);
+    braid_status_t   s   = braid_eng_tok_load(&tok, json_path);
     CHECK(s != BRAID_OK && strstr(braid_eng_error(), want), "%s: '%s'", what,
           braid_eng_error());
     braid_eng_tok_free(tok);
 }
 
 static cJSON *model_of(cJSON *r) { return cJSON_GetObjectItem(r, "model"); }
-static void wordpiece(cJSON *r) { cJSON_ReplaceItemInObject(model_of(r), "type", cJSON_CreateString("WordPiece")); }
-static void bad_merge(cJSON *r) { cJSON_AddItemToArray(cJSON_GetObjectItem(model_of(r), "merges"), cJSON_CreateString("h q")); }
-static void no_byte(cJSON *r) { cJSON_DeleteItemFromObject(cJSON_GetObjectItem(model_of(r), "vocab"), "A"); }
-static void metaspace(cJSON *r) { cJSON_ReplaceItemInObject(cJSON_GetObjectItem(r, "decoder"), "type", cJSON_CreateString("Metaspace")); }
+static void   wordpiece(cJSON *r)
+{
+    cJSON_ReplaceItemInObject(model_of(r), "type",
+                              cJSON_CreateString("WordPiece"));
+}
+static void bad_merge(cJSON *r)
+{
+    cJSON_AddItemToArray(cJSON_GetObjectItem(model_of(r), "merges"),
+                         cJSON_CreateString("h q"));
+}
+static void no_byte(cJSON *r)
+{
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(model_of(r), "vocab"), "A");
+}
+static void metaspace(cJSON *r)
+{
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(r, "decoder"), "type",
+                              cJSON_CreateString("Metaspace"));
+}
 static void bad_regex(cJSON *r)
 {
-    cJSON *split = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "pre_tokenizer"), "pretokenizers"), 0);
-    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(split, "pattern"), "Regex", cJSON_CreateString("(unclosed"));
+    cJSON *split = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r, "pre_tokenizer"),
+                            "pretokenizers"),
+        0);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(split, "pattern"), "Regex",
+                              cJSON_CreateString("(unclosed"));
 }
-static void fallback(cJSON *r) { cJSON_AddBoolToObject(model_of(r), "byte_fallback", 1); }
+static void fallback(cJSON *r)
+{
+    cJSON_AddBoolToObject(model_of(r), "byte_fallback", 1);
+}
 
 static void test_refusals(void)
 {
     expect_refused("WordPiece", wordpiece, "model type WordPiece");
-    expect_refused("merge of unknown token", bad_merge, "'hq' is not in the vocab");
+    expect_refused("merge of unknown token", bad_merge,
+                   "'hq' is not in the vocab");
     expect_refused("byte without token", no_byte, "byte 0x41 has no token");
     expect_refused("other decoder", metaspace, "decoder Metaspace");
     expect_refused("bad regex", bad_regex, "regex, offset");
@@ -261,14 +296,14 @@ static void test_refusals(void)
     braid_eng_write_file(json_path, "{\"model\": [1,", 13);
     braid_eng_tok_t *tok = NULL;
     CHECK(braid_eng_tok_load(&tok, json_path) == BRAID_ERR_PARSE &&
-          strstr(braid_eng_error(), "invalid JSON at line 1"),
+              strstr(braid_eng_error(), "invalid JSON at line 1"),
           "truncated JSON: %s", braid_eng_error());
 }
 
 int main(void)
 {
     char tmpl[] = "/tmp/braid-tok-XXXXXX.json";
-    int fd = mkstemps(tmpl, 5);
+    int  fd     = mkstemps(tmpl, 5);
     if (fd < 0) {
         perror("mkstemps");
         return 1;

@@ -40,7 +40,7 @@ typedef struct {
     braid_infer_split_t   sp;
     braid_infer_weights_t w;
     braid_infer_model_t   m;
-    float                *local, *full;  /* [chunk, vocab_chunk], [P+G, V] */
+    float                *local, *full; /* [chunk, vocab_chunk], [P+G, V] */
 } run_t;
 
 static int rank, size;
@@ -58,7 +58,7 @@ static int setup(run_t *r, const braid_infer_config_t *c, braid_comm_t *comm,
         return -1;
     }
     r->local = malloc((size_t)(chunk * r->sp.vocab_chunk) * sizeof(float));
-    r->full = calloc((size_t)(ctx * sz * r->sp.vocab_chunk), sizeof(float));
+    r->full  = calloc((size_t)(ctx * sz * r->sp.vocab_chunk), sizeof(float));
     return r->local && r->full ? 0 : -1;
 }
 
@@ -73,22 +73,25 @@ static void teardown(run_t *r, const braid_infer_config_t *c)
 /* Prompt in chunks of `step` tokens, every position's logits gathered into
  * full rows [pos][V]; then `gen` greedy tokens one at a time into ids[]. */
 static int run_seq(run_t *r, const braid_infer_config_t *c,
-                   const int32_t *prompt, int64_t P, int64_t step,
-                   int64_t gen, int32_t *ids)
+                   const int32_t *prompt, int64_t P, int64_t step, int64_t gen,
+                   int32_t *ids)
 {
     int64_t vc = r->sp.vocab_chunk, row = r->sp.size * vc;
     braid_infer_model_reset(&r->m);
     for (int64_t at = 0; at < P; at += step) {
         int64_t n = P - at < step ? P - at : step;
-        if (braid_infer_forward(&r->m, prompt + at, n, 1, r->local) != BRAID_OK)
+        if (braid_infer_forward(&r->m, prompt + at, n, 1, r->local) !=
+            BRAID_OK)
             return -1;
         for (int64_t i = 0; i < n; i++)
             if (braid_infer_gather_logits(&r->m, r->local + i * vc,
-                                          r->full + (at + i) * row) != BRAID_OK)
+                                          r->full + (at + i) * row) !=
+                BRAID_OK)
                 return -1;
     }
     int32_t next;
-    if (braid_infer_argmax(&r->m, r->local + (P - 1 - (P - 1) / step * step) * vc,
+    if (braid_infer_argmax(&r->m,
+                           r->local + (P - 1 - (P - 1) / step * step) * vc,
                            &next) != BRAID_OK)
         return -1;
     for (int64_t g = 0; g < gen; g++) {
@@ -108,12 +111,13 @@ static void compare(const run_t *a, const run_t *b, int64_t rows, int64_t V,
                     double *diff, double *scale, double *gap)
 {
     *diff = 0, *scale = 0, *gap = INFINITY;
-    int64_t ra = a->sp.size * a->sp.vocab_chunk, rb = b->sp.size * b->sp.vocab_chunk;
+    int64_t ra = a->sp.size * a->sp.vocab_chunk,
+            rb = b->sp.size * b->sp.vocab_chunk;
     for (int64_t p = 0; p < rows; p++) {
         float top1 = -INFINITY, top2 = -INFINITY;
         for (int64_t i = 0; i < V; i++) {
             float x = a->full[p * ra + i], y = b->full[p * rb + i];
-            *diff = fmax(*diff, fabs((double)x - y));
+            *diff  = fmax(*diff, fabs((double)x - y));
             *scale = fmax(*scale, fabs((double)y));
             if (y > top1)
                 top2 = top1, top1 = y;
@@ -131,9 +135,11 @@ static void check_case(const char *name, braid_infer_config_t *c,
     enum { P = 11, G = 8 };
     int32_t prompt[P], ids_tp[G], ids_one[G], ids_step[G];
     for (int i = 0; i < P; i++)
-        prompt[i] = (int32_t)(braid_eng_mix64((uint64_t)i + 99) % (uint64_t)c->vocab);
+        prompt[i] =
+            (int32_t)(braid_eng_mix64((uint64_t)i + 99) % (uint64_t)c->vocab);
     run_t tp, one, step1;
-    if (setup(&tp, c, world, dtype, P + G, 4) || setup(&one, c, self, dtype, P + G, 16) ||
+    if (setup(&tp, c, world, dtype, P + G, 4) ||
+        setup(&one, c, self, dtype, P + G, 16) ||
         setup(&step1, c, self, dtype, P + G, 1)) {
         CHECK(0, "%s: setup failed", name);
         return;
@@ -151,21 +157,27 @@ static void check_case(const char *name, braid_infer_config_t *c,
     compare(&tp, &one, P + G, c->vocab, &diff, &scale, &gap);
     compare(&step1, &one, P + G, c->vocab, &diff_s, &scale_s, &gap_s);
     double tol = TOL_REL * scale + 1e-6;
-    CHECK(diff <= tol, "%s: %d-rank logits differ from 1 rank by %.3g "
-          "(scale %.3g, tolerance %.3g)", name, size, diff, scale, tol);
-    CHECK(diff_s <= tol, "%s: token-by-token logits differ from prefill by "
-          "%.3g (tolerance %.3g)", name, diff_s, tol);
+    CHECK(diff <= tol,
+          "%s: %d-rank logits differ from 1 rank by %.3g "
+          "(scale %.3g, tolerance %.3g)",
+          name, size, diff, scale, tol);
+    CHECK(diff_s <= tol,
+          "%s: token-by-token logits differ from prefill by "
+          "%.3g (tolerance %.3g)",
+          name, diff_s, tol);
     CHECK(memcmp(ids_tp, ids_one, sizeof(ids_tp)) == 0,
           "%s: greedy tokens differ between %d ranks and 1", name, size);
     CHECK(memcmp(ids_step, ids_one, sizeof(ids_step)) == 0,
           "%s: greedy tokens differ between decode and prefill paths", name);
-    CHECK(gap > 10 * tol, "%s: top-2 gap %.3g too close to the tolerance "
-          "for the greedy check to mean anything", name, gap);
+    CHECK(gap > 10 * tol,
+          "%s: top-2 gap %.3g too close to the tolerance "
+          "for the greedy check to mean anything",
+          name, gap);
 
     /* Bitwise identical on every rank: compare hashes of the N-rank run. */
-    int64_t row = tp.sp.size * tp.sp.vocab_chunk;
-    uint64_t h = 0xcbf29ce484222325ull;
-    const unsigned char *b = (const unsigned char *)tp.full;
+    int64_t              row = tp.sp.size * tp.sp.vocab_chunk;
+    uint64_t             h   = 0xcbf29ce484222325ull;
+    const unsigned char *b   = (const unsigned char *)tp.full;
     for (size_t i = 0; i < (size_t)((P + G) * row) * sizeof(float); i++)
         h = (h ^ b[i]) * 0x100000001b3ull;
     int64_t mine = (int64_t)h, *all = malloc((size_t)size * sizeof(int64_t));
@@ -179,16 +191,17 @@ static void check_case(const char *name, braid_infer_config_t *c,
     if (rank == 0)
         printf("%s (%s): %d ranks vs 1: max diff %.3g, scale %.3g, "
                "tolerance %.3g; decode vs prefill %.3g; smallest top-2 gap "
-               "%.3g; tokens %d %d %d ...\n", name, braid_dtype_name(dtype),
-               size, diff, scale, tol, diff_s, gap, ids_tp[0], ids_tp[1],
-               ids_tp[2]);
+               "%.3g; tokens %d %d %d ...\n",
+               name, braid_dtype_name(dtype), size, diff, scale, tol, diff_s,
+               gap, ids_tp[0], ids_tp[1], ids_tp[2]);
     teardown(&tp, c);
     teardown(&one, c);
     teardown(&step1, c);
 }
 
 /* Equal maxima on every rank: the lowest id wins, the same on all ranks. */
-static void check_argmax_ties(const braid_infer_config_t *c, braid_comm_t *world)
+static void check_argmax_ties(const braid_infer_config_t *c,
+                              braid_comm_t               *world)
 {
     braid_infer_split_t sp;
     braid_infer_model_t m;
@@ -200,8 +213,8 @@ static void check_argmax_ties(const braid_infer_config_t *c, braid_comm_t *world
     for (int64_t i = 0; i < sp.vocab_chunk; i++)
         local[i] = -1;
     local[sp.vocab_n - 1] = 5;
-    local[3] = 5;
-    int32_t token = -1;
+    local[3]              = 5;
+    int32_t token         = -1;
     CHECK(braid_infer_argmax(&m, local, &token) == BRAID_OK && token == 3,
           "argmax of ties: %d, expected 3", token);
     free(local);
@@ -236,9 +249,10 @@ int main(void)
         check_case("tiny", &tiny, BRAID_BF16, world, self);
     } else {
         /* the refusal names the dimension and the rank counts that work */
-        CHECK(strstr(braid_eng_error(), "num_key_value_heads 2 is not divisible") &&
-              strstr(braid_eng_error(), "1, 2"), "refusal: %s",
-              braid_eng_error());
+        CHECK(strstr(braid_eng_error(),
+                     "num_key_value_heads 2 is not divisible") &&
+                  strstr(braid_eng_error(), "1, 2"),
+              "refusal: %s", braid_eng_error());
     }
     if (braid_infer_split(&sp, &wide, rank, size) == BRAID_OK)
         check_case("tiny-tied-v301", &wide, BRAID_F16, world, self);

@@ -75,7 +75,7 @@ static const char *mm_names[MM_KINDS] = {"count", "coll", "dtype", "op",
                                          "root"};
 
 typedef struct {
-    const char   *algo;       /* "allreduce:ring@ucx" */
+    const char   *algo; /* "allreduce:ring@ucx" */
     char          coll_name[32];
     braid_coll_t  coll;
     int           victim;
@@ -91,9 +91,9 @@ typedef struct {
 } opts_t;
 
 static fault_t fault_kind; /* for the signal handler */
-static int    death_fd = -1;
-static double watchdog_at;
-static int    cur_iter = -1;
+static int     death_fd = -1;
+static double  watchdog_at;
+static int     cur_iter = -1;
 
 static double now_s(void)
 {
@@ -106,8 +106,8 @@ static double now_s(void)
 static uint64_t rnd(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z          = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
 
@@ -125,7 +125,7 @@ static void mark_death(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     /* Hand-made "%lld.%09ld\n": snprintf is not async-signal-safe. */
     char      digits[24];
-    int       d = 0;
+    int       d   = 0;
     long long sec = (long long)ts.tv_sec;
     do
         digits[d++] = (char)('0' + sec % 10);
@@ -133,7 +133,7 @@ static void mark_death(void)
     while (d > 0)
         buf[n++] = digits[--d];
     buf[n++] = '.';
-    long ns = ts.tv_nsec;
+    long ns  = ts.tv_nsec;
     for (int i = 8; i >= 0; i--) {
         buf[n + i] = (char)('0' + ns % 10);
         ns /= 10;
@@ -183,15 +183,15 @@ static void *watchdog(void *arg)
 static const char *status_id(braid_status_t st)
 {
     switch (st) {
-    case BRAID_OK:              return "BRAID_OK";
-    case BRAID_ERR_TIMEOUT:     return "BRAID_ERR_TIMEOUT";
-    case BRAID_ERR_PEER:        return "BRAID_ERR_PEER";
-    case BRAID_ERR_STATE:       return "BRAID_ERR_STATE";
-    case BRAID_ERR_TRANSPORT:   return "BRAID_ERR_TRANSPORT";
-    case BRAID_ERR_IO:          return "BRAID_ERR_IO";
-    case BRAID_ERR_MISMATCH:    return "BRAID_ERR_MISMATCH";
-    case BRAID_ERR_INTERNAL:    return "BRAID_ERR_INTERNAL";
-    default:                    return "BRAID_ERR_OTHER";
+    case BRAID_OK: return "BRAID_OK";
+    case BRAID_ERR_TIMEOUT: return "BRAID_ERR_TIMEOUT";
+    case BRAID_ERR_PEER: return "BRAID_ERR_PEER";
+    case BRAID_ERR_STATE: return "BRAID_ERR_STATE";
+    case BRAID_ERR_TRANSPORT: return "BRAID_ERR_TRANSPORT";
+    case BRAID_ERR_IO: return "BRAID_ERR_IO";
+    case BRAID_ERR_MISMATCH: return "BRAID_ERR_MISMATCH";
+    case BRAID_ERR_INTERNAL: return "BRAID_ERR_INTERNAL";
+    default: return "BRAID_ERR_OTHER";
     }
 }
 
@@ -303,8 +303,7 @@ static braid_status_t one_call(const opts_t *o, braid_comm_t *comm, float *a,
     case BRAID_COLL_BROADCAST:
         return braid_broadcast(a, count, o->dtype, root, comm);
     case BRAID_COLL_BARRIER:
-    default:
-        return braid_barrier(comm);
+    default: return braid_barrier(comm);
     }
 }
 
@@ -337,8 +336,8 @@ static int result_ok(braid_coll_t coll, const float *a, const float *b,
 }
 
 static int survivor_report(const opts_t *o, braid_comm_t *comm, int rank,
-                           int iter, how_t how, braid_status_t st, double t_err,
-                           float *a, float *b, size_t count)
+                           int iter, how_t how, braid_status_t st,
+                           double t_err, float *a, float *b, size_t count)
 {
     char err[600], want[32];
     snprintf(err, sizeof(err), "%s", braid_last_error());
@@ -380,10 +379,10 @@ static int survivor_report(const opts_t *o, braid_comm_t *comm, int rank,
     }
 
     /* The communicator refuses further work, with the first message. */
-    braid_status_t again = one_call(o, comm, a, b, count, 0, HOW_BETWEEN, 0,
-                                    0.0);
-    int state_ok = again == BRAID_ERR_STATE &&
-                   strstr(braid_last_error(), err) != NULL;
+    braid_status_t again =
+        one_call(o, comm, a, b, count, 0, HOW_BETWEEN, 0, 0.0);
+    int state_ok =
+        again == BRAID_ERR_STATE && strstr(braid_last_error(), err) != NULL;
     if (!state_ok)
         fprintf(stderr, "rank %d: the call after the error gave %s: %s\n",
                 rank, braid_status_str(again), braid_last_error());
@@ -396,9 +395,9 @@ static int survivor_report(const opts_t *o, braid_comm_t *comm, int rank,
     /* The message last: it is free text. */
     printf("FAULT rank=%d victim=%d iter=%d how=%s status=%s latency_ms=%.1f "
            "names_victim=%d state_ok=%d send_intact=%d call=%lld "
-           "finalize_ms=%.1f finalize=%s error=%s\n", rank, o->victim, iter,
-           how_names[how], status_id(st), lat_ms, names, state_ok, intact,
-           call, fin, status_id(fst), err);
+           "finalize_ms=%.1f finalize=%s error=%s\n",
+           rank, o->victim, iter, how_names[how], status_id(st), lat_ms, names,
+           state_ok, intact, call, fin, status_id(fst), err);
     fflush(stdout);
     return FAULT_EXIT_DETECTED;
 }
@@ -423,8 +422,7 @@ int main(int argc, char **argv)
     }
     int rank = braid_comm_rank(comm), size = braid_comm_size(comm);
     if (o.victim < 0 || o.victim >= size || size < 2) {
-        fprintf(stderr, "fault_coll: victim %d of %d ranks\n", o.victim,
-                size);
+        fprintf(stderr, "fault_coll: victim %d of %d ranks\n", o.victim, size);
         return 2;
     }
 
@@ -444,8 +442,8 @@ int main(int argc, char **argv)
     if (o.coll == BRAID_COLL_BARRIER)
         count = 0;
     /* A mismatch the collective cannot have: the same answer everywhere. */
-    int reduction = o.coll == BRAID_COLL_ALLREDUCE ||
-                    o.coll == BRAID_COLL_REDUCE_SCATTER;
+    int reduction =
+        o.coll == BRAID_COLL_ALLREDUCE || o.coll == BRAID_COLL_REDUCE_SCATTER;
     if (mismatch && ((o.mm == MM_OP && !reduction) ||
                      (o.mm == MM_ROOT && o.coll != BRAID_COLL_BROADCAST) ||
                      (o.mm == MM_DTYPE && o.coll == BRAID_COLL_BARRIER))) {
@@ -462,9 +460,9 @@ int main(int argc, char **argv)
     st = braid_comm_choice(comm, o.coll, count ? count * dts : 64, cand,
                            sizeof(cand), why, sizeof(why));
     const char *want = strchr(o.algo, ':') + 1;
-    if (st != BRAID_OK || (strchr(want, '@') ? strcmp(cand, want) != 0
-                                             : strncmp(cand, want,
-                                                       strlen(want)) != 0)) {
+    if (st != BRAID_OK ||
+        (strchr(want, '@') ? strcmp(cand, want) != 0
+                           : strncmp(cand, want, strlen(want)) != 0)) {
         if (rank == 0)
             printf("SKIP %s: not in this build (%s)\n", o.algo,
                    st != BRAID_OK ? braid_last_error() : cand);
@@ -472,10 +470,10 @@ int main(int argc, char **argv)
         return FAULT_EXIT_SKIP;
     }
 
-    size_t elems = o.coll == BRAID_COLL_REDUCE_SCATTER ||
-                           o.coll == BRAID_COLL_ALLGATHER
-                       ? count * (size_t)size
-                       : count;
+    size_t elems =
+        o.coll == BRAID_COLL_REDUCE_SCATTER || o.coll == BRAID_COLL_ALLGATHER
+            ? count * (size_t)size
+            : count;
     /* Twice over: a mismatching victim may pass count + 1. */
     float *a = calloc(2 * elems + 2, sizeof(float));
     float *b = calloc(2 * elems + 2, sizeof(float));
@@ -487,8 +485,8 @@ int main(int argc, char **argv)
         a[i] = (float)(rank + 1);
 
     if (rank == o.victim) {
-        death_fd = open(o.death_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                        0600);
+        death_fd =
+            open(o.death_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (death_fd < 0) {
             fprintf(stderr, "fault_coll: %s: %s\n", o.death_file,
                     strerror(errno));
@@ -505,9 +503,10 @@ int main(int argc, char **argv)
     }
     if (rank == 0)
         printf("RUN algo=%s cand=%s fault=%s victim=%d seed=%llu kill_iter=%d "
-               "how=%s delay_us=%.0f count=%zu\n", o.algo, cand,
-               fault_names[o.fault], o.victim, (unsigned long long)o.seed,
-               kill_at, how_names[how], delay_us, count);
+               "how=%s delay_us=%.0f count=%zu\n",
+               o.algo, cand, fault_names[o.fault], o.victim,
+               (unsigned long long)o.seed, kill_at, how_names[how], delay_us,
+               count);
 
     int silent = 0;
     for (int it = 0; it < o.iters; it++) {
@@ -548,11 +547,12 @@ int main(int argc, char **argv)
                 !result_ok(cl, a, b, n, vr, size, f)) {
                 silent = 1;
                 printf("SILENT rank=%d victim=%d iter=%d: a wrong result "
-                       "without an error\n", rank, o.victim, it);
+                       "without an error\n",
+                       rank, o.victim, it);
             }
             if (st != BRAID_OK)
-                return survivor_report(&o, comm, rank, it, how, st, now_s(),
-                                       a, b, count);
+                return survivor_report(&o, comm, rank, it, how, st, now_s(), a,
+                                       b, count);
             continue;
         }
         if (rank == o.victim && it == kill_at) {
@@ -575,9 +575,10 @@ int main(int argc, char **argv)
         if (st != BRAID_OK) {
             double t_err = now_s();
             if (rank == o.victim) {
-                fprintf(stderr, "fault_coll: the victim got an error before "
-                        "dying: %s: %s\n", braid_status_str(st),
-                        braid_last_error());
+                fprintf(stderr,
+                        "fault_coll: the victim got an error before "
+                        "dying: %s: %s\n",
+                        braid_status_str(st), braid_last_error());
                 return 2;
             }
             return survivor_report(&o, comm, rank, it, how, st, t_err, a, b,
@@ -589,8 +590,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "fault_coll: the victim outlived the loop\n");
         return FAULT_EXIT_UNDEAD;
     }
-    printf("NOERROR rank=%d victim=%d: %d iterations without an error\n",
-           rank, o.victim, o.iters);
+    printf("NOERROR rank=%d victim=%d: %d iterations without an error\n", rank,
+           o.victim, o.iters);
     braid_finalize(comm);
     return 0;
 }

@@ -9,9 +9,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = fuzz_cstring(data, size);
+    char             *text = fuzz_cstring(data, size);
     braid_algo_spec_t spec;
-    braid_status_t st = braid_algo_spec_parse(&spec, text);
+    braid_status_t    st = braid_algo_spec_parse(&spec, text);
     if (st == BRAID_OK) {
         for (int i = 0; i < spec.n; i++)
             if (spec.rules[i].lo >= spec.rules[i].hi ||

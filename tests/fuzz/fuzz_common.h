@@ -27,9 +27,9 @@ static inline void fuzz_check_position(braid_status_t st, size_t len)
 {
     if (st != BRAID_ERR_PARSE)
         abort();
-    for (const char *p = braid_last_error(); (p = strstr(p, "position ")) != NULL;
-         p += 9) {
-        char *end;
+    for (const char *p = braid_last_error();
+         (p = strstr(p, "position ")) != NULL; p += 9) {
+        char         *end;
         unsigned long pos = strtoul(p + 9, &end, 10);
         if (end != p + 9 && pos <= len)
             return;

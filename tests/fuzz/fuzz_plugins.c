@@ -7,9 +7,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = fuzz_cstring(data, size);
+    char                 *text = fuzz_cstring(data, size);
     braid_plugin_filter_t f;
-    braid_status_t st = braid_plugin_filter_parse(&f, text);
+    braid_status_t        st = braid_plugin_filter_parse(&f, text);
     if (st == BRAID_OK) {
         /* A listed name is kept exactly when the list is a keep-list. */
         for (int i = 0; i < f.n; i++) {

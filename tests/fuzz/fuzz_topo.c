@@ -7,9 +7,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = fuzz_cstring(data, size);
+    char             *text = fuzz_cstring(data, size);
     braid_topo_kind_t kind;
-    braid_status_t st = braid_topo_kind_parse(&kind, text, 2);
+    braid_status_t    st = braid_topo_kind_parse(&kind, text, 2);
     if (st == BRAID_OK) {
         if (kind != BRAID_TOPO_SWITCH && kind != BRAID_TOPO_RING)
             abort();

@@ -7,8 +7,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = fuzz_cstring(data, size);
-    braid_tune_t tune;
+    char          *text = fuzz_cstring(data, size);
+    braid_tune_t   tune;
     braid_status_t st = braid_tune_parse(&tune, text, "fuzz.tune");
     if (st == BRAID_OK) {
         for (int i = 0; i < tune.n; i++)

@@ -21,8 +21,10 @@ static size_t parse_size(const char *s)
 {
     char  *end;
     size_t v = strtoull(s, &end, 10);
-    return *end == 'K' ? v << 10 : *end == 'M' ? v << 20
-           : *end == 'G' ? v << 30 : v;
+    return *end == 'K'   ? v << 10
+           : *end == 'M' ? v << 20
+           : *end == 'G' ? v << 30
+                         : v;
 }
 
 static int cmp(const void *a, const void *b)
@@ -36,11 +38,16 @@ int main(int argc, char **argv)
     size_t minb = 8, maxb = 256u << 20, factor = 4;
     int    iters = 20, warmup = 5;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "-b")) minb = parse_size(argv[i + 1]);
-        else if (!strcmp(argv[i], "-e")) maxb = parse_size(argv[i + 1]);
-        else if (!strcmp(argv[i], "-f")) factor = parse_size(argv[i + 1]);
-        else if (!strcmp(argv[i], "-n")) iters = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "-w")) warmup = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "-b"))
+            minb = parse_size(argv[i + 1]);
+        else if (!strcmp(argv[i], "-e"))
+            maxb = parse_size(argv[i + 1]);
+        else if (!strcmp(argv[i], "-f"))
+            factor = parse_size(argv[i + 1]);
+        else if (!strcmp(argv[i], "-n"))
+            iters = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-w"))
+            warmup = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "%s: unknown option %s\n", PROG, argv[i]);
             return 2;
@@ -65,8 +72,8 @@ int main(int argc, char **argv)
     ncclResult_t (*allreduce)(const void *, void *, size_t, ncclDataType_t,
                               ncclRedOp_t, ncclComm_t, cudaStream_t) =
         (ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t,
-                         ncclRedOp_t, ncclComm_t, cudaStream_t))dlsym(
-            nccl, "ncclAllReduce");
+                         ncclRedOp_t, ncclComm_t,
+                         cudaStream_t))dlsym(nccl, "ncclAllReduce");
     ncclResult_t (*destroy)(ncclComm_t) =
         (ncclResult_t(*)(ncclComm_t))dlsym(nccl, "ncclCommDestroy");
     if (!get_id || !init || !allreduce || !destroy) {
@@ -74,29 +81,31 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    braid_comm_t *comm;
+    braid_comm_t  *comm;
     braid_status_t st = braid_init(&comm);
     if (st != BRAID_OK)
         mp_fatal(PROG, -1, st, "braid_init");
-    int rank = braid_comm_rank(comm), size = braid_comm_size(comm);
+    int          rank = braid_comm_rank(comm), size = braid_comm_size(comm);
     ncclUniqueId id;
     if (rank == 0 && get_id(&id) != ncclSuccess)
         mp_fatal(PROG, rank, BRAID_ERR_INTERNAL, "ncclGetUniqueId");
     if ((st = braid_broadcast(&id, sizeof(id), BRAID_U8, 0, comm)) != BRAID_OK)
         mp_fatal(PROG, rank, st, "broadcast of the NCCL id");
-    ncclComm_t nc;
+    ncclComm_t   nc;
     ncclResult_t res = init(&nc, size, id, rank);
     if (res != ncclSuccess)
         mp_fatal(PROG, rank, BRAID_ERR_INTERNAL, "ncclCommInitRank: error %d",
                  (int)res);
 
-    cudaStream_t s = gpu_stream();
-    float  *send = gpu_alloc(maxb), *recv = gpu_alloc(maxb);
-    double *t = malloc(sizeof(double) * (size_t)iters);
-    double *tmax = malloc(sizeof(double) * (size_t)iters);
+    cudaStream_t s    = gpu_stream();
+    float       *send = gpu_alloc(maxb), *recv = gpu_alloc(maxb);
+    double      *t    = malloc(sizeof(double) * (size_t)iters);
+    double      *tmax = malloc(sizeof(double) * (size_t)iters);
     if (rank == 0) {
-        printf("# NCCL's own all-reduce (f32 sum, out of place), %d ranks; time "
-               "= median over %d iterations of the slowest rank\n", size, iters);
+        printf(
+            "# NCCL's own all-reduce (f32 sum, out of place), %d ranks; time "
+            "= median over %d iterations of the slowest rank\n",
+            size, iters);
         printf("# %10s %12s %11s %8s %8s\n", "size(B)", "count", "time(us)",
                "algbw", "busbw");
     }
@@ -107,18 +116,20 @@ int main(int argc, char **argv)
                 mp_fatal(PROG, rank, st, "barrier");
             double t0 = mp_now();
             if (allreduce(send, recv, count, ncclFloat32, ncclSum, nc, s) !=
-                    ncclSuccess || gpu_sync(s) != 0)
+                    ncclSuccess ||
+                gpu_sync(s) != 0)
                 mp_fatal(PROG, rank, BRAID_ERR_INTERNAL, "ncclAllReduce");
             if (i >= warmup)
                 t[i - warmup] = mp_now() - t0;
         }
-        if ((st = braid_allreduce(t, tmax, (size_t)iters, BRAID_F64,
-                                  BRAID_MAX, comm)) != BRAID_OK)
+        if ((st = braid_allreduce(t, tmax, (size_t)iters, BRAID_F64, BRAID_MAX,
+                                  comm)) != BRAID_OK)
             mp_fatal(PROG, rank, st, "allreduce of the times");
         qsort(tmax, (size_t)iters, sizeof(double), cmp);
-        double us = (iters % 2 ? tmax[iters / 2]
-                               : 0.5 * (tmax[iters / 2 - 1] + tmax[iters / 2])) *
-                    1e6;
+        double us =
+            (iters % 2 ? tmax[iters / 2]
+                       : 0.5 * (tmax[iters / 2 - 1] + tmax[iters / 2])) *
+            1e6;
         double algbw = (double)(count * 4) / us / 1e3;
         if (rank == 0)
             printf("  %10zu %12zu %11.2f %8.3f %8.3f\n", count * 4, count, us,

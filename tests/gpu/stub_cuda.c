@@ -31,9 +31,9 @@ EXPORT int cuPointerGetAttributes(unsigned n, int *attrs, void **data,
     }
     for (unsigned i = 0; i < n; i++) {
         unsigned *out = data[i];
-        int dev = ptr >= dev_lo && ptr < dev_hi;
-        int man = ptr >= managed_lo && ptr < managed_hi;
-        if (attrs[i] == 2)      /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */
+        int       dev = ptr >= dev_lo && ptr < dev_hi;
+        int       man = ptr >= managed_lo && ptr < managed_hi;
+        if (attrs[i] == 2) /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */
             *out = dev || man ? 2u : 0u;
         else if (attrs[i] == 8) /* CU_POINTER_ATTRIBUTE_IS_MANAGED */
             *out = man ? 1u : 0u;

@@ -38,15 +38,20 @@ EXPORT const char *cudaGetErrorString(cudaError_t err)
 {
     switch (err) {
     case 0: return "no error";
-    case 35: return "CUDA driver version is insufficient for CUDA runtime "
-                    "version";
+    case 35:
+        return "CUDA driver version is insufficient for CUDA runtime "
+               "version";
     case 100: return "no CUDA-capable device is detected";
     case 700: return "an illegal memory access was encountered";
     default: return "stub CUDA error";
     }
 }
 
-EXPORT cudaError_t cudaGetDevice(int *dev) { *dev = 0; return 0; }
+EXPORT cudaError_t cudaGetDevice(int *dev)
+{
+    *dev = 0;
+    return 0;
+}
 EXPORT cudaError_t cudaSetDevice(int dev) { return dev == 0 ? 0 : 101; }
 
 EXPORT cudaError_t cudaDeviceGetAttribute(int *value, int attr, int dev)
@@ -76,17 +81,30 @@ EXPORT cudaError_t cudaStreamCreate(cudaStream_t *s)
     *s = (cudaStream_t)&stream_token;
     return 0;
 }
-EXPORT cudaError_t cudaStreamDestroy(cudaStream_t s) { (void)s; return 0; }
-EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return 0; }
+EXPORT cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+    (void)s;
+    return 0;
+}
+EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+    (void)s;
+    return 0;
+}
 
 EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
 {
     (void)flags;
     *e = (cudaEvent_t)&event_tokens[__atomic_fetch_add(&next_event, 1,
-                                                       __ATOMIC_SEQ_CST) % 256];
+                                                       __ATOMIC_SEQ_CST) %
+                                    256];
     return 0;
 }
-EXPORT cudaError_t cudaEventDestroy(cudaEvent_t e) { (void)e; return 0; }
+EXPORT cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+    (void)e;
+    return 0;
+}
 EXPORT cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
     (void)e, (void)s;
@@ -99,14 +117,21 @@ EXPORT cudaError_t cudaEventQuery(cudaEvent_t e)
     int mode = __atomic_load_n(&event_mode, __ATOMIC_SEQ_CST);
     return mode == 1 ? cudaErrorNotReady : mode == 2 ? 700 : 0;
 }
-EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e) { return cudaEventQuery(e); }
+EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+    return cudaEventQuery(e);
+}
 
 EXPORT cudaError_t cudaMalloc(void **p, size_t len)
 {
     *p = malloc(len ? len : 1);
     return *p ? 0 : cudaErrorMemoryAllocation;
 }
-EXPORT cudaError_t cudaFree(void *p) { free(p); return 0; }
+EXPORT cudaError_t cudaFree(void *p)
+{
+    free(p);
+    return 0;
+}
 EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t len, int kind)
 {
     (void)kind;

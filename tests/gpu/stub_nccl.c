@@ -14,14 +14,14 @@
 #define EXPORT __attribute__((visibility("default")))
 
 typedef struct stub_call {
-    int         coll; /* 0 allreduce, 1 reduce_scatter, 2 allgather, 3 bcast */
-    size_t      count;
-    int         dtype, op, root;
+    int    coll; /* 0 allreduce, 1 reduce_scatter, 2 allgather, 3 bcast */
+    size_t count;
+    int    dtype, op, root;
     cudaStream_t stream;
 } stub_call_t;
 
 static stub_call_t last_call;
-static int         nranks = 1, aborts, destroys, pending_polls;
+static int         nranks     = 1, aborts, destroys, pending_polls;
 static const char *last_error = "";
 static char        comm_storage;
 
@@ -44,13 +44,16 @@ static int fails(const char *what)
 }
 
 EXPORT const stub_call_t *stub_nccl_last_call(void) { return &last_call; }
-EXPORT int stub_nccl_aborts(void) { return __atomic_load_n(&aborts, __ATOMIC_SEQ_CST); }
+EXPORT int                stub_nccl_aborts(void)
+{
+    return __atomic_load_n(&aborts, __ATOMIC_SEQ_CST);
+}
 EXPORT int stub_nccl_destroys(void) { return destroys; }
 
 EXPORT ncclResult_t ncclGetVersion(int *version)
 {
     const char *env = getenv("STUB_NCCL_VERSION");
-    *version = env != NULL ? atoi(env) : 22809;
+    *version        = env != NULL ? atoi(env) : 22809;
     return ncclSuccess;
 }
 
@@ -104,7 +107,7 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
     } else if (fails("async")) {
         last_error = "stub: remote process exited or there was a network "
                      "error";
-        *err = ncclRemoteError;
+        *err       = ncclRemoteError;
     } else {
         *err = ncclSuccess;
     }
@@ -136,8 +139,12 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 EXPORT const char *ncclGetErrorString(ncclResult_t res)
 {
     static const char *const names[] = {
-        "no error", "unhandled cuda error", "unhandled system error",
-        "internal error", "invalid argument", "invalid usage",
+        "no error",
+        "unhandled cuda error",
+        "unhandled system error",
+        "internal error",
+        "invalid argument",
+        "invalid usage",
         "remote process exited or there was a network error",
         "NCCL operation in progress"};
     return (unsigned)res < 8 ? names[res] : "unknown result code";

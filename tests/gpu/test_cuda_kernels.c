@@ -19,24 +19,24 @@
 #include "kernels/cuda/reduce_cuda.h"
 #include "kernels/reduce.h"
 
-#define SKIP 77
+#define SKIP      77
 #define MAX_COUNT 100003
 
 static long checks, failures;
 
 static const size_t dt_size[BRAID_DTYPE_COUNT] = {4, 8, 2, 2, 4, 8, 1};
-static const char *dt_name[BRAID_DTYPE_COUNT] = {"f32", "f64", "f16", "bf16",
-                                                 "i32", "i64", "u8"};
-static const char *op_name[BRAID_OP_COUNT] = {"sum", "prod", "min", "max",
-                                              "avg"};
+static const char  *dt_name[BRAID_DTYPE_COUNT] = {"f32", "f64", "f16", "bf16",
+                                                  "i32", "i64", "u8"};
+static const char  *op_name[BRAID_OP_COUNT]    = {"sum", "prod", "min", "max",
+                                                  "avg"};
 
 static uint64_t rng = 0x243f6a8885a308d3u;
 
 static uint64_t rnd(void)
 {
     uint64_t z = (rng += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z          = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
     return z ^ (z >> 31);
 }
 
@@ -44,20 +44,20 @@ static uint64_t rnd(void)
 static void fill(void *buf, size_t count, braid_dtype_t dt)
 {
     static const uint64_t special[BRAID_DTYPE_COUNT][8] = {
-        [BRAID_F32] = {0x7fc00000, 0xff800000, 0x80000000, 0x00000001,
-                       0x7f7fffff, 0x7fa00001, 0x3f800000, 0x00800000},
-        [BRAID_F64] = {0x7ff8000000000000u, 0xfff0000000000000u,
-                       0x8000000000000000u, 1, 0x7fefffffffffffffu,
-                       0x7ff4000000000001u, 0x3ff0000000000000u,
-                       0x0010000000000000u},
-        [BRAID_F16] = {0x7e00, 0xfc00, 0x8000, 0x0001, 0x7bff, 0x7d01, 0x3c00,
-                       0x0400},
+        [BRAID_F32]  = {0x7fc00000, 0xff800000, 0x80000000, 0x00000001,
+                        0x7f7fffff, 0x7fa00001, 0x3f800000, 0x00800000},
+        [BRAID_F64]  = {0x7ff8000000000000u, 0xfff0000000000000u,
+                        0x8000000000000000u, 1, 0x7fefffffffffffffu,
+                        0x7ff4000000000001u, 0x3ff0000000000000u,
+                        0x0010000000000000u},
+        [BRAID_F16]  = {0x7e00, 0xfc00, 0x8000, 0x0001, 0x7bff, 0x7d01, 0x3c00,
+                        0x0400},
         [BRAID_BF16] = {0x7fc0, 0xff80, 0x8000, 0x0001, 0x7f7f, 0x7fa1, 0x3f80,
                         0x0080},
-        [BRAID_I32] = {0, 1, 0xffffffff, 0x7fffffff, 0x80000000, 2, 3, 5},
-        [BRAID_I64] = {0, 1, ~0ull, 0x7fffffffffffffffu, 0x8000000000000000u,
-                       2, 3, 5},
-        [BRAID_U8] = {0, 1, 255, 128, 127, 2, 3, 16},
+        [BRAID_I32]  = {0, 1, 0xffffffff, 0x7fffffff, 0x80000000, 2, 3, 5},
+        [BRAID_I64]  = {0, 1, ~0ull, 0x7fffffffffffffffu, 0x8000000000000000u,
+                        2, 3, 5},
+        [BRAID_U8]   = {0, 1, 255, 128, 127, 2, 3, 16},
     };
     size_t sz = dt_size[dt];
     for (size_t i = 0; i < count; i++) {
@@ -83,12 +83,13 @@ static int is_nan(const void *p, braid_dtype_t dt)
 static void compare(const void *gpu, const void *cpu, size_t count,
                     braid_dtype_t dt, braid_op_t op, const char *what)
 {
-    size_t sz     = dt_size[dt];
-    int    arith  = op == BRAID_SUM || op == BRAID_PROD || op == BRAID_AVG;
-    long   bad    = 0;
-    size_t first  = 0;
+    size_t sz    = dt_size[dt];
+    int    arith = op == BRAID_SUM || op == BRAID_PROD || op == BRAID_AVG;
+    long   bad   = 0;
+    size_t first = 0;
     for (size_t i = 0; i < count; i++) {
-        const char *g = (const char *)gpu + i * sz, *c = (const char *)cpu + i * sz;
+        const char *g = (const char *)gpu + i * sz,
+                   *c = (const char *)cpu + i * sz;
         if (memcmp(g, c, sz) == 0 || (arith && is_nan(g, dt) && is_nan(c, dt)))
             continue;
         if (bad++ == 0)
@@ -101,9 +102,11 @@ static void compare(const void *gpu, const void *cpu, size_t count,
     uint64_t g = 0, c = 0;
     memcpy(&g, (const char *)gpu + first * sz, sz);
     memcpy(&c, (const char *)cpu + first * sz, sz);
-    fprintf(stderr, "FAIL %s %s %s count %zu: %ld elements differ, first at "
-            "%zu: gpu 0x%llx cpu 0x%llx\n", what, dt_name[dt], op_name[op],
-            count, bad, first, (unsigned long long)g, (unsigned long long)c);
+    fprintf(stderr,
+            "FAIL %s %s %s count %zu: %ld elements differ, first at "
+            "%zu: gpu 0x%llx cpu 0x%llx\n",
+            what, dt_name[dt], op_name[op], count, bad, first,
+            (unsigned long long)g, (unsigned long long)c);
 }
 
 static int cuda_ok(cudaError_t e, const char *what)
@@ -123,21 +126,26 @@ static void run_case(braid_dtype_t dt, braid_op_t op, size_t count,
     size_t bytes = count * dt_size[dt];
     fill(ha, count, dt);
     fill(hb, count, dt);
-    if (!cuda_ok(cudaMemcpy(da, ha, bytes, cudaMemcpyHostToDevice), "copy a") ||
+    if (!cuda_ok(cudaMemcpy(da, ha, bytes, cudaMemcpyHostToDevice),
+                 "copy a") ||
         !cuda_ok(cudaMemcpy(db, hb, bytes, cudaMemcpyHostToDevice), "copy b"))
         return;
 
     braid_kernel_reduce2(hc, ha, hb, count, dt, op);
-    if (!cuda_ok((cudaError_t)braid_cuda_reduce2(dd, da, db, count, dt, op, NULL),
-                 "launch") ||
-        !cuda_ok(cudaMemcpy(hg, dd, bytes, cudaMemcpyDeviceToHost), "copy back"))
+    if (!cuda_ok(
+            (cudaError_t)braid_cuda_reduce2(dd, da, db, count, dt, op, NULL),
+            "launch") ||
+        !cuda_ok(cudaMemcpy(hg, dd, bytes, cudaMemcpyDeviceToHost),
+                 "copy back"))
         return;
     compare(hg, hc, count, dt, op, "out of place");
 
     /* In place into a: a = a op b. */
-    if (!cuda_ok((cudaError_t)braid_cuda_reduce2(da, da, db, count, dt, op, NULL),
-                 "launch in place") ||
-        !cuda_ok(cudaMemcpy(hg, da, bytes, cudaMemcpyDeviceToHost), "copy back"))
+    if (!cuda_ok(
+            (cudaError_t)braid_cuda_reduce2(da, da, db, count, dt, op, NULL),
+            "launch in place") ||
+        !cuda_ok(cudaMemcpy(hg, da, bytes, cudaMemcpyDeviceToHost),
+                 "copy back"))
         return;
     compare(hg, hc, count, dt, op, "in place");
 
@@ -146,10 +154,13 @@ static void run_case(braid_dtype_t dt, braid_op_t op, size_t count,
     for (int n = 2; n <= 8; n++) {
         memcpy(hg, hc, bytes);
         braid_kernel_finish_avg(hg, count, dt, op, n);
-        if (!cuda_ok(cudaMemcpy(dd, hc, bytes, cudaMemcpyHostToDevice), "copy") ||
-            !cuda_ok((cudaError_t)braid_cuda_finish_avg(dd, count, dt, op, n, NULL),
-                     "launch avg") ||
-            !cuda_ok(cudaMemcpy(ha, dd, bytes, cudaMemcpyDeviceToHost), "copy back"))
+        if (!cuda_ok(cudaMemcpy(dd, hc, bytes, cudaMemcpyHostToDevice),
+                     "copy") ||
+            !cuda_ok(
+                (cudaError_t)braid_cuda_finish_avg(dd, count, dt, op, n, NULL),
+                "launch avg") ||
+            !cuda_ok(cudaMemcpy(ha, dd, bytes, cudaMemcpyDeviceToHost),
+                     "copy back"))
             return;
         compare(ha, hg, count, dt, op, "finish_avg");
     }
@@ -157,16 +168,17 @@ static void run_case(braid_dtype_t dt, braid_op_t op, size_t count,
 
 int main(void)
 {
-    int ndev = 0;
-    cudaError_t e = cudaGetDeviceCount(&ndev);
+    int         ndev = 0;
+    cudaError_t e    = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev == 0) {
         printf("SKIP: %s (%s)\n",
                e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary
-                   ? "CUDA driver not loaded" : "no CUDA device",
+                   ? "CUDA driver not loaded"
+                   : "no CUDA device",
                e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
         return SKIP;
     }
-    size_t cap = MAX_COUNT * 8;
+    size_t         cap = MAX_COUNT * 8;
     unsigned char *ha = malloc(cap), *hb = malloc(cap), *hc = malloc(cap),
                   *hg = malloc(cap);
     void *da = NULL, *db = NULL, *dd = NULL;
@@ -194,13 +206,16 @@ int main(void)
             size_t bytes = 65536 * 2;
             braid_kernel_reduce2(hc, ha, hb, 65536, (braid_dtype_t)dt,
                                  (braid_op_t)op);
-            if (cuda_ok(cudaMemcpy(da, ha, bytes, cudaMemcpyHostToDevice), "copy") &&
-                cuda_ok(cudaMemcpy(db, hb, bytes, cudaMemcpyHostToDevice), "copy") &&
+            if (cuda_ok(cudaMemcpy(da, ha, bytes, cudaMemcpyHostToDevice),
+                        "copy") &&
+                cuda_ok(cudaMemcpy(db, hb, bytes, cudaMemcpyHostToDevice),
+                        "copy") &&
                 cuda_ok((cudaError_t)braid_cuda_reduce2(dd, da, db, 65536,
                                                         (braid_dtype_t)dt,
                                                         (braid_op_t)op, NULL),
                         "launch") &&
-                cuda_ok(cudaMemcpy(hg, dd, bytes, cudaMemcpyDeviceToHost), "copy"))
+                cuda_ok(cudaMemcpy(hg, dd, bytes, cudaMemcpyDeviceToHost),
+                        "copy"))
                 compare(hg, hc, 65536, (braid_dtype_t)dt, (braid_op_t)op,
                         "all values");
         }

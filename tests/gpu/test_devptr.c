@@ -11,9 +11,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "../unit/check.h"
 #include "cuda/devptr.h"
 #include "util/log.h"
-#include "../unit/check.h"
 
 static double now(void)
 {
@@ -24,8 +24,8 @@ static double now(void)
 
 static braid_mem_kind_t kind_of(const void *p)
 {
-    braid_mem_kind_t k = (braid_mem_kind_t)-1;
-    braid_status_t st = braid_devptr_kind(&k, p, "test", "buf");
+    braid_mem_kind_t k  = (braid_mem_kind_t)-1;
+    braid_status_t   st = braid_devptr_kind(&k, p, "test", "buf");
     CHECK(st == BRAID_OK, "kind of %p: %s", p, braid_last_error());
     return k;
 }
@@ -48,9 +48,9 @@ static int knobs(const char *path)
 
 static void per_call(const char *what, const void *a, const void *b)
 {
-    int n = 1000000;
+    int              n = 1000000;
     braid_mem_kind_t k;
-    double t0 = now();
+    double           t0 = now();
     for (int i = 0; i < n; i++)
         braid_devptr_buffers(&k, a, b, "allreduce");
     printf("%s: %.1f ns per call\n", what, (now() - t0) / n * 1e9);
@@ -78,7 +78,8 @@ int main(int argc, char **argv)
          * a CUDA program would use: still no driver, still host. */
         if (knobs(argv[2]))
             set_ranges(dev, sizeof(dev), NULL, 0);
-        CHECK(!braid_devptr_driver_loaded() && kind_of(dev) == BRAID_MEM_KIND_HOST,
+        CHECK(!braid_devptr_driver_loaded() &&
+                  kind_of(dev) == BRAID_MEM_KIND_HOST,
               "the answer stands");
         return check_summary("devptr none");
     }
@@ -106,28 +107,35 @@ int main(int argc, char **argv)
     CHECK(kind_of(dev) == BRAID_MEM_KIND_HOST, "not initialised: host");
     fail_next(999);
     braid_mem_kind_t k;
-    braid_status_t st = braid_devptr_buffers(&k, host, dev, "allreduce");
+    braid_status_t   st = braid_devptr_buffers(&k, host, dev, "allreduce");
     CHECK(st == BRAID_ERR_INTERNAL, "driver failure is an error (%d)", st);
-    CHECK(strstr(braid_last_error(), "allreduce: cannot tell whether sendbuf") &&
-              strstr(braid_last_error(), "cuPointerGetAttributes") &&
-              strstr(braid_last_error(), "stub failure for the test"),
-          "message names the call, the buffer and the driver's words: %s",
-          braid_last_error());
+    CHECK(
+        strstr(braid_last_error(), "allreduce: cannot tell whether sendbuf") &&
+            strstr(braid_last_error(), "cuPointerGetAttributes") &&
+            strstr(braid_last_error(), "stub failure for the test"),
+        "message names the call, the buffer and the driver's words: %s",
+        braid_last_error());
     CHECK(kind_of(dev) == BRAID_MEM_KIND_DEVICE, "next query fine again");
 
     /* 4. A call's two buffers: the same kind, or an error naming both. */
     CHECK(braid_devptr_buffers(&k, dev, dev + 64, "allreduce") == BRAID_OK &&
-              k == BRAID_MEM_KIND_DEVICE, "device + device");
+              k == BRAID_MEM_KIND_DEVICE,
+          "device + device");
     CHECK(braid_devptr_buffers(&k, host, host, "broadcast") == BRAID_OK &&
-              k == BRAID_MEM_KIND_HOST, "host in place");
+              k == BRAID_MEM_KIND_HOST,
+          "host in place");
     CHECK(braid_devptr_buffers(&k, NULL, NULL, "barrier") == BRAID_OK &&
-              k == BRAID_MEM_KIND_HOST, "no buffers: host");
+              k == BRAID_MEM_KIND_HOST,
+          "no buffers: host");
     CHECK(braid_devptr_buffers(&k, NULL, dev, "allgather") == BRAID_OK &&
-              k == BRAID_MEM_KIND_DEVICE, "only recvbuf given: its kind");
+              k == BRAID_MEM_KIND_DEVICE,
+          "only recvbuf given: its kind");
     st = braid_devptr_buffers(&k, dev, host, "allreduce");
-    CHECK(st == BRAID_ERR_INVALID_ARG && strstr(braid_last_error(),
-          "sendbuf is CUDA device memory but recvbuf is host memory"),
-          "mixed kinds refused: %s", braid_last_error());
+    CHECK(
+        st == BRAID_ERR_INVALID_ARG &&
+            strstr(braid_last_error(),
+                   "sendbuf is CUDA device memory but recvbuf is host memory"),
+        "mixed kinds refused: %s", braid_last_error());
     per_call("with the (stub) driver", host, host + 64);
     return check_summary("devptr stub");
 }

@@ -16,9 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../unit/check.h"
 #include "kernels/reduce.h"
 #include "nccl.h"
-#include "../unit/check.h"
 
 /* ------------------------------------------------- what the core offers */
 
@@ -56,9 +56,8 @@ static double host_now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-braid_nccl_host_t braid_nccl_host = {host_log, host_error,
-                                     braid_kernel_finish_avg, host_timeout,
-                                     host_now};
+braid_nccl_host_t braid_nccl_host = {
+    host_log, host_error, braid_kernel_finish_avg, host_timeout, host_now};
 
 /* Two ranks, seen from rank 0: every slot gets rank 0's contribution. */
 static braid_status_t oob_allgather(void *ctx, const void *send, void *recv,
@@ -69,9 +68,13 @@ static braid_status_t oob_allgather(void *ctx, const void *send, void *recv,
     memcpy((char *)recv + len, send, len);
     return BRAID_OK;
 }
-static braid_status_t oob_barrier(void *ctx) { (void)ctx; return BRAID_OK; }
-static const braid_oob_t oob = {.rank = 0, .size = 2, .allgather = oob_allgather,
-                                .barrier = oob_barrier};
+static braid_status_t oob_barrier(void *ctx)
+{
+    (void)ctx;
+    return BRAID_OK;
+}
+static const braid_oob_t oob = {
+    .rank = 0, .size = 2, .allgather = oob_allgather, .barrier = oob_barrier};
 
 /* ----------------------------------------------------------- the stubs */
 
@@ -84,9 +87,9 @@ typedef struct stub_call {
 
 static const stub_call_t *(*last_call)(void);
 static int (*aborts)(void), (*destroys)(void);
-static void (*fail)(const char *what);  /* stub_nccl_fail */
-static void (*event_mode)(int mode);    /* stub_cuda_event_mode: 0 ready,
-                                           1 pending, 2 error */
+static void (*fail)(const char *what); /* stub_nccl_fail */
+static void (*event_mode)(int mode);   /* stub_cuda_event_mode: 0 ready,
+                                          1 pending, 2 error */
 
 static const braid_nccl_lib_t *lib;
 
@@ -98,12 +101,15 @@ static braid_nccl_comm_t *new_comm(void)
     return c;
 }
 
-static braid_nccl_op_t make_op(braid_coll_t coll, const void *send,
-                               void *recv, size_t count, braid_dtype_t dt,
-                               braid_op_t op)
+static braid_nccl_op_t make_op(braid_coll_t coll, const void *send, void *recv,
+                               size_t count, braid_dtype_t dt, braid_op_t op)
 {
-    return (braid_nccl_op_t){.coll = coll, .sendbuf = send, .recvbuf = recv,
-                             .count = count, .dtype = dt, .op = op};
+    return (braid_nccl_op_t){.coll    = coll,
+                             .sendbuf = send,
+                             .recvbuf = recv,
+                             .count   = count,
+                             .dtype   = dt,
+                             .op      = op};
 }
 
 /* Runs a plain call to completion. */
@@ -126,7 +132,7 @@ static void test_mapping(void)
         return;
     static const int want_dt[BRAID_DTYPE_COUNT] = {7, 8, 6, 9, 2, 4, 1};
     static const int want_op[BRAID_OP_COUNT]    = {0, 1, 3, 2, 4};
-    char send[64] = {0}, recv[64];
+    char             send[64]                   = {0}, recv[64];
     for (int dt = 0; dt < BRAID_DTYPE_COUNT; dt++)
         for (int op = 0; op < BRAID_OP_COUNT; op++) {
             braid_nccl_op_t o = make_op(BRAID_COLL_ALLREDUCE, send, recv, 3,
@@ -143,9 +149,9 @@ static void test_mapping(void)
         }
     CHECK(c->nonblocking, "NCCL >= 2.14: non-blocking set-up");
 
-    float in[4] = {1, 2, 3, 4}, out[8];
-    braid_nccl_op_t o = make_op(BRAID_COLL_REDUCE_SCATTER, in, out, 2,
-                                BRAID_F32, BRAID_MAX);
+    float           in[4] = {1, 2, 3, 4}, out[8];
+    braid_nccl_op_t o =
+        make_op(BRAID_COLL_REDUCE_SCATTER, in, out, 2, BRAID_F32, BRAID_MAX);
     CHECK(run(c, &o) == BRAID_OK && last_call()->coll == 1 &&
               last_call()->count == 2 && last_call()->op == 2,
           "reduce_scatter: recvcount and op passed on");
@@ -153,7 +159,7 @@ static void test_mapping(void)
     CHECK(run(c, &o) == BRAID_OK && last_call()->coll == 2 &&
               last_call()->count == 4 && out[4] == 1 && out[7] == 4,
           "allgather: sendcount passed on");
-    o = make_op(BRAID_COLL_BROADCAST, in, in, 4, BRAID_I32, BRAID_SUM);
+    o      = make_op(BRAID_COLL_BROADCAST, in, in, 4, BRAID_I32, BRAID_SUM);
     o.root = 1;
     CHECK(run(c, &o) == BRAID_OK && last_call()->coll == 3 &&
               last_call()->root == 1 && last_call()->dtype == 2,
@@ -173,9 +179,9 @@ static void test_avg(void)
     braid_nccl_comm_t *c = new_comm();
     if (c == NULL)
         return;
-    float in[5] = {1, 2, 3, 4.5f, -7}, out[5];
-    braid_nccl_op_t o = make_op(BRAID_COLL_ALLREDUCE, in, out, 5, BRAID_F32,
-                                BRAID_AVG);
+    float           in[5] = {1, 2, 3, 4.5f, -7}, out[5];
+    braid_nccl_op_t o =
+        make_op(BRAID_COLL_ALLREDUCE, in, out, 5, BRAID_F32, BRAID_AVG);
     CHECK(run(c, &o) == BRAID_OK && last_call()->op == 4,
           "avg is ncclAvg on NCCL 2.28");
     setenv("BRAID_NCCL_AVG", "sum", 1);
@@ -183,13 +189,13 @@ static void test_avg(void)
     CHECK(run(c, &o) == BRAID_OK && last_call()->op == 0, "avg by sum: %s",
           last_msg);
     /* The stub sums 2 equal contributions; the division gives them back. */
-    CHECK(memcmp(out, in, sizeof(in)) == 0, "sum / 2 = input: %g %g %g", out[0],
-          out[3], out[4]);
+    CHECK(memcmp(out, in, sizeof(in)) == 0, "sum / 2 = input: %g %g %g",
+          out[0], out[3], out[4]);
     unsetenv("BRAID_NCCL_AVG");
 
     /* An NCCL before 2.10: no bf16, avg by sum. */
     braid_nccl_lib_t *old = (braid_nccl_lib_t *)lib;
-    old->has_avg = 0;
+    old->has_avg          = 0;
     o = make_op(BRAID_COLL_ALLREDUCE, in, out, 2, BRAID_BF16, BRAID_SUM);
     CHECK(run(c, &o) == BRAID_ERR_NOT_SUPPORTED &&
               strstr(last_msg, "bf16 needs NCCL 2.10"),
@@ -204,14 +210,14 @@ static void test_avg(void)
 
 static void test_errors(void)
 {
-    char buf[16] = {0};
-    braid_nccl_op_t o = make_op(BRAID_COLL_ALLREDUCE, buf, buf, 2, BRAID_I32,
-                                BRAID_SUM);
+    char            buf[16] = {0};
+    braid_nccl_op_t o =
+        make_op(BRAID_COLL_ALLREDUCE, buf, buf, 2, BRAID_I32, BRAID_SUM);
 
     /* The set-up fails on every rank with NCCL's reason. */
     fail("init");
-    braid_nccl_comm_t *c = new_comm();
-    braid_status_t st = run(c, &o);
+    braid_nccl_comm_t *c  = new_comm();
+    braid_status_t     st = run(c, &o);
     CHECK(st == BRAID_ERR_INVALID_ARG &&
               strstr(last_msg, "NCCL error 5 (invalid usage): stub: Duplicate "
                                "GPU detected"),
@@ -224,7 +230,7 @@ static void test_errors(void)
     braid_nccl_comm_destroy(c);
 
     fail("uid");
-    c = new_comm();
+    c  = new_comm();
     st = run(c, &o);
     CHECK(st == BRAID_ERR_TRANSPORT && strstr(last_msg, "rank 0") &&
               strstr(last_msg, "no network interface"),
@@ -237,14 +243,15 @@ static void test_errors(void)
     CHECK(run(c, &o) == BRAID_OK, "first call fine");
     fail("coll");
     int before = aborts();
-    st = run(c, &o);
+    st         = run(c, &o);
     CHECK(st == BRAID_ERR_TRANSPORT &&
               strstr(last_msg, "allreduce: NCCL error 2 (unhandled system "
                                "error): stub: socket closed by peer"),
           "collective failure: %d %s", st, last_msg);
     CHECK(aborts() == before + 1, "aborted once");
     fail("");
-    CHECK(run(c, &o) == BRAID_ERR_TRANSPORT && strstr(last_msg, "socket closed"),
+    CHECK(run(c, &o) == BRAID_ERR_TRANSPORT &&
+              strstr(last_msg, "socket closed"),
           "and stays failed: %s", last_msg);
     braid_nccl_comm_destroy(c);
 
@@ -254,7 +261,7 @@ static void test_errors(void)
     event_mode(1);
     fail("async");
     before = aborts();
-    st = run(c, &o);
+    st     = run(c, &o);
     CHECK(st == BRAID_ERR_PEER && strstr(last_msg, "remote process exited"),
           "asynchronous error: %d %s", st, last_msg);
     CHECK(aborts() == before + 1, "aborted");
@@ -263,9 +270,9 @@ static void test_errors(void)
 
     /* No error, but the call never completes: cancel (after the core's
      * timeout) aborts, so that the kernel lets go of the buffers. */
-    c = new_comm();
+    c      = new_comm();
     before = aborts();
-    st = braid_nccl_coll_start(c, &o);
+    st     = braid_nccl_coll_start(c, &o);
     CHECK(st == BRAID_OK && braid_nccl_coll_test(c, &o) == BRAID_INPROGRESS,
           "pending call in progress");
     braid_nccl_coll_cancel(c, &o);
@@ -276,7 +283,7 @@ static void test_errors(void)
 
     /* CUDA reports a failed kernel. */
     event_mode(2);
-    c = new_comm();
+    c  = new_comm();
     st = run(c, &o);
     CHECK(st == BRAID_ERR_TRANSPORT &&
               strstr(last_msg, "CUDA error 700 (an illegal memory access"),
@@ -287,12 +294,12 @@ static void test_errors(void)
 
 static void test_stream(void)
 {
-    static char user_stream;
-    cudaStream_t s = (cudaStream_t)&user_stream;
-    char buf[16] = {0};
-    braid_nccl_comm_t *c = new_comm();
-    braid_nccl_op_t o = make_op(BRAID_COLL_ALLREDUCE, buf, buf, 4, BRAID_F32,
-                                BRAID_SUM);
+    static char        user_stream;
+    cudaStream_t       s       = (cudaStream_t)&user_stream;
+    char               buf[16] = {0};
+    braid_nccl_comm_t *c       = new_comm();
+    braid_nccl_op_t    o =
+        make_op(BRAID_COLL_ALLREDUCE, buf, buf, 4, BRAID_F32, BRAID_SUM);
     o.on_stream = 1;
     o.stream    = s;
     CHECK(braid_nccl_coll_start(c, &o) == BRAID_OK &&
@@ -321,12 +328,12 @@ static void test_stream(void)
 
 static void test_model(void)
 {
-    braid_nccl_model_t nvl = {BRAID_NCCL_LINK_NVLINK, 18 * 20.6, 50};
-    braid_nccl_model_t pci = {BRAID_NCCL_LINK_PCI, 24, 25};
-    const char *choice = NULL;
+    braid_nccl_model_t nvl    = {BRAID_NCCL_LINK_NVLINK, 18 * 20.6, 50};
+    braid_nccl_model_t pci    = {BRAID_NCCL_LINK_PCI, 24, 25};
+    const char        *choice = NULL;
     /* 8 GPUs, one node, 8 bytes: ring/LL, 6.6 + 14 steps x 0.6 us. */
-    double t = braid_nccl_model_time(&nvl, BRAID_COLL_ALLREDUCE, 8, 8, 1, 8,
-                                     &choice);
+    double t =
+        braid_nccl_model_time(&nvl, BRAID_COLL_ALLREDUCE, 8, 8, 1, 8, &choice);
     CHECK(fabs(t - 15.0) < 0.01 && !strcmp(choice, "ring/LL"),
           "8 B on 8 NVLink GPUs: %.3f us %s", t, choice);
     t = braid_nccl_model_time(&nvl, BRAID_COLL_ALLREDUCE, 256u << 20, 8, 1, 8,
@@ -335,7 +342,8 @@ static void test_model(void)
     CHECK(fabs(t - (8.4 + 14 * 3.4 + (256u << 20) / (1e3 * bw))) < 0.01 &&
               !strcmp(choice, "ring/Simple"),
           "256 MiB: ring/Simple at the bus bandwidth: %.1f us %s", t, choice);
-    braid_nccl_model_time(&pci, BRAID_COLL_ALLREDUCE, 1 << 20, 4, 1, 4, &choice);
+    braid_nccl_model_time(&pci, BRAID_COLL_ALLREDUCE, 1 << 20, 4, 1, 4,
+                          &choice);
     CHECK(strstr(choice, "LL128") == NULL, "no LL128 without NVLink (%s)",
           choice);
     /* Across 8 nodes the tree's log2 beats the ring's 2(n-1) steps. */
@@ -343,13 +351,14 @@ static void test_model(void)
     CHECK(!strncmp(choice, "tree", 4), "8 nodes, 8 B: %s", choice);
     double ag = braid_nccl_model_time(&pci, BRAID_COLL_ALLGATHER, 1 << 20, 4,
                                       1, 4, NULL);
-    double rs = braid_nccl_model_time(&pci, BRAID_COLL_REDUCE_SCATTER,
-                                      1 << 20, 4, 1, 4, NULL);
+    double rs = braid_nccl_model_time(&pci, BRAID_COLL_REDUCE_SCATTER, 1 << 20,
+                                      4, 1, 4, NULL);
     double ar = braid_nccl_model_time(&pci, BRAID_COLL_ALLREDUCE, 4 << 20, 4,
                                       1, 4, NULL);
     CHECK(fabs(ag - rs) < 1e-9 && ar > ag,
           "allgather = reduce_scatter of the same part, allreduce of the "
-          "whole costs more: %.1f %.1f %.1f", ag, rs, ar);
+          "whole costs more: %.1f %.1f %.1f",
+          ag, rs, ar);
     double prev = 0;
     for (size_t b = 8; b <= (1u << 30); b *= 4) {
         double x = braid_nccl_model_time(&nvl, BRAID_COLL_BROADCAST, b, 4, 2,
@@ -358,7 +367,8 @@ static void test_model(void)
         prev = x;
     }
     CHECK(braid_nccl_model_time(&nvl, BRAID_COLL_BARRIER, 0, 4, 1, 4, NULL) ==
-              braid_nccl_model_time(&nvl, BRAID_COLL_ALLREDUCE, 4, 4, 1, 4, NULL),
+              braid_nccl_model_time(&nvl, BRAID_COLL_ALLREDUCE, 4, 4, 1, 4,
+                                    NULL),
           "a barrier costs a one-word all-reduce");
 }
 
@@ -388,7 +398,8 @@ static void test_net(void)
     put(root, "class/net/eth1/operstate", "down\n");
     put(root, "class/net/eth1/speed", "400000\n");
     CHECK(braid_nccl_links_net_gbps(root) == 12.5,
-          "fastest Ethernet that is up: %.2f", braid_nccl_links_net_gbps(root));
+          "fastest Ethernet that is up: %.2f",
+          braid_nccl_links_net_gbps(root));
     put(root, "class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
     put(root, "class/infiniband/mlx5_0/ports/1/rate", "200 Gb/sec (4X HDR)\n");
     put(root, "class/infiniband/mlx5_1/ports/1/state", "1: DOWN\n");
@@ -416,7 +427,7 @@ int main(int argc, char **argv)
     last_call = (const stub_call_t *(*)(void))dlsym(dl, "stub_nccl_last_call");
     aborts    = (int (*)(void))dlsym(dl, "stub_nccl_aborts");
     destroys  = (int (*)(void))dlsym(dl, "stub_nccl_destroys");
-    fail = (void (*)(const char *))dlsym(dl, "stub_nccl_fail");
+    fail      = (void (*)(const char *))dlsym(dl, "stub_nccl_fail");
     snprintf(path, sizeof(path), "%s/libstub-cudart.so", argv[1]);
     setenv("BRAID_CUDART_LIBRARY", path, 1);
     void *rt = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -433,7 +444,8 @@ int main(int argc, char **argv)
     if (lib == NULL)
         return check_summary("nccl_backend");
     CHECK(!strcmp(lib->version, "2.28.9") && lib->has_avg &&
-              lib->comm_init_rank_config != NULL && lib->get_last_error != NULL,
+              lib->comm_init_rank_config != NULL &&
+              lib->get_last_error != NULL,
           "version %s, avg, non-blocking init, last error", lib->version);
 
     test_mapping();

@@ -39,9 +39,10 @@ static double expected(braid_dtype_t dt, braid_op_t op, size_t j)
     double acc = input(dt, op, 0, j);
     for (int r = 1; r < size; r++) {
         double v = input(dt, op, r, j);
-        acc = op == BRAID_PROD ? acc * v
-              : op == BRAID_MIN ? fmin(acc, v)
-              : op == BRAID_MAX ? fmax(acc, v) : acc + v;
+        acc      = op == BRAID_PROD  ? acc * v
+                   : op == BRAID_MIN ? fmin(acc, v)
+                   : op == BRAID_MAX ? fmax(acc, v)
+                                     : acc + v;
     }
     if (ref_is_float(dt))
         return ref_round_f(dt, op == BRAID_AVG ? acc / size : acc);
@@ -68,8 +69,9 @@ static int same(braid_dtype_t dt, braid_op_t op, const void *buf, size_t i,
         return (double)ref_load_i(dt, buf, i) == want;
     double got = ref_load_f(dt, buf, i);
     if (op == BRAID_AVG)
-        return fabs(got - want) <= (dt == BRAID_F16 || dt == BRAID_BF16
-                                        ? 0x1p-6 : 1e-6) * fmax(1, fabs(want));
+        return fabs(got - want) <=
+               (dt == BRAID_F16 || dt == BRAID_BF16 ? 0x1p-6 : 1e-6) *
+                   fmax(1, fabs(want));
     return got == want;
 }
 
@@ -80,15 +82,18 @@ static void report(const char *what, braid_dtype_t dt, braid_op_t op,
     if (bad == 0)
         return;
     failures++;
-    fprintf(stderr, "FAIL rank %d: %s %s %s count %zu %s: %ld wrong, first "
-            "at %zu\n", rank, what, ref_name(dt), ref_op_name(op), count,
+    fprintf(stderr,
+            "FAIL rank %d: %s %s %s count %zu %s: %ld wrong, first "
+            "at %zu\n",
+            rank, what, ref_name(dt), ref_op_name(op), count,
             inplace ? "in place" : "out of place", bad, first);
 }
 
 /* Every rank must hold the same bits. */
 static void same_everywhere(const void *buf, size_t len, const char *what)
 {
-    uint64_t h = ref_hash(REF_HASH_INIT, buf, len), *all = calloc((size_t)size, 8);
+    uint64_t h        = ref_hash(REF_HASH_INIT, buf, len),
+             *all     = calloc((size_t)size, 8);
     braid_status_t st = braid_allgather(&h, all, 1, BRAID_I64, comm);
     if (st != BRAID_OK)
         mp_fatal(PROG, rank, st, "allgather of result hashes");
@@ -143,9 +148,7 @@ static void run_one(braid_coll_t coll, braid_dtype_t dt, braid_op_t op,
     case BRAID_COLL_ALLGATHER:
         st = braid_allgather(send, recv, count, dt, comm);
         break;
-    default:
-        st = braid_broadcast(dr, count, dt, root, comm);
-        break;
+    default: st = braid_broadcast(dr, count, dt, root, comm); break;
     }
     if (st != BRAID_OK)
         mp_fatal(PROG, rank, st, "%s %s %s count %zu", braid_coll_name(coll),
@@ -154,7 +157,7 @@ static void run_one(braid_coll_t coll, braid_dtype_t dt, braid_op_t op,
     /* The result, wherever the call put it. */
     unsigned char *res = hr;
     gpu_get(hr, recv, coll == BRAID_COLL_ALLGATHER ? rlen : blk);
-    long   bad = 0;
+    long   bad   = 0;
     size_t first = 0;
     for (size_t j = 0; j < (coll == BRAID_COLL_ALLGATHER ? n * count : count);
          j++) {
@@ -169,9 +172,13 @@ static void run_one(braid_coll_t coll, braid_dtype_t dt, braid_op_t op,
             break;
         default: want = input(dt, op, root, j); break;
         }
-        if (!same(dt, coll == BRAID_COLL_ALLREDUCE ||
-                          coll == BRAID_COLL_REDUCE_SCATTER ? op : BRAID_SUM,
-                  res, j, want) && bad++ == 0)
+        if (!same(dt,
+                  coll == BRAID_COLL_ALLREDUCE ||
+                          coll == BRAID_COLL_REDUCE_SCATTER
+                      ? op
+                      : BRAID_SUM,
+                  res, j, want) &&
+            bad++ == 0)
             first = j;
     }
     report(braid_coll_name(coll), dt, op, count, inplace, bad, first);
@@ -199,9 +206,9 @@ int main(int argc, char **argv)
     rank = braid_comm_rank(comm);
     size = braid_comm_size(comm);
 
-    const size_t counts[] = {1, 3, 1000, 65537, (1u << 20) + 3};
-    int    ncounts = quick ? 3 : 5;
-    size_t cap     = ((1u << 20) + 3) * 8 * (size_t)size;
+    const size_t   counts[] = {1, 3, 1000, 65537, (1u << 20) + 3};
+    int            ncounts  = quick ? 3 : 5;
+    size_t         cap      = ((1u << 20) + 3) * 8 * (size_t)size;
     unsigned char *hs = malloc(cap), *hr = malloc(cap);
     unsigned char *ds = gpu_alloc(cap), *dr = gpu_alloc(cap);
     if (!hs || !hr)
@@ -216,8 +223,8 @@ int main(int argc, char **argv)
                     continue;
                 for (int k = 0; k < ncounts; k++) {
                     /* The largest count on all-reduce f32 only. */
-                    if (k == 4 && (coll != BRAID_COLL_ALLREDUCE ||
-                                   dt != BRAID_F32))
+                    if (k == 4 &&
+                        (coll != BRAID_COLL_ALLREDUCE || dt != BRAID_F32))
                         continue;
                     for (int inplace = 0; inplace < 2; inplace++) {
                         if (coll == BRAID_COLL_BROADCAST && !inplace)
@@ -235,11 +242,11 @@ int main(int argc, char **argv)
 
     /* A communicator from braid_comm_split gets its own NCCL communicator. */
     braid_comm_t *half = NULL;
-    step = "comm_split";
+    step               = "comm_split";
     if ((st = braid_comm_split(comm, rank % 2, rank, &half)) != BRAID_OK)
         mp_fatal(PROG, rank, st, "comm_split");
-    braid_comm_t *world = comm;
-    int world_rank = rank, world_size = size;
+    braid_comm_t *world      = comm;
+    int           world_rank = rank, world_size = size;
     comm = half;
     rank = braid_comm_rank(half);
     size = braid_comm_size(half);

@@ -26,7 +26,7 @@ int main(int argc, char **argv)
     const char *env         = getenv("BRAID_TIMEOUT");
     double      timeout     = env ? atof(env) : 30;
     gpu_open_or_skip(PROG);
-    braid_comm_t *comm;
+    braid_comm_t  *comm;
     braid_status_t st = braid_init(&comm);
     if (st != BRAID_OK)
         mp_fatal(PROG, -1, st, "braid_init");
@@ -35,8 +35,8 @@ int main(int argc, char **argv)
         printf("SKIP: %s needs 2 ranks or more\n", PROG);
         return GPU_SKIP;
     }
-    float       *buf = gpu_alloc(sizeof(float) * COUNT);
-    cudaStream_t s   = gpu_stream();
+    float       *buf     = gpu_alloc(sizeof(float) * COUNT);
+    cudaStream_t s       = gpu_stream();
     double       last_ok = mp_now();
     for (int i = 0;; i++) {
         if (rank == size - 1 && i == 20) {
@@ -49,8 +49,8 @@ int main(int argc, char **argv)
             int err = st == BRAID_OK ? gpu_sync(s) : 0;
             if (st == BRAID_OK && err != 0)
                 printf("rank %d: cudaStreamSynchronize returned CUDA error %d "
-                       "after %.1f s; the next call says why\n", rank, err,
-                       mp_now() - last_ok);
+                       "after %.1f s; the next call says why\n",
+                       rank, err, mp_now() - last_ok);
         } else {
             st = braid_allreduce(buf, buf, COUNT, BRAID_F32, BRAID_MAX, comm);
         }
@@ -61,8 +61,9 @@ int main(int argc, char **argv)
             break; /* cannot happen: a call that hangs does not return */
     }
     double took = mp_now() - last_ok;
-    int ok = (st == BRAID_ERR_PEER || st == BRAID_ERR_TIMEOUT ||
-              st == BRAID_ERR_STATE) && took <= timeout + 10;
+    int    ok   = (st == BRAID_ERR_PEER || st == BRAID_ERR_TIMEOUT ||
+              st == BRAID_ERR_STATE) &&
+             took <= timeout + 10;
     printf("rank %d: %s: %s after %.1f s (BRAID_TIMEOUT %.0f s): %s\n", rank,
            ok ? "OK" : "BAD", braid_status_str(st), took, timeout,
            braid_last_error());

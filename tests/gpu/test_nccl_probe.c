@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loader/loader.h"
 #include "../unit/check.h"
+#include "loader/loader.h"
 
 static char stub_dir[4096];
 
@@ -31,8 +31,8 @@ static void expect(const char *label, braid_plugin_state_t state,
             e = &t->entries[i];
     CHECK(e != NULL, "%s: nccl plugin listed", label);
     if (e != NULL) {
-        printf("%-28s %s\n", label, e->state == BRAID_PLUGIN_AVAILABLE
-                                        ? "available" : e->why);
+        printf("%-28s %s\n", label,
+               e->state == BRAID_PLUGIN_AVAILABLE ? "available" : e->why);
         CHECK(e->state == state, "%s: state %d, expected %d (%s)", label,
               e->state, state, e->why);
         CHECK(part1 == NULL || strstr(e->why, part1) != NULL,
@@ -84,8 +84,8 @@ int main(int argc, char **argv)
     set_stub("BRAID_CUDART_LIBRARY", "libstub-cudart.so");
 
     setenv("STUB_CUDA_COUNT_ERROR", "35", 1);
-    expect("no driver", BRAID_PLUGIN_UNAVAILABLE,
-           "CUDA driver not loaded", "NCCL 2.28.9 found");
+    expect("no driver", BRAID_PLUGIN_UNAVAILABLE, "CUDA driver not loaded",
+           "NCCL 2.28.9 found");
     setenv("STUB_CUDA_COUNT_ERROR", "100", 1);
     expect("no device (error)", BRAID_PLUGIN_UNAVAILABLE, "no CUDA device",
            "no CUDA-capable device is detected");

@@ -45,12 +45,12 @@ int main(void)
     mp_watchdog(PROG, 240, &step);
     braid_comm_t *comm;
     must(braid_init(&comm), "braid_init");
-    rank = braid_comm_rank(comm);
-    size = braid_comm_size(comm);
-    cudaStream_t s = gpu_stream();
-    float *host = malloc(sizeof(float) * COUNT * (size_t)size);
-    float *dev  = gpu_alloc(sizeof(float) * COUNT * (size_t)size);
-    float *dev2 = gpu_alloc(sizeof(float) * COUNT * (size_t)size);
+    rank              = braid_comm_rank(comm);
+    size              = braid_comm_size(comm);
+    cudaStream_t s    = gpu_stream();
+    float       *host = malloc(sizeof(float) * COUNT * (size_t)size);
+    float       *dev  = gpu_alloc(sizeof(float) * COUNT * (size_t)size);
+    float       *dev2 = gpu_alloc(sizeof(float) * COUNT * (size_t)size);
 
     /* 1. upload, CHAIN all-reduces each summing the last, download: all on
      * the stream, nothing waited for until the end. */
@@ -60,11 +60,12 @@ int main(void)
     gpu_copy_async(dev, host, sizeof(float) * COUNT, 1, s);
     for (int k = 0; k < CHAIN; k++)
         must(braid_allreduce_cuda(dev, dev, COUNT, BRAID_F32, BRAID_SUM, comm,
-                                  s), "allreduce_cuda");
+                                  s),
+             "allreduce_cuda");
     gpu_copy_async(host, dev, sizeof(float) * COUNT, 2, s);
     check(gpu_sync(s) == 0, "stream synchronises");
     double want = size * (size + 1) / 2.0 * pow(size, CHAIN - 1);
-    int bad = 0;
+    int    bad  = 0;
     for (int j = 0; j < COUNT; j++)
         bad += host[j] != (float)want;
     check(bad == 0, "chained all-reduces ran in stream order");
@@ -81,7 +82,8 @@ int main(void)
     bad = 0;
     for (int r = 0; r < size; r++)
         for (int j = 0; j < COUNT; j++)
-            bad += host[(size_t)r * COUNT + (size_t)j] != (float)(r * 1000 + j % 7);
+            bad += host[(size_t)r * COUNT + (size_t)j] !=
+                   (float)(r * 1000 + j % 7);
     check(bad == 0, "allgather_cuda");
 
     step = "reduce_scatter";
@@ -89,7 +91,8 @@ int main(void)
         host[j] = (float)(j % 5);
     gpu_put(dev, host, sizeof(float) * COUNT * (size_t)size);
     must(braid_reduce_scatter_cuda(dev, dev2, COUNT, BRAID_F32, BRAID_MAX,
-                                   comm, s), "reduce_scatter_cuda");
+                                   comm, s),
+         "reduce_scatter_cuda");
     check(gpu_sync(s) == 0, "sync");
     gpu_get(host, dev2, sizeof(float) * COUNT);
     bad = 0;

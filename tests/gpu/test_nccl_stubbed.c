@@ -56,7 +56,8 @@ int main(int argc, char **argv)
     void (*set_ranges)(const void *, size_t, const void *, size_t) =
         (void (*)(const void *, size_t, const void *, size_t))dlsym(
             drv, "stub_cuda_set_ranges");
-    last_call = (const stub_call_t *(*)(void))dlsym(nccl, "stub_nccl_last_call");
+    last_call =
+        (const stub_call_t *(*)(void))dlsym(nccl, "stub_nccl_last_call");
     set_ranges(m.dev_in, sizeof(m.dev_in) + sizeof(m.dev_out), NULL, 0);
 
     braid_comm_t *comm;
@@ -69,13 +70,14 @@ int main(int argc, char **argv)
     for (int i = 0; i < 256; i++)
         m.host[i] = m.dev_in[i] = (float)i;
     CHECK(braid_allreduce(m.host, m.host, 256, BRAID_F32, BRAID_SUM, comm) ==
-              BRAID_OK && last_call()->count == 0,
+                  BRAID_OK &&
+              last_call()->count == 0,
           "host all-reduce stays off NCCL: %s", braid_last_error());
     CHECK(m.host[3] == 3.0f * size, "and is right");
 
     /* Device memory: NCCL, with braid's arguments. */
-    braid_status_t st = braid_allreduce(m.dev_in, m.dev_out, 100, BRAID_F32,
-                                        BRAID_SUM, comm);
+    braid_status_t st =
+        braid_allreduce(m.dev_in, m.dev_out, 100, BRAID_F32, BRAID_SUM, comm);
     CHECK(st == BRAID_OK && last_call()->coll == 0 &&
               last_call()->count == 100 && last_call()->dtype == 7 &&
               last_call()->op == 0,
@@ -90,7 +92,7 @@ int main(int argc, char **argv)
           "a plain barrier (no buffers) stays on the host");
 
     /* Stream-ordered: the caller's stream reaches NCCL. */
-    static char token;
+    static char  token;
     cudaStream_t s = (cudaStream_t)&token;
     st = braid_allgather_cuda(m.dev_in, m.dev_out, 256 / size, BRAID_F32, comm,
                               s);
@@ -108,7 +110,8 @@ int main(int argc, char **argv)
     /* A split communicator gets its own NCCL side. */
     braid_comm_t *half = NULL;
     CHECK(braid_comm_split(comm, braid_comm_rank(comm) % 2, 0, &half) ==
-              BRAID_OK, "split: %s", braid_last_error());
+              BRAID_OK,
+          "split: %s", braid_last_error());
     if (half != NULL) {
         st = braid_reduce_scatter(m.dev_in, m.dev_out, 8, BRAID_F64, BRAID_MAX,
                                   half);
@@ -119,6 +122,7 @@ int main(int argc, char **argv)
               braid_last_error());
         CHECK(braid_finalize(half) == BRAID_OK, "finalize split");
     }
-    CHECK(braid_finalize(comm) == BRAID_OK, "finalize: %s", braid_last_error());
+    CHECK(braid_finalize(comm) == BRAID_OK, "finalize: %s",
+          braid_last_error());
     return check_summary("nccl_stubbed");
 }

@@ -21,8 +21,8 @@ static struct {
 } m;
 #define host_a m.host_a
 #define host_b m.host_b
-#define dev_a m.dev_a
-#define dev_b m.dev_b
+#define dev_a  m.dev_a
+#define dev_b  m.dev_b
 
 int main(int argc, char **argv)
 {
@@ -35,7 +35,8 @@ int main(int argc, char **argv)
     if (comm == NULL)
         return check_summary("route");
     CHECK(braid_allreduce(host_a, host_b, 64, BRAID_F32, BRAID_SUM, comm) ==
-              BRAID_OK, "host call without a driver");
+              BRAID_OK,
+          "host call without a driver");
 
     void *dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     CHECK(dl != NULL, "stub driver: %s", dlerror());
@@ -47,11 +48,12 @@ int main(int argc, char **argv)
     set_ranges(dev_a, sizeof(dev_a) + sizeof(dev_b), NULL, 0);
 
     CHECK(braid_allreduce(host_a, host_b, 64, BRAID_F32, BRAID_SUM, comm) ==
-              BRAID_OK, "host call with a driver: %s", braid_last_error());
+              BRAID_OK,
+          "host call with a driver: %s", braid_last_error());
     host_b[0] = 1;
     dev_b[0]  = 5;
-    braid_status_t st = braid_allreduce(dev_a, dev_b, 64, BRAID_F32,
-                                        BRAID_SUM, comm);
+    braid_status_t st =
+        braid_allreduce(dev_a, dev_b, 64, BRAID_F32, BRAID_SUM, comm);
     CHECK(st == BRAID_ERR_NOT_SUPPORTED &&
               strstr(braid_last_error(), "no candidate can run allreduce of "
                                          "256 bytes on device memory"),
@@ -82,14 +84,18 @@ int main(int argc, char **argv)
               strstr(braid_last_error(), "on device memory, stream-ordered"),
           "stream call, no candidate: %s", braid_last_error());
     /* Nothing to order on one rank, or without data. */
-    CHECK(braid_barrier_cuda(comm, NULL) == BRAID_OK, "1-rank stream barrier: "
-          "%s", braid_last_error());
+    CHECK(braid_barrier_cuda(comm, NULL) == BRAID_OK,
+          "1-rank stream barrier: "
+          "%s",
+          braid_last_error());
     CHECK(braid_allgather_cuda(dev_a, dev_b, 0, BRAID_F32, comm, NULL) ==
-              BRAID_OK, "empty stream call: %s", braid_last_error());
+              BRAID_OK,
+          "empty stream call: %s", braid_last_error());
 
     /* Refusals are argument errors: the communicator still works. */
     CHECK(braid_allreduce(host_a, host_b, 64, BRAID_F32, BRAID_SUM, comm) ==
-              BRAID_OK && host_b[0] == host_a[0],
+                  BRAID_OK &&
+              host_b[0] == host_a[0],
           "host calls after the refusals: %s", braid_last_error());
     CHECK(braid_finalize(comm) == BRAID_OK, "finalize");
     return check_summary("route");

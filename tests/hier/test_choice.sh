@@ -38,10 +38,14 @@ has_hier() { grep -qE '^\[0\] +estimate us .* hier( |$)' "$out"; }
 # BYTES (rows "LO-HI CAND (why)", half-open; no HI: no upper bound).
 choice() {
   awk -v coll="$1" -v bytes="$2" '
+      function b(x,  m) { # "64K" -> 65536 (BRAID_ALGO units)
+          m = x ~ /K$/ ? 2^10 : x ~ /M$/ ? 2^20 : x ~ /G$/ ? 2^30 : x ~ /T$/ ? 2^40 : 1
+          return (x + 0) * m
+      }
       /^\[0\] [a-z_]+$/ { in_coll = $2 == coll; next }
-      in_coll && $2 ~ /^[0-9]+-[0-9]*$/ {
+      in_coll && $2 ~ /^[0-9]+[KMGT]?-([0-9]+[KMGT]?)?$/ {
           split($2, r, "-")
-          if (bytes + 0 >= r[1] + 0 && (r[2] == "" || bytes + 0 < r[2] + 0)) {
+          if (bytes + 0 >= b(r[1]) && (r[2] == "" || bytes + 0 < b(r[2]))) {
               print $3; exit
           }
       }' "$out"
@@ -50,7 +54,7 @@ choice() {
 table 4 BRAID_RANK/2
 has_hier || fail "2 hosts of 2: no hierarchical candidate"
 [ "$(choice allreduce 8)" = hier ] || fail "2 hosts of 2, allreduce 8 B: $(choice allreduce 8), want hier"
-grep -q "^\[0\]  *1-[0-9]*  *hier  *(cost model; host reduce_scatter [a-z]*@shm [0-9.]* us + rail allreduce [a-z]*@ucx [0-9.]* us + host allgather [a-z]*@shm" "$out" ||
+grep -Eq "^\[0\] +1-[0-9]+[KMGT]? +hier +\(cost model; host reduce_scatter [a-z]*@shm [0-9.]* us \+ rail allreduce [a-z]*@ucx [0-9.]* us \+ host allgather [a-z]*@shm" "$out" ||
   fail "2 hosts of 2: the reason does not name the steps: $(grep -m1 ' hier ' "$out")"
 [ "$(choice reduce_scatter 67108864)" = ring@ucx ] || fail "2 hosts of 2, reduce_scatter 64 MiB: $(choice reduce_scatter 67108864), want ring@ucx"
 for coll in reduce_scatter allgather broadcast; do
@@ -77,7 +81,7 @@ BRAID_DEBUG=info "$BRAIDRUN" -n 4 sh -c 'BRAID_HOSTNAME=h$((BRAID_RANK / 2)) exe
     "$RANK" >"$out" 2>&1 || fail "netns_rank -t: $(tail -3 "$out")"
 grep -q "info hier: 2 hosts of 2 ranks: hierarchical candidates with a host level over shm and 2 rails over ucx" "$out" ||
   fail "BRAID_DEBUG=info does not announce the levels: $(grep -m1 'hier' "$out")"
-grep -qE "info select: +allreduce +1-[0-9]+ +hier +\(cost model; host reduce_scatter direct@shm [0-9.]+ us \+ rail allreduce recdbl@ucx [0-9.]+ us \+ host allgather direct@shm [0-9.]+ us" "$out" ||
+grep -qE "info select: +allreduce +1-[0-9]+[KMGT]? +hier +\(cost model; host reduce_scatter direct@shm [0-9.]+ us \+ rail allreduce recdbl@ucx [0-9.]+ us \+ host allgather direct@shm [0-9.]+ us" "$out" ||
   fail "BRAID_DEBUG=info does not explain the choice: $(grep -m1 'select: *allreduce' "$out")"
 
 # A transport after hier is refused at init, on every rank, saying why.

@@ -4,8 +4,7 @@
  * loader that touched them before checking the version would crash here. */
 #include <braid/plugin.h>
 
-__attribute__((visibility("default")))
-const braid_plugin_t braid_plugin_v4 = {
+__attribute__((visibility("default"))) const braid_plugin_t braid_plugin_v4 = {
     .abi_version = 999,
     .struct_size = sizeof(braid_plugin_t),
     .name        = "badabi",

@@ -42,8 +42,8 @@ static double ctr_estimate(const braid_algo_t *self, const braid_cost_in_t *in)
 
 static braid_status_t ctr_start(braid_task_t *task, braid_wait_t *wait)
 {
-    int    n   = task->size;
-    size_t len = task->count * task->dtsize;
+    int         n       = task->size;
+    size_t      len     = task->count * task->dtsize;
     const char *fail_at = getenv("CONTRACT_FAIL_START");
 
     contract_starts++;
@@ -53,9 +53,9 @@ static braid_status_t ctr_start(braid_task_t *task, braid_wait_t *wait)
     if (s == NULL)
         return task->svc->error(BRAID_ERR_NO_MEMORY, "ctr: out of memory");
     task->priv = s;
-    s->n    = n;
-    s->in   = malloc((size_t)n * len);
-    s->reqs = calloc(2 * (size_t)n, sizeof(braid_treq_t));
+    s->n       = n;
+    s->in      = malloc((size_t)n * len);
+    s->reqs    = calloc(2 * (size_t)n, sizeof(braid_treq_t));
     if (s->in == NULL || s->reqs == NULL)
         return task->svc->error(BRAID_ERR_NO_MEMORY, "ctr: out of memory");
     const braid_transport_t *t = task->tl->ops;
@@ -72,7 +72,8 @@ static braid_status_t ctr_start(braid_task_t *task, braid_wait_t *wait)
             return st; /* finish() cancels what was posted */
     }
     if (fail_at != NULL && strcmp(fail_at, "1") == 0)
-        return task->svc->error(BRAID_ERR_INTERNAL, "ctr: start of call %llu "
+        return task->svc->error(BRAID_ERR_INTERNAL,
+                                "ctr: start of call %llu "
                                 "fails on purpose, its requests posted",
                                 (unsigned long long)task->seq);
     *wait = BRAID_WAIT_PEER;
@@ -142,9 +143,9 @@ typedef struct oobsum {
     braid_oob_t oob; /* a copy of the communicator's channel */
 } oobsum_t;
 
-static braid_status_t oobsum_create(const braid_algo_t *self,
+static braid_status_t oobsum_create(const braid_algo_t     *self,
                                     const braid_services_t *svc,
-                                    const braid_oob_t *oob,
+                                    const braid_oob_t      *oob,
                                     const braid_topo_t *topo, void **state)
 {
     (void)self, (void)topo;
@@ -153,11 +154,12 @@ static braid_status_t oobsum_create(const braid_algo_t *self,
         return svc->error(BRAID_ERR_NO_MEMORY, "oobsum: out of memory");
     s->oob = *oob;
     /* Collective, as a backend's setup would be (NCCL's unique id). */
-    int one = 1, all[256];
-    braid_status_t st = oob->size <= 256
-                            ? oob->allgather(oob->ctx, &one, all, sizeof(one))
-                            : svc->error(BRAID_ERR_UNAVAILABLE, "oobsum: "
-                                         "at most 256 ranks");
+    int            one = 1, all[256];
+    braid_status_t st =
+        oob->size <= 256
+            ? oob->allgather(oob->ctx, &one, all, sizeof(one))
+            : svc->error(BRAID_ERR_UNAVAILABLE, "oobsum: "
+                                                "at most 256 ranks");
     if (st != BRAID_OK) {
         free(s);
         return st;
@@ -174,7 +176,7 @@ static void oobsum_free(void *state, braid_tl_t *tl)
     free(state);
 }
 
-static double oobsum_estimate(const braid_algo_t *self,
+static double oobsum_estimate(const braid_algo_t    *self,
                               const braid_cost_in_t *in)
 {
     (void)self;
@@ -186,7 +188,8 @@ static braid_status_t oobsum_start(braid_task_t *task, braid_wait_t *wait)
     (void)wait;
     return task->tl == NULL && *task->comm_state != NULL
                ? BRAID_OK
-               : task->svc->error(BRAID_ERR_INTERNAL, "oobsum: the core "
+               : task->svc->error(BRAID_ERR_INTERNAL,
+                                  "oobsum: the core "
                                   "gave a backend a transport or no state");
 }
 
@@ -240,7 +243,7 @@ static braid_status_t dev_start(braid_task_t *task, braid_wait_t *wait)
 {
     (void)wait;
     return task->svc->error(BRAID_ERR_INTERNAL, "devonly: given a call on "
-                            "host memory");
+                                                "host memory");
 }
 
 static braid_status_t dev_progress(braid_task_t *task, braid_wait_t *wait)
@@ -265,7 +268,7 @@ static const braid_algo_t devonly = {
 
 /* ---------------------------------------------------------------- plugin */
 
-static braid_status_t contract_probe(const braid_plugin_t *self,
+static braid_status_t contract_probe(const braid_plugin_t   *self,
                                      const braid_services_t *svc, char *why,
                                      size_t why_len)
 {

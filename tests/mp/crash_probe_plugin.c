@@ -22,8 +22,8 @@
 
 #include <braid/plugin.h>
 
-#define EXPORT    __attribute__((visibility("default")))
-#define NO_UBSAN  __attribute__((no_sanitize("undefined"), noinline))
+#define EXPORT   __attribute__((visibility("default")))
+#define NO_UBSAN __attribute__((no_sanitize("undefined"), noinline))
 
 /* volatile: the compiler must not see the faults coming (nor turn 1 / x
  * into a comparison). */
@@ -32,7 +32,7 @@ static volatile int zero, one = 1;
 static NO_UBSAN void crash_segv(void)
 {
     volatile int *volatile p = NULL;
-    *p = 1;
+    *p                       = 1;
 }
 
 static NO_UBSAN void crash_bus(void)
@@ -58,7 +58,7 @@ static NO_UBSAN int crash_stack(int depth)
     /* Large frames, so that the stack runs out within a few thousand calls
      * (a sanitizer's own per-call bookkeeping stays small). */
     volatile char frame[16384];
-    frame[0] = (char)depth;
+    frame[0]                 = (char)depth;
     frame[sizeof(frame) - 1] = (char)depth;
     if (zero != 0) /* never: but the compiler cannot call it infinite */
         return depth;
@@ -66,8 +66,7 @@ static NO_UBSAN int crash_stack(int depth)
 }
 
 /* Crashes as BRAID_TEST_CRASH says, if `where` is the place asked for. */
-static braid_status_t maybe_crash(const char *where, char *why,
-                                  size_t why_len)
+static braid_status_t maybe_crash(const char *where, char *why, size_t why_len)
 {
     const char *in  = getenv("BRAID_TEST_CRASH_IN");
     const char *how = getenv("BRAID_TEST_CRASH");
@@ -96,7 +95,7 @@ static braid_status_t maybe_crash(const char *where, char *why,
     return BRAID_ERR_UNAVAILABLE;
 }
 
-static braid_status_t plugin_probe(const braid_plugin_t *self,
+static braid_status_t plugin_probe(const braid_plugin_t   *self,
                                    const braid_services_t *svc, char *why,
                                    size_t why_len)
 {
@@ -115,8 +114,8 @@ static braid_status_t tl_probe(const braid_transport_t *self,
 /* Never reached after a crash; with BRAID_TEST_CRASH=none, every
  * communicator declines it. */
 static braid_status_t tl_comm_create(const braid_transport_t *self,
-                                     const braid_services_t *svc,
-                                     const braid_oob_t *oob,
+                                     const braid_services_t  *svc,
+                                     const braid_oob_t       *oob,
                                      const braid_topo_t *topo, void **tcomm)
 {
     (void)self, (void)oob;

@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 static const char *coll_names[BRAID_COLL_COUNT] = {
-    [BRAID_COLL_ALLREDUCE] = "allreduce",
+    [BRAID_COLL_ALLREDUCE]      = "allreduce",
     [BRAID_COLL_REDUCE_SCATTER] = "reduce_scatter",
-    [BRAID_COLL_ALLGATHER] = "allgather",
-    [BRAID_COLL_BROADCAST] = "broadcast",
-    [BRAID_COLL_BARRIER] = "barrier",
+    [BRAID_COLL_ALLGATHER]      = "allgather",
+    [BRAID_COLL_BROADCAST]      = "broadcast",
+    [BRAID_COLL_BARRIER]        = "barrier",
 };
 
 void mp_fatal(const char *prog, int rank, braid_status_t st, const char *fmt,
@@ -81,10 +81,10 @@ int mp_algo_string(const char *cand, const char *colls, char *out,
     if (strlen(colls) >= sizeof(list))
         return -1;
     strcpy(list, colls);
-    out[0] = '\0';
+    out[0]     = '\0';
     char *save = NULL;
     for (char *c = strtok_r(list, ",", &save); c != NULL;
-         c = strtok_r(NULL, ",", &save)) {
+         c       = strtok_r(NULL, ",", &save)) {
         if (mp_parse_coll(c) < 0)
             return -1;
         int n = snprintf(out + used, out_len - used, "%s%s:%s",
@@ -101,8 +101,7 @@ void mp_slurp(int fd, char *buf, size_t len)
     size_t  used = 0;
     ssize_t got;
     lseek(fd, 0, SEEK_SET);
-    while (used < len - 1 &&
-           (got = read(fd, buf + used, len - 1 - used)) > 0)
+    while (used < len - 1 && (got = read(fd, buf + used, len - 1 - used)) > 0)
         used += (size_t)got;
     buf[used] = '\0';
 }

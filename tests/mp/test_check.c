@@ -14,15 +14,15 @@
 
 static int failures;
 
-#define EXPECT(cond, ...)                                                \
-    do {                                                                 \
-        if (!(cond)) {                                                   \
-            failures++;                                                  \
-            fprintf(stderr, "test_check rank %d: FAIL line %d: ", rank,  \
-                    __LINE__);                                           \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fprintf(stderr, "\n");                                       \
-        }                                                                \
+#define EXPECT(cond, ...)                                                     \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            failures++;                                                       \
+            fprintf(stderr, "test_check rank %d: FAIL line %d: ", rank,       \
+                    __LINE__);                                                \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, "\n");                                            \
+        }                                                                     \
     } while (0)
 
 int main(void)
@@ -39,8 +39,8 @@ int main(void)
         buf[i] = 1.0f;
 
     /* 1. Matching calls pass. */
-    braid_status_t st = braid_allreduce(buf, buf, 100, BRAID_F32, BRAID_SUM,
-                                        comm);
+    braid_status_t st =
+        braid_allreduce(buf, buf, 100, BRAID_F32, BRAID_SUM, comm);
     EXPECT(st == BRAID_OK && buf[0] == (float)n, "matching allreduce: %s",
            braid_last_error());
 
@@ -60,22 +60,25 @@ int main(void)
            braid_last_error());
 
     /* 4. Invalid arguments on rank 1 fail every rank. */
-    st = braid_allreduce(buf, buf, 100, rank == 1 ? (braid_dtype_t)99 : BRAID_F32,
-                         BRAID_SUM, comm);
+    st = braid_allreduce(buf, buf, 100,
+                         rank == 1 ? (braid_dtype_t)99 : BRAID_F32, BRAID_SUM,
+                         comm);
     if (rank == 1)
         EXPECT(st == BRAID_ERR_INVALID_ARG, "own invalid dtype: %d '%s'", st,
                braid_last_error());
     else
-        EXPECT(st == BRAID_ERR_MISMATCH &&
-                   strstr(braid_last_error(), "rank 1 calls invalid arguments"),
-               "peer's invalid dtype: %d '%s'", st, braid_last_error());
+        EXPECT(
+            st == BRAID_ERR_MISMATCH &&
+                strstr(braid_last_error(), "rank 1 calls invalid arguments"),
+            "peer's invalid dtype: %d '%s'", st, braid_last_error());
 
     /* 5. Different roots, different collectives. */
     st = braid_broadcast(buf, 10, BRAID_F32, rank == 0 ? 0 : 1, comm);
     EXPECT(st == BRAID_ERR_MISMATCH && strstr(braid_last_error(), "root"),
            "root mismatch: %d '%s'", st, braid_last_error());
-    st = rank == 0 ? braid_barrier(comm)
-                   : braid_allgather(buf, buf + 10 * rank, 10, BRAID_F32, comm);
+    st = rank == 0
+             ? braid_barrier(comm)
+             : braid_allgather(buf, buf + 10 * rank, 10, BRAID_F32, comm);
     EXPECT(st == BRAID_ERR_MISMATCH && strstr(braid_last_error(), "barrier") &&
                strstr(braid_last_error(), "allgather"),
            "collective mismatch: %d '%s'", st, braid_last_error());

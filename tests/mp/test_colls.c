@@ -35,12 +35,12 @@
 #include "reference.h"
 
 #define PROG            "test_colls"
-#define GUARD           64   /* guard bytes on each side of every buffer */
+#define GUARD           64 /* guard bytes on each side of every buffer */
 #define GUARD_BYTE      0xA5
 #define JUNK_BYTE       0xEE /* initial content of buffers braid must fill */
 #define HASH_BATCH      64
-#define MAX_PRINT_CASES 25   /* failing cases printed in full, per rank */
-#define MAX_PRINT_ELEMS 3    /* wrong elements printed per failing case */
+#define MAX_PRINT_CASES 25 /* failing cases printed in full, per rank */
+#define MAX_PRINT_ELEMS 3  /* wrong elements printed per failing case */
 #define BIG_COUNT       ((size_t)(1u << 20) + 3u)
 #define MID_COUNT       ((size_t)65537)
 
@@ -58,8 +58,8 @@ typedef struct {
     braid_comm_t *comm;
     int           rank;
     int           size;
-    const char   *label; /* "world", "split-parity", ... for messages */
-    uint64_t      tag;   /* mixed into the seeds of this communicator */
+    const char   *label;   /* "world", "split-parity", ... for messages */
+    uint64_t      tag;     /* mixed into the seeds of this communicator */
     uint64_t      case_no; /* cases started on it (same on every member) */
     hash_batch_t  hashes;
 } tcomm_t;
@@ -68,11 +68,11 @@ static struct {
     uint64_t    seed;
     int         quick;
     int         big;
-    const char *algo;        /* forced candidate, or NULL */
-    unsigned    only;        /* bit per braid_coll_t: collectives to test */
+    const char *algo; /* forced candidate, or NULL */
+    unsigned    only; /* bit per braid_coll_t: collectives to test */
     char        algo_env[512];
     long        cases;
-    long        failures;    /* failing cases */
+    long        failures; /* failing cases */
     int         printed;
     int         world_rank;
     char        current[256]; /* what the watchdog prints on a hang */
@@ -91,20 +91,20 @@ typedef ref_val_t val_t;
 typedef struct {
     braid_coll_t  coll;
     braid_dtype_t dtype;
-    braid_op_t    op;     /* reductions only */
-    size_t        count;  /* as in the public call */
+    braid_op_t    op;    /* reductions only */
+    size_t        count; /* as in the public call */
     int           inplace;
-    int           root;   /* broadcast only */
+    int           root;      /* broadcast only */
     int           null_bufs; /* count 0 passed with NULL buffers */
     int           inexact;   /* full-precision float inputs (see above) */
 
     uint64_t       seed;
-    unsigned char *sreg, *rreg;   /* regions, guards included */
+    unsigned char *sreg, *rreg;    /* regions, guards included */
     size_t         sbytes, rbytes; /* bytes between the guards */
     unsigned char *scopy;          /* out-of-place input, to check it */
     const void    *sendbuf;
     void          *recvbuf;
-    int            bad;            /* this case already counted as failed */
+    int            bad; /* this case already counted as failed */
 } case_t;
 
 static int is_reduction(braid_coll_t c)
@@ -115,11 +115,11 @@ static int is_reduction(braid_coll_t c)
 static const char *coll_name(braid_coll_t c)
 {
     switch (c) {
-    case BRAID_COLL_ALLREDUCE:      return "allreduce";
+    case BRAID_COLL_ALLREDUCE: return "allreduce";
     case BRAID_COLL_REDUCE_SCATTER: return "reduce_scatter";
-    case BRAID_COLL_ALLGATHER:      return "allgather";
-    case BRAID_COLL_BROADCAST:      return "broadcast";
-    default:                        return "barrier";
+    case BRAID_COLL_ALLGATHER: return "allgather";
+    case BRAID_COLL_BROADCAST: return "broadcast";
+    default: return "barrier";
     }
 }
 
@@ -144,8 +144,8 @@ static void case_algo(const tcomm_t *tc, const case_t *c, char *out,
                       size_t len)
 {
     char why[64];
-    if (braid_comm_choice(tc->comm, c->coll, c->count * ref_size(c->dtype), out,
-                          len, why, sizeof(why)) != BRAID_OK)
+    if (braid_comm_choice(tc->comm, c->coll, c->count * ref_size(c->dtype),
+                          out, len, why, sizeof(why)) != BRAID_OK)
         snprintf(out, len, "?");
 }
 
@@ -162,7 +162,7 @@ static void case_fail(const tcomm_t *tc, case_t *c, const char *fmt, ...)
     }
     if (g.printed > MAX_PRINT_CASES)
         return;
-    char d[160], algo[64], what[256];
+    char    d[160], algo[64], what[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
@@ -234,7 +234,7 @@ static void fill_input(const case_t *c, int nranks, int r, void *buf,
 static void case_setup(tcomm_t *tc, case_t *c)
 {
     size_t dts = ref_size(c->dtype), n = (size_t)tc->size;
-    size_t me  = (size_t)tc->rank;
+    size_t me = (size_t)tc->rank;
 
     c->seed = ref_mix(g.seed ^ ref_mix(tc->case_no++ ^ tc->tag));
     c->bad  = 0;
@@ -256,9 +256,9 @@ static void case_setup(tcomm_t *tc, case_t *c)
         c->sbytes = 0;
         break;
     }
-    c->sreg  = region_alloc(c->sbytes);
-    c->rreg  = region_alloc(c->rbytes);
-    c->scopy = NULL;
+    c->sreg          = region_alloc(c->sbytes);
+    c->rreg          = region_alloc(c->rbytes);
+    c->scopy         = NULL;
     unsigned char *s = c->sreg + GUARD, *r = c->rreg + GUARD;
 
     switch (c->coll) {
@@ -274,7 +274,8 @@ static void case_setup(tcomm_t *tc, case_t *c)
         break;
     case BRAID_COLL_ALLGATHER:
         if (c->inplace) {
-            fill_input(c, tc->size, tc->rank, r + me * c->count * dts, 0, c->count);
+            fill_input(c, tc->size, tc->rank, r + me * c->count * dts, 0,
+                       c->count);
             c->sendbuf = r + me * c->count * dts;
         } else {
             fill_input(c, tc->size, tc->rank, s, 0, c->count);
@@ -311,8 +312,8 @@ static braid_status_t case_call(tcomm_t *tc, case_t *c)
         return braid_allreduce(c->sendbuf, c->recvbuf, c->count, c->dtype,
                                c->op, tc->comm);
     case BRAID_COLL_REDUCE_SCATTER:
-        return braid_reduce_scatter(c->sendbuf, c->recvbuf, c->count,
-                                    c->dtype, c->op, tc->comm);
+        return braid_reduce_scatter(c->sendbuf, c->recvbuf, c->count, c->dtype,
+                                    c->op, tc->comm);
     case BRAID_COLL_ALLGATHER:
         return braid_allgather(c->sendbuf, c->recvbuf, c->count, c->dtype,
                                tc->comm);
@@ -329,7 +330,7 @@ static void hash_record(tcomm_t *tc, const case_t *c, const void *buf,
                         size_t bytes)
 {
     hash_batch_t *hb = &tc->hashes;
-    hb->hash[hb->n] = ref_hash(REF_HASH_INIT, buf, bytes);
+    hb->hash[hb->n]  = ref_hash(REF_HASH_INIT, buf, bytes);
     case_desc(tc, c, hb->desc[hb->n], sizeof(hb->desc[hb->n]));
     if (++hb->n == HASH_BATCH)
         hash_flush(tc);
@@ -339,7 +340,7 @@ static void hash_record(tcomm_t *tc, const case_t *c, const void *buf,
  * own, so the rank whose result differs is the one that reports. */
 static void hash_flush(tcomm_t *tc)
 {
-    hash_batch_t *hb = &tc->hashes;
+    hash_batch_t *hb  = &tc->hashes;
     uint64_t     *all = calloc((size_t)tc->size, sizeof(hb->hash));
     if (all == NULL) {
         fprintf(stderr, PROG ": out of memory\n");
@@ -349,8 +350,8 @@ static void hash_flush(tcomm_t *tc)
         hb->hash[k] = 0;
     snprintf(g.current, sizeof(g.current), "[%s] allgather of result hashes",
              tc->label);
-    braid_status_t st = braid_allgather(hb->hash, all, HASH_BATCH, BRAID_I64,
-                                        tc->comm);
+    braid_status_t st =
+        braid_allgather(hb->hash, all, HASH_BATCH, BRAID_I64, tc->comm);
     if (st != BRAID_OK)
         mp_fatal(PROG, g.world_rank, st, "[%s] allgather of result hashes",
                  tc->label);
@@ -359,8 +360,9 @@ static void hash_flush(tcomm_t *tc)
             continue;
         g.failures++;
         if (++g.printed <= MAX_PRINT_CASES)
-            fprintf(stderr, PROG " FAIL %s rank=%d/%d: result differs from "
-                    "rank 0's (hash %016" PRIx64 " vs %016" PRIx64 ")\n",
+            fprintf(stderr,
+                    PROG " FAIL %s rank=%d/%d: result differs from "
+                         "rank 0's (hash %016" PRIx64 " vs %016" PRIx64 ")\n",
                     hb->desc[k], tc->rank, tc->size, hb->hash[k], all[k]);
     }
     hb->n = 0;
@@ -374,8 +376,8 @@ static void check_reduction(tcomm_t *tc, case_t *c, const void *res,
     size_t wrong = 0;
     for (size_t i = 0; i < c->count; i++) {
         double tol;
-        val_t  exp = ref_expect(c->dtype, c->op, c->inexact, c->seed,
-                                tc->size, first + i, &tol);
+        val_t  exp = ref_expect(c->dtype, c->op, c->inexact, c->seed, tc->size,
+                                first + i, &tol);
         if (ref_value_ok(c->dtype, res, i, exp, tol, es, gs, sizeof(es)))
             continue;
         if (wrong++ < MAX_PRINT_ELEMS)
@@ -398,7 +400,8 @@ static void check_moved(tcomm_t *tc, case_t *c, const unsigned char *buf,
         if ((*wrong)++ < MAX_PRINT_ELEMS) {
             uint64_t exp = 0;
             memcpy(&exp, &b, dts);
-            case_fail(tc, c, "index=%zu (rank %d's element %zu) "
+            case_fail(tc, c,
+                      "index=%zu (rank %d's element %zu) "
                       "expected=0x%0*" PRIx64 " got=0x%0*" PRIx64,
                       (size_t)r * c->count + i, r, i, (int)(2 * dts), exp,
                       (int)(2 * dts), got);
@@ -409,7 +412,7 @@ static void check_moved(tcomm_t *tc, case_t *c, const unsigned char *buf,
 /* Verifies case c after its call returned OK, then frees it. */
 static void case_check(tcomm_t *tc, case_t *c)
 {
-    size_t dts = ref_size(c->dtype), wrong = 0;
+    size_t               dts = ref_size(c->dtype), wrong = 0;
     const unsigned char *r = c->rreg + GUARD, *s = c->sreg + GUARD;
 
     g.cases++;
@@ -467,16 +470,16 @@ static void barrier_or_die(tcomm_t *tc)
 
 /* ---------------------------------------------------------------- matrix */
 
-static const braid_dtype_t all_dtypes[] = {BRAID_F32, BRAID_F64, BRAID_F16,
-                                           BRAID_BF16, BRAID_I32, BRAID_I64,
-                                           BRAID_U8};
+static const braid_dtype_t all_dtypes[]   = {BRAID_F32,  BRAID_F64, BRAID_F16,
+                                             BRAID_BF16, BRAID_I32, BRAID_I64,
+                                             BRAID_U8};
 static const braid_dtype_t quick_dtypes[] = {BRAID_F32, BRAID_F16, BRAID_I32,
                                              BRAID_U8};
-static const braid_op_t all_ops[] = {BRAID_SUM, BRAID_PROD, BRAID_MIN,
-                                     BRAID_MAX, BRAID_AVG};
-static const braid_op_t quick_ops[] = {BRAID_SUM, BRAID_PROD, BRAID_MAX,
-                                       BRAID_AVG};
-static const size_t small_counts[] = {0, 1, 17, 1001};
+static const braid_op_t    all_ops[]      = {BRAID_SUM, BRAID_PROD, BRAID_MIN,
+                                             BRAID_MAX, BRAID_AVG};
+static const braid_op_t    quick_ops[]    = {BRAID_SUM, BRAID_PROD, BRAID_MAX,
+                                             BRAID_AVG};
+static const size_t        small_counts[] = {0, 1, 17, 1001};
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -491,16 +494,17 @@ static void matrix_reduction(tcomm_t *tc, braid_coll_t coll)
 {
     const braid_dtype_t *dts;
     size_t               ndt;
-    const braid_op_t    *ops = g.quick ? quick_ops : all_ops;
+    const braid_op_t    *ops  = g.quick ? quick_ops : all_ops;
     size_t               nops = g.quick ? NELEM(quick_ops) : NELEM(all_ops);
     dtype_list(&dts, &ndt);
     for (size_t d = 0; d < ndt; d++) {
         for (size_t o = 0; o < nops; o++)
             for (size_t k = 0; k < NELEM(small_counts); k++)
                 for (int ip = 0; ip < 2; ip++)
-                    run_case(tc, (case_t){.coll = coll, .dtype = dts[d],
-                                          .op = ops[o],
-                                          .count = small_counts[k],
+                    run_case(tc, (case_t){.coll    = coll,
+                                          .dtype   = dts[d],
+                                          .op      = ops[o],
+                                          .count   = small_counts[k],
                                           .inplace = ip});
         hash_flush(tc);
     }
@@ -514,9 +518,9 @@ static void matrix_allgather(tcomm_t *tc)
     for (size_t d = 0; d < ndt; d++)
         for (size_t k = 0; k < NELEM(small_counts); k++)
             for (int ip = 0; ip < 2; ip++)
-                run_case(tc, (case_t){.coll = BRAID_COLL_ALLGATHER,
-                                      .dtype = dts[d],
-                                      .count = small_counts[k],
+                run_case(tc, (case_t){.coll    = BRAID_COLL_ALLGATHER,
+                                      .dtype   = dts[d],
+                                      .count   = small_counts[k],
                                       .inplace = ip});
     hash_flush(tc);
 }
@@ -544,10 +548,11 @@ static void matrix_broadcast(tcomm_t *tc)
     for (size_t d = 0; d < ndt; d++)
         for (size_t k = 0; k < NELEM(small_counts); k++)
             for (int q = 0; q < nroots; q++)
-                run_case(tc, (case_t){.coll = BRAID_COLL_BROADCAST,
-                                      .dtype = dts[d],
-                                      .count = small_counts[k],
-                                      .root = roots[q], .inplace = 1});
+                run_case(tc, (case_t){.coll    = BRAID_COLL_BROADCAST,
+                                      .dtype   = dts[d],
+                                      .count   = small_counts[k],
+                                      .root    = roots[q],
+                                      .inplace = 1});
     hash_flush(tc);
 }
 
@@ -555,18 +560,21 @@ static void matrix_broadcast(tcomm_t *tc)
  * for a few representative combinations only. */
 static void matrix_sizes(tcomm_t *tc)
 {
-    size_t n = (size_t)tc->size;
-    size_t per_rank = (BIG_COUNT + n - 1) / n; /* total stays above 1M */
-    const case_t mid[] = {
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F32, .op = BRAID_SUM},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_I64, .op = BRAID_MIN,
-         .inplace = 1},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F16, .op = BRAID_AVG},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_BF16, .op = BRAID_MAX},
-        {.coll = BRAID_COLL_REDUCE_SCATTER, .dtype = BRAID_F64,
-         .op = BRAID_SUM},
-        {.coll = BRAID_COLL_ALLGATHER, .dtype = BRAID_I32},
-        {.coll = BRAID_COLL_BROADCAST, .dtype = BRAID_U8},
+    size_t       n        = (size_t)tc->size;
+    size_t       per_rank = (BIG_COUNT + n - 1) / n; /* total stays above 1M */
+    const case_t mid[]    = {
+           {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F32, .op = BRAID_SUM},
+           {.coll    = BRAID_COLL_ALLREDUCE,
+            .dtype   = BRAID_I64,
+            .op      = BRAID_MIN,
+            .inplace = 1},
+           {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F16, .op = BRAID_AVG},
+           {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_BF16, .op = BRAID_MAX},
+           {.coll  = BRAID_COLL_REDUCE_SCATTER,
+            .dtype = BRAID_F64,
+            .op    = BRAID_SUM},
+           {.coll = BRAID_COLL_ALLGATHER, .dtype = BRAID_I32},
+           {.coll = BRAID_COLL_BROADCAST, .dtype = BRAID_U8},
     };
     for (size_t i = 0; i < NELEM(mid); i++) {
         case_t c = mid[i];
@@ -579,16 +587,27 @@ static void matrix_sizes(tcomm_t *tc)
     if (!g.big)
         return;
     const case_t big[] = {
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F32, .op = BRAID_SUM,
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_F32,
+         .op    = BRAID_SUM,
          .count = BIG_COUNT},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_I32, .op = BRAID_MAX,
-         .count = BIG_COUNT, .inplace = 1},
-        {.coll = BRAID_COLL_REDUCE_SCATTER, .dtype = BRAID_F32,
-         .op = BRAID_SUM, .count = per_rank},
-        {.coll = BRAID_COLL_ALLGATHER, .dtype = BRAID_I32, .count = per_rank,
+        {.coll    = BRAID_COLL_ALLREDUCE,
+         .dtype   = BRAID_I32,
+         .op      = BRAID_MAX,
+         .count   = BIG_COUNT,
          .inplace = 1},
-        {.coll = BRAID_COLL_BROADCAST, .dtype = BRAID_F32, .count = BIG_COUNT,
-         .root = tc->size / 2},
+        {.coll  = BRAID_COLL_REDUCE_SCATTER,
+         .dtype = BRAID_F32,
+         .op    = BRAID_SUM,
+         .count = per_rank},
+        {.coll    = BRAID_COLL_ALLGATHER,
+         .dtype   = BRAID_I32,
+         .count   = per_rank,
+         .inplace = 1},
+        {.coll  = BRAID_COLL_BROADCAST,
+         .dtype = BRAID_F32,
+         .count = BIG_COUNT,
+         .root  = tc->size / 2},
     };
     for (size_t i = 0; i < NELEM(big); i++)
         run_case(tc, big[i]);
@@ -599,36 +618,63 @@ static void matrix_sizes(tcomm_t *tc)
  * and bitwise equal on every rank (checked through the hashes). */
 static void matrix_inexact(tcomm_t *tc)
 {
-    size_t n = (size_t)tc->size;
+    size_t       n      = (size_t)tc->size;
     const case_t list[] = {
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F32, .op = BRAID_SUM,
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_F32,
+         .op    = BRAID_SUM,
          .count = 1001},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F16, .op = BRAID_SUM,
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_F16,
+         .op    = BRAID_SUM,
          .count = 1001},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_BF16, .op = BRAID_SUM,
-         .count = 1001, .inplace = 1},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F64, .op = BRAID_SUM,
+        {.coll    = BRAID_COLL_ALLREDUCE,
+         .dtype   = BRAID_BF16,
+         .op      = BRAID_SUM,
+         .count   = 1001,
+         .inplace = 1},
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_F64,
+         .op    = BRAID_SUM,
          .count = 17},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F32, .op = BRAID_AVG,
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_F32,
+         .op    = BRAID_AVG,
          .count = 17},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F16, .op = BRAID_PROD,
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_F16,
+         .op    = BRAID_PROD,
          .count = 1001},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_BF16, .op = BRAID_MAX,
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_BF16,
+         .op    = BRAID_MAX,
          .count = 1001},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F32, .op = BRAID_SUM,
-         .count = MID_COUNT, .inplace = 1},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_BF16, .op = BRAID_AVG,
+        {.coll    = BRAID_COLL_ALLREDUCE,
+         .dtype   = BRAID_F32,
+         .op      = BRAID_SUM,
+         .count   = MID_COUNT,
+         .inplace = 1},
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_BF16,
+         .op    = BRAID_AVG,
          .count = MID_COUNT},
-        {.coll = BRAID_COLL_REDUCE_SCATTER, .dtype = BRAID_F32,
-         .op = BRAID_SUM, .count = 1001},
-        {.coll = BRAID_COLL_REDUCE_SCATTER, .dtype = BRAID_F16,
-         .op = BRAID_SUM, .count = 17, .inplace = 1},
-        {.coll = BRAID_COLL_REDUCE_SCATTER, .dtype = BRAID_BF16,
-         .op = BRAID_AVG, .count = MID_COUNT / n},
+        {.coll  = BRAID_COLL_REDUCE_SCATTER,
+         .dtype = BRAID_F32,
+         .op    = BRAID_SUM,
+         .count = 1001},
+        {.coll    = BRAID_COLL_REDUCE_SCATTER,
+         .dtype   = BRAID_F16,
+         .op      = BRAID_SUM,
+         .count   = 17,
+         .inplace = 1},
+        {.coll  = BRAID_COLL_REDUCE_SCATTER,
+         .dtype = BRAID_BF16,
+         .op    = BRAID_AVG,
+         .count = MID_COUNT / n},
     };
     size_t nlist = g.quick ? 4 : NELEM(list);
     for (size_t i = 0; i < nlist; i++) {
-        case_t c = list[i];
+        case_t c  = list[i];
         c.inexact = 1;
         run_case(tc, c);
     }
@@ -639,9 +685,11 @@ static void matrix_inexact(tcomm_t *tc)
 static void null_zero_cases(tcomm_t *tc)
 {
     for (int c = BRAID_COLL_ALLREDUCE; c <= BRAID_COLL_BROADCAST; c++)
-        run_case(tc, (case_t){.coll = (braid_coll_t)c, .dtype = BRAID_F32,
-                              .count = 0, .null_bufs = 1,
-                              .inplace = c == BRAID_COLL_BROADCAST});
+        run_case(tc, (case_t){.coll      = (braid_coll_t)c,
+                              .dtype     = BRAID_F32,
+                              .count     = 0,
+                              .null_bufs = 1,
+                              .inplace   = c == BRAID_COLL_BROADCAST});
 }
 
 /* ---------------------------------------------------------------- barrier */
@@ -651,8 +699,8 @@ static void null_zero_cases(tcomm_t *tc)
  * this host (CLOCK_MONOTONIC is per host). */
 static void test_barrier(tcomm_t *tc)
 {
-    char  host[64] = "", *hosts;
-    size_t n = (size_t)tc->size;
+    char   host[64] = "", *hosts;
+    size_t n        = (size_t)tc->size;
     gethostname(host, sizeof(host) - 1);
     hosts = malloc(n * sizeof(host));
     double t[2], *all = malloc(n * sizeof(t));
@@ -664,8 +712,8 @@ static void test_barrier(tcomm_t *tc)
         return;
     }
     snprintf(g.current, sizeof(g.current), "[%s] barrier test", tc->label);
-    braid_status_t st = braid_allgather(host, hosts, sizeof(host), BRAID_U8,
-                                        tc->comm);
+    braid_status_t st =
+        braid_allgather(host, hosts, sizeof(host), BRAID_U8, tc->comm);
     if (st != BRAID_OK)
         mp_fatal(PROG, g.world_rank, st, "%s", g.current);
     int one_host = 1;
@@ -679,7 +727,7 @@ static void test_barrier(tcomm_t *tc)
         t[0] = mp_now();
         barrier_or_die(tc);
         t[1] = mp_now();
-        st = braid_allgather(t, all, 2, BRAID_F64, tc->comm);
+        st   = braid_allgather(t, all, 2, BRAID_F64, tc->comm);
         if (st != BRAID_OK)
             mp_fatal(PROG, g.world_rank, st, "%s", g.current);
         double last_in = 0.0;
@@ -687,8 +735,9 @@ static void test_barrier(tcomm_t *tc)
             last_in = fmax(last_in, all[2 * r]);
         if (one_host && t[1] < last_in) {
             g.failures++;
-            fprintf(stderr, PROG " FAIL [%s] barrier rank=%d/%d: left the "
-                    "barrier %.6f s before the last rank entered it\n",
+            fprintf(stderr,
+                    PROG " FAIL [%s] barrier rank=%d/%d: left the "
+                         "barrier %.6f s before the last rank entered it\n",
                     tc->label, tc->rank, tc->size, last_in - t[1]);
         }
         g.cases++;
@@ -728,12 +777,14 @@ static void poll_all(braid_request_t **reqs, int n)
         for (int i = 0; i < n; i++) {
             if (reqs[i] == NULL)
                 continue;
-            int done = 0;
-            braid_status_t st = braid_test(reqs[i], &done);
+            int            done = 0;
+            braid_status_t st   = braid_test(reqs[i], &done);
             if (done) {
                 if (st != BRAID_OK)
-                    mp_fatal(PROG, g.world_rank, st, "braid_test of "
-                             "request %d completed with an error", i);
+                    mp_fatal(PROG, g.world_rank, st,
+                             "braid_test of "
+                             "request %d completed with an error",
+                             i);
                 reqs[i] = NULL; /* freed by braid_test */
                 left--;
             } else if (st != BRAID_OK && st != BRAID_INPROGRESS) {
@@ -750,18 +801,31 @@ static void poll_all(braid_request_t **reqs, int n)
 static int nb_cases(tcomm_t *tc, case_t *cs)
 {
     const case_t list[NB_MAX] = {
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F32, .op = BRAID_SUM,
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_F32,
+         .op    = BRAID_SUM,
          .count = 1001},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_I32, .op = BRAID_MAX,
-         .count = 17, .inplace = 1},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F64, .op = BRAID_AVG,
+        {.coll    = BRAID_COLL_ALLREDUCE,
+         .dtype   = BRAID_I32,
+         .op      = BRAID_MAX,
+         .count   = 17,
+         .inplace = 1},
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_F64,
+         .op    = BRAID_AVG,
          .count = 1},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_U8, .op = BRAID_PROD,
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_U8,
+         .op    = BRAID_PROD,
          .count = 4099},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_BF16, .op = BRAID_MIN,
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_BF16,
+         .op    = BRAID_MIN,
          .count = 0},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F32, .op = BRAID_SUM,
-         .count = g.big && tc->tag == 1 ? BIG_COUNT : MID_COUNT,
+        {.coll    = BRAID_COLL_ALLREDUCE,
+         .dtype   = BRAID_F32,
+         .op      = BRAID_SUM,
+         .count   = g.big && tc->tag == 1 ? BIG_COUNT : MID_COUNT,
          .inplace = 1},
     };
     memcpy(cs, list, sizeof(list));
@@ -794,7 +858,7 @@ static void test_nonblocking(tcomm_t *tc)
         case_check(tc, &cs[i]);
 
     /* A blocking collective while two are pending completes them first. */
-    n = nb_cases(tc, cs);
+    n       = nb_cases(tc, cs);
     reqs[0] = issue_nb(tc, &cs[0]);
     reqs[1] = issue_nb(tc, &cs[1]);
     case_setup(tc, &cs[2]);
@@ -817,16 +881,38 @@ typedef struct {
     int (*key)(int rank, int size);
 } split_spec_t;
 
-static int color_parity(int r, int n) { (void)n; return r % 2; }
-static int key_rank(int r, int n) { (void)n; return r; }
-static int color_zero(int r, int n) { (void)r; (void)n; return 0; }
-static int key_reverse(int r, int n) { (void)n; return -r; }
+static int color_parity(int r, int n)
+{
+    (void)n;
+    return r % 2;
+}
+static int key_rank(int r, int n)
+{
+    (void)n;
+    return r;
+}
+static int color_zero(int r, int n)
+{
+    (void)r;
+    (void)n;
+    return 0;
+}
+static int key_reverse(int r, int n)
+{
+    (void)n;
+    return -r;
+}
 static int color_mod3(int r, int n)
 {
     (void)n;
     return r % 3 == 1 ? BRAID_UNDEFINED : r % 3;
 }
-static int key_zero(int r, int n) { (void)r; (void)n; return 0; }
+static int key_zero(int r, int n)
+{
+    (void)r;
+    (void)n;
+    return 0;
+}
 static int color_halves(int r, int n) { return r < n / 2 ? 5 : 9; }
 static int key_desc_mod2(int r, int n) { return (n - r) % 2; }
 
@@ -859,30 +945,56 @@ static int split_members(const split_spec_t *sp, int size, int rank,
 static void small_matrix(tcomm_t *tc, tcomm_t *parent)
 {
     const case_t list[] = {
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F32, .op = BRAID_SUM,
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_F32,
+         .op    = BRAID_SUM,
          .count = 1001},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F32, .op = BRAID_SUM,
-         .count = 1001, .inplace = 1},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_I32, .op = BRAID_MAX,
-         .count = 17},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F64, .op = BRAID_AVG,
-         .count = 1},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_BF16, .op = BRAID_PROD,
-         .count = 5},
-        {.coll = BRAID_COLL_REDUCE_SCATTER, .dtype = BRAID_F32,
-         .op = BRAID_SUM, .count = 5},
-        {.coll = BRAID_COLL_REDUCE_SCATTER, .dtype = BRAID_I64,
-         .op = BRAID_MIN, .count = 1, .inplace = 1},
-        {.coll = BRAID_COLL_ALLGATHER, .dtype = BRAID_U8, .count = 33},
-        {.coll = BRAID_COLL_ALLGATHER, .dtype = BRAID_F64, .count = 3,
+        {.coll    = BRAID_COLL_ALLREDUCE,
+         .dtype   = BRAID_F32,
+         .op      = BRAID_SUM,
+         .count   = 1001,
          .inplace = 1},
-        {.coll = BRAID_COLL_BROADCAST, .dtype = BRAID_I32, .count = 17,
-         .root = -1 /* last rank */},
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_I32,
+         .op    = BRAID_MAX,
+         .count = 17},
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_F64,
+         .op    = BRAID_AVG,
+         .count = 1},
+        {.coll  = BRAID_COLL_ALLREDUCE,
+         .dtype = BRAID_BF16,
+         .op    = BRAID_PROD,
+         .count = 5},
+        {.coll  = BRAID_COLL_REDUCE_SCATTER,
+         .dtype = BRAID_F32,
+         .op    = BRAID_SUM,
+         .count = 5},
+        {.coll    = BRAID_COLL_REDUCE_SCATTER,
+         .dtype   = BRAID_I64,
+         .op      = BRAID_MIN,
+         .count   = 1,
+         .inplace = 1},
+        {.coll = BRAID_COLL_ALLGATHER, .dtype = BRAID_U8, .count = 33},
+        {.coll    = BRAID_COLL_ALLGATHER,
+         .dtype   = BRAID_F64,
+         .count   = 3,
+         .inplace = 1},
+        {.coll  = BRAID_COLL_BROADCAST,
+         .dtype = BRAID_I32,
+         .count = 17,
+         .root  = -1 /* last rank */},
         {.coll = BRAID_COLL_BROADCAST, .dtype = BRAID_F16, .count = 1001},
-        {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F16, .op = BRAID_SUM,
-         .count = 1001, .inexact = 1},
-        {.coll = BRAID_COLL_REDUCE_SCATTER, .dtype = BRAID_BF16,
-         .op = BRAID_SUM, .count = 33, .inexact = 1},
+        {.coll    = BRAID_COLL_ALLREDUCE,
+         .dtype   = BRAID_F16,
+         .op      = BRAID_SUM,
+         .count   = 1001,
+         .inexact = 1},
+        {.coll    = BRAID_COLL_REDUCE_SCATTER,
+         .dtype   = BRAID_BF16,
+         .op      = BRAID_SUM,
+         .count   = 33,
+         .inexact = 1},
     };
     for (size_t i = 0; i < NELEM(list); i++) {
         case_t c = list[i];
@@ -891,8 +1003,9 @@ static void small_matrix(tcomm_t *tc, tcomm_t *parent)
         run_case(tc, c);
         /* The parent's calls must not be confused with the child's. */
         if (parent != NULL && i % 4 == 0)
-            run_case(parent, (case_t){.coll = BRAID_COLL_ALLREDUCE,
-                                      .dtype = BRAID_I32, .op = BRAID_SUM,
+            run_case(parent, (case_t){.coll  = BRAID_COLL_ALLREDUCE,
+                                      .dtype = BRAID_I32,
+                                      .op    = BRAID_SUM,
                                       .count = 3});
     }
     barrier_or_die(tc);
@@ -904,23 +1017,24 @@ static void small_matrix(tcomm_t *tc, tcomm_t *parent)
 static void do_split(tcomm_t *parent, const split_spec_t *sp, tcomm_t *sub)
 {
     int *members = malloc(sizeof(int) * (size_t)parent->size);
-    int  m = split_members(sp, parent->size, parent->rank, members);
+    int  m       = split_members(sp, parent->size, parent->rank, members);
     memset(sub, 0, sizeof(*sub));
     sub->label = sp->label;
     snprintf(g.current, sizeof(g.current), "[%s] braid_comm_split of [%s]",
              sp->label, parent->label);
-    braid_status_t st = braid_comm_split(parent->comm,
-                                         sp->color(parent->rank, parent->size),
-                                         sp->key(parent->rank, parent->size),
-                                         &sub->comm);
+    braid_status_t st =
+        braid_comm_split(parent->comm, sp->color(parent->rank, parent->size),
+                         sp->key(parent->rank, parent->size), &sub->comm);
     if (st != BRAID_OK)
         mp_fatal(PROG, g.world_rank, st, "%s", g.current);
     g.cases++;
     if (m == 0) {
         if (sub->comm != NULL) {
             g.failures++;
-            fprintf(stderr, PROG " FAIL [%s] rank=%d: color BRAID_UNDEFINED "
-                    "gave a communicator\n", sp->label, parent->rank);
+            fprintf(stderr,
+                    PROG " FAIL [%s] rank=%d: color BRAID_UNDEFINED "
+                         "gave a communicator\n",
+                    sp->label, parent->rank);
         }
         sub->comm = NULL;
         free(members);
@@ -929,32 +1043,33 @@ static void do_split(tcomm_t *parent, const split_spec_t *sp, tcomm_t *sub)
     if (sub->comm == NULL)
         mp_fatal(PROG, g.world_rank, BRAID_ERR_INTERNAL,
                  "[%s] split returned no communicator", sp->label);
-    sub->rank = braid_comm_rank(sub->comm);
-    sub->size = braid_comm_size(sub->comm);
-    sub->tag  = ref_hash(parent->tag, sp->label, strlen(sp->label));
+    sub->rank    = braid_comm_rank(sub->comm);
+    sub->size    = braid_comm_size(sub->comm);
+    sub->tag     = ref_hash(parent->tag, sp->label, strlen(sp->label));
     int exp_rank = 0;
     while (members[exp_rank] != parent->rank)
         exp_rank++;
     if (sub->size != m || sub->rank != exp_rank) {
         g.failures++;
-        fprintf(stderr, PROG " FAIL [%s] parent rank %d: got rank %d of %d, "
-                "expected rank %d of %d\n", sp->label, parent->rank,
-                sub->rank, sub->size, exp_rank, m);
+        fprintf(stderr,
+                PROG " FAIL [%s] parent rank %d: got rank %d of %d, "
+                     "expected rank %d of %d\n",
+                sp->label, parent->rank, sub->rank, sub->size, exp_rank, m);
         mp_fatal(PROG, g.world_rank, BRAID_ERR_INTERNAL, "split layout");
     }
     /* Everyone's parent rank, gathered in sub-rank order. */
     int32_t mine = parent->rank, *got = malloc(sizeof(int32_t) * (size_t)m);
     st = braid_allgather(&mine, got, 1, BRAID_I32, sub->comm);
     if (st != BRAID_OK)
-        mp_fatal(PROG, g.world_rank, st, "[%s] allgather of ranks",
-                 sp->label);
+        mp_fatal(PROG, g.world_rank, st, "[%s] allgather of ranks", sp->label);
     for (int i = 0; i < m; i++) {
         if (got[i] == members[i])
             continue;
         g.failures++;
-        fprintf(stderr, PROG " FAIL [%s] rank=%d/%d: sub-rank %d is parent "
-                "rank %d, expected %d\n", sp->label, sub->rank, sub->size, i,
-                (int)got[i], members[i]);
+        fprintf(stderr,
+                PROG " FAIL [%s] rank=%d/%d: sub-rank %d is parent "
+                     "rank %d, expected %d\n",
+                sp->label, sub->rank, sub->size, i, (int)got[i], members[i]);
     }
     free(got);
     free(members);
@@ -975,10 +1090,15 @@ static void finalize_sub(tcomm_t *sub)
  * include this rank), completed newest first. */
 static void nb_two_comms(tcomm_t *a, tcomm_t *b)
 {
-    case_t ca = {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_F32,
-                 .op = BRAID_SUM, .count = 1001};
-    case_t cb = {.coll = BRAID_COLL_ALLREDUCE, .dtype = BRAID_I64,
-                 .op = BRAID_MAX, .count = 4097, .inplace = 1};
+    case_t ca = {.coll  = BRAID_COLL_ALLREDUCE,
+                 .dtype = BRAID_F32,
+                 .op    = BRAID_SUM,
+                 .count = 1001};
+    case_t cb = {.coll    = BRAID_COLL_ALLREDUCE,
+                 .dtype   = BRAID_I64,
+                 .op      = BRAID_MAX,
+                 .count   = 4097,
+                 .inplace = 1};
     if (!wanted(BRAID_COLL_ALLREDUCE))
         return;
     braid_request_t *ra = issue_nb(a, &ca);
@@ -1001,7 +1121,7 @@ static void test_split(tcomm_t *world)
     };
     static const split_spec_t nested = {"split-parity/reversed", color_zero,
                                         key_reverse};
-    tcomm_t subs[NELEM(specs)], inner;
+    tcomm_t                   subs[NELEM(specs)], inner;
 
     /* All communicators alive at once, used in turn. */
     for (size_t i = 0; i < NELEM(specs); i++)
@@ -1012,8 +1132,9 @@ static void test_split(tcomm_t *world)
         if (subs[i].comm != NULL)
             small_matrix(&subs[i], NULL);
         /* Every world rank takes part, member of subs[i] or not. */
-        run_case(world, (case_t){.coll = BRAID_COLL_ALLGATHER,
-                                 .dtype = BRAID_I64, .count = 2});
+        run_case(world, (case_t){.coll  = BRAID_COLL_ALLGATHER,
+                                 .dtype = BRAID_I64,
+                                 .count = 2});
     }
     do_split(&subs[0], &nested, &inner);
     small_matrix(&inner, &subs[0]);
@@ -1056,19 +1177,20 @@ static const char *colls_of(const char *cand)
 /* With --algo, every collective it covers must report the override. */
 static void check_choices(tcomm_t *tc, const char *colls)
 {
-    char   list[256], cand[64], why[64];
-    char  *save = NULL;
+    char  list[256], cand[64], why[64];
+    char *save = NULL;
     snprintf(list, sizeof(list), "%s", colls);
     for (char *c = strtok_r(list, ",", &save); c != NULL;
-         c = strtok_r(NULL, ",", &save)) {
+         c       = strtok_r(NULL, ",", &save)) {
         int coll = mp_parse_coll(c);
         /* Data-less calls complete locally; barrier is the exception. */
         size_t first = coll == BRAID_COLL_BARRIER ? 0 : 4;
         size_t last  = coll == BRAID_COLL_BARRIER ? 0 : (4u << 20);
-        for (size_t bytes = first; bytes <= last; bytes = bytes * 32 + !bytes) {
-            braid_status_t st = braid_comm_choice(
-                tc->comm, (braid_coll_t)coll, bytes, cand, sizeof(cand), why,
-                sizeof(why));
+        for (size_t bytes = first; bytes <= last;
+             bytes        = bytes * 32 + !bytes) {
+            braid_status_t st =
+                braid_comm_choice(tc->comm, (braid_coll_t)coll, bytes, cand,
+                                  sizeof(cand), why, sizeof(why));
             g.cases++;
             if (st != BRAID_OK)
                 mp_fatal(PROG, g.world_rank, st, "braid_comm_choice(%s, %zu)",
@@ -1078,8 +1200,9 @@ static void check_choices(tcomm_t *tc, const char *colls)
             if (strlen(cand) != first_len ||
                 strncmp(cand, g.algo, first_len) != 0) {
                 g.failures++;
-                fprintf(stderr, PROG " FAIL rank %d: BRAID_ALGO=%s but "
-                        "braid_comm_choice(%s, %zu bytes) = %s (%s)\n",
+                fprintf(stderr,
+                        PROG " FAIL rank %d: BRAID_ALGO=%s but "
+                             "braid_comm_choice(%s, %zu bytes) = %s (%s)\n",
                         tc->rank, g.algo_env, c, bytes, cand, why);
             }
         }
@@ -1107,13 +1230,13 @@ static void print_choices(tcomm_t *tc)
 /* "allreduce,broadcast" -> g.only. */
 static int parse_only(const char *list)
 {
-    char  buf[256], *save = NULL;
+    char buf[256], *save = NULL;
     if (strlen(list) >= sizeof(buf))
         return -1;
     strcpy(buf, list);
     g.only = 0;
     for (char *c = strtok_r(buf, ",", &save); c != NULL;
-         c = strtok_r(NULL, ",", &save)) {
+         c       = strtok_r(NULL, ",", &save)) {
         int coll = mp_parse_coll(c);
         if (coll < 0)
             return -1;
@@ -1124,25 +1247,26 @@ static int parse_only(const char *list)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: " PROG " [options]   (run under braidrun/mpirun)\n"
-            "  --algo CAND        force candidate CAND (\"ring@ucx\") on the\n"
-            "                     collectives it implements (sets BRAID_ALGO);\n"
-            "                     CAND,NEXT,...: communicators without CAND\n"
-            "                     (splits) run the next; the world runs CAND\n"
-            "  --algo-colls LIST  collectives to force it on (comma list)\n"
-            "  --only LIST        test only these collectives (comma list;\n"
-            "                     with --algo, default: the forced ones)\n"
-            "  --quick            reduced matrix (fewer dtypes/ops, no big)\n"
-            "  --no-big           skip the counts above 1M\n"
-            "  --seed N           input seed (default 0x5eed)\n"
-            "  --timeout S        watchdog in seconds (default 280, 0 off)\n");
+    fprintf(
+        f,
+        "usage: " PROG " [options]   (run under braidrun/mpirun)\n"
+        "  --algo CAND        force candidate CAND (\"ring@ucx\") on the\n"
+        "                     collectives it implements (sets BRAID_ALGO);\n"
+        "                     CAND,NEXT,...: communicators without CAND\n"
+        "                     (splits) run the next; the world runs CAND\n"
+        "  --algo-colls LIST  collectives to force it on (comma list)\n"
+        "  --only LIST        test only these collectives (comma list;\n"
+        "                     with --algo, default: the forced ones)\n"
+        "  --quick            reduced matrix (fewer dtypes/ops, no big)\n"
+        "  --no-big           skip the counts above 1M\n"
+        "  --seed N           input seed (default 0x5eed)\n"
+        "  --timeout S        watchdog in seconds (default 280, 0 off)\n");
 }
 
 int main(int argc, char **argv)
 {
-    const char *colls = NULL;
-    unsigned    timeout = 280;
+    const char *colls      = NULL;
+    unsigned    timeout    = 280;
     int         only_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1171,7 +1295,7 @@ int main(int argc, char **argv)
             i++;
         } else {
             usage(strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 ? stdout
-                                                                  : stderr);
+                                                                   : stderr);
             return strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 ? 0 : 2;
         }
     }
@@ -1193,27 +1317,29 @@ int main(int argc, char **argv)
         snprintf(g.algo_env, sizeof(g.algo_env), "%s", getenv("BRAID_ALGO"));
     }
 
-    double          t0 = mp_now();
-    braid_comm_t   *comm = NULL;
-    g.current_p = g.current;
+    double        t0   = mp_now();
+    braid_comm_t *comm = NULL;
+    g.current_p        = g.current;
     snprintf(g.current, sizeof(g.current), "braid_init");
     mp_watchdog(PROG, timeout, &g.current_p);
     braid_status_t st = braid_init(&comm);
     if (st != BRAID_OK)
         mp_fatal(PROG, -1, st, "braid_init");
-    tcomm_t world = {.comm = comm, .rank = braid_comm_rank(comm),
-                     .size = braid_comm_size(comm), .label = "world",
-                     .tag = 1};
-    g.world_rank = world.rank;
+    tcomm_t world = {.comm  = comm,
+                     .rank  = braid_comm_rank(comm),
+                     .size  = braid_comm_size(comm),
+                     .label = "world",
+                     .tag   = 1};
+    g.world_rank  = world.rank;
     static char wd_name[64];
     snprintf(wd_name, sizeof(wd_name), PROG " rank %d", world.rank);
     mp_watchdog_name(wd_name);
     if (world.rank == 0) {
         printf("# " PROG ": %d ranks, BRAID_ALGO=%s%s%s\n", world.size,
-               g.algo_env[0] ? g.algo_env : "(auto)",
-               g.quick ? ", quick" : "",
-               g.only != (1u << BRAID_COLL_COUNT) - 1 ? ", some collectives only"
-                                                      : "");
+               g.algo_env[0] ? g.algo_env : "(auto)", g.quick ? ", quick" : "",
+               g.only != (1u << BRAID_COLL_COUNT) - 1
+                   ? ", some collectives only"
+                   : "");
         fflush(stdout);
     }
     if (g.algo != NULL)
@@ -1240,9 +1366,10 @@ int main(int argc, char **argv)
     if (st != BRAID_OK)
         mp_fatal(PROG, world.rank, st, "final allreduce");
     printf(PROG " rank %d/%d: %s: %ld cases, %ld failed here, %" PRId64
-           " on all ranks; BRAID_ALGO=%s; %.1f s\n", world.rank, world.size,
-           total || g.failures ? "FAIL" : "PASS", g.cases, g.failures, total,
-           g.algo_env[0] ? g.algo_env : "(auto)", mp_now() - t0);
+                " on all ranks; BRAID_ALGO=%s; %.1f s\n",
+           world.rank, world.size, total || g.failures ? "FAIL" : "PASS",
+           g.cases, g.failures, total, g.algo_env[0] ? g.algo_env : "(auto)",
+           mp_now() - t0);
     fflush(stdout);
     snprintf(g.current, sizeof(g.current), "braid_finalize");
     st = braid_finalize(comm);

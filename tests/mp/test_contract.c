@@ -25,14 +25,14 @@
 
 static int failures, rank;
 
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, PROG " rank %d FAIL line %d: ", rank, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fputc('\n', stderr);                                             \
-            failures++;                                                      \
-        }                                                                    \
+#define CHECK(cond, ...)                                                      \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, PROG " rank %d FAIL line %d: ", rank, __LINE__);  \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fputc('\n', stderr);                                              \
+            failures++;                                                       \
+        }                                                                     \
     } while (0)
 
 static int *counter(void *dl, const char *name)
@@ -74,7 +74,7 @@ int main(int argc, char **argv)
         fprintf(stderr, PROG ": braid_init: %s\n", braid_last_error());
         return 1;
     }
-    rank = braid_comm_rank(comm);
+    rank     = braid_comm_rank(comm);
     int size = braid_comm_size(comm);
     snprintf(path, sizeof(path), "%s/libbraid-contract.so", argv[1]);
     /* The library the loader opened; this reference keeps it mapped (and
@@ -85,13 +85,13 @@ int main(int argc, char **argv)
                 dlerror());
         return 1;
     }
-    int *starts = counter(dl, "contract_starts");
-    int *finishes = counter(dl, "contract_finishes");
-    int *max_running = counter(dl, "contract_max_running");
-    int *left_active = counter(dl, "contract_left_active");
-    int *backends = counter(dl, "contract_backends");
+    int *starts         = counter(dl, "contract_starts");
+    int *finishes       = counter(dl, "contract_finishes");
+    int *max_running    = counter(dl, "contract_max_running");
+    int *left_active    = counter(dl, "contract_left_active");
+    int *backends       = counter(dl, "contract_backends");
     int *backends_freed = counter(dl, "contract_backends_freed");
-    int *backend_calls = counter(dl, "contract_backend_calls");
+    int *backend_calls  = counter(dl, "contract_backend_calls");
 
     /* 1. Blocking, 16 bytes: ctr. */
     fill(a, 4);
@@ -106,11 +106,15 @@ int main(int argc, char **argv)
     fill(a, 4);
     fill(b, 4);
     CHECK(braid_iallreduce(a, out, 4, BRAID_I32, BRAID_SUM, comm, &ra) ==
-              BRAID_OK, "iallreduce a: %s", braid_last_error());
-    CHECK(*starts == 2, "an iallreduce onto an empty queue starts at once "
-          "(%d starts)", *starts);
+              BRAID_OK,
+          "iallreduce a: %s", braid_last_error());
+    CHECK(*starts == 2,
+          "an iallreduce onto an empty queue starts at once "
+          "(%d starts)",
+          *starts);
     CHECK(braid_iallreduce(b, out2, 4, BRAID_I32, BRAID_SUM, comm, &rb) ==
-              BRAID_OK, "iallreduce b: %s", braid_last_error());
+              BRAID_OK,
+          "iallreduce b: %s", braid_last_error());
     CHECK(braid_wait(ra) == BRAID_OK && braid_wait(rb) == BRAID_OK,
           "waits: %s", braid_last_error());
     CHECK(check_sum(out, 4, size) == 0 && check_sum(out2, 4, size) == 0,
@@ -134,7 +138,8 @@ int main(int argc, char **argv)
     /* 4. Device-only, forced for 160 bytes of host memory: refused, and the
      * communicator stays usable; never chosen on its own (400 bytes). */
     fill(a, 40);
-    braid_status_t st = braid_allreduce(a, out, 40, BRAID_I32, BRAID_SUM, comm);
+    braid_status_t st =
+        braid_allreduce(a, out, 40, BRAID_I32, BRAID_SUM, comm);
     CHECK(st == BRAID_ERR_NOT_SUPPORTED &&
               strstr(braid_last_error(), "devonly") != NULL,
           "forcing a device-only candidate on host memory: %d %s", st,
@@ -144,9 +149,10 @@ int main(int argc, char **argv)
               strstr(cand, "devonly") == NULL,
           "cost model on host memory picked %s", cand);
     fill(a, 100);
-    CHECK(braid_allreduce(a, out, 100, BRAID_I32, BRAID_SUM, comm) ==
-                  BRAID_OK && check_sum(out, 100, size) == 0,
-          "after the refusal, 400 B by the cost model: %s", braid_last_error());
+    CHECK(
+        braid_allreduce(a, out, 100, BRAID_I32, BRAID_SUM, comm) == BRAID_OK &&
+            check_sum(out, 100, size) == 0,
+        "after the refusal, 400 B by the cost model: %s", braid_last_error());
 
     /* 5. A start that fails after posting: finish follows and cancels. */
     int before = *starts;

@@ -2,7 +2,8 @@
  * carries on with the other plugins.  Under braidrun -n N:
  *
  *   test_crashprobe --crash-dir DIR [--plugin-dir DIR] [--info BRAID_INFO]
- *                   [--in plugin|transport] [--how segv|bus|fpe|ill|abort|stack]
+ *                   [--in plugin|transport] [--how
+ * segv|bus|fpe|ill|abort|stack]
  *
  * puts the crashing plugin (tests/mp/crash_probe_plugin.c, in DIR) first in
  * BRAID_PLUGIN_PATH and tells it how to crash.  Then on every rank:
@@ -68,21 +69,22 @@ static braid_status_t init_logged(braid_comm_t **comm, char *log, size_t len)
 
 static void check_collectives(braid_comm_t *c, int rank)
 {
-    int     n = braid_comm_size(c);
+    int     n     = braid_comm_size(c);
     int32_t in[5] = {1, 2, 3, 4, rank}, out[5] = {0, 0, 0, 0, 0};
 
-    step = "allreduce";
+    step              = "allreduce";
     braid_status_t st = braid_allreduce(in, out, 5, BRAID_I32, BRAID_SUM, c);
     if (st != BRAID_OK)
         fail(rank, "allreduce beside the crashed plugin: %s: %s",
              braid_status_str(st), braid_last_error());
     else if (out[0] != n || out[3] != 4 * n || out[4] != n * (n - 1) / 2)
-        fail(rank, "allreduce beside the crashed plugin: got {%d,..,%d,%d}, "
-             "expected {%d,..,%d,%d}", out[0], out[3], out[4], n, 4 * n,
-             n * (n - 1) / 2);
+        fail(rank,
+             "allreduce beside the crashed plugin: got {%d,..,%d,%d}, "
+             "expected {%d,..,%d,%d}",
+             out[0], out[3], out[4], n, 4 * n, n * (n - 1) / 2);
 
     int32_t me = 100 + rank, all[64];
-    step = "allgather";
+    step       = "allgather";
     st = n <= 64 ? braid_allgather(&me, all, 1, BRAID_I32, c) : BRAID_OK;
     if (st != BRAID_OK) {
         fail(rank, "allgather beside the crashed plugin: %s: %s",
@@ -91,8 +93,10 @@ static void check_collectives(braid_comm_t *c, int rank)
     }
     for (int r = 0; r < n && r < 64; r++)
         if (all[r] != 100 + r) {
-            fail(rank, "allgather beside the crashed plugin: slot %d holds "
-                 "%d, expected %d", r, (int)all[r], 100 + r);
+            fail(rank,
+                 "allgather beside the crashed plugin: slot %d holds "
+                 "%d, expected %d",
+                 r, (int)all[r], 100 + r);
             break;
         }
 }
@@ -104,19 +108,21 @@ static void check_braid_info(const char *info, const char *want, int rank)
     static char out[1 << 16];
     char        cmd[4200];
     snprintf(cmd, sizeof(cmd), "'%s' 2>/dev/null", info);
-    step = "braid-info";
+    step    = "braid-info";
     FILE *p = popen(cmd, "r");
     if (p == NULL) {
         fail(rank, "cannot run '%s'", info);
         return;
     }
-    size_t used = fread(out, 1, sizeof(out) - 1, p);
-    out[used] = '\0';
-    int rc = pclose(p);
+    size_t used      = fread(out, 1, sizeof(out) - 1, p);
+    out[used]        = '\0';
+    int         rc   = pclose(p);
     const char *line = strstr(out, want);
     if (rc != 0 || line == NULL || strstr(out, "crashprobe") == NULL) {
-        fail(rank, "braid-info (exit status %d) does not list '%s' for "
-             "crashprobe; it printed:\n----\n%s----", rc, want, out);
+        fail(rank,
+             "braid-info (exit status %d) does not list '%s' for "
+             "crashprobe; it printed:\n----\n%s----",
+             rc, want, out);
         return;
     }
     while (line > out && line[-1] != '\n')
@@ -156,8 +162,10 @@ static void check_app_handlers(const sigset_t *before, int rank)
         struct sigaction now;
         if (sigaction(app_signals[i], NULL, &now) != 0 ||
             (now.sa_flags & SA_SIGINFO) || now.sa_handler != app_handler)
-            fail(rank, "the handler of signal %d is not the application's "
-                 "after braid_init", app_signals[i]);
+            fail(rank,
+                 "the handler of signal %d is not the application's "
+                 "after braid_init",
+                 app_signals[i]);
     }
     sigset_t mask;
     pthread_sigmask(SIG_BLOCK, NULL, &mask);
@@ -177,7 +185,7 @@ static void usage(FILE *f)
 static const char *signal_of(const char *how)
 {
     static const char *const map[][2] = {
-        {"segv", "SIGSEGV"}, {"bus", "SIGBUS"}, {"fpe", "SIGFPE"},
+        {"segv", "SIGSEGV"}, {"bus", "SIGBUS"},    {"fpe", "SIGFPE"},
         {"ill", "SIGILL"},   {"abort", "SIGABRT"}, {"stack", "SIGSEGV"}};
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (strcmp(how, map[i][0]) == 0)
@@ -231,25 +239,30 @@ int main(int argc, char **argv)
 
     char want[160];
     if (strcmp(in, "plugin") == 0)
-        snprintf(want, sizeof(want), "plugin 'crashprobe' crashed in probe "
-                 "(%s): skipped", sig);
+        snprintf(want, sizeof(want),
+                 "plugin 'crashprobe' crashed in probe "
+                 "(%s): skipped",
+                 sig);
     else
-        snprintf(want, sizeof(want), "transport 'crashtl' of plugin "
-                 "'crashprobe' crashed in probe (%s): skipped", sig);
+        snprintf(want, sizeof(want),
+                 "transport 'crashtl' of plugin "
+                 "'crashprobe' crashed in probe (%s): skipped",
+                 sig);
 
-    static char    log[1 << 18];
-    braid_comm_t  *c = NULL;
-    sigset_t       mask;
+    static char   log[1 << 18];
+    braid_comm_t *c = NULL;
+    sigset_t      mask;
     install_app_handlers(&mask);
-    step = "braid_init";
+    step              = "braid_init";
     braid_status_t st = init_logged(&c, log, sizeof(log));
     if (st != BRAID_OK) {
-        fprintf(stderr, PROG " FAIL: braid_init with a plugin that crashes "
-                "in its %s probe (%s): %s: %s\nlog:\n%s", in, how,
-                braid_status_str(st), braid_last_error(), log);
+        fprintf(stderr,
+                PROG " FAIL: braid_init with a plugin that crashes "
+                     "in its %s probe (%s): %s: %s\nlog:\n%s",
+                in, how, braid_status_str(st), braid_last_error(), log);
         return 1;
     }
-    int rank = braid_comm_rank(c);
+    int         rank = braid_comm_rank(c);
     const char *line = strstr(log, want);
     if (line == NULL) {
         /* Every process probes, but only rank 0 must say so. */

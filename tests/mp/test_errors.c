@@ -36,19 +36,19 @@
 
 #include "mp_common.h"
 
-#define PROG     "test_errors"
-#define ELEMS    8    /* elements per rank in the argument checks */
-#define PATTERN  0x5c
-#define CHILD_S  120  /* seconds a child may take */
+#define PROG    "test_errors"
+#define ELEMS   8 /* elements per rank in the argument checks */
+#define PATTERN 0x5c
+#define CHILD_S 120 /* seconds a child may take */
 
 extern char **environ;
 
 static struct {
-    int  rank;
-    int  size;
-    long checks;
-    long failures;
-    char current[256];
+    int         rank;
+    int         size;
+    long        checks;
+    long        failures;
+    char        current[256];
     const char *current_p;
 } g;
 
@@ -103,11 +103,11 @@ static void expect(const char *what, braid_status_t got, braid_status_t want)
              braid_status_str(got));
 }
 
-#define EXPECT_INVALID(call)                                      \
-    do {                                                          \
-        arena_reset();                                            \
-        snprintf(g.current, sizeof(g.current), "%s", #call);      \
-        expect(#call, (call), BRAID_ERR_INVALID_ARG);             \
+#define EXPECT_INVALID(call)                                                  \
+    do {                                                                      \
+        arena_reset();                                                        \
+        snprintf(g.current, sizeof(g.current), "%s", #call);                  \
+        expect(#call, (call), BRAID_ERR_INVALID_ARG);                         \
     } while (0)
 
 static void check_null_comm(void)
@@ -123,8 +123,8 @@ static void check_null_comm(void)
     EXPECT_INVALID(braid_allgather(s, r, 4, BRAID_F32, NULL));
     EXPECT_INVALID(braid_broadcast(r, 4, BRAID_F32, 0, NULL));
     EXPECT_INVALID(braid_barrier(NULL));
-    EXPECT_INVALID(braid_iallreduce(s, r, 4, BRAID_F32, BRAID_SUM, NULL,
-                                    &req));
+    EXPECT_INVALID(
+        braid_iallreduce(s, r, 4, BRAID_F32, BRAID_SUM, NULL, &req));
     if (req != NULL)
         fail("iallreduce on a NULL comm returned a request");
     EXPECT_INVALID(braid_comm_split(NULL, 0, 0, &sub));
@@ -149,10 +149,10 @@ static void check_null_buffers(braid_comm_t *c)
     EXPECT_INVALID(braid_allgather(NULL, r, 4, BRAID_U8, c));
     EXPECT_INVALID(braid_allgather(s, NULL, 4, BRAID_U8, c));
     EXPECT_INVALID(braid_broadcast(NULL, 4, BRAID_F64, 0, c));
-    EXPECT_INVALID(braid_iallreduce(NULL, r, 4, BRAID_F32, BRAID_SUM, c,
-                                    &req));
-    EXPECT_INVALID(braid_iallreduce(s, NULL, 4, BRAID_F32, BRAID_SUM, c,
-                                    &req));
+    EXPECT_INVALID(
+        braid_iallreduce(NULL, r, 4, BRAID_F32, BRAID_SUM, c, &req));
+    EXPECT_INVALID(
+        braid_iallreduce(s, NULL, 4, BRAID_F32, BRAID_SUM, c, &req));
     /* The output handles are arguments too. */
     EXPECT_INVALID(braid_iallreduce(s, r, 4, BRAID_F32, BRAID_SUM, c, NULL));
     EXPECT_INVALID(braid_comm_split(c, 0, 0, NULL));
@@ -164,10 +164,10 @@ static void check_bad_enums(braid_comm_t *c)
 {
     const braid_dtype_t bad_dt[] = {BRAID_DTYPE_COUNT, (braid_dtype_t)-1,
                                     (braid_dtype_t)1000};
-    const braid_op_t bad_op[] = {BRAID_OP_COUNT, (braid_op_t)-1};
-    braid_request_t *req = NULL;
-    void            *s = at(0), *r = at(arena_len / 2);
-    char             cand[32], why[32];
+    const braid_op_t    bad_op[] = {BRAID_OP_COUNT, (braid_op_t)-1};
+    braid_request_t    *req      = NULL;
+    void               *s = at(0), *r = at(arena_len / 2);
+    char                cand[32], why[32];
 
     for (size_t i = 0; i < sizeof(bad_dt) / sizeof(bad_dt[0]); i++) {
         braid_dtype_t d = bad_dt[i];
@@ -203,8 +203,8 @@ static void check_bad_enums(braid_comm_t *c)
 
 static void check_roots(braid_comm_t *c)
 {
-    const int bad[] = {-1, g.size, g.size + 5, BRAID_UNDEFINED, INT_MAX,
-                       INT_MIN};
+    const int bad[] = {-1,      g.size, g.size + 5, BRAID_UNDEFINED,
+                       INT_MAX, INT_MIN};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int root = bad[i];
         EXPECT_INVALID(braid_broadcast(at(0), 4, BRAID_I32, root, c));
@@ -215,25 +215,25 @@ static void check_roots(braid_comm_t *c)
  * (the buffers are tiny, so a library that tried would crash). */
 static void check_overflow(braid_comm_t *c)
 {
-    size_t n = (size_t)g.size;
-    void  *s = at(0), *r = at(arena_len / 2);
-    braid_request_t *req = NULL;
-    size_t f32_over = SIZE_MAX / 4 + 1;       /* count * 4 wraps */
-    size_t rs_over  = SIZE_MAX / (4 * n) + 1; /* n * count * 4 wraps */
+    size_t           n = (size_t)g.size;
+    void            *s = at(0), *r = at(arena_len / 2);
+    braid_request_t *req      = NULL;
+    size_t           f32_over = SIZE_MAX / 4 + 1; /* count * 4 wraps */
+    size_t rs_over = SIZE_MAX / (4 * n) + 1;      /* n * count * 4 wraps */
 
     EXPECT_INVALID(braid_allreduce(s, r, f32_over, BRAID_F32, BRAID_SUM, c));
     EXPECT_INVALID(braid_allreduce(s, r, SIZE_MAX, BRAID_F64, BRAID_MAX, c));
-    EXPECT_INVALID(braid_iallreduce(s, r, f32_over, BRAID_F32, BRAID_SUM, c,
-                                    &req));
-    EXPECT_INVALID(braid_reduce_scatter(s, r, rs_over, BRAID_F32, BRAID_SUM,
-                                        c));
+    EXPECT_INVALID(
+        braid_iallreduce(s, r, f32_over, BRAID_F32, BRAID_SUM, c, &req));
+    EXPECT_INVALID(
+        braid_reduce_scatter(s, r, rs_over, BRAID_F32, BRAID_SUM, c));
     EXPECT_INVALID(braid_allgather(s, r, rs_over, BRAID_F32, c));
     EXPECT_INVALID(braid_broadcast(r, SIZE_MAX / 8 + 1, BRAID_I64, 0, c));
     if (n > 1) {
         /* Only the multiplication by the rank count wraps. */
         size_t u8_over = SIZE_MAX / n + 1;
-        EXPECT_INVALID(braid_reduce_scatter(s, r, u8_over, BRAID_U8,
-                                            BRAID_SUM, c));
+        EXPECT_INVALID(
+            braid_reduce_scatter(s, r, u8_over, BRAID_U8, BRAID_SUM, c));
         EXPECT_INVALID(braid_allgather(s, r, u8_over, BRAID_U8, c));
     }
     if (req != NULL)
@@ -243,30 +243,30 @@ static void check_overflow(braid_comm_t *c)
 /* Overlapping buffers other than the documented in-place layouts. */
 static void check_aliasing(braid_comm_t *c)
 {
-    const size_t dt = 4, me = (size_t)g.rank, n = (size_t)g.size;
-    const size_t cnt = ELEMS;
-    unsigned char *b = at(0);
+    const size_t     dt = 4, me = (size_t)g.rank, n = (size_t)g.size;
+    const size_t     cnt = ELEMS;
+    unsigned char   *b   = at(0);
     braid_request_t *req = NULL;
 
     /* allreduce: in place means sendbuf == recvbuf exactly. */
     EXPECT_INVALID(braid_allreduce(b, b + dt, cnt, BRAID_F32, BRAID_SUM, c));
     EXPECT_INVALID(braid_allreduce(b + dt, b, cnt, BRAID_F32, BRAID_SUM, c));
-    EXPECT_INVALID(braid_iallreduce(b, b + 3 * dt, cnt, BRAID_F32, BRAID_SUM,
-                                    c, &req));
+    EXPECT_INVALID(
+        braid_iallreduce(b, b + 3 * dt, cnt, BRAID_F32, BRAID_SUM, c, &req));
     /* reduce_scatter: only recvbuf == sendbuf + rank*recvcount*dtsize. */
     EXPECT_INVALID(braid_reduce_scatter(b, b + (me * cnt + 1) * dt, cnt,
                                         BRAID_I32, BRAID_SUM, c));
-    EXPECT_INVALID(braid_reduce_scatter(b + dt, b, cnt, BRAID_I32, BRAID_SUM,
-                                        c));
+    EXPECT_INVALID(
+        braid_reduce_scatter(b + dt, b, cnt, BRAID_I32, BRAID_SUM, c));
     /* allgather: only sendbuf == recvbuf + rank*sendcount*dtsize. */
-    EXPECT_INVALID(braid_allgather(b + (me * cnt + 1) * dt, b, cnt, BRAID_I32,
-                                   c));
+    EXPECT_INVALID(
+        braid_allgather(b + (me * cnt + 1) * dt, b, cnt, BRAID_I32, c));
     EXPECT_INVALID(braid_allgather(b, b + dt, cnt, BRAID_I32, c));
     if (n > 1) {
         /* Another rank's slot is not the in-place form either. */
         size_t other = (me + 1) % n;
-        EXPECT_INVALID(braid_allgather(b + other * cnt * dt, b, cnt,
-                                       BRAID_I32, c));
+        EXPECT_INVALID(
+            braid_allgather(b + other * cnt * dt, b, cnt, BRAID_I32, c));
         EXPECT_INVALID(braid_reduce_scatter(b, b + other * cnt * dt, cnt,
                                             BRAID_I32, BRAID_SUM, c));
     }
@@ -286,7 +286,8 @@ static void check_still_works(braid_comm_t *c)
     int32_t sum = (int32_t)(g.size * (g.size - 1) / 2);
     if (out[0] != sum || out[1] != g.size || out[2] != -sum)
         fail("allreduce after invalid calls: got {%d,%d,%d}, expected "
-             "{%d,%d,%d}", out[0], out[1], out[2], sum, g.size, -sum);
+             "{%d,%d,%d}",
+             out[0], out[1], out[2], sum, g.size, -sum);
 }
 
 static void run_argument_checks(braid_comm_t *c)
@@ -314,11 +315,12 @@ static void run_argument_checks(braid_comm_t *c)
 static int launcher_var(const char *kv)
 {
     static const char *const prefixes[] = {
-        "BRAID_", "OMPI_", "PMIX_", "SLURM_", "RANK=", "WORLD_SIZE=",
-        "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT=",
+        "BRAID_",       "OMPI_",        "PMIX_",       "SLURM_",
+        "RANK=",        "WORLD_SIZE=",  "LOCAL_RANK=", "LOCAL_WORLD_SIZE=",
+        "MASTER_ADDR=", "MASTER_PORT=",
     };
-    static const char *const keep[] = {"BRAID_PLUGIN_PATH=", "BRAID_TIMEOUT=",
-                                       "BRAID_PLUGINS="};
+    static const char *const keep[] = {
+        "BRAID_PLUGIN_PATH=", "BRAID_TIMEOUT=", "BRAID_PLUGINS="};
     for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
         if (strncmp(kv, keep[i], strlen(keep[i])) == 0)
             return 0;
@@ -338,7 +340,7 @@ static char **child_env(char *const *extra)
     while (extra[ne] != NULL)
         ne++;
     char **env = calloc(n + ne + 1, sizeof(char *));
-    size_t k = 0;
+    size_t k   = 0;
     if (env == NULL)
         exit(1);
     for (size_t i = 0; i < n; i++) {
@@ -362,12 +364,12 @@ static char **child_env(char *const *extra)
 static int run_child(const char *mode, const char *arg, char *const *extra,
                      char *out, size_t out_len)
 {
-    char  *argv[] = {(char *)PROG, (char *)"--child", (char *)mode,
-                     (char *)arg, NULL};
-    char **env = child_env(extra);
+    char *argv[] = {(char *)PROG, (char *)"--child", (char *)mode, (char *)arg,
+                    NULL};
+    char **env   = child_env(extra);
     int    fds[2];
     size_t used = 0;
-    out[0] = '\0';
+    out[0]      = '\0';
     if (pipe(fds) != 0) {
         free(env);
         return -1;
@@ -390,11 +392,11 @@ static int run_child(const char *mode, const char *arg, char *const *extra,
         close(fds[0]);
         return -1;
     }
-    double deadline = mp_now() + CHILD_S;
+    double deadline  = mp_now() + CHILD_S;
     int    timed_out = 0;
     for (;;) {
-        struct pollfd p = {.fd = fds[0], .events = POLLIN};
-        int left_ms = (int)((deadline - mp_now()) * 1000);
+        struct pollfd p       = {.fd = fds[0], .events = POLLIN};
+        int           left_ms = (int)((deadline - mp_now()) * 1000);
         if (left_ms <= 0) {
             timed_out = 1;
             kill(pid, SIGKILL);
@@ -410,7 +412,7 @@ static int run_child(const char *mode, const char *arg, char *const *extra,
         if (got <= 0)
             break;
         size_t take = (size_t)got < out_len - 1 - used ? (size_t)got
-                                                         : out_len - 1 - used;
+                                                       : out_len - 1 - used;
         memcpy(out + used, tmp, take);
         used += take;
         out[used] = '\0';
@@ -433,7 +435,7 @@ static const char *child_result(const char *out, const char *key, char *val,
     char prefix[64];
     snprintf(prefix, sizeof(prefix), "RESULT %s=", key);
     const char *p = strstr(out, prefix);
-    val[0] = '\0';
+    val[0]        = '\0';
     if (p != NULL) {
         p += strlen(prefix);
         size_t n = strcspn(p, "\n");
@@ -447,8 +449,7 @@ static const char *child_result(const char *out, const char *key, char *val,
 
 static void child_failed(const char *what, int rc, const char *out)
 {
-    fail("%s: child exited with %d; its output:\n----\n%s----", what, rc,
-         out);
+    fail("%s: child exited with %d; its output:\n----\n%s----", what, rc, out);
 }
 
 /* A malformed BRAID_ALGO (or BRAID_SLEEP_POLLS) fails braid_init with
@@ -472,7 +473,7 @@ static void env_malformed_algo(void)
         snprintf(what, sizeof(what), "%.*s'%s'", (int)strcspn(bad[i], "=") + 1,
                  bad[i], strchr(bad[i], '=') + 1);
         char *extra[] = {var, NULL};
-        int rc = run_child("init", "-", extra, out, sizeof(out));
+        int   rc      = run_child("init", "-", extra, out, sizeof(out));
         g.checks++;
         if (rc != 0) {
             child_failed(what, rc, out);
@@ -483,7 +484,8 @@ static void env_malformed_algo(void)
         const char *pos = strstr(msg, "position ");
         if (atoi(st) != BRAID_ERR_PARSE)
             fail("%s: braid_init returned %s, expected %d (parse error); "
-                 "message '%s'", what, st, BRAID_ERR_PARSE, msg);
+                 "message '%s'",
+                 what, st, BRAID_ERR_PARSE, msg);
         else if (pos == NULL || pos[9] < '0' || pos[9] > '9')
             fail("%s: message does not say 'position N': '%s'", what, msg);
         else
@@ -512,7 +514,7 @@ static void env_missing_candidate(void)
         snprintf(var, sizeof(var), "BRAID_ALGO=allreduce:%s", cases[i].cand);
         snprintf(what, sizeof(what), "%s (single rank)", var);
         char *extra[] = {var, NULL};
-        int rc = run_child("init", "-", extra, out, sizeof(out));
+        int   rc      = run_child("init", "-", extra, out, sizeof(out));
         g.checks++;
         if (rc != 0) {
             child_failed(what, rc, out);
@@ -522,7 +524,8 @@ static void env_missing_candidate(void)
         child_result(out, "message", msg, sizeof(msg));
         if (atoi(st) != BRAID_ERR_NOT_FOUND)
             fail("%s: braid_init returned %s, expected %d (not found); "
-                 "message '%s'", what, st, BRAID_ERR_NOT_FOUND, msg);
+                 "message '%s'",
+                 what, st, BRAID_ERR_NOT_FOUND, msg);
         else if (strstr(msg, cases[i].msg) == NULL)
             fail("%s: message lacks \"%s\": '%s'", what, cases[i].msg, msg);
         else
@@ -544,7 +547,7 @@ static void env_bad_abi(const char *badabi_dir, const char *plugin_dir)
              plugin_dir ? ":" : (old ? ":" : ""),
              plugin_dir ? plugin_dir : (old ? old : ""));
     char *extra[] = {path, (char *)"BRAID_DEBUG=info", NULL};
-    int rc = run_child("abi", "-", extra, out, sizeof(out));
+    int   rc      = run_child("abi", "-", extra, out, sizeof(out));
     g.checks++;
     if (rc != 0) {
         child_failed("bad-ABI plugin in BRAID_PLUGIN_PATH", rc, out);
@@ -553,7 +556,8 @@ static void env_bad_abi(const char *badabi_dir, const char *plugin_dir)
     const char *line = strstr(out, "badabi");
     if (line == NULL || strstr(out, "ABI") == NULL) {
         fail("bad-ABI plugin: the log at BRAID_DEBUG=info does not mention "
-             "'badabi' and 'ABI'; it was:\n----\n%s----", out);
+             "'badabi' and 'ABI'; it was:\n----\n%s----",
+             out);
         return;
     }
     while (line > out && line[-1] != '\n')
@@ -565,7 +569,7 @@ static void env_bad_abi(const char *badabi_dir, const char *plugin_dir)
 
 static int child_init(void)
 {
-    braid_comm_t  *c = NULL;
+    braid_comm_t  *c  = NULL;
     braid_status_t st = braid_init(&c);
     printf("RESULT status=%d\nRESULT message=%s\n", (int)st,
            braid_last_error());
@@ -578,22 +582,24 @@ static int child_init(void)
 
 static int child_abi(void)
 {
-    braid_comm_t  *c = NULL;
+    braid_comm_t  *c  = NULL;
     braid_status_t st = braid_init(&c);
     if (st != BRAID_OK) {
-        fprintf(stderr, PROG " FAIL: braid_init with a bad-ABI plugin in the "
-                "path returned %s: %s\n", braid_status_str(st),
-                braid_last_error());
+        fprintf(stderr,
+                PROG " FAIL: braid_init with a bad-ABI plugin in the "
+                     "path returned %s: %s\n",
+                braid_status_str(st), braid_last_error());
         return 1;
     }
     /* The good plugins still serve collectives. */
     double in[2] = {1.5, -2}, out[2] = {0, 0};
-    st = braid_allreduce(in, out, 2, BRAID_F64, BRAID_SUM, c);
+    st      = braid_allreduce(in, out, 2, BRAID_F64, BRAID_SUM, c);
     int bad = st != BRAID_OK || out[0] != 1.5 || out[1] != -2;
     if (bad)
-        fprintf(stderr, PROG " FAIL: allreduce beside a bad-ABI plugin: %s: "
-                "%s (got %g %g)\n", braid_status_str(st), braid_last_error(),
-                out[0], out[1]);
+        fprintf(stderr,
+                PROG " FAIL: allreduce beside a bad-ABI plugin: %s: "
+                     "%s (got %g %g)\n",
+                braid_status_str(st), braid_last_error(), out[0], out[1]);
     braid_finalize(c);
     return bad;
 }
@@ -641,7 +647,7 @@ static int expect_badabi_main(const char *dir, const char *plugin_dir)
 {
     static char log[1 << 18];
     char        path[4096], tmpl[] = "/tmp/braid-test-errors-XXXXXX";
-    const char *old = getenv("BRAID_PLUGIN_PATH");
+    const char *old  = getenv("BRAID_PLUGIN_PATH");
     const char *rest = plugin_dir ? plugin_dir : old;
 
     snprintf(path, sizeof(path), "%s%s%s", dir, rest ? ":" : "",
@@ -658,7 +664,7 @@ static int expect_badabi_main(const char *dir, const char *plugin_dir)
     unlink(tmpl);
     fflush(stderr);
     dup2(logfd, 2);
-    braid_comm_t  *c = NULL;
+    braid_comm_t  *c  = NULL;
     braid_status_t st = braid_init(&c);
     fflush(stderr);
     dup2(saved, 2);
@@ -666,18 +672,21 @@ static int expect_badabi_main(const char *dir, const char *plugin_dir)
     mp_slurp(logfd, log, sizeof(log));
     close(logfd);
     if (st != BRAID_OK) {
-        fprintf(stderr, PROG " FAIL: braid_init with a bad-ABI plugin in "
-                "BRAID_PLUGIN_PATH=%s: %s: %s\nlog:\n%s", path,
-                braid_status_str(st), braid_last_error(), log);
+        fprintf(stderr,
+                PROG " FAIL: braid_init with a bad-ABI plugin in "
+                     "BRAID_PLUGIN_PATH=%s: %s: %s\nlog:\n%s",
+                path, braid_status_str(st), braid_last_error(), log);
         return 1;
     }
-    int rank = braid_comm_rank(c), bad = 0;
+    int         rank = braid_comm_rank(c), bad = 0;
     const char *line = strstr(log, "badabi");
     if (line == NULL || strstr(log, "ABI") == NULL) {
         /* Every process loads the plugins, but only rank 0 must say so. */
         if (rank == 0) {
-            fprintf(stderr, PROG " FAIL rank 0: the log at BRAID_DEBUG=info "
-                    "does not mention 'badabi' and 'ABI':\n%s", log);
+            fprintf(stderr,
+                    PROG " FAIL rank 0: the log at BRAID_DEBUG=info "
+                         "does not mention 'badabi' and 'ABI':\n%s",
+                    log);
             bad = 1;
         }
     } else {
@@ -687,13 +696,14 @@ static int expect_badabi_main(const char *dir, const char *plugin_dir)
     }
     /* Collectives reach the good plugins (not the local shortcut). */
     int32_t in[5] = {1, 2, 3, 4, rank}, out[5];
-    int     n = braid_comm_size(c);
-    st = braid_allreduce(in, out, 5, BRAID_I32, BRAID_SUM, c);
+    int     n     = braid_comm_size(c);
+    st            = braid_allreduce(in, out, 5, BRAID_I32, BRAID_SUM, c);
     if (st != BRAID_OK || out[0] != n || out[3] != 4 * n ||
         out[4] != n * (n - 1) / 2) {
-        fprintf(stderr, PROG " FAIL rank %d: allreduce beside a bad-ABI "
-                "plugin: %s: %s\n", rank, braid_status_str(st),
-                braid_last_error());
+        fprintf(stderr,
+                PROG " FAIL rank %d: allreduce beside a bad-ABI "
+                     "plugin: %s: %s\n",
+                rank, braid_status_str(st), braid_last_error());
         bad = 1;
     }
     printf(PROG " rank %d/%d: %s: bad-ABI plugin in %s\n", rank, n,
@@ -714,7 +724,7 @@ int main(int argc, char **argv)
 {
     const char *badabi_dir = NULL, *plugin_dir = NULL;
     int         env_cases = 1;
-    unsigned    timeout = 280;
+    unsigned    timeout   = 280;
 
     if (argc == 4 && strcmp(argv[1], "--child") == 0)
         return run_child_mode(argv[2], argv[3]);
@@ -743,7 +753,7 @@ int main(int argc, char **argv)
     }
 
     braid_comm_t *c = NULL;
-    g.current_p = g.current;
+    g.current_p     = g.current;
     snprintf(g.current, sizeof(g.current), "braid_init");
     mp_watchdog(PROG, timeout, &g.current_p);
     braid_status_t st = braid_init(&c);

@@ -75,7 +75,8 @@ static long count_dir(const char *path, const char *prefix)
         return -1;
     for (struct dirent *e; (e = readdir(d)) != NULL;)
         if (e->d_name[0] != '.' &&
-            (prefix == NULL || strncmp(e->d_name, prefix, strlen(prefix)) == 0))
+            (prefix == NULL ||
+             strncmp(e->d_name, prefix, strlen(prefix)) == 0))
             n++;
     closedir(d);
     return n;
@@ -109,8 +110,7 @@ static usage_t usage_now(void)
 
 /* Runs path() warm times, then rounds times, and checks that nothing grew
  * over the second part. */
-static void measure(const char *name, void (*path)(void), int warm,
-                    int rounds)
+static void measure(const char *name, void (*path)(void), int warm, int rounds)
 {
     for (int i = 0; i < warm; i++)
         path();
@@ -124,13 +124,13 @@ static void measure(const char *name, void (*path)(void), int warm,
                a.shm_maps < 0;
     printf("# rank %d: %-15s x%-4d fds %ld -> %ld, shm mappings %ld -> %ld, "
            "threads %ld -> %ld, own /dev/shm files %ld, all mappings %ld -> "
-           "%ld%s\n", rank, name, rounds, a.fds, b.fds, a.shm_maps,
-           b.shm_maps, a.threads, b.threads, b.shm_files, a.maps, b.maps,
-           grew ? "  GREW" : "");
+           "%ld%s\n",
+           rank, name, rounds, a.fds, b.fds, a.shm_maps, b.shm_maps, a.threads,
+           b.threads, b.shm_files, a.maps, b.maps, grew ? "  GREW" : "");
     if (grew)
         fail("%s repeated %d times: descriptors %ld -> %ld, shm mappings "
-             "%ld -> %ld, threads %ld -> %ld, segment files left %ld", name,
-             rounds, a.fds, b.fds, a.shm_maps, b.shm_maps, a.threads,
+             "%ld -> %ld, threads %ld -> %ld, segment files left %ld",
+             name, rounds, a.fds, b.fds, a.shm_maps, b.shm_maps, a.threads,
              b.threads, b.shm_files);
 }
 
@@ -170,7 +170,7 @@ static braid_status_t split_with_algo(const char *algo, int color,
 
 static void path_split_bad_algo(void)
 {
-    braid_comm_t *c = (braid_comm_t *)&not_null;
+    braid_comm_t  *c  = (braid_comm_t *)&not_null;
     braid_status_t st = split_with_algo("allreduce:5K-1K=ring", 0, &c);
     expect_status("split with a malformed BRAID_ALGO", st, BRAID_ERR_PARSE);
     if (c != NULL) {
@@ -182,9 +182,9 @@ static void path_split_bad_algo(void)
 
 static void path_split_mismatch(void)
 {
-    braid_comm_t *c = NULL;
-    braid_status_t st = split_with_algo(rank == 0 ? "allreduce:ring"
-                                                  : "allreduce:recdbl", 0, &c);
+    braid_comm_t  *c  = NULL;
+    braid_status_t st = split_with_algo(
+        rank == 0 ? "allreduce:ring" : "allreduce:recdbl", 0, &c);
     expect_status("split with BRAID_ALGO differing between ranks", st,
                   BRAID_ERR_MISMATCH);
     if (c != NULL)
@@ -193,20 +193,21 @@ static void path_split_mismatch(void)
 
 static void path_split_free(void)
 {
-    braid_comm_t *c = NULL;
+    braid_comm_t  *c  = NULL;
     braid_status_t st = split_with_algo(NULL, 0, &c);
     expect_status("split", st, BRAID_OK);
     if (st == BRAID_OK) {
         int32_t in[4] = {1, 2, 3, rank}, out[4];
-        st = braid_allreduce(in, out, 4, BRAID_I32, BRAID_SUM, c);
+        st            = braid_allreduce(in, out, 4, BRAID_I32, BRAID_SUM, c);
         expect_status("allreduce on a split communicator", st, BRAID_OK);
-        if (st == BRAID_OK && (out[0] != size || out[3] != size * (size - 1) / 2))
+        if (st == BRAID_OK &&
+            (out[0] != size || out[3] != size * (size - 1) / 2))
             fail("allreduce on a split communicator: {%d,..,%d}", out[0],
                  out[3]);
         expect_status("finalize of a split", braid_finalize(c), BRAID_OK);
     }
     /* The last rank opts out: everyone else forms a communicator. */
-    c = NULL;
+    c  = NULL;
     st = split_with_algo(NULL, rank == size - 1 ? BRAID_UNDEFINED : 1, &c);
     expect_status("split with one rank opting out", st, BRAID_OK);
     if ((c == NULL) != (rank == size - 1))
@@ -218,15 +219,15 @@ static void path_split_free(void)
 
 static void path_invalid_args(void)
 {
-    static float buf[64];
+    static float     buf[64];
     braid_request_t *req = NULL;
     expect_status("allreduce(NULL, ...)",
                   braid_allreduce(NULL, buf, 4, BRAID_F32, BRAID_SUM, world),
                   BRAID_ERR_INVALID_ARG);
-    expect_status("allreduce with a bad dtype",
-                  braid_allreduce(buf, buf + 8, 4, (braid_dtype_t)99,
-                                  BRAID_SUM, world),
-                  BRAID_ERR_INVALID_ARG);
+    expect_status(
+        "allreduce with a bad dtype",
+        braid_allreduce(buf, buf + 8, 4, (braid_dtype_t)99, BRAID_SUM, world),
+        BRAID_ERR_INVALID_ARG);
     expect_status("iallreduce with a bad op",
                   braid_iallreduce(buf, buf + 8, 4, BRAID_F32, (braid_op_t)99,
                                    world, &req),
@@ -248,10 +249,10 @@ static void path_invalid_args(void)
 
 static void path_check_mismatch(void)
 {
-    static float buf[100];
-    size_t       count = rank == size - 1 ? 99 : 100;
-    braid_status_t st = braid_allreduce(buf, buf, count, BRAID_F32, BRAID_SUM,
-                                        checked);
+    static float   buf[100];
+    size_t         count = rank == size - 1 ? 99 : 100;
+    braid_status_t st =
+        braid_allreduce(buf, buf, count, BRAID_F32, BRAID_SUM, checked);
     expect_status("BRAID_CHECK=1 allreduce with one rank's count differing",
                   st, BRAID_ERR_MISMATCH);
     st = braid_broadcast(buf, 10, BRAID_F32, rank == 0 ? 0 : 1, checked);
@@ -265,13 +266,13 @@ static void path_check_mismatch(void)
 
 static void forced_call(braid_comm_t *c, const char *what)
 {
-    static float in[OVER_CAP / 4], out[OVER_CAP / 4];
-    braid_status_t st = braid_allreduce(in, out, OVER_CAP / 4, BRAID_F32,
-                                        BRAID_SUM, c);
+    static float   in[OVER_CAP / 4], out[OVER_CAP / 4];
+    braid_status_t st =
+        braid_allreduce(in, out, OVER_CAP / 4, BRAID_F32, BRAID_SUM, c);
     expect_status(what, st, BRAID_ERR_NOT_SUPPORTED);
     braid_request_t *req = NULL;
-    st = braid_iallreduce(in, out, OVER_CAP / 4, BRAID_F32, BRAID_SUM, c,
-                          &req);
+    st =
+        braid_iallreduce(in, out, OVER_CAP / 4, BRAID_F32, BRAID_SUM, c, &req);
     if (st == BRAID_OK && req != NULL)
         st = braid_wait(req);
     expect_status(what, st, BRAID_ERR_NOT_SUPPORTED);
@@ -296,11 +297,12 @@ static void path_forced_missing(void)
 
 /* Launcher variables hidden, braid_init makes a lone single-rank process. */
 static const char *const launcher_vars[] = {
-    "BRAID_RANK", "BRAID_SIZE", "BRAID_ADDR", "BRAID_JOB_KEY",
-    "BRAID_LISTEN_FD", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-    "PMIX_NAMESPACE", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-    "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_JOB_ID",
-    "TORCHELASTIC_RUN_ID"};
+    "BRAID_RANK",           "BRAID_SIZE",         "BRAID_ADDR",
+    "BRAID_JOB_KEY",        "BRAID_LISTEN_FD",    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE", "PMIX_NAMESPACE",     "RANK",
+    "WORLD_SIZE",           "MASTER_ADDR",        "MASTER_PORT",
+    "SLURM_PROCID",         "SLURM_NTASKS",       "SLURM_NPROCS",
+    "SLURM_JOB_ID",         "TORCHELASTIC_RUN_ID"};
 #define N_LAUNCHER (sizeof(launcher_vars) / sizeof(launcher_vars[0]))
 
 static braid_status_t init_alone(const char *algo, braid_comm_t **c)
@@ -309,7 +311,7 @@ static braid_status_t init_alone(const char *algo, braid_comm_t **c)
     int         had[N_LAUNCHER];
     for (size_t i = 0; i < N_LAUNCHER; i++) {
         const char *v = getenv(launcher_vars[i]);
-        had[i] = v != NULL;
+        had[i]        = v != NULL;
         snprintf(saved[i], sizeof(saved[i]), "%s", v ? v : "");
         unsetenv(launcher_vars[i]);
     }
@@ -325,7 +327,7 @@ static braid_status_t init_alone(const char *algo, braid_comm_t **c)
 
 static void path_init_bad_algo(void)
 {
-    braid_comm_t *c = (braid_comm_t *)&not_null;
+    braid_comm_t  *c  = (braid_comm_t *)&not_null;
     braid_status_t st = init_alone("bogus:ring", &c);
     expect_status("single-rank braid_init with a malformed BRAID_ALGO", st,
                   BRAID_ERR_PARSE);
@@ -338,7 +340,7 @@ static void path_init_bad_algo(void)
 
 static void path_init_finalize(void)
 {
-    braid_comm_t *c = NULL;
+    braid_comm_t  *c  = NULL;
     braid_status_t st = init_alone(NULL, &c);
     expect_status("single-rank braid_init", st, BRAID_OK);
     if (st == BRAID_OK)
@@ -370,8 +372,8 @@ static void run(const char *name, void (*path)(void), int warm, int rounds)
 
 int main(int argc, char **argv)
 {
-    int scale = argc > 2 && strcmp(argv[1], "--scale") == 0 ? atoi(argv[2])
-                                                            : 1;
+    int scale =
+        argc > 2 && strcmp(argv[1], "--scale") == 0 ? atoi(argv[2]) : 1;
     if (scale < 1) {
         fprintf(stderr, "usage: " PROG " [--scale N]  (N >= 1 multiplies "
                         "the rounds)\n");
@@ -381,7 +383,7 @@ int main(int argc, char **argv)
     /* The choices every rank is given must match; these tests vary them. */
     unsetenv("BRAID_ALGO");
     unsetenv("BRAID_CHECK");
-    step = "braid_init";
+    step              = "braid_init";
     braid_status_t st = braid_init(&world);
     if (st != BRAID_OK)
         mp_fatal(PROG, -1, st, "braid_init");
@@ -389,13 +391,13 @@ int main(int argc, char **argv)
     size = braid_comm_size(world);
     if (size < 2) {
         fprintf(stderr, PROG ": needs at least 2 ranks (run it under "
-                "braidrun -n 2)\n");
+                             "braidrun -n 2)\n");
         braid_finalize(world);
         return 1;
     }
-    step = "set-up";
-    checked   = split_or_die(NULL, "1");
-    forced    = split_or_die("allreduce:oneshot@shm", NULL);
+    step    = "set-up";
+    checked = split_or_die(NULL, "1");
+    forced  = split_or_die("allreduce:oneshot@shm", NULL);
 
     run("split-bad-algo", path_split_bad_algo, 3, 10 * scale);
     run("split-mismatch", path_split_mismatch, 3, 10 * scale);
@@ -409,7 +411,7 @@ int main(int argc, char **argv)
     run("init-finalize", path_init_finalize, 3, 10 * scale);
 
     step = "final barrier";
-    st = braid_barrier(world);
+    st   = braid_barrier(world);
     if (st != BRAID_OK)
         mp_fatal(PROG, rank, st, "final barrier");
     braid_finalize(forced);

@@ -28,21 +28,21 @@
 
 static int rank, size, failures, reports;
 
-#define FAIL(...)                                                          \
-    do {                                                                   \
-        failures++;                                                        \
-        if (reports++ < 20) {                                              \
-            fprintf(stderr, "test_numerics rank %d: FAIL: ", rank);        \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fprintf(stderr, "\n");                                         \
-        }                                                                  \
+#define FAIL(...)                                                             \
+    do {                                                                      \
+        failures++;                                                           \
+        if (reports++ < 20) {                                                 \
+            fprintf(stderr, "test_numerics rank %d: FAIL: ", rank);           \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, "\n");                                            \
+        }                                                                     \
     } while (0)
 
 static const braid_dtype_t fdts[] = {BRAID_F32, BRAID_F64, BRAID_F16,
                                      BRAID_BF16};
-static const braid_op_t    ops[]  = {BRAID_SUM, BRAID_PROD, BRAID_AVG,
-                                     BRAID_MIN, BRAID_MAX};
-static const size_t        counts[] = {1, 7, 1000};
+static const braid_op_t ops[] = {BRAID_SUM, BRAID_PROD, BRAID_AVG, BRAID_MIN,
+                                 BRAID_MAX};
+static const size_t     counts[] = {1, 7, 1000};
 
 /* ------------------------------------------------------------ raw bits */
 
@@ -61,8 +61,10 @@ static void put_bits(braid_dtype_t dt, void *buf, size_t i, uint64_t v)
 static uint64_t qnan(braid_dtype_t dt, int neg, unsigned payload)
 {
     switch (dt) {
-    case BRAID_F32: return (neg ? 0xffc00000u : 0x7fc00000u) | (payload & 0x3fffff);
-    case BRAID_F64: return (neg ? 0xfff8000000000000u : 0x7ff8000000000000u) | payload;
+    case BRAID_F32:
+        return (neg ? 0xffc00000u : 0x7fc00000u) | (payload & 0x3fffff);
+    case BRAID_F64:
+        return (neg ? 0xfff8000000000000u : 0x7ff8000000000000u) | payload;
     case BRAID_F16: return (neg ? 0xfe00u : 0x7e00u) | (payload & 0x1ff);
     default: return (neg ? 0xffc0u : 0x7fc0u) | (payload & 0x3f);
     }
@@ -140,7 +142,7 @@ static uint64_t input(braid_dtype_t dt, int r, size_t i)
 /* What every rank must get for element i. */
 static uint64_t expected(braid_dtype_t dt, braid_op_t op, size_t i)
 {
-    uint64_t nan = 0;
+    uint64_t nan     = 0;
     int      any_nan = 0;
     for (int r = 0; r < size; r++) {
         uint64_t x = input(dt, r, i);
@@ -151,8 +153,7 @@ static uint64_t expected(braid_dtype_t dt, braid_op_t op, size_t i)
         }
     }
     if (any_nan)
-        return op == BRAID_MIN || op == BRAID_MAX ? nan
-                                                  : qnan(dt, 0, 0);
+        return op == BRAID_MIN || op == BRAID_MAX ? nan : qnan(dt, 0, 0);
     double acc = to_double(dt, input(dt, 0, i));
     for (int r = 1; r < size; r++) {
         double x = to_double(dt, input(dt, r, i));
@@ -179,7 +180,7 @@ static uint64_t expected(braid_dtype_t dt, braid_op_t op, size_t i)
 static void same_everywhere(braid_comm_t *world, const void *buf, size_t len,
                             const char *what)
 {
-    uint64_t  h = ref_hash(REF_HASH_INIT, buf, len);
+    uint64_t  h   = ref_hash(REF_HASH_INIT, buf, len);
     uint64_t *all = calloc((size_t)size, sizeof(*all));
     if (braid_allgather(&h, all, 1, BRAID_I64, world) != BRAID_OK)
         mp_fatal("test_numerics", rank, BRAID_ERR_INTERNAL, "allgather: %s",
@@ -202,12 +203,14 @@ static void check_float(braid_comm_t *comm, braid_comm_t *world,
                 for (int inplace = 0; inplace < 2; inplace++) {
                     braid_dtype_t dt = fdts[d];
                     braid_op_t    op = ops[o];
-                    size_t n = counts[c], es = ref_size(dt);
-                    size_t nin = coll == BRAID_COLL_REDUCE_SCATTER
-                                     ? n * (size_t)size : n;
-                    size_t first = coll == BRAID_COLL_REDUCE_SCATTER
-                                       ? (size_t)rank * n : 0;
-                    char  *send = malloc(nin * es), *recv = malloc(nin * es);
+                    size_t        n = counts[c], es = ref_size(dt);
+                    size_t        nin   = coll == BRAID_COLL_REDUCE_SCATTER
+                                              ? n * (size_t)size
+                                              : n;
+                    size_t        first = coll == BRAID_COLL_REDUCE_SCATTER
+                                              ? (size_t)rank * n
+                                              : 0;
+                    char *send = malloc(nin * es), *recv = malloc(nin * es);
                     for (size_t i = 0; i < nin; i++)
                         put_bits(dt, send, i, input(dt, rank, i));
                     void *out = inplace ? (void *)(send + first * es) : recv;
@@ -223,7 +226,7 @@ static void check_float(braid_comm_t *comm, braid_comm_t *world,
                         mp_fatal("test_numerics", rank, st, "%s: %s", what,
                                  braid_last_error());
                     for (size_t j = 0; j < n; j++) {
-                        uint64_t got = get_bits(dt, out, j);
+                        uint64_t got  = get_bits(dt, out, j);
                         uint64_t want = expected(dt, op, first + j);
                         if (got != want) {
                             FAIL("%s: element %zu is 0x%llx, want 0x%llx",
@@ -254,22 +257,23 @@ static void check_copy(braid_comm_t *comm, braid_coll_t coll, const char *cand)
             char *send = malloc(n * es), *recv = malloc(n * es * (size_t)size);
             for (size_t i = 0; i < n; i++)
                 put_bits(dt, send, i, input(dt, rank, i));
-            braid_status_t st =
-                coll == BRAID_COLL_ALLGATHER
-                    ? braid_allgather(send, recv, n, dt, comm)
-                    : braid_broadcast(send, n, dt, root, comm);
+            braid_status_t st = coll == BRAID_COLL_ALLGATHER
+                                    ? braid_allgather(send, recv, n, dt, comm)
+                                    : braid_broadcast(send, n, dt, root, comm);
             if (st != BRAID_OK)
                 mp_fatal("test_numerics", rank, st, "%s %s n=%zu: %s", cand,
                          ref_name(dt), n, braid_last_error());
             int blocks = coll == BRAID_COLL_ALLGATHER ? size : 1;
             for (int b = 0; b < blocks; b++) {
-                const char *got = coll == BRAID_COLL_ALLGATHER
-                                      ? recv + (size_t)b * n * es : send;
-                int from = coll == BRAID_COLL_ALLGATHER ? b : root;
+                const char *got  = coll == BRAID_COLL_ALLGATHER
+                                       ? recv + (size_t)b * n * es
+                                       : send;
+                int         from = coll == BRAID_COLL_ALLGATHER ? b : root;
                 for (size_t i = 0; i < n; i++) {
                     if (get_bits(dt, got, i) != input(dt, from, i)) {
                         FAIL("%s %s n=%zu: rank %d's element %zu is 0x%llx, "
-                             "sent 0x%llx", cand, ref_name(dt), n, from, i,
+                             "sent 0x%llx",
+                             cand, ref_name(dt), n, from, i,
                              (unsigned long long)get_bits(dt, got, i),
                              (unsigned long long)input(dt, from, i));
                         b = blocks;
@@ -311,8 +315,9 @@ static void check_int_avg(braid_comm_t *comm, braid_coll_t coll,
     for (size_t d = 0; d < 3; d++) {
         braid_dtype_t dt = idts[d];
         size_t nin = coll == BRAID_COLL_REDUCE_SCATTER ? n * (size_t)size : n;
-        size_t first = coll == BRAID_COLL_REDUCE_SCATTER ? (size_t)rank * n : 0;
-        char  *send = calloc(nin, 8), *recv = calloc(nin, 8);
+        size_t first =
+            coll == BRAID_COLL_REDUCE_SCATTER ? (size_t)rank * n : 0;
+        char *send = calloc(nin, 8), *recv = calloc(nin, 8);
         /* Rank-dependent except the first 4 elements of each block. */
         for (size_t i = 0; i < nin; i++)
             ref_store_i(dt, send, i, int_input(dt, rank, i % n));
@@ -357,12 +362,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "test_numerics: braid_init: %s\n", braid_last_error());
         return 1;
     }
-    rank = braid_comm_rank(world);
-    size = braid_comm_size(world);
+    rank       = braid_comm_rank(world);
+    size       = braid_comm_size(world);
     char *list = strdup(cands), *save = NULL;
     int   tested = 0;
     for (char *item = strtok_r(list, " ,\n", &save); item != NULL;
-         item = strtok_r(NULL, " ,\n", &save)) {
+         item       = strtok_r(NULL, " ,\n", &save)) {
         char  name[32] = "";
         char *colon    = strchr(item, ':');
         if (colon != NULL && (size_t)(colon - item) < sizeof(name))

@@ -34,15 +34,15 @@
 
 static int rank, size, failures;
 
-#define EXPECT(cond, ...)                                                 \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);           \
-            fprintf(stderr, "test_threads rank %d: FAIL line %d: ", rank, \
-                    __LINE__);                                            \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-        }                                                                 \
+#define EXPECT(cond, ...)                                                     \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);               \
+            fprintf(stderr, "test_threads rank %d: FAIL line %d: ", rank,     \
+                    __LINE__);                                                \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, "\n");                                            \
+        }                                                                     \
     } while (0)
 
 static void sleep_ms(int ms)
@@ -61,13 +61,13 @@ typedef struct {
 static void *comm_worker(void *arg)
 {
     comm_job_t *job = arg;
-    float      *a = malloc(4096 * sizeof(float)), *b = malloc(4096 * sizeof(float));
+    float *a = malloc(4096 * sizeof(float)), *b = malloc(4096 * sizeof(float));
     for (int it = 0; it < ITERS && a && b; it++) {
         size_t n = 1 + (size_t)((it * 37 + job->id * 11) % 4096);
         for (size_t i = 0; i < n; i++)
             a[i] = (float)(rank + 1 + job->id);
-        braid_status_t st = braid_allreduce(a, b, n, BRAID_F32, BRAID_SUM,
-                                            job->comm);
+        braid_status_t st =
+            braid_allreduce(a, b, n, BRAID_F32, BRAID_SUM, job->comm);
         /* sum over ranks of (r + 1 + id) */
         float want = (float)(size * (size + 1) / 2 + size * job->id);
         EXPECT(st == BRAID_OK && b[0] == want && b[n - 1] == want,
@@ -135,17 +135,18 @@ static void *turn_worker(void *arg)
          * issued. */
         if (k % 2 == 0) {
             t->in = (float)(k + rank);
-            braid_status_t st = braid_iallreduce(&t->in, &t->out, 1,
-                                                 BRAID_F32, BRAID_SUM,
-                                                 t->comm, &t->pending);
+            braid_status_t st =
+                braid_iallreduce(&t->in, &t->out, 1, BRAID_F32, BRAID_SUM,
+                                 t->comm, &t->pending);
             EXPECT(st == BRAID_OK, "turn %d: iallreduce: %s", k,
                    braid_last_error());
         } else {
             braid_status_t st = braid_wait(t->pending);
             float want = (float)(size * (k - 1) + size * (size - 1) / 2);
-            EXPECT(st == BRAID_OK && t->out == want, "turn %d: wait: %s, got "
-                   "%g want %g", k, braid_last_error(), (double)t->out,
-                   (double)want);
+            EXPECT(st == BRAID_OK && t->out == want,
+                   "turn %d: wait: %s, got "
+                   "%g want %g",
+                   k, braid_last_error(), (double)t->out, (double)want);
             t->pending = NULL;
         }
         t->turn++;
@@ -207,13 +208,13 @@ static void test_refused(braid_comm_t *w, braid_comm_t *side)
 {
     static probe_t p;
     memset(&p, 0, sizeof(p));
-    p.w    = w;
-    p.side = side;
+    p.w       = w;
+    p.side    = side;
     int extra = 0; /* probes that got in before A: calls to match */
 
     if (rank == 0) {
-        pthread_t a;
-        float     in[PROBE_N], out[8][PROBE_N];
+        pthread_t        a;
+        float            in[PROBE_N], out[8][PROBE_N];
         braid_request_t *early[8];
         for (int i = 0; i < PROBE_N; i++)
             in[i] = 1.0f;
@@ -240,9 +241,9 @@ static void test_refused(braid_comm_t *w, braid_comm_t *side)
         if (st == BRAID_ERR_STATE) {
             /* A is inside, and stays there until the others are released
              * below: these are refused for certain. */
-            float          x = 0;
-            braid_comm_t  *nc = NULL;
-            st = braid_barrier(w);
+            float         x  = 0;
+            braid_comm_t *nc = NULL;
+            st               = braid_barrier(w);
             EXPECT(st == BRAID_ERR_STATE &&
                        names_both(braid_last_error(), "braid_barrier"),
                    "barrier: %s", braid_last_error());
@@ -261,8 +262,10 @@ static void test_refused(braid_comm_t *w, braid_comm_t *side)
             for (int i = 0; i < extra; i++) {
                 int done = 1;
                 st       = braid_test(early[i], &done);
-                EXPECT(st == BRAID_OK && done == 0, "braid_test while A is "
-                       "inside: %s, done %d", braid_last_error(), done);
+                EXPECT(st == BRAID_OK && done == 0,
+                       "braid_test while A is "
+                       "inside: %s, done %d",
+                       braid_last_error(), done);
             }
             EXPECT(braid_comm_size(w) == size && braid_comm_rank(w) == 0,
                    "queries answer while another thread is inside");
@@ -291,9 +294,9 @@ static void test_refused(braid_comm_t *w, braid_comm_t *side)
         }
     }
     /* Still usable. */
-    float one = 1.0f, sum = 0;
-    braid_status_t st = braid_allreduce(&one, &sum, 1, BRAID_F32, BRAID_SUM,
-                                        w);
+    float          one = 1.0f, sum = 0;
+    braid_status_t st =
+        braid_allreduce(&one, &sum, 1, BRAID_F32, BRAID_SUM, w);
     EXPECT(st == BRAID_OK && sum == (float)size, "after the probes: %s",
            braid_last_error());
 }

@@ -19,8 +19,8 @@
 /* Bytes sent by every interface of this namespace but lo. */
 static unsigned long long tx_bytes(void)
 {
-    FILE *f = fopen("/proc/net/dev", "r");
-    char  line[512];
+    FILE              *f = fopen("/proc/net/dev", "r");
+    char               line[512];
     unsigned long long sum = 0;
     if (f == NULL)
         return 0;
@@ -28,8 +28,8 @@ static unsigned long long tx_bytes(void)
         char *colon = strchr(line, ':');
         if (colon == NULL)
             continue;
-        *colon = '\0';
-        char *name = line + strspn(line, " ");
+        *colon                  = '\0';
+        char              *name = line + strspn(line, " ");
         unsigned long long v[9];
         if (strcmp(name, "lo") == 0 ||
             sscanf(colon + 1, "%llu %llu %llu %llu %llu %llu %llu %llu %llu",

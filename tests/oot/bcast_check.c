@@ -28,8 +28,8 @@ int main(void)
             bad += buf[i] != root * 100000 + i;
     }
     char cand[80], why[80];
-    braid_comm_choice(comm, BRAID_COLL_BROADCAST, 4000, cand, sizeof(cand), why,
-                      sizeof(why));
+    braid_comm_choice(comm, BRAID_COLL_BROADCAST, 4000, cand, sizeof(cand),
+                      why, sizeof(why));
     printf("rank %d: %d wrong elements, broadcast ran %s (%s)\n", rank, bad,
            cand, why);
     braid_finalize(comm);

@@ -9,12 +9,12 @@
  * integers, so every dtype and op has one exact answer to compare with.
  * Resident memory is sampled after a warm-up and at the end: growth beyond a
  * bound fails the run (a leak per call shows up as steady growth). */
+#include <dirent.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <malloc.h>
 #include <unistd.h>
 
 #include <braid/braid.h>
@@ -37,8 +37,8 @@ static uint64_t rng_state;
 static uint64_t rnd(void)
 {
     uint64_t x = (rng_state += 0x9e3779b97f4a7c15ull);
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x          = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x          = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
 }
 
@@ -46,7 +46,8 @@ static uint64_t rnd(void)
  * ranks stay exact in every dtype (u8 included: 0..3 each). */
 static int64_t input(uint64_t it, int r, size_t i, braid_op_t op)
 {
-    uint64_t h = (it * 1000003u + (uint64_t)r * 7919u + i) * 0x9e3779b97f4a7c15ull;
+    uint64_t h =
+        (it * 1000003u + (uint64_t)r * 7919u + i) * 0x9e3779b97f4a7c15ull;
     h ^= h >> 29;
     return op == BRAID_PROD ? 1 + (int64_t)(h % 2) : (int64_t)(h % 4);
 }
@@ -60,7 +61,7 @@ static double expect_reduce(braid_dtype_t dt, uint64_t it, int n, size_t i,
     ref_val_t acc = {(double)x, x};
     for (int r = 1; r < n; r++) {
         int64_t v = input(it, r, i, op);
-        acc = ref_fold(dt, op, acc, (ref_val_t){(double)v, v});
+        acc       = ref_fold(dt, op, acc, (ref_val_t){(double)v, v});
     }
     acc = ref_finish(dt, op, acc, n);
     return ref_is_float(dt) ? acc.f : (double)acc.i;
@@ -90,16 +91,16 @@ static long count_segments(void)
 
 static usage_t usage_now(void)
 {
-    usage_t u = {0, 0, 0, 0};
+    usage_t          u  = {0, 0, 0, 0};
     struct mallinfo2 mi = mallinfo2();
-    u.heap_kib = (long)((mi.uordblks + mi.hblkhd) / 1024);
-    u.maps     = count_segments();
-    DIR *d = opendir("/proc/self/fd");
+    u.heap_kib          = (long)((mi.uordblks + mi.hblkhd) / 1024);
+    u.maps              = count_segments();
+    DIR *d              = opendir("/proc/self/fd");
     for (struct dirent *e; d && (e = readdir(d)) != NULL;)
         u.fds += e->d_name[0] != '.';
     if (d)
         closedir(d);
-    long pages = 0, rss = 0;
+    long  pages = 0, rss = 0;
     FILE *f = fopen("/proc/self/statm", "r");
     if (f && fscanf(f, "%ld %ld", &pages, &rss) == 2)
         u.rss_kib = rss * (sysconf(_SC_PAGESIZE) / 1024);
@@ -110,12 +111,15 @@ static usage_t usage_now(void)
 
 int main(int argc, char **argv)
 {
-    long   iters = 3000, max_count = 1 << 16;
+    long     iters = 3000, max_count = 1 << 16;
     uint64_t seed = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--iters")) iters = atol(argv[i + 1]);
-        else if (!strcmp(argv[i], "--seed")) seed = strtoull(argv[i + 1], 0, 10);
-        else if (!strcmp(argv[i], "--max-count")) max_count = atol(argv[i + 1]);
+        if (!strcmp(argv[i], "--iters"))
+            iters = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seed"))
+            seed = strtoull(argv[i + 1], 0, 10);
+        else if (!strcmp(argv[i], "--max-count"))
+            max_count = atol(argv[i + 1]);
     }
     braid_comm_t *world, *comms[NCOMMS];
     int           ncomms = 0;
@@ -133,10 +137,10 @@ int main(int argc, char **argv)
             return 1;
         }
         char cand[80], why[80];
-        int ok = 1;
+        int  ok = 1;
         for (int k = 0; k < BRAID_COLL_COUNT && ok; k++)
-            ok = braid_comm_choice(sub, (braid_coll_t)k, 64, cand, sizeof(cand),
-                                   why, sizeof(why)) == BRAID_OK;
+            ok = braid_comm_choice(sub, (braid_coll_t)k, 64, cand,
+                                   sizeof(cand), why, sizeof(why)) == BRAID_OK;
         if (ok)
             comms[ncomms++] = sub;
         else
@@ -146,9 +150,9 @@ int main(int argc, char **argv)
 
     static const braid_dtype_t dts[] = {BRAID_F32, BRAID_F64, BRAID_I32,
                                         BRAID_I64, BRAID_U8};
-    size_t cap  = (size_t)max_count * 8 * (size_t)n;
-    char  *send = malloc(cap), *recv = malloc(cap);
-    long    wrong = 0, checked = 0;
+    size_t                     cap   = (size_t)max_count * 8 * (size_t)n;
+    char                      *send = malloc(cap), *recv = malloc(cap);
+    long                       wrong = 0, checked = 0;
     /* Bring every communicator's buffers and receive areas to their
      * high-water mark first: each collective, in place and not, at every
      * power-of-two size (so every candidate the dispatcher picks by size
@@ -159,9 +163,8 @@ int main(int argc, char **argv)
     for (int c = 0; c < ncomms; c++) {
         for (size_t count = (size_t)max_count; count > 0; count /= 2) {
             size_t         blk = count * 8 * (size_t)rank;
-            braid_status_t st =
-                braid_allreduce(send, recv, count, BRAID_F64, BRAID_SUM,
-                                comms[c]);
+            braid_status_t st  = braid_allreduce(send, recv, count, BRAID_F64,
+                                                 BRAID_SUM, comms[c]);
             if (st == BRAID_OK)
                 st = braid_allreduce(recv, recv, count, BRAID_F64, BRAID_SUM,
                                      comms[c]);
@@ -181,8 +184,10 @@ int main(int argc, char **argv)
             if (st == BRAID_OK) /* its candidate may keep an area too */
                 st = braid_barrier(comms[c]);
             if (st != BRAID_OK) {
-                fprintf(stderr, "soak rank %d: warm-up on communicator %d: "
-                        "%s\n", rank, c, braid_last_error());
+                fprintf(stderr,
+                        "soak rank %d: warm-up on communicator %d: "
+                        "%s\n",
+                        rank, c, braid_last_error());
                 return 1;
             }
         }
@@ -191,24 +196,25 @@ int main(int argc, char **argv)
 
     rng_state = seed;
     for (long it = 0; it < iters; it++) {
-        braid_comm_t *comm = comms[rnd() % (uint64_t)ncomms];
-        braid_coll_t  coll = (braid_coll_t)(rnd() % BRAID_COLL_COUNT);
-        braid_dtype_t dt   = dts[rnd() % 5];
-        braid_op_t    op   = (braid_op_t)(rnd() % BRAID_OP_COUNT);
-        size_t count = (size_t)(rnd() % (uint64_t)(max_count + 1)) >>
+        braid_comm_t *comm  = comms[rnd() % (uint64_t)ncomms];
+        braid_coll_t  coll  = (braid_coll_t)(rnd() % BRAID_COLL_COUNT);
+        braid_dtype_t dt    = dts[rnd() % 5];
+        braid_op_t    op    = (braid_op_t)(rnd() % BRAID_OP_COUNT);
+        size_t        count = (size_t)(rnd() % (uint64_t)(max_count + 1)) >>
                        (rnd() % 16); /* log-uniform-ish, 0 included */
-        int    root  = (int)(rnd() % (uint64_t)n);
-        int    inpl  = (int)(rnd() % 2);
-        size_t dsz = braid_dtype_size(dt);
-        braid_status_t st = BRAID_OK;
-        size_t nout = 0;
+        int            root = (int)(rnd() % (uint64_t)n);
+        int            inpl = (int)(rnd() % 2);
+        size_t         dsz  = braid_dtype_size(dt);
+        braid_status_t st   = BRAID_OK;
+        size_t         nout = 0;
         switch (coll) {
         case BRAID_COLL_ALLREDUCE:
             for (size_t i = 0; i < count; i++)
                 ref_store_i(dt, send, i, input((uint64_t)it, rank, i, op));
             if (inpl)
                 memcpy(recv, send, count * dsz);
-            st = braid_allreduce(inpl ? recv : send, recv, count, dt, op, comm);
+            st =
+                braid_allreduce(inpl ? recv : send, recv, count, dt, op, comm);
             for (size_t i = 0; i < count; i++, nout++)
                 wrong += ref_load_f(dt, recv, i) !=
                          expect_reduce(dt, (uint64_t)it, n, i, op);
@@ -216,11 +222,12 @@ int main(int argc, char **argv)
         case BRAID_COLL_REDUCE_SCATTER:
             for (size_t i = 0; i < count * (size_t)n; i++)
                 ref_store_i(dt, send, i, input((uint64_t)it, rank, i, op));
-            st = braid_reduce_scatter(send, inpl ? send + (size_t)rank * count * dsz
-                                                 : recv,
-                                      count, dt, op, comm);
+            st = braid_reduce_scatter(
+                send, inpl ? send + (size_t)rank * count * dsz : recv, count,
+                dt, op, comm);
             for (size_t i = 0; i < count; i++, nout++) {
-                const char *out = inpl ? send + (size_t)rank * count * dsz : recv;
+                const char *out =
+                    inpl ? send + (size_t)rank * count * dsz : recv;
                 size_t gi = (size_t)rank * count + i;
                 wrong += ref_load_f(dt, out, i) !=
                          expect_reduce(dt, (uint64_t)it, n, gi, op);
@@ -228,9 +235,11 @@ int main(int argc, char **argv)
             break;
         case BRAID_COLL_ALLGATHER:
             for (size_t i = 0; i < count; i++)
-                ref_store_i(dt, inpl ? recv + (size_t)rank * count * dsz : send, i,
-                      input((uint64_t)it, rank, i, BRAID_SUM));
-            st = braid_allgather(inpl ? recv + (size_t)rank * count * dsz : send,
+                ref_store_i(dt,
+                            inpl ? recv + (size_t)rank * count * dsz : send, i,
+                            input((uint64_t)it, rank, i, BRAID_SUM));
+            st = braid_allgather(inpl ? recv + (size_t)rank * count * dsz
+                                      : send,
                                  recv, count, dt, comm);
             for (int r = 0; r < n; r++)
                 for (size_t i = 0; i < count; i++, nout++)
@@ -239,21 +248,24 @@ int main(int argc, char **argv)
             break;
         case BRAID_COLL_BROADCAST:
             for (size_t i = 0; i < count; i++)
-                ref_store_i(dt, recv, i, rank == root ? input((uint64_t)it, root, i,
-                                                        BRAID_SUM) : 99);
+                ref_store_i(dt, recv, i,
+                            rank == root
+                                ? input((uint64_t)it, root, i, BRAID_SUM)
+                                : 99);
             st = braid_broadcast(recv, count, dt, root, comm);
             for (size_t i = 0; i < count; i++, nout++)
                 wrong += ref_load_f(dt, recv, i) !=
                          (double)input((uint64_t)it, root, i, BRAID_SUM);
             break;
-        default:
-            st = braid_barrier(comm);
-            break;
+        default: st = braid_barrier(comm); break;
         }
         if (st != BRAID_OK) {
-            fprintf(stderr, "soak rank %d: call %ld (%s, %zu x %s, %s) failed: "
-                    "%s\n", rank, it, braid_coll_name(coll), count,
-                    braid_dtype_name(dt), braid_op_name(op), braid_last_error());
+            fprintf(stderr,
+                    "soak rank %d: call %ld (%s, %zu x %s, %s) failed: "
+                    "%s\n",
+                    rank, it, braid_coll_name(coll), count,
+                    braid_dtype_name(dt), braid_op_name(op),
+                    braid_last_error());
             return 1;
         }
         checked += (long)nout;
@@ -279,13 +291,13 @@ int main(int argc, char **argv)
      * grows by design; LeakSanitizer checks for leaks at exit instead. */
     leak = end.maps > warm.maps || end.fds > warm.fds;
 #endif
-    printf("soak rank %d: %ld calls on %d communicators, %ld elements checked, "
-           "%ld wrong; from warm-up to end: heap %ld -> %ld -> %ld KiB, "
-           "segments %ld -> %ld, fds %ld -> %ld, rss %ld -> %ld KiB%s\n", rank,
-           iters, ncomms, checked, wrong, warm.heap_kib, mid.heap_kib,
-           end.heap_kib, warm.maps, end.maps,
-           warm.fds, end.fds, warm.rss_kib, end.rss_kib,
-           leak ? " GROWING" : "");
+    printf(
+        "soak rank %d: %ld calls on %d communicators, %ld elements checked, "
+        "%ld wrong; from warm-up to end: heap %ld -> %ld -> %ld KiB, "
+        "segments %ld -> %ld, fds %ld -> %ld, rss %ld -> %ld KiB%s\n",
+        rank, iters, ncomms, checked, wrong, warm.heap_kib, mid.heap_kib,
+        end.heap_kib, warm.maps, end.maps, warm.fds, end.fds, warm.rss_kib,
+        end.rss_kib, leak ? " GROWING" : "");
     for (int c = 0; c < ncomms; c++)
         braid_finalize(comms[c]);
     braid_finalize(world);

@@ -17,18 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/common/err.h"
 #include "gpt.h"
 #include "nn.h"
-#include "engine/common/err.h"
 #include "util.h"
 
-static int failures, checks;
+static int             failures, checks;
 static braid_eng_rng_t rng = {12345};
 
-static uint64_t rand_u64(void)
-{
-    return braid_eng_mix64(rng.state++);
-}
+static uint64_t rand_u64(void) { return braid_eng_mix64(rng.state++); }
 
 static float *randn(size_t n, float scale)
 {
@@ -38,10 +35,7 @@ static float *randn(size_t n, float scale)
     return p;
 }
 
-static float *zeros(size_t n)
-{
-    return calloc(n, sizeof(float));
-}
+static float *zeros(size_t n) { return calloc(n, sizeof(float)); }
 
 static double dot(const float *a, const float *b, size_t n)
 {
@@ -60,8 +54,8 @@ static void expect(const char *layer, const char *what, double fd, double an,
     int    ok  = err <= tol * scale && isfinite(fd) && isfinite(an);
     if (!ok || getenv("TEST_GRAD_VERBOSE") != NULL)
         printf("%s %-6s %-22s fd %+.6e analytic %+.6e err %.2e (allowed "
-               "%.2e)\n", ok ? "ok  " : "FAIL", layer, what, fd, an, err,
-               tol * scale);
+               "%.2e)\n",
+               ok ? "ok  " : "FAIL", layer, what, fd, an, err, tol * scale);
     failures += !ok;
 }
 
@@ -108,12 +102,12 @@ static void check_input(const char *layer, const char *name, float *x,
     }
     /* coordinates: the largest and three random ones */
     for (int k = 0; k < 4; k++) {
-        size_t i = k == 0 ? imax : rand_u64() % n;
-        x[i] = x0[i] + eps;
+        size_t i  = k == 0 ? imax : rand_u64() % n;
+        x[i]      = x0[i] + eps;
         double fp = eval(ctx);
-        x[i] = x0[i] - eps;
+        x[i]      = x0[i] - eps;
         double fm = eval(ctx);
-        x[i] = x0[i];
+        x[i]      = x0[i];
         snprintf(what, sizeof(what), "d%s[%zu]", name, i);
         expect(layer, what, (fp - fm) / (2.0 * eps), g[i],
                gmax > 0 ? gmax : 1e-6, tol);
@@ -148,14 +142,14 @@ static void test_encoder(void)
 {
     layer_t s = {.B = 2, .T = 5, .C = 8, .V = 7};
     size_t  N = (size_t)s.B * s.T;
-    s.tokens = malloc(N * sizeof(int));
+    s.tokens  = malloc(N * sizeof(int));
     for (size_t i = 0; i < N; i++)
         s.tokens[i] = (int)(rand_u64() % 4); /* repeats */
-    s.w = randn((size_t)s.V * s.C, 1);
-    s.b = randn((size_t)s.T * s.C, 1);
-    s.nout = N * s.C;
-    s.out = zeros(s.nout);
-    s.R = randn(s.nout, 1);
+    s.w       = randn((size_t)s.V * s.C, 1);
+    s.b       = randn((size_t)s.T * s.C, 1);
+    s.nout    = N * s.C;
+    s.out     = zeros(s.nout);
+    s.R       = randn(s.nout, 1);
     float *dw = zeros((size_t)s.V * s.C), *db = zeros((size_t)s.T * s.C);
     braid_nn_encoder_backward(dw, db, s.R, s.tokens, s.B, s.T, s.C);
     check_input("encode", "wte", s.w, dw, (size_t)s.V * s.C, eval_encoder, &s,
@@ -178,9 +172,9 @@ static void test_layernorm(void)
 {
     layer_t s = {.B = 2, .T = 3, .C = 16};
     size_t  N = (size_t)s.B * s.T, n = N * s.C;
-    s.in = randn(n, 1);
-    s.w = randn((size_t)s.C, 1);
-    s.b = randn((size_t)s.C, 1);
+    s.in   = randn(n, 1);
+    s.w    = randn((size_t)s.C, 1);
+    s.b    = randn((size_t)s.C, 1);
     s.aux1 = zeros(N), s.aux2 = zeros(N);
     s.nout = n, s.out = zeros(n), s.R = randn(n, 1);
     float *din = zeros(n), *dw = zeros((size_t)s.C), *db = zeros((size_t)s.C);
@@ -208,11 +202,11 @@ static double eval_matmul(void *ctx)
  * pass (see POLL_MACS in nn.c), so piece boundaries are checked too. */
 static void test_matmul(int N, int C, int OC, int with_bias)
 {
-    layer_t s = {.B = 1, .T = N, .C = C, .OC = OC};
+    layer_t s   = {.B = 1, .T = N, .C = C, .OC = OC};
     size_t  nin = (size_t)N * C, nw = (size_t)OC * C;
-    s.in = randn(nin, 1);
-    s.w = randn(nw, 1.0f / sqrtf((float)C));
-    s.b = with_bias ? randn((size_t)OC, 1) : NULL;
+    s.in   = randn(nin, 1);
+    s.w    = randn(nw, 1.0f / sqrtf((float)C));
+    s.b    = with_bias ? randn((size_t)OC, 1) : NULL;
     s.nout = (size_t)N * OC, s.out = zeros(s.nout), s.R = randn(s.nout, 1);
     float *din = randn(nin, 1); /* garbage: dinp must be overwritten */
     float *dw = zeros(nw), *db = with_bias ? zeros((size_t)OC) : NULL;
@@ -220,8 +214,8 @@ static void test_matmul(int N, int C, int OC, int with_bias)
     check_input("matmul", "inp", s.in, din, nin, eval_matmul, &s, 1e-2f, 1e-2);
     check_input("matmul", "w", s.w, dw, nw, eval_matmul, &s, 1e-2f, 1e-2);
     if (with_bias)
-        check_input("matmul", "b", s.b, db, (size_t)OC, eval_matmul, &s,
-                    1e-2f, 1e-2);
+        check_input("matmul", "b", s.b, db, (size_t)OC, eval_matmul, &s, 1e-2f,
+                    1e-2);
     free(din), free(dw), free(db), free(s.in), free(s.w), free(s.b);
     free(s.out), free(s.R);
 }
@@ -238,7 +232,7 @@ static void test_attention(void)
 {
     layer_t s = {.B = 2, .T = 7, .C = 12, .NH = 3};
     size_t  N = (size_t)s.B * s.T, nin = N * 3 * s.C;
-    s.in = randn(nin, 1);
+    s.in   = randn(nin, 1);
     s.aux1 = zeros((size_t)s.B * s.NH * s.T * s.T);
     s.nout = N * s.C, s.out = zeros(s.nout), s.R = randn(s.nout, 1);
     float *din = randn(nin, 1), *scratch = zeros((size_t)s.T * s.T);
@@ -335,7 +329,7 @@ static void test_model(void)
     /* larger weights than GPT-2's init so that every path carries signal */
     for (size_t i = 0; i < m->nparams; i++)
         m->params[i] *= 2.0f;
-    size_t N = (size_t)m->B * m->T;
+    size_t      N = (size_t)m->B * m->T;
     model_ctx_t c = {m, malloc(N * sizeof(int)), malloc(N * sizeof(int))};
     for (size_t i = 0; i < N; i++) {
         c.in[i] = (int)(rand_u64() % 256);

@@ -39,17 +39,19 @@ static int figures(const braid_comm_t *c, double *f)
  * c's rank 0 after label. */
 static int check_same(braid_comm_t *c, const char *label)
 {
-    double f[MAX_FIG] = {0};
-    int    n = figures(c, f);
-    double *all = calloc((size_t)c->size * MAX_FIG, sizeof(double));
+    double  f[MAX_FIG] = {0};
+    int     n          = figures(c, f);
+    double *all        = calloc((size_t)c->size * MAX_FIG, sizeof(double));
     if (all == NULL)
         return 1;
-    braid_status_t st = braid_allgather(f, all, MAX_FIG, BRAID_F64, c);
-    int bad = st != BRAID_OK;
+    braid_status_t st  = braid_allgather(f, all, MAX_FIG, BRAID_F64, c);
+    int            bad = st != BRAID_OK;
     for (int r = 0; !bad && r < c->size; r++)
         if (memcmp(all + (size_t)r * MAX_FIG, f, sizeof(f)) != 0) {
-            fprintf(stderr, "calib_rank: %s: rank %d's figures differ from "
-                    "rank %d's\n", label, r, c->rank);
+            fprintf(stderr,
+                    "calib_rank: %s: rank %d's figures differ from "
+                    "rank %d's\n",
+                    label, r, c->rank);
             bad = 1;
         }
     free(all);

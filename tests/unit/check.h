@@ -7,15 +7,15 @@
 
 static int check_failures, check_count;
 
-#define CHECK(cond, ...)                                                 \
-    do {                                                                 \
-        check_count++;                                                   \
-        if (!(cond)) {                                                   \
-            check_failures++;                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);         \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fprintf(stderr, "\n");                                       \
-        }                                                                \
+#define CHECK(cond, ...)                                                      \
+    do {                                                                      \
+        check_count++;                                                        \
+        if (!(cond)) {                                                        \
+            check_failures++;                                                 \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);              \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, "\n");                                            \
+        }                                                                     \
     } while (0)
 
 /* Prints "<name>: N checks, M failed"; returns the exit status. */

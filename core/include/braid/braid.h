@@ -36,26 +36,26 @@ extern "C" {
 #define BRAID_VERSION_PATCH 0
 
 typedef enum {
-    BRAID_OK                  = 0,
-    BRAID_INPROGRESS          = 1,  /* plugins: progress not finished yet.  The
-                                       public API never returns it: braid_test
-                                       returns BRAID_OK with *done = 0, as
-                                       MPI_Test does */
-    BRAID_ERR_INVALID_ARG     = -1, /* bad argument: nothing was written */
-    BRAID_ERR_NO_MEMORY       = -2,
-    BRAID_ERR_NOT_SUPPORTED   = -3, /* no candidate can run this call */
-    BRAID_ERR_NOT_FOUND       = -4,
-    BRAID_ERR_UNAVAILABLE     = -5, /* plugin/transport unavailable here */
-    BRAID_ERR_ABI             = -6, /* plugin built for another ABI version */
-    BRAID_ERR_PARSE           = -7, /* malformed environment/tuning input */
-    BRAID_ERR_IO              = -8, /* socket or file error */
-    BRAID_ERR_TIMEOUT         = -9, /* a wait exceeded BRAID_TIMEOUT */
-    BRAID_ERR_PEER            = -10, /* a peer died or closed its connection */
-    BRAID_ERR_AUTH            = -11, /* bootstrap peer failed the job-key proof */
-    BRAID_ERR_MISMATCH        = -12, /* ranks disagree (call, count, candidate) */
-    BRAID_ERR_STATE           = -13, /* communicator failed or in wrong state */
-    BRAID_ERR_TRANSPORT       = -14, /* transport-level failure */
-    BRAID_ERR_INTERNAL        = -15,
+    BRAID_OK         = 0,
+    BRAID_INPROGRESS = 1,         /* plugins: progress not finished yet.  The
+                                     public API never returns it: braid_test
+                                     returns BRAID_OK with *done = 0, as
+                                     MPI_Test does */
+    BRAID_ERR_INVALID_ARG   = -1, /* bad argument: nothing was written */
+    BRAID_ERR_NO_MEMORY     = -2,
+    BRAID_ERR_NOT_SUPPORTED = -3, /* no candidate can run this call */
+    BRAID_ERR_NOT_FOUND     = -4,
+    BRAID_ERR_UNAVAILABLE   = -5,  /* plugin/transport unavailable here */
+    BRAID_ERR_ABI           = -6,  /* plugin built for another ABI version */
+    BRAID_ERR_PARSE         = -7,  /* malformed environment/tuning input */
+    BRAID_ERR_IO            = -8,  /* socket or file error */
+    BRAID_ERR_TIMEOUT       = -9,  /* a wait exceeded BRAID_TIMEOUT */
+    BRAID_ERR_PEER          = -10, /* a peer died or closed its connection */
+    BRAID_ERR_AUTH      = -11, /* bootstrap peer failed the job-key proof */
+    BRAID_ERR_MISMATCH  = -12, /* ranks disagree (call, count, candidate) */
+    BRAID_ERR_STATE     = -13, /* communicator failed or in wrong state */
+    BRAID_ERR_TRANSPORT = -14, /* transport-level failure */
+    BRAID_ERR_INTERNAL  = -15,
 } braid_status_t;
 
 typedef enum {
@@ -93,7 +93,8 @@ typedef enum {
     BRAID_COLL_COUNT
 } braid_coll_t;
 
-#define BRAID_UNDEFINED (-32766) /* comm_split color: this rank joins no group */
+#define BRAID_UNDEFINED                                                       \
+    (-32766) /* comm_split color: this rank joins no group */
 
 typedef struct braid_comm    braid_comm_t;
 typedef struct braid_request braid_request_t;
@@ -116,8 +117,8 @@ const char *braid_coll_name(braid_coll_t coll);
  * MASTER_PORT instead of listening there). */
 braid_status_t braid_init(braid_comm_t **comm);
 braid_status_t braid_finalize(braid_comm_t *comm);
-int braid_comm_rank(const braid_comm_t *comm);
-int braid_comm_size(const braid_comm_t *comm);
+int            braid_comm_rank(const braid_comm_t *comm);
+int            braid_comm_size(const braid_comm_t *comm);
 /* Rendezvous through a key-value store the caller already shares with every
  * rank (torch.distributed's Store, a job scheduler's KV service), for
  * frameworks that know rank and size themselves.  set publishes a value to
@@ -129,11 +130,11 @@ int braid_comm_size(const braid_comm_t *comm);
  * loopback (one host).  A rendezvous reachable from other hosts needs
  * BRAID_JOB_KEY, as with braid_init. */
 typedef struct braid_kv {
-    void       *ctx;
-    int         (*set)(void *ctx, const char *key, const void *value,
-                       size_t len, char *err, size_t errlen);
-    long        (*get)(void *ctx, const char *key, void *value, size_t cap,
-                       char *err, size_t errlen);
+    void *ctx;
+    int (*set)(void *ctx, const char *key, const void *value, size_t len,
+               char *err, size_t errlen);
+    long (*get)(void *ctx, const char *key, void *value, size_t cap, char *err,
+                size_t errlen);
     const char *host;
 } braid_kv_t;
 
@@ -145,7 +146,8 @@ braid_status_t braid_init_kv(braid_comm_t **comm, int rank, int size,
                              const braid_kv_t *kv);
 
 /* Collective over comm.  Ranks with the same color form a new communicator,
- * ordered by (key, old rank).  color == BRAID_UNDEFINED yields *newcomm = NULL. */
+ * ordered by (key, old rank).  color == BRAID_UNDEFINED yields *newcomm =
+ * NULL. */
 braid_status_t braid_comm_split(braid_comm_t *comm, int color, int key,
                                 braid_comm_t **newcomm);
 
@@ -155,9 +157,9 @@ braid_status_t braid_comm_split(braid_comm_t *comm, int color, int key,
  * allreduce:      send count elements, receive count elements.
  * reduce_scatter: send size*recvcount elements, receive recvcount.
  * allgather:      send sendcount elements, receive size*sendcount. */
-braid_status_t braid_allreduce(const void *sendbuf, void *recvbuf, size_t count,
-                               braid_dtype_t dtype, braid_op_t op,
-                               braid_comm_t *comm);
+braid_status_t braid_allreduce(const void *sendbuf, void *recvbuf,
+                               size_t count, braid_dtype_t dtype,
+                               braid_op_t op, braid_comm_t *comm);
 braid_status_t braid_reduce_scatter(const void *sendbuf, void *recvbuf,
                                     size_t recvcount, braid_dtype_t dtype,
                                     braid_op_t op, braid_comm_t *comm);
@@ -170,9 +172,10 @@ braid_status_t braid_barrier(braid_comm_t *comm);
 
 /* Non-blocking all-reduce.  Collectives on one communicator complete in the
  * order they were issued; a blocking call first completes pending ones. */
-braid_status_t braid_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
-                                braid_dtype_t dtype, braid_op_t op,
-                                braid_comm_t *comm, braid_request_t **req);
+braid_status_t braid_iallreduce(const void *sendbuf, void *recvbuf,
+                                size_t count, braid_dtype_t dtype,
+                                braid_op_t op, braid_comm_t *comm,
+                                braid_request_t **req);
 /* Progresses the communicator.  While the call is pending: BRAID_OK and
  * *done = 0.  Once it has completed: *done = 1, the request is freed, and
  * the call's own status is returned (BRAID_OK, or its error). */

@@ -39,13 +39,13 @@
 extern "C" {
 #endif
 
-#define BRAID_PLUGIN_ABI_VERSION 4u
-#define BRAID_PLUGIN_SYMBOL      "braid_plugin_v4"
+#define BRAID_PLUGIN_ABI_VERSION  4u
+#define BRAID_PLUGIN_SYMBOL       "braid_plugin_v4"
 #define BRAID_PLUGIN_ABI_REVISION 2u /* of ABI 4: see "Revisions" above */
 
 /* Whether *ptr (a struct of this header that the core filled) has field. */
-#define BRAID_HAS(ptr, type, field)                                         \
-    ((ptr)->struct_size >=                                                  \
+#define BRAID_HAS(ptr, type, field)                                           \
+    ((ptr)->struct_size >=                                                    \
      offsetof(type, field) + sizeof(((const type *)0)->field))
 
 /* ------------------------------------------------------------ memory types */
@@ -72,7 +72,7 @@ typedef enum {
 
 typedef struct braid_topo {
     uint32_t          struct_size;
-    int               size;         /* ranks of the communicator */
+    int               size; /* ranks of the communicator */
     braid_topo_kind_t kind;
     int               nnodes;       /* distinct hosts */
     int               ppn;          /* max ranks per host */
@@ -81,7 +81,7 @@ typedef struct braid_topo {
     /* [size] the one CPU a rank is pinned to (braidrun's default, mpirun
      * --bind-to core), -1 when it may run on several.  Ranks on one node
      * with the same CPU >= 0 take turns on it: svc->cpu_mates lists them. */
-    const int        *cpu_of_rank;
+    const int *cpu_of_rank;
     /* Appended in revision 2.  The CPU mates of this process's rank, as
      * svc->cpu_mates lists them, computed once per communicator: mates[r]
      * = 1 for every other rank pinned to its CPU on its host ([size]), and
@@ -106,7 +106,7 @@ typedef struct braid_treq {
 typedef struct braid_rmem {
     void  *local; /* this rank's area (len bytes, zero-filled) */
     size_t len;
-    void  *impl;  /* transport's keys */
+    void  *impl; /* transport's keys */
 } braid_rmem_t;
 
 /* ---------------------------------------------------------------- services */
@@ -217,8 +217,8 @@ typedef struct braid_services {
 /* The services include revision 2's machinery (above); the reason a
  * plugin that needs it gives when they do not. */
 #define BRAID_HAS_MACHINERY(svc) BRAID_HAS(svc, braid_services_t, reqs_cancel)
-#define BRAID_NO_MACHINERY_WHY                                              \
-    "this libbraid lacks the shared algorithm services (plugin ABI 4 "      \
+#define BRAID_NO_MACHINERY_WHY                                                \
+    "this libbraid lacks the shared algorithm services (plugin ABI 4 "        \
     "revision 2)"
 
 /* count elements cut into n chunks as evenly as possible: the first
@@ -276,11 +276,11 @@ typedef struct braid_link {
  * get_link.  A transport may declare it and still lack it on a given
  * communicator (shm: the kernel may forbid cross-memory attach); get_link
  * says which, and the core then offers no candidate needing it there. */
-#define BRAID_CAP_GET        (1u << 2)
+#define BRAID_CAP_GET (1u << 2)
 
 #define BRAID_TAG_BITS 40
-#define BRAID_TAG(seq, step) \
-    ((((uint64_t)(seq) & 0xffffffull) << 16) | ((uint64_t)(step) & 0xffffull))
+#define BRAID_TAG(seq, step)                                                  \
+    ((((uint64_t)(seq)&0xffffffull) << 16) | ((uint64_t)(step)&0xffffull))
 /* A tag's match bits and check bits.  A transport matches a receive with a
  * message on (peer, tag & BRAID_TAG_MATCH_MASK) -- 8 bits of seq and the
  * step -- and, when the rest of the two tags differ, completes the receive
@@ -295,8 +295,8 @@ typedef struct braid_link {
  * a message of another call then never matches, and the call ends at the
  * timeout, whose failure inquiry names the mismatch.) */
 #define BRAID_TAG_MATCH_MASK 0xffffffull
-#define BRAID_TAG_CHECKED(seq, step, sig32) \
-    (BRAID_TAG(seq, step) ^ (((uint64_t)(sig32) & 0xffffull) << 24))
+#define BRAID_TAG_CHECKED(seq, step, sig32)                                   \
+    (BRAID_TAG(seq, step) ^ (((uint64_t)(sig32)&0xffffull) << 24))
 
 /* A buffer of one rank exposed for its peers' get (BRAID_CAP_GET): what a
  * peer needs to read it.  The owner fills it with mem_expose and sends it
@@ -312,11 +312,11 @@ typedef struct braid_rkey {
 } braid_rkey_t;
 
 typedef struct braid_transport {
-    uint32_t    struct_size; /* sizeof(braid_transport_t) */
-    uint32_t    caps;        /* BRAID_CAP_* */
-    uint32_t    mem_types;   /* BRAID_MEM_BIT()s its operations take; 0:
-                                host only */
-    const char *name;        /* "ucx", "shm", "roce": the part after '@' */
+    uint32_t struct_size; /* sizeof(braid_transport_t) */
+    uint32_t caps;        /* BRAID_CAP_* */
+    uint32_t mem_types;   /* BRAID_MEM_BIT()s its operations take; 0:
+                             host only */
+    const char *name;     /* "ucx", "shm", "roce": the part after '@' */
 
     /* Whether this transport can work on this machine (called once by the
      * loader after the plugin's probe).  NULL means always.  Like the plugin
@@ -332,8 +332,8 @@ typedef struct braid_transport {
      * transport cannot serve this communicator.  oob and topo stay valid
      * until comm_destroy. */
     braid_status_t (*comm_create)(const struct braid_transport *self,
-                                  const braid_services_t *svc,
-                                  const braid_oob_t *oob,
+                                  const braid_services_t       *svc,
+                                  const braid_oob_t            *oob,
                                   const braid_topo_t *topo, void **tcomm);
     /* Not collective; must return promptly even when peers are dead. */
     void (*comm_destroy)(void *tcomm);
@@ -434,10 +434,10 @@ typedef struct braid_tl {
     /* ---- appended to ABI 4 (BRAID_HAS(tl, braid_tl_t, field)) */
     /* What the transport offers on this communicator: ops->caps, less
      * BRAID_CAP_GET where get_link said the communicator has no get path. */
-    uint32_t                 caps;
+    uint32_t caps;
     /* The get path's latency and bandwidth (get_link); 0 without one. */
-    double                   get_alpha_us;
-    double                   get_beta_gbps;
+    double get_alpha_us;
+    double get_beta_gbps;
 } braid_tl_t;
 
 /* --------------------------------------------------------------- algorithm */
@@ -446,35 +446,35 @@ struct braid_algo;
 
 /* Inputs to an algorithm's time estimate. */
 typedef struct braid_cost_in {
-    uint32_t          struct_size;
-    braid_coll_t      coll;
-    size_t            bytes;   /* per-rank buffer: allreduce/broadcast count,
-                                  allgather sendcount, reduce_scatter
-                                  recvcount, times dtype size */
+    uint32_t     struct_size;
+    braid_coll_t coll;
+    size_t       bytes; /* per-rank buffer: allreduce/broadcast count,
+                           allgather sendcount, reduce_scatter
+                           recvcount, times dtype size */
     int               nranks;
     int               nnodes;
     int               ppn;
     braid_topo_kind_t topo;
-    braid_link_t      link;    /* of the transport being considered (all 0
-                                  for a BRAID_ALGO_BACKEND) */
-    double            reduce_gbps; /* local reduction throughput */
+    braid_link_t      link; /* of the transport being considered (all 0
+                               for a BRAID_ALGO_BACKEND) */
+    double reduce_gbps;     /* local reduction throughput */
     /* Added to every stage's latency (every message of a two-sided
      * algorithm, every put round of a one-sided one): 0 while every rank has
      * a core; on a host with more ranks than cores, a stage completes only
      * once each rank of a core has been scheduled, so it costs about
      * ranks-per-core scheduler hand-offs.  The same on every rank. */
-    double            stage_us;
-    braid_mem_t       mem;     /* where the call's buffers live */
+    double      stage_us;
+    braid_mem_t mem; /* where the call's buffers live */
     /* A backend's per-communicator state (what its comm_create made), so
      * that its estimate can use what it learned there (links agreed on by
      * every rank); NULL for other algorithms. */
-    const void       *comm_state;
+    const void *comm_state;
     /* ---- appended to ABI 4 (BRAID_HAS(in, braid_cost_in_t, field)) */
     /* The transport's get path (BRAID_CAP_GET): latency of one get and the
      * bandwidth one rank reads at while every rank of the host reads at
      * once; both 0 when this communicator has no get path. */
-    double            get_alpha_us;
-    double            get_beta_gbps;
+    double get_alpha_us;
+    double get_beta_gbps;
 } braid_cost_in_t;
 
 /* What a call that is not done waits for, as progress() reports it.  The
@@ -499,36 +499,36 @@ typedef enum {
 
 /* One collective call as the algorithm sees it. */
 typedef struct braid_task {
-    uint32_t            struct_size;
-    braid_coll_t        coll;
-    const void         *sendbuf; /* == recvbuf (or the rank's slot) in place */
-    void               *recvbuf;
-    size_t              count;   /* as in the public call (see cost_in.bytes) */
-    braid_dtype_t       dtype;
-    braid_op_t          op;
-    int                 root;
-    size_t              dtsize;
-    int                 rank;
-    int                 size;
-    uint64_t            seq;     /* call number on this communicator: make
-                                    tags unique per call with it */
-    const braid_topo_t *topo;
-    braid_tl_t         *tl;      /* NULL for a BRAID_ALGO_BACKEND */
+    uint32_t      struct_size;
+    braid_coll_t  coll;
+    const void   *sendbuf; /* == recvbuf (or the rank's slot) in place */
+    void         *recvbuf;
+    size_t        count; /* as in the public call (see cost_in.bytes) */
+    braid_dtype_t dtype;
+    braid_op_t    op;
+    int           root;
+    size_t        dtsize;
+    int           rank;
+    int           size;
+    uint64_t      seq; /* call number on this communicator: make
+                          tags unique per call with it */
+    const braid_topo_t     *topo;
+    braid_tl_t             *tl; /* NULL for a BRAID_ALGO_BACKEND */
     const braid_services_t *svc;
-    void              **comm_state; /* persists across calls on this
-                                       (communicator, candidate); freed by
-                                       algo->comm_state_free */
-    void               *priv;       /* the algorithm's per-call state; NULL
-                                       when start() runs */
-    const struct braid_algo *algo;  /* the descriptor this call runs */
-    braid_mem_t         send_mem;   /* where sendbuf lives */
-    braid_mem_t         recv_mem;   /* where recvbuf lives */
+    void                  **comm_state; /* persists across calls on this
+                                           (communicator, candidate); freed by
+                                           algo->comm_state_free */
+    void *priv;                         /* the algorithm's per-call state; NULL
+                                           when start() runs */
+    const struct braid_algo *algo;      /* the descriptor this call runs */
+    braid_mem_t              send_mem;  /* where sendbuf lives */
+    braid_mem_t              recv_mem;  /* where recvbuf lives */
     /* A stream-ordered call (braid/cuda.h; only BRAID_ALGO_STREAM
      * algorithms get one): queue the work on `stream` (a cudaStream_t; NULL
      * is CUDA's legacy default stream) and complete the call once it is
      * queued.  0 for a plain call. */
-    int                 on_stream;
-    void               *stream;
+    int   on_stream;
+    void *stream;
     /* 32 bits of the call's signature -- collective, count, dtype, op,
      * root -- and its number: the same on every rank that makes the same
      * call, different (but for a 2^-32 chance) on a rank that calls
@@ -537,10 +537,10 @@ typedef struct braid_task {
      * call with BRAID_ERR_MISMATCH when a peer's differ, so that ranks that
      * disagree on the call get an error, not wrong data.  Read it through
      * braid_task_sig32() (0 from a core that does not set it). */
-    uint32_t            sig32;
+    uint32_t sig32;
     /* Revision 2: the core's resources of this (communicator, candidate),
      * behind svc->state_get, scratch_get and area_get.  Opaque. */
-    braid_res_t        *res;
+    braid_res_t *res;
 } braid_task_t;
 
 static inline uint32_t braid_task_sig32(const braid_task_t *task)
@@ -560,17 +560,17 @@ static inline uint32_t braid_task_sig32(const braid_task_t *task)
 typedef struct braid_algo {
     uint32_t     struct_size; /* sizeof(braid_algo_t) */
     uint32_t     flags;       /* BRAID_ALGO_* */
-    const char  *name;  /* "ring", "recdbl", "oneshot": the part before '@' */
+    const char  *name; /* "ring", "recdbl", "oneshot": the part before '@' */
     braid_coll_t coll;
     uint32_t     needs_caps; /* transport must have these BRAID_CAP_* bits */
     uint32_t     mem_types;  /* BRAID_MEM_BIT()s of buffers it takes; 0:
                                 host only */
-    const char  *transport;  /* NULL: any transport with the caps; else only
+    const char *transport;   /* NULL: any transport with the caps; else only
                                 this one */
     /* Estimated time in microseconds; negative when it cannot run these
      * inputs.  Pure: every rank must compute the same value. */
     double (*estimate)(const struct braid_algo *self,
-                       const braid_cost_in_t *in);
+                       const braid_cost_in_t   *in);
     /* Runs when the call reaches the head of its communicator's queue: at
      * once for a blocking call or a non-blocking one issued onto an empty
      * queue, else inside the braid_test/braid_wait/later call that finds
@@ -594,8 +594,8 @@ typedef struct braid_algo {
      * *task->comm_state and finally to comm_state_free.  BRAID_ERR_
      * UNAVAILABLE with a reason when it cannot serve this communicator. */
     braid_status_t (*comm_create)(const struct braid_algo *self,
-                                  const braid_services_t *svc,
-                                  const braid_oob_t *oob,
+                                  const braid_services_t  *svc,
+                                  const braid_oob_t       *oob,
                                   const braid_topo_t *topo, void **state);
 } braid_algo_t;
 
@@ -611,10 +611,10 @@ typedef struct braid_plugin {
     braid_status_t (*probe)(const struct braid_plugin *self,
                             const braid_services_t *svc, char *why,
                             size_t why_len);
-    int                              n_transports;
+    int                             n_transports;
     const braid_transport_t *const *transports;
-    int                              n_algos;
-    const braid_algo_t *const       *algos;
+    int                             n_algos;
+    const braid_algo_t *const      *algos;
     /* Called once before dlclose; may be NULL. */
     void (*unload)(const struct braid_plugin *self);
 } braid_plugin_t;

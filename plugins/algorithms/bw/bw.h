@@ -38,13 +38,13 @@
  * other values): a pull chunk and its staging buffers stay in a core's
  * 2 MiB L2; a pipe chunk times the slots in flight stays in L3. */
 #ifndef BRAID_BW_PULL_CHUNK
-#define BRAID_BW_PULL_CHUNK   ((size_t)256 << 10)
+#define BRAID_BW_PULL_CHUNK ((size_t)256 << 10)
 #endif
 #ifndef BRAID_BW_PIPE_CHUNK
-#define BRAID_BW_PIPE_CHUNK   ((size_t)64 << 10)
+#define BRAID_BW_PIPE_CHUNK ((size_t)64 << 10)
 #endif
 #ifndef BRAID_BW_PIPE_DEPTH
-#define BRAID_BW_PIPE_DEPTH   4 /* slots per (writer, reader) pair */
+#define BRAID_BW_PIPE_DEPTH 4 /* slots per (writer, reader) pair */
 #endif
 /* Declared for the cost model (cost.c; docs/performance.md, "bw plugin:
  * where the choice moves"): a last-level cache the copy path's slots and
@@ -54,16 +54,16 @@
 #define BRAID_BW_CACHE_BYTES    ((size_t)32 << 20)
 #define BRAID_BW_DRAM_COPY_GBPS 3.0
 /* Smallest chunk: below it a chunk costs more in flags than it moves. */
-#define BRAID_BW_MIN_CHUNK    ((size_t)4 << 10)
+#define BRAID_BW_MIN_CHUNK ((size_t)4 << 10)
 /* Chunks per slice are counted in 24 bits of a flag (pull.c). */
-#define BRAID_BW_MAX_CHUNKS   ((UINT64_C(1) << 24) - 1)
+#define BRAID_BW_MAX_CHUNKS ((UINT64_C(1) << 24) - 1)
 /* Largest get at once in the allgather phase (several finished chunks of
  * one owner in one read): long enough to amortise the syscall, short
  * enough to keep a progress call bounded. */
 #define BRAID_BW_PULL_MAX_GET ((size_t)1 << 20)
 /* Bytes a progress call moves before it returns (so the core can look at
  * timeouts, dead peers and, on a shared core, yield). */
-#define BRAID_BW_BUDGET       ((size_t)4 << 20)
+#define BRAID_BW_BUDGET ((size_t)4 << 20)
 
 /* ------------------------------------------------------------ chunk.c */
 
@@ -78,15 +78,15 @@
 typedef struct braid_bw_plan {
     braid_coll_t coll;
     int          n;
-    size_t       count;  /* as in the call */
-    size_t       chunk;  /* elements per chunk (>= 1) */
+    size_t       count; /* as in the call */
+    size_t       chunk; /* elements per chunk (>= 1) */
 } braid_bw_plan_t;
 
 /* Fills plan; chunk_bytes is the wanted chunk (rounded down to whole
  * elements, at least one, and raised where a slice would need more than
  * BRAID_BW_MAX_CHUNKS chunks). */
-void   braid_bw_plan(braid_bw_plan_t *plan, braid_coll_t coll, int n,
-                     size_t count, size_t dtsize, size_t chunk_bytes);
+void braid_bw_plan(braid_bw_plan_t *plan, braid_coll_t coll, int n,
+                   size_t count, size_t dtsize, size_t chunk_bytes);
 /* First element of slice j in the (send) buffer it is cut from, and its
  * length in elements. */
 size_t braid_bw_slice_off(const braid_bw_plan_t *plan, int j);

@@ -13,8 +13,8 @@ void braid_bw_plan(braid_bw_plan_t *plan, braid_coll_t coll, int n,
     plan->coll  = coll;
     plan->n     = n > 0 ? n : 1;
     plan->count = count;
-    plan->chunk = dtsize > 0 && chunk_bytes / dtsize > 0 ? chunk_bytes / dtsize
-                                                          : 1;
+    plan->chunk =
+        dtsize > 0 && chunk_bytes / dtsize > 0 ? chunk_bytes / dtsize : 1;
     /* A slice's chunk count travels in 24 bits: fewer, larger chunks for
      * slices that would need more. */
     size_t most = largest_slice(plan);

@@ -36,10 +36,7 @@ braid_status_t braid_bw_priv_alloc(braid_task_t *task, size_t size)
     return task->svc->state_get(task, size, NULL); /* zeroed */
 }
 
-void braid_bw_priv_free(braid_task_t *task)
-{
-    task->svc->state_put(task);
-}
+void braid_bw_priv_free(braid_task_t *task) { task->svc->state_put(task); }
 
 void braid_bw_local_result(braid_task_t *task)
 {

@@ -15,19 +15,19 @@
  *                   + a_get·(n-1)·(ceil(m/(nC)) + ceil(m/(nR)))
  *     three waves (hello, progress, done); each owner reads n-1 pieces of
  *     its slice and folds them; every rank reads n-1 finished slices.
- *   reduce_scatter  2·a_put + (n-1)·Bget(m) + (n-1)·G(m) + a_get·(n-1)·ceil(m/C)
- *   allgather       2·a_put + (n-1)·Bget(m) + a_get·(n-1)·ceil(m/R)
- * pipe (pipe.c), with C = BRAID_BW_PIPE_CHUNK, K = ceil(m/(nC)) chunks a
- * slice, each chunk of a slice one put per peer and stage:
- *   allreduce       2·a_put·(1 + K/D) + 2(n-1)/n·Bput(m) + 2(n-1)/n·G(m)
+ *   reduce_scatter  2·a_put + (n-1)·Bget(m) + (n-1)·G(m) +
+ * a_get·(n-1)·ceil(m/C) allgather       2·a_put + (n-1)·Bget(m) +
+ * a_get·(n-1)·ceil(m/R) pipe (pipe.c), with C = BRAID_BW_PIPE_CHUNK, K =
+ * ceil(m/(nC)) chunks a slice, each chunk of a slice one put per peer and
+ * stage: allreduce       2·a_put·(1 + K/D) + 2(n-1)/n·Bput(m) + 2(n-1)/n·G(m)
  *     pieces out, fold, reduced chunks out, copy-out (G: a copy streams
  *     memory like a reduction); every D = BRAID_BW_PIPE_DEPTH chunks the
  *     writers wait for credit, a stage.
- *   reduce_scatter  a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m), K' = ceil(m/C)
- *   allgather       a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m)
- *   Once the host's buffers (footprint(): every rank's send and receive
- *   buffer) outgrow the last-level cache, pipe's two extra copies per byte
- *   (into a slot, out of it) no longer hit cached lines: Bput then runs at
+ *   reduce_scatter  a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m), K' =
+ * ceil(m/C) allgather       a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m) Once
+ * the host's buffers (footprint(): every rank's send and receive buffer)
+ * outgrow the last-level cache, pipe's two extra copies per byte (into a slot,
+ * out of it) no longer hit cached lines: Bput then runs at
  *   BRAID_BW_DRAM_COPY_GBPS.  pull copies each byte once, straight from
  *   the peer, and its get link is declared at the uncached rate already.
  * Both return -1 without a usable link (pull: without a get path). */
@@ -38,16 +38,16 @@
 typedef struct terms {
     int    n;
     double m;
-    double ap, bp;  /* put: us per stage, us per byte */
-    double ag, bg;  /* get: us per read, us per byte (0: no get path) */
-    double gus;     /* us per byte reduced or copied */
+    double ap, bp; /* put: us per stage, us per byte */
+    double ag, bg; /* get: us per read, us per byte (0: no get path) */
+    double gus;    /* us per byte reduced or copied */
 } terms_t;
 
 static int terms(terms_t *t, const braid_cost_in_t *in)
 {
     if (in->nranks < 1 || !isfinite(in->link.put_alpha_us) ||
-        !(in->link.put_alpha_us >= 0.0) ||
-        !isfinite(in->link.put_beta_gbps) || !(in->link.put_beta_gbps > 0.0))
+        !(in->link.put_alpha_us >= 0.0) || !isfinite(in->link.put_beta_gbps) ||
+        !(in->link.put_beta_gbps > 0.0))
         return -1;
     t->n   = in->nranks;
     t->m   = (double)in->bytes;
@@ -82,16 +82,16 @@ double braid_bw_cost_pull(const braid_cost_in_t *in)
     switch (in->coll) {
     case BRAID_COLL_ALLREDUCE:
         return 3.0 * t.ap + 2.0 * f * t.m * t.bg + f * t.m * t.gus +
-               t.ag * k * (pieces(t.m / t.n, BRAID_BW_PULL_CHUNK) +
-                           pieces(t.m / t.n, BRAID_BW_PULL_MAX_GET));
+               t.ag * k *
+                   (pieces(t.m / t.n, BRAID_BW_PULL_CHUNK) +
+                    pieces(t.m / t.n, BRAID_BW_PULL_MAX_GET));
     case BRAID_COLL_REDUCE_SCATTER:
         return 2.0 * t.ap + k * t.m * (t.bg + t.gus) +
                t.ag * k * pieces(t.m, BRAID_BW_PULL_CHUNK);
     case BRAID_COLL_ALLGATHER:
         return 2.0 * t.ap + k * t.m * t.bg +
                t.ag * k * pieces(t.m, BRAID_BW_PULL_MAX_GET);
-    default:
-        return -1.0;
+    default: return -1.0;
     }
 }
 
@@ -114,13 +114,13 @@ double braid_bw_cost_pipe(const braid_cost_in_t *in)
     double d = (double)BRAID_BW_PIPE_DEPTH;
     switch (in->coll) {
     case BRAID_COLL_ALLREDUCE:
-        return 2.0 * t.ap * (1.0 + pieces(t.m / t.n, BRAID_BW_PIPE_CHUNK) / d) +
+        return 2.0 * t.ap *
+                   (1.0 + pieces(t.m / t.n, BRAID_BW_PIPE_CHUNK) / d) +
                2.0 * f * t.m * (t.bp + t.gus);
     case BRAID_COLL_REDUCE_SCATTER:
     case BRAID_COLL_ALLGATHER:
         return t.ap * (1.0 + pieces(t.m, BRAID_BW_PIPE_CHUNK) / d) +
                k * t.m * (t.bp + t.gus);
-    default:
-        return -1.0;
+    default: return -1.0;
     }
 }

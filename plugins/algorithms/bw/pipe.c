@@ -37,48 +37,48 @@
 
 #include "bw.h"
 
-#define RS 0
-#define AG 1
-#define DEPTH     BRAID_BW_PIPE_DEPTH
-#define FOLD_BLK  16384 /* a multiple of every dtype: the fold's L1 block */
+#define RS       0
+#define AG       1
+#define DEPTH    BRAID_BW_PIPE_DEPTH
+#define FOLD_BLK 16384 /* a multiple of every dtype: the fold's L1 block */
 /* A data flag: position + 1 in the low POS_BITS, the call's signature bits
  * above them, so the first message of a call from a peer that called
  * something else (positions still agree there) fails the call instead of
  * being folded in. */
-#define POS_BITS  40
-#define POS_MASK  ((UINT64_C(1) << POS_BITS) - 1)
+#define POS_BITS 40
+#define POS_MASK ((UINT64_C(1) << POS_BITS) - 1)
 
 typedef struct pipe_comm {
     braid_rmem_t   mem;
     int            n;
-    size_t         stride;     /* slot: flag line + chunk */
-    uint64_t      *sent[2];    /* [n] positions put on stream (me -> j) */
-    uint64_t      *got[2];     /* [n] positions consumed from (s -> me) */
-    uint64_t      *told[2];    /* [n] credit last put to s */
-    braid_treq_t  *creq[2];    /* [n] credit puts */
-    braid_treq_t  *dreq[2];    /* [n * DEPTH] data puts, by slot */
-    char          *acc;        /* fold block staging (in place) */
+    size_t         stride;  /* slot: flag line + chunk */
+    uint64_t      *sent[2]; /* [n] positions put on stream (me -> j) */
+    uint64_t      *got[2];  /* [n] positions consumed from (s -> me) */
+    uint64_t      *told[2]; /* [n] credit last put to s */
+    braid_treq_t  *creq[2]; /* [n] credit puts */
+    braid_treq_t  *dreq[2]; /* [n * DEPTH] data puts, by slot */
+    char          *acc;     /* fold block staging (in place) */
     unsigned char *mate;
     int            nmates;
 } pipe_comm_t;
 
 typedef struct pipe {
     pipe_comm_t    *pc;
-    uint64_t        sig;        /* 24 signature bits, above POS_BITS */
-    int             odd;        /* a peer's message has another signature */
+    uint64_t        sig; /* 24 signature bits, above POS_BITS */
+    int             odd; /* a peer's message has another signature */
     braid_bw_plan_t plan;
     size_t          dts;
     const char     *src;
     char           *dst;
     int             reduce, gather; /* streams this call uses */
-    size_t          mine;       /* chunks of slice me */
-    size_t          folded;     /* of them, reduced (allgather: all) */
-    size_t         *rs_sent;    /* [n] pieces of slice j put */
-    size_t         *ag_sent;    /* [n] own chunks put to k */
-    size_t         *ag_got;     /* [n] chunks of slice s copied */
-    int             left;       /* streams with messages still to come or
-                                   go, this call */
-    const void    **srcs;       /* [n] fold sources */
+    size_t          mine;           /* chunks of slice me */
+    size_t          folded;         /* of them, reduced (allgather: all) */
+    size_t         *rs_sent;        /* [n] pieces of slice j put */
+    size_t         *ag_sent;        /* [n] own chunks put to k */
+    size_t         *ag_got;         /* [n] chunks of slice s copied */
+    int             left;           /* streams with messages still to come or
+                                       go, this call */
+    const void **srcs;              /* [n] fold sources */
 } pipe_t;
 
 /* ------------------------------------------------------------- layout */
@@ -86,7 +86,8 @@ typedef struct pipe {
 static size_t inbox_off(const pipe_comm_t *pc, int kind, int s, uint64_t pos)
 {
     return (((size_t)kind * (size_t)pc->n + (size_t)s) * DEPTH +
-            (size_t)(pos % DEPTH)) * pc->stride;
+            (size_t)(pos % DEPTH)) *
+           pc->stride;
 }
 
 static size_t credit_off(const pipe_comm_t *pc, int kind, int s)
@@ -97,9 +98,9 @@ static size_t credit_off(const pipe_comm_t *pc, int kind, int s)
 
 static uint64_t flag_at(const pipe_comm_t *pc, size_t off)
 {
-    return __atomic_load_n((const uint64_t *)(const void *)
-                               ((const char *)pc->mem.local + off),
-                           __ATOMIC_ACQUIRE);
+    return __atomic_load_n(
+        (const uint64_t *)(const void *)((const char *)pc->mem.local + off),
+        __ATOMIC_ACQUIRE);
 }
 
 /* ------------------------------------------------------------- state */
@@ -124,11 +125,11 @@ static braid_status_t comm_get(pipe_comm_t **out, braid_task_t *task)
         *out = pc;
         return BRAID_OK;
     }
-    const braid_tl_t *tl = task->tl;
-    int    n      = task->size;
-    size_t stride = BRAID_BW_LINE + BRAID_BW_PIPE_CHUNK;
-    size_t len    = 2 * (size_t)n * DEPTH * stride +
-                    2 * (size_t)n * BRAID_BW_LINE;
+    const braid_tl_t *tl     = task->tl;
+    int               n      = task->size;
+    size_t            stride = BRAID_BW_LINE + BRAID_BW_PIPE_CHUNK;
+    size_t            len =
+        2 * (size_t)n * DEPTH * stride + 2 * (size_t)n * BRAID_BW_LINE;
     size_t counters = 6 * (size_t)n * sizeof(uint64_t) +
                       2 * (size_t)n * (1 + DEPTH) * sizeof(braid_treq_t);
     braid_status_t st = BRAID_OK;
@@ -142,19 +143,21 @@ static braid_status_t comm_get(pipe_comm_t **out, braid_task_t *task)
     if (pc == NULL || pc->sent[0] == NULL || pc->acc == NULL ||
         pc->mate == NULL)
         st = task->svc->error(BRAID_ERR_NO_MEMORY, "bw: pipe: out of memory "
-                              "for the stream state");
+                                                   "for the stream state");
     braid_rmem_t mem;
     memset(&mem, 0, sizeof(mem));
     /* Collective: a rank that failed above still takes part. */
     braid_status_t ast = tl->ops->mem_alloc(tl->tcomm, len, &mem);
     if (st == BRAID_OK && ast == BRAID_OK &&
         (mem.local == NULL || mem.len < len))
-        ast = task->svc->error(BRAID_ERR_TRANSPORT, "bw: %s mem_alloc of %zu "
+        ast = task->svc->error(BRAID_ERR_TRANSPORT,
+                               "bw: %s mem_alloc of %zu "
                                "bytes returned a smaller area",
                                tl->ops->name, len);
     if (st != BRAID_OK || ast != BRAID_OK) {
         if (ast == BRAID_OK && st != BRAID_OK)
-            task->svc->log(BRAID_LOG_ERROR, BRAID_BW_COMPONENT, "rank %d: "
+            task->svc->log(BRAID_LOG_ERROR, BRAID_BW_COMPONENT,
+                           "rank %d: "
                            "pipe: cannot keep its %zu-byte stream area",
                            task->rank, len);
         if (mem.local != NULL)
@@ -162,21 +165,21 @@ static braid_status_t comm_get(pipe_comm_t **out, braid_task_t *task)
         pipe_comm_free(pc, NULL);
         return st != BRAID_OK ? st : ast;
     }
-    pc->mem     = mem;
-    pc->n       = n;
-    pc->stride  = stride;
-    pc->sent[1] = pc->sent[0] + n;
-    pc->got[0]  = pc->sent[1] + n;
-    pc->got[1]  = pc->got[0] + n;
-    pc->told[0] = pc->got[1] + n;
-    pc->told[1] = pc->told[0] + n;
-    pc->creq[0] = (braid_treq_t *)(pc->told[1] + n);
-    pc->creq[1] = pc->creq[0] + n;
-    pc->dreq[0] = pc->creq[1] + n;
-    pc->dreq[1] = pc->dreq[0] + (size_t)n * DEPTH;
-    pc->nmates  = braid_bw_mates(pc->mate, task);
+    pc->mem           = mem;
+    pc->n             = n;
+    pc->stride        = stride;
+    pc->sent[1]       = pc->sent[0] + n;
+    pc->got[0]        = pc->sent[1] + n;
+    pc->got[1]        = pc->got[0] + n;
+    pc->told[0]       = pc->got[1] + n;
+    pc->told[1]       = pc->told[0] + n;
+    pc->creq[0]       = (braid_treq_t *)(pc->told[1] + n);
+    pc->creq[1]       = pc->creq[0] + n;
+    pc->dreq[0]       = pc->creq[1] + n;
+    pc->dreq[1]       = pc->dreq[0] + (size_t)n * DEPTH;
+    pc->nmates        = braid_bw_mates(pc->mate, task);
     *task->comm_state = pc;
-    *out = pc;
+    *out              = pc;
     return BRAID_OK;
 }
 
@@ -184,7 +187,7 @@ static braid_status_t comm_get(pipe_comm_t **out, braid_task_t *task)
 
 static braid_status_t pipe_start(braid_task_t *task, braid_wait_t *wait)
 {
-    int n = task->size, me = task->rank;
+    int            n = task->size, me = task->rank;
     braid_status_t st;
 
     (void)wait;
@@ -210,17 +213,20 @@ static braid_status_t pipe_start(braid_task_t *task, braid_wait_t *wait)
     if ((st = comm_get(&s->pc, task)) != BRAID_OK)
         return st;
     if (s->pc->n != n)
-        return task->svc->error(BRAID_ERR_INTERNAL, "bw: pipe: state made "
+        return task->svc->error(BRAID_ERR_INTERNAL,
+                                "bw: pipe: state made "
                                 "for %d ranks used by a %d-rank call",
                                 s->pc->n, n);
     if (s->plan.chunk * s->dts > BRAID_BW_PIPE_CHUNK)
-        return task->svc->error(BRAID_ERR_NOT_SUPPORTED, "bw: pipe: %zu "
+        return task->svc->error(BRAID_ERR_NOT_SUPPORTED,
+                                "bw: pipe: %zu "
                                 "elements per rank need chunks larger than "
-                                "its slots", task->count);
+                                "its slots",
+                                task->count);
     s->mine = braid_bw_nchunks(&s->plan, me);
     if (!s->reduce) {
         s->folded = s->mine; /* allgather: the own block is ready */
-        char *at = s->dst + braid_bw_slice_off(&s->plan, me) * s->dts;
+        char *at  = s->dst + braid_bw_slice_off(&s->plan, me) * s->dts;
         if (at != s->src)
             memcpy(at, s->src, task->count * s->dts);
     }
@@ -258,9 +264,9 @@ static int put_chunk(braid_task_t *task, pipe_t *s, int kind, int j,
             return 0;
     }
     size_t slot = inbox_off(pc, kind, task->rank, pos);
-    *st = task->tl->ops->put_signal(task->tl->tcomm, &pc->mem, j,
-                                    slot + BRAID_BW_LINE, from, bytes, slot,
-                                    ((pos + 1) & POS_MASK) | s->sig, req);
+    *st         = task->tl->ops->put_signal(task->tl->tcomm, &pc->mem, j,
+                                            slot + BRAID_BW_LINE, from, bytes, slot,
+                                            ((pos + 1) & POS_MASK) | s->sig, req);
     if (*st != BRAID_OK)
         return 0;
     pc->sent[kind][j] = pos + 1;
@@ -287,10 +293,11 @@ static const char *head(pipe_t *s, int kind, int src)
 static braid_status_t odd_call(braid_task_t *task, const pipe_t *s)
 {
     return task->svc->error(
-        BRAID_ERR_MISMATCH, "bw: pipe: rank %d: rank %d is in call #%llu "
+        BRAID_ERR_MISMATCH,
+        "bw: pipe: rank %d: rank %d is in call #%llu "
         "with another signature: the ranks called different collectives, "
-        "counts, dtypes or ops", task->rank, s->odd - 1,
-        (unsigned long long)task->seq);
+        "counts, dtypes or ops",
+        task->rank, s->odd - 1, (unsigned long long)task->seq);
 }
 
 /* Puts the count of messages read from (src -> me) into src's area, the
@@ -307,10 +314,10 @@ static braid_status_t credit(braid_task_t *task, pipe_comm_t *pc, int kind,
         if (st != BRAID_OK)
             return st;
     }
-    size_t off = credit_off(pc, kind, task->rank);
-    braid_status_t st = task->tl->ops->put_signal(
-        task->tl->tcomm, &pc->mem, src, off, NULL, 0, off,
-        pc->got[kind][src], req);
+    size_t         off = credit_off(pc, kind, task->rank);
+    braid_status_t st =
+        task->tl->ops->put_signal(task->tl->tcomm, &pc->mem, src, off, NULL, 0,
+                                  off, pc->got[kind][src], req);
     if (st == BRAID_OK)
         pc->told[kind][src] = pc->got[kind][src];
     return st;
@@ -347,8 +354,8 @@ static braid_status_t credits_out(braid_task_t *task, pipe_comm_t *pc,
  * built aside first. */
 static void fold(braid_task_t *task, pipe_t *s, char *out, size_t count)
 {
-    int    n   = task->size;
-    size_t blk = FOLD_BLK / s->dts;
+    int    n     = task->size;
+    size_t blk   = FOLD_BLK / s->dts;
     int    aside = 0;
     for (int i = 2; i < n; i++)
         aside |= s->srcs[i] == out;
@@ -372,8 +379,8 @@ static braid_status_t fold_next(braid_task_t *task, pipe_t *s, size_t *moved,
                                 int *did)
 {
     const braid_bw_plan_t *p = &s->plan;
-    int    n = task->size, me = task->rank;
-    size_t c = s->folded, len = braid_bw_chunk_len(p, me, c);
+    int                    n = task->size, me = task->rank;
+    size_t                 c = s->folded, len = braid_bw_chunk_len(p, me, c);
     size_t o = braid_bw_slice_off(p, me) + braid_bw_chunk_off(p, c);
 
     *did = 0;
@@ -406,11 +413,11 @@ static braid_status_t fold_next(braid_task_t *task, pipe_t *s, size_t *moved,
 
 static braid_status_t pipe_progress(braid_task_t *task, braid_wait_t *wait)
 {
-    pipe_t *s = task->priv;
+    pipe_t                *s = task->priv;
     const braid_bw_plan_t *p = &s->plan;
-    int     n = task->size, me = task->rank;
-    size_t  moved = 0;
-    braid_status_t st;
+    int                    n = task->size, me = task->rank;
+    size_t                 moved = 0;
+    braid_status_t         st;
 
     if (s->pc == NULL) {
         braid_bw_local_result(task);
@@ -429,8 +436,7 @@ static braid_status_t pipe_progress(braid_task_t *task, braid_wait_t *wait)
             while (s->rs_sent[j] < all) {
                 size_t c   = s->rs_sent[j];
                 size_t len = braid_bw_chunk_len(p, j, c);
-                size_t o   = braid_bw_slice_off(p, j) +
-                             braid_bw_chunk_off(p, c);
+                size_t o = braid_bw_slice_off(p, j) + braid_bw_chunk_off(p, c);
                 if (!put_chunk(task, s, RS, j, s->src + o * s->dts,
                                len * s->dts, &st)) {
                     if (st != BRAID_OK)
@@ -438,7 +444,7 @@ static braid_status_t pipe_progress(braid_task_t *task, braid_wait_t *wait)
                     break;
                 }
                 moved += len * s->dts;
-                any    = 1;
+                any = 1;
                 if (++s->rs_sent[j] == all)
                     s->left--;
                 break; /* one per owner, then the next owner */
@@ -455,40 +461,38 @@ static braid_status_t pipe_progress(braid_task_t *task, braid_wait_t *wait)
         for (int i = 1; s->gather && i < n; i++) {
             int k = (me + i) % n;
             while (s->ag_sent[k] < s->folded) {
-                size_t c   = s->ag_sent[k];
-                size_t len = braid_bw_chunk_len(p, me, c);
-                size_t o   = braid_bw_chunk_off(p, c);
-                const char *from = p->coll == BRAID_COLL_ALLGATHER
-                                       ? s->src + o * s->dts
-                                       : s->dst + (braid_bw_slice_off(p, me) +
-                                                   o) * s->dts;
+                size_t      c   = s->ag_sent[k];
+                size_t      len = braid_bw_chunk_len(p, me, c);
+                size_t      o   = braid_bw_chunk_off(p, c);
+                const char *from =
+                    p->coll == BRAID_COLL_ALLGATHER
+                        ? s->src + o * s->dts
+                        : s->dst + (braid_bw_slice_off(p, me) + o) * s->dts;
                 if (!put_chunk(task, s, AG, k, from, len * s->dts, &st)) {
                     if (st != BRAID_OK)
                         return st;
                     break;
                 }
                 moved += len * s->dts;
-                any    = 1;
+                any = 1;
                 if (++s->ag_sent[k] == s->mine)
                     s->left--;
             }
         }
         /* Other slices in, to their places. */
         for (int i = 1; s->gather && i < n; i++) {
-            int    j   = (me + i) % n;
-            size_t all = braid_bw_nchunks(p, j);
+            int         j   = (me + i) % n;
+            size_t      all = braid_bw_nchunks(p, j);
             const char *data;
-            while (s->ag_got[j] < all &&
-                   (data = head(s, AG, j)) != NULL) {
+            while (s->ag_got[j] < all && (data = head(s, AG, j)) != NULL) {
                 size_t c   = s->ag_got[j];
                 size_t len = braid_bw_chunk_len(p, j, c);
-                size_t o   = braid_bw_slice_off(p, j) +
-                             braid_bw_chunk_off(p, c);
+                size_t o = braid_bw_slice_off(p, j) + braid_bw_chunk_off(p, c);
                 memcpy(s->dst + o * s->dts, data, len * s->dts);
                 if ((st = consume(task, s->pc, AG, j)) != BRAID_OK)
                     return st;
                 moved += len * s->dts;
-                any    = 1;
+                any = 1;
                 if (++s->ag_got[j] == all)
                     s->left--;
             }
@@ -528,8 +532,7 @@ static void pipe_finish(braid_task_t *task)
     if (s != NULL && s->pc != NULL) {
         for (int kind = 0; kind < 2; kind++) {
             for (size_t i = 0; i < (size_t)task->size * DEPTH; i++)
-                task->tl->ops->cancel(task->tl->tcomm,
-                                      &s->pc->dreq[kind][i]);
+                task->tl->ops->cancel(task->tl->tcomm, &s->pc->dreq[kind][i]);
             for (int r = 0; r < task->size; r++)
                 task->tl->ops->cancel(task->tl->tcomm, &s->pc->creq[kind][r]);
         }
@@ -537,25 +540,25 @@ static void pipe_finish(braid_task_t *task)
     braid_bw_priv_free(task);
 }
 
-static double pipe_estimate(const braid_algo_t *self,
+static double pipe_estimate(const braid_algo_t    *self,
                             const braid_cost_in_t *in)
 {
     (void)self;
     return braid_bw_cost_pipe(in);
 }
 
-#define PIPE_ALGO(var, coll_)                                              \
-    const braid_algo_t var = {                                             \
-        .struct_size     = sizeof(braid_algo_t),                           \
-        .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),                  \
-        .name            = "pipe",                                         \
-        .coll            = coll_,                                          \
-        .needs_caps      = BRAID_CAP_PUT_SIGNAL,                           \
-        .estimate        = pipe_estimate,                                  \
-        .start           = pipe_start,                                     \
-        .progress        = pipe_progress,                                  \
-        .finish          = pipe_finish,                                    \
-        .comm_state_free = pipe_comm_free,                                 \
+#define PIPE_ALGO(var, coll_)                                                 \
+    const braid_algo_t var = {                                                \
+        .struct_size     = sizeof(braid_algo_t),                              \
+        .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),                     \
+        .name            = "pipe",                                            \
+        .coll            = coll_,                                             \
+        .needs_caps      = BRAID_CAP_PUT_SIGNAL,                              \
+        .estimate        = pipe_estimate,                                     \
+        .start           = pipe_start,                                        \
+        .progress        = pipe_progress,                                     \
+        .finish          = pipe_finish,                                       \
+        .comm_state_free = pipe_comm_free,                                    \
     }
 
 PIPE_ALGO(braid_bw_pipe_allreduce, BRAID_COLL_ALLREDUCE);

@@ -13,7 +13,7 @@
 
 #include "bw.h"
 
-static braid_status_t bw_probe(const braid_plugin_t *self,
+static braid_status_t bw_probe(const braid_plugin_t   *self,
                                const braid_services_t *svc, char *why,
                                size_t why_len)
 {
@@ -26,13 +26,12 @@ static braid_status_t bw_probe(const braid_plugin_t *self,
 }
 
 static const braid_algo_t *const algos[] = {
-    &braid_bw_pull_allreduce, &braid_bw_pull_reduce_scatter,
-    &braid_bw_pull_allgather, &braid_bw_pipe_allreduce,
+    &braid_bw_pull_allreduce,      &braid_bw_pull_reduce_scatter,
+    &braid_bw_pull_allgather,      &braid_bw_pipe_allreduce,
     &braid_bw_pipe_reduce_scatter, &braid_bw_pipe_allgather,
 };
 
-__attribute__((visibility("default")))
-const braid_plugin_t braid_plugin_v4 = {
+__attribute__((visibility("default"))) const braid_plugin_t braid_plugin_v4 = {
     .abi_version = BRAID_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(braid_plugin_t),
     .name        = "bw",

@@ -40,16 +40,16 @@
 
 #define HELLO_STRIDE 320 /* flag, send key, receive key; whole lines */
 #define FLAG_STRIDE  BRAID_BW_LINE
-#define ID_BITS      40  /* of seq, in progress flags: chunks in the rest */
+#define ID_BITS      40 /* of seq, in progress flags: chunks in the rest */
 
 _Static_assert(8 + 2 * sizeof(braid_rkey_t) <= HELLO_STRIDE,
                "a hello must fit its slot");
 
 /* Per (communicator, candidate). */
 typedef struct pull_comm {
-    braid_rmem_t   mem;   /* area: hello[n] | progress[n] | done[n] */
+    braid_rmem_t   mem; /* area: hello[n] | progress[n] | done[n] */
     int            n;
-    unsigned char *mate;  /* [n] ranks sharing this rank's CPU */
+    unsigned char *mate; /* [n] ranks sharing this rank's CPU */
     int            nmates;
     char          *stage; /* acc | t0 | t1, BRAID_BW_PULL_CHUNK each */
 } pull_comm_t;
@@ -64,28 +64,28 @@ typedef struct pull {
     char           *dst;
     braid_rkey_t    hello[2]; /* this rank's keys: send, receive */
     void           *hsend, *hrecv;
-    int             exposed;  /* 1: send, 2: and receive */
-    braid_rkey_t   *keys;     /* [2n] peers' keys, copied from hellos */
-    unsigned char  *have;     /* [n] hello seen */
+    int             exposed; /* 1: send, 2: and receive */
+    braid_rkey_t   *keys;    /* [2n] peers' keys, copied from hellos */
+    unsigned char  *have;    /* [n] hello seen */
     int             nhave;
     /* reduce: chunk rs_next of slice me, input rs_k next in rank order */
-    size_t          rs_next, rs_chunks;
-    int             rs_k, fetching;
-    const void     *x0;
-    braid_treq_t    rreq;     /* the reduce's get in flight */
-    braid_treq_t    areq;     /* the gather's get in flight */
+    size_t       rs_next, rs_chunks;
+    int          rs_k, fetching;
+    const void  *x0;
+    braid_treq_t rreq; /* the reduce's get in flight */
+    braid_treq_t areq; /* the gather's get in flight */
     /* gather */
-    size_t         *pulled;   /* [n] chunks of slice j in place here */
-    size_t         *avail;    /* [n] chunks owner j finished, as last seen */
-    int             g_peer;   /* the gather's get in flight: peer, count */
-    size_t          g_chunks;
-    int             gather_left; /* peers whose slice is not all here */
+    size_t *pulled; /* [n] chunks of slice j in place here */
+    size_t *avail;  /* [n] chunks owner j finished, as last seen */
+    int     g_peer; /* the gather's get in flight: peer, count */
+    size_t  g_chunks;
+    int     gather_left; /* peers whose slice is not all here */
     /* flags out: hello, progress, done; one request per peer each */
-    braid_treq_t   *hreq, *preq, *dreq; /* [n] */
-    size_t         *told;     /* [n] progress value last put to peer */
-    int             done_sent;
-    unsigned char  *dseen;    /* [n] done seen */
-    int             ndone;
+    braid_treq_t  *hreq, *preq, *dreq; /* [n] */
+    size_t        *told; /* [n] progress value last put to peer */
+    int            done_sent;
+    unsigned char *dseen; /* [n] done seen */
+    int            ndone;
 } pull_t;
 
 static uint64_t call_id(uint64_t seq)
@@ -106,9 +106,9 @@ static size_t done_off(int n, int r)
 
 static uint64_t flag_at(const pull_comm_t *pc, size_t off)
 {
-    return __atomic_load_n((const uint64_t *)(const void *)
-                               ((const char *)pc->mem.local + off),
-                           __ATOMIC_ACQUIRE);
+    return __atomic_load_n(
+        (const uint64_t *)(const void *)((const char *)pc->mem.local + off),
+        __ATOMIC_ACQUIRE);
 }
 
 /* ------------------------------------------------------------ the state */
@@ -134,10 +134,10 @@ static braid_status_t comm_get(pull_comm_t **out, braid_task_t *task)
         *out = pc;
         return BRAID_OK;
     }
-    const braid_tl_t *tl = task->tl;
-    int    n   = task->size;
-    size_t len = (size_t)n * (HELLO_STRIDE + 2 * FLAG_STRIDE);
-    pc = calloc(1, sizeof(*pc));
+    const braid_tl_t *tl  = task->tl;
+    int               n   = task->size;
+    size_t            len = (size_t)n * (HELLO_STRIDE + 2 * FLAG_STRIDE);
+    pc                    = calloc(1, sizeof(*pc));
     if (pc != NULL) {
         pc->mate  = calloc((size_t)n, 1);
         pc->stage = braid_bw_alloc(3 * BRAID_BW_PULL_CHUNK);
@@ -145,14 +145,15 @@ static braid_status_t comm_get(pull_comm_t **out, braid_task_t *task)
     braid_status_t st = BRAID_OK;
     if (pc == NULL || pc->mate == NULL || pc->stage == NULL)
         st = task->svc->error(BRAID_ERR_NO_MEMORY, "bw: pull: out of memory "
-                              "for the staging buffers");
+                                                   "for the staging buffers");
     /* Collective: a rank that failed above still takes part. */
     braid_rmem_t mem;
     memset(&mem, 0, sizeof(mem));
     braid_status_t ast = tl->ops->mem_alloc(tl->tcomm, len, &mem);
     if (st == BRAID_OK && ast == BRAID_OK &&
         (mem.local == NULL || mem.len < len))
-        ast = task->svc->error(BRAID_ERR_TRANSPORT, "bw: %s mem_alloc of %zu "
+        ast = task->svc->error(BRAID_ERR_TRANSPORT,
+                               "bw: %s mem_alloc of %zu "
                                "bytes returned a smaller area",
                                tl->ops->name, len);
     if (st != BRAID_OK || ast != BRAID_OK) {
@@ -161,11 +162,11 @@ static braid_status_t comm_get(pull_comm_t **out, braid_task_t *task)
         pull_comm_free(pc, NULL);
         return st != BRAID_OK ? st : ast;
     }
-    pc->mem    = mem;
-    pc->n      = n;
-    pc->nmates = braid_bw_mates(pc->mate, task);
+    pc->mem           = mem;
+    pc->n             = n;
+    pc->nmates        = braid_bw_mates(pc->mate, task);
     *task->comm_state = pc;
-    *out = pc;
+    *out              = pc;
     return BRAID_OK;
 }
 
@@ -173,12 +174,12 @@ static braid_status_t comm_get(pull_comm_t **out, braid_task_t *task)
 
 static braid_status_t expose(braid_task_t *task, pull_t *s)
 {
-    const braid_transport_t *ops = task->tl->ops;
-    size_t sbytes = s->plan.coll == BRAID_COLL_REDUCE_SCATTER
-                        ? (size_t)task->size * task->count * s->dts
-                        : task->count * s->dts;
-    braid_status_t st = ops->mem_expose(task->tl->tcomm, task->sendbuf,
-                                        sbytes, &s->hello[0], &s->hsend);
+    const braid_transport_t *ops    = task->tl->ops;
+    size_t                   sbytes = s->plan.coll == BRAID_COLL_REDUCE_SCATTER
+                                          ? (size_t)task->size * task->count * s->dts
+                                          : task->count * s->dts;
+    braid_status_t st = ops->mem_expose(task->tl->tcomm, task->sendbuf, sbytes,
+                                        &s->hello[0], &s->hsend);
     if (st != BRAID_OK)
         return st;
     s->exposed = 1;
@@ -197,7 +198,7 @@ static braid_status_t expose(braid_task_t *task, pull_t *s)
 
 static braid_status_t pull_start(braid_task_t *task, braid_wait_t *wait)
 {
-    int n = task->size;
+    int            n = task->size;
     braid_status_t st;
 
     (void)wait;
@@ -227,22 +228,25 @@ static braid_status_t pull_start(braid_task_t *task, braid_wait_t *wait)
     if ((st = comm_get(&s->pc, task)) != BRAID_OK)
         return st;
     if (s->pc->n != n)
-        return task->svc->error(BRAID_ERR_INTERNAL, "bw: pull: state made "
+        return task->svc->error(BRAID_ERR_INTERNAL,
+                                "bw: pull: state made "
                                 "for %d ranks used by a %d-rank call",
                                 s->pc->n, n);
-    s->id = call_id(task->seq);
+    s->id       = call_id(task->seq);
     s->hello_id = s->id | (uint64_t)(braid_task_sig32(task) & 0xffffffu)
                               << ID_BITS;
     if (task->coll != BRAID_COLL_ALLGATHER)
         s->rs_chunks = braid_bw_nchunks(&s->plan, task->rank);
     if (task->coll != BRAID_COLL_REDUCE_SCATTER)
         for (int j = 0; j < n; j++)
-            s->gather_left += j != task->rank &&
-                              braid_bw_nchunks(&s->plan, j) > 0;
+            s->gather_left +=
+                j != task->rank && braid_bw_nchunks(&s->plan, j) > 0;
     if (s->plan.chunk * s->dts > BRAID_BW_PULL_CHUNK)
-        return task->svc->error(BRAID_ERR_NOT_SUPPORTED, "bw: pull: %zu "
+        return task->svc->error(BRAID_ERR_NOT_SUPPORTED,
+                                "bw: pull: %zu "
                                 "elements per rank need chunks larger than "
-                                "its staging buffers", task->count);
+                                "its staging buffers",
+                                task->count);
     if ((st = expose(task, s)) != BRAID_OK)
         return st;
     /* The own block of an allgather is a local copy. */
@@ -253,10 +257,10 @@ static braid_status_t pull_start(braid_task_t *task, braid_wait_t *wait)
     }
     for (int i = 1; i < n; i++) {
         int p = (task->rank + i) % n;
-        st = task->tl->ops->put_signal(
-            task->tl->tcomm, &s->pc->mem, p, hello_off(task->rank) + 8,
-            s->hello, sizeof(s->hello), hello_off(task->rank), s->hello_id,
-            &s->hreq[p]);
+        st    = task->tl->ops->put_signal(task->tl->tcomm, &s->pc->mem, p,
+                                          hello_off(task->rank) + 8, s->hello,
+                                          sizeof(s->hello), hello_off(task->rank),
+                                          s->hello_id, &s->hreq[p]);
         if (st != BRAID_OK)
             return st;
     }
@@ -279,15 +283,17 @@ static int hellos_in(braid_task_t *task, pull_t *s)
             if ((f & ((UINT64_C(1) << ID_BITS) - 1)) != s->id)
                 continue; /* not here yet */
             (void)task->svc->error(
-                BRAID_ERR_MISMATCH, "bw: pull: rank %d: rank %d is in call "
+                BRAID_ERR_MISMATCH,
+                "bw: pull: rank %d: rank %d is in call "
                 "#%llu with another signature (bits %06x, this rank's %06x): "
                 "the ranks called different collectives, counts, dtypes or "
-                "ops", task->rank, r, (unsigned long long)task->seq,
+                "ops",
+                task->rank, r, (unsigned long long)task->seq,
                 (unsigned)(f >> ID_BITS), (unsigned)(s->hello_id >> ID_BITS));
             return -1;
         }
-        memcpy(&s->keys[2 * r], (const char *)s->pc->mem.local +
-                                    hello_off(r) + 8,
+        memcpy(&s->keys[2 * r],
+               (const char *)s->pc->mem.local + hello_off(r) + 8,
                2 * sizeof(braid_rkey_t));
         s->have[r] = 1;
         s->nhave++;
@@ -309,16 +315,16 @@ static braid_status_t reduce_chunk(braid_task_t *task, pull_t *s,
                                    size_t *moved)
 {
     const braid_bw_plan_t *p = &s->plan;
-    int    n = task->size, me = task->rank;
-    size_t c = s->rs_next;
-    size_t len = braid_bw_chunk_len(p, me, c);
-    size_t o   = braid_bw_slice_off(p, me) + braid_bw_chunk_off(p, c);
+    int                    n = task->size, me = task->rank;
+    size_t                 c   = s->rs_next;
+    size_t                 len = braid_bw_chunk_len(p, me, c);
+    size_t o     = braid_bw_slice_off(p, me) + braid_bw_chunk_off(p, c);
     size_t bytes = len * s->dts;
     char  *acc = s->pc->stage, *t0 = acc + BRAID_BW_PULL_CHUNK,
-          *t1 = t0 + BRAID_BW_PULL_CHUNK;
-    char  *out = p->coll == BRAID_COLL_ALLREDUCE
-                     ? s->dst + o * s->dts
-                     : s->dst + braid_bw_chunk_off(p, c) * s->dts;
+         *t1           = t0 + BRAID_BW_PULL_CHUNK;
+    char          *out = p->coll == BRAID_COLL_ALLREDUCE
+                             ? s->dst + o * s->dts
+                             : s->dst + braid_bw_chunk_off(p, c) * s->dts;
     braid_status_t st;
 
     for (; s->rs_k < n; s->rs_k++) {
@@ -339,7 +345,7 @@ static braid_status_t reduce_chunk(braid_task_t *task, pull_t *s,
             if ((st = get_done(task, &s->rreq)) != BRAID_OK)
                 return st;
             s->fetching = 0;
-            x = into;
+            x           = into;
         }
         if (k == 0)
             s->x0 = x;
@@ -363,14 +369,14 @@ static braid_status_t tell_progress(braid_task_t *task, pull_t *s, int *all)
 {
     int      n = task->size, me = task->rank;
     uint64_t v = (s->id << (64 - ID_BITS)) | s->rs_next;
-    *all = 1;
+    *all       = 1;
     for (int i = 1; i < n; i++) {
         int p = (me + i) % n;
         if (s->told[p] == s->rs_next + 1)
             continue; /* told already (told holds value + 1) */
         if (s->preq[p].active) {
-            braid_status_t st = task->tl->ops->test(task->tl->tcomm,
-                                                    &s->preq[p]);
+            braid_status_t st =
+                task->tl->ops->test(task->tl->tcomm, &s->preq[p]);
             if (st == BRAID_INPROGRESS) {
                 *all = 0;
                 continue;
@@ -404,8 +410,8 @@ static braid_status_t gather(braid_task_t *task, pull_t *s, size_t *moved,
                              size_t budget)
 {
     const braid_bw_plan_t *p = &s->plan;
-    int n = task->size, me = task->rank;
-    braid_status_t st;
+    int                    n = task->size, me = task->rank;
+    braid_status_t         st;
 
     if (s->g_peer >= 0) { /* the read of an earlier call */
         if ((st = get_done(task, &s->areq)) != BRAID_OK)
@@ -426,8 +432,8 @@ static braid_status_t gather(braid_task_t *task, pull_t *s, size_t *moved,
         if (s->avail[j] <= have)
             continue;
         /* Consecutive finished chunks in one read, up to a bound. */
-        size_t k = s->avail[j] - have, most = BRAID_BW_PULL_MAX_GET /
-                                              (p->chunk * s->dts);
+        size_t k    = s->avail[j] - have,
+               most = BRAID_BW_PULL_MAX_GET / (p->chunk * s->dts);
         if (most == 0)
             most = 1;
         if (k > most)
@@ -440,11 +446,11 @@ static braid_status_t gather(braid_task_t *task, pull_t *s, size_t *moved,
         /* allgather reads the owner's send buffer (its slice starts at 0),
          * all-reduce its receive buffer at the slice's own place. */
         size_t from = p->coll == BRAID_COLL_ALLGATHER ? first : at;
-        const braid_rkey_t *key = &s->keys[2 * j +
-                                           (p->coll == BRAID_COLL_ALLREDUCE)];
-        st = task->tl->ops->get(task->tl->tcomm, j, key, from * s->dts,
-                                s->dst + at * s->dts, elems * s->dts,
-                                &s->areq);
+        const braid_rkey_t *key =
+            &s->keys[2 * j + (p->coll == BRAID_COLL_ALLREDUCE)];
+        st =
+            task->tl->ops->get(task->tl->tcomm, j, key, from * s->dts,
+                               s->dst + at * s->dts, elems * s->dts, &s->areq);
         if (st != BRAID_OK)
             return st;
         *moved += elems * s->dts;
@@ -481,14 +487,15 @@ static braid_wait_t wait_kind(braid_task_t *task, pull_t *s)
             want[r] = !s->dseen[r];
     }
     return braid_bw_only_remote(s->pc->mate, s->pc->nmates, want, n)
-               ? BRAID_WAIT_REMOTE : BRAID_WAIT_LOCAL;
+               ? BRAID_WAIT_REMOTE
+               : BRAID_WAIT_LOCAL;
 }
 
 static braid_status_t send_done(braid_task_t *task, pull_t *s)
 {
     int n = task->size, me = task->rank;
     for (int i = 1; i < n; i++) {
-        int p = (me + i) % n;
+        int            p  = (me + i) % n;
         braid_status_t st = task->tl->ops->put_signal(
             task->tl->tcomm, &s->pc->mem, p, done_off(n, me), NULL, 0,
             done_off(n, me), s->id, &s->dreq[p]);
@@ -499,8 +506,7 @@ static braid_status_t send_done(braid_task_t *task, pull_t *s)
     return BRAID_OK;
 }
 
-static braid_status_t reqs_test(braid_task_t *task, braid_treq_t *reqs,
-                                int n)
+static braid_status_t reqs_test(braid_task_t *task, braid_treq_t *reqs, int n)
 {
     braid_status_t all = BRAID_OK;
     for (int r = 0; r < n; r++) {
@@ -517,9 +523,9 @@ static braid_status_t reqs_test(braid_task_t *task, braid_treq_t *reqs,
 
 static braid_status_t pull_progress(braid_task_t *task, braid_wait_t *wait)
 {
-    pull_t *s = task->priv;
-    int     n = task->size;
-    size_t  moved = 0;
+    pull_t        *s     = task->priv;
+    int            n     = task->size;
+    size_t         moved = 0;
     braid_status_t st;
 
     if (s->pc == NULL) {
@@ -553,8 +559,8 @@ static braid_status_t pull_progress(braid_task_t *task, braid_wait_t *wait)
             }
         }
         int told = 1;
-        if (s->rs_next == s->rs_chunks && s->plan.coll ==
-                                              BRAID_COLL_ALLREDUCE &&
+        if (s->rs_next == s->rs_chunks &&
+            s->plan.coll == BRAID_COLL_ALLREDUCE &&
             (st = tell_progress(task, s, &told)) != BRAID_OK)
             return st;
         if (s->rs_next == s->rs_chunks && s->gather_left == 0 && told &&
@@ -564,8 +570,8 @@ static braid_status_t pull_progress(braid_task_t *task, braid_wait_t *wait)
             break; /* nothing ready: wait for the peers */
     }
     if (!s->done_sent) {
-        *wait = moved >= BRAID_BW_BUDGET ? BRAID_WAIT_LOCAL
-                                         : wait_kind(task, s);
+        *wait =
+            moved >= BRAID_BW_BUDGET ? BRAID_WAIT_LOCAL : wait_kind(task, s);
         return BRAID_INPROGRESS;
     }
     for (int r = 0; r < n && s->ndone < n - 1; r++)
@@ -594,7 +600,7 @@ static void pull_finish(braid_task_t *task)
     pull_t *s = task->priv;
     if (s != NULL && s->pc != NULL) {
         const braid_transport_t *ops = task->tl->ops;
-        void *tc = task->tl->tcomm;
+        void                    *tc  = task->tl->tcomm;
         ops->cancel(tc, &s->rreq);
         ops->cancel(tc, &s->areq);
         for (int r = 0; r < task->size; r++) {
@@ -610,25 +616,25 @@ static void pull_finish(braid_task_t *task)
     braid_bw_priv_free(task);
 }
 
-static double pull_estimate(const braid_algo_t *self,
+static double pull_estimate(const braid_algo_t    *self,
                             const braid_cost_in_t *in)
 {
     (void)self;
     return braid_bw_cost_pull(in);
 }
 
-#define PULL_ALGO(var, coll_)                                              \
-    const braid_algo_t var = {                                             \
-        .struct_size     = sizeof(braid_algo_t),                           \
-        .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),                  \
-        .name            = "pull",                                         \
-        .coll            = coll_,                                          \
-        .needs_caps      = BRAID_CAP_GET | BRAID_CAP_PUT_SIGNAL,           \
-        .estimate        = pull_estimate,                                  \
-        .start           = pull_start,                                     \
-        .progress        = pull_progress,                                  \
-        .finish          = pull_finish,                                    \
-        .comm_state_free = pull_comm_free,                                 \
+#define PULL_ALGO(var, coll_)                                                 \
+    const braid_algo_t var = {                                                \
+        .struct_size     = sizeof(braid_algo_t),                              \
+        .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),                     \
+        .name            = "pull",                                            \
+        .coll            = coll_,                                             \
+        .needs_caps      = BRAID_CAP_GET | BRAID_CAP_PUT_SIGNAL,              \
+        .estimate        = pull_estimate,                                     \
+        .start           = pull_start,                                        \
+        .progress        = pull_progress,                                     \
+        .finish          = pull_finish,                                       \
+        .comm_state_free = pull_comm_free,                                    \
     }
 
 PULL_ALGO(braid_bw_pull_allreduce, BRAID_COLL_ALLREDUCE);

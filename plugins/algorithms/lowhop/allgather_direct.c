@@ -19,31 +19,32 @@ typedef struct ag_direct {
     uint64_t             flag;
     int                  bank;
     int                  posted;
-    int                  left;  /* peers' blocks not yet copied */
-    braid_treq_t        *reqs;  /* [n-1]: reqs[i-1] to rank+i */
-    unsigned char       *done;  /* [n-1], by slot: copied */
+    int                  left; /* peers' blocks not yet copied */
+    braid_treq_t        *reqs; /* [n-1]: reqs[i-1] to rank+i */
+    unsigned char       *done; /* [n-1], by slot: copied */
 } ag_direct_t;
 
 static braid_status_t ag_start(braid_task_t *task, braid_wait_t *wait)
 {
-    size_t len = task->count * task->dtsize;
-    int    n   = task->size;
+    size_t         len = task->count * task->dtsize;
+    int            n   = task->size;
     braid_status_t st;
 
     (void)wait;
     if (len > BRAID_LOWHOP_ALLGATHER_MAX_BYTES)
-        return task->svc->error(BRAID_ERR_NOT_SUPPORTED, "lowhop: allgather "
+        return task->svc->error(BRAID_ERR_NOT_SUPPORTED,
+                                "lowhop: allgather "
                                 "direct takes at most %zu bytes per rank, "
                                 "this call sends %zu (its receive area holds "
                                 "a whole block per peer)",
                                 BRAID_LOWHOP_ALLGATHER_MAX_BYTES, len);
-    size_t size = sizeof(ag_direct_t) + (size_t)n * sizeof(braid_treq_t) +
-                  (size_t)n;
+    size_t size =
+        sizeof(ag_direct_t) + (size_t)n * sizeof(braid_treq_t) + (size_t)n;
     if ((st = task->svc->state_get(task, size, NULL)) != BRAID_OK)
         return st;
     ag_direct_t *s = task->priv;
-    s->reqs = (braid_treq_t *)(s + 1);
-    s->done = (unsigned char *)(s->reqs + n);
+    s->reqs        = (braid_treq_t *)(s + 1);
+    s->done        = (unsigned char *)(s->reqs + n);
     if (len == 0 || n == 1)
         return BRAID_OK;
 
@@ -59,15 +60,16 @@ static braid_status_t ag_start(braid_task_t *task, braid_wait_t *wait)
 
 static braid_status_t ag_progress(braid_task_t *task, braid_wait_t *wait)
 {
-    ag_direct_t *s   = task->priv;
-    int          n   = task->size, me = task->rank;
-    size_t       len = task->count * task->dtsize;
+    ag_direct_t   *s = task->priv;
+    int            n = task->size, me = task->rank;
+    size_t         len = task->count * task->dtsize;
     braid_status_t st;
 
     if (!s->posted) {
         for (int i = 1; s->area != NULL && i < n; i++) {
-            st = braid_lowhop_put(task, s->area, (me + i) % n, s->bank,
-                                  task->sendbuf, len, s->flag, &s->reqs[i - 1]);
+            st =
+                braid_lowhop_put(task, s->area, (me + i) % n, s->bank,
+                                 task->sendbuf, len, s->flag, &s->reqs[i - 1]);
             if (st != BRAID_OK)
                 return st;
         }
@@ -91,8 +93,8 @@ static braid_status_t ag_progress(braid_task_t *task, braid_wait_t *wait)
             continue;
         int j = braid_lowhop_slot_source(k, me, n);
         braid_lowhop_copy_out((char *)task->recvbuf + (size_t)j * len,
-                              braid_lowhop_slot_data(s->area, s->bank, k),
-                              len, braid_lowhop_stream_ok(task, s->area, len));
+                              braid_lowhop_slot_data(s->area, s->bank, k), len,
+                              braid_lowhop_stream_ok(task, s->area, len));
         s->done[k] = 1;
         s->left--;
     }

@@ -7,9 +7,10 @@
  *
  * The banks make it safe without more: a rank leaves barrier k only once
  * every peer has entered it, so no rank can reach barrier k+2 (which reuses
- * bank k's slots) while a peer still looks for barrier k's flags (recv_area.h). */
-#include "lowhop.h"
+ * bank k's slots) while a peer still looks for barrier k's flags
+ * (recv_area.h). */
 #include "exchange.h"
+#include "lowhop.h"
 
 static braid_status_t barrier_start(braid_task_t *task, braid_wait_t *wait)
 {
@@ -34,7 +35,7 @@ static braid_status_t barrier_progress(braid_task_t *task, braid_wait_t *wait)
     return got > 0 && s->sent ? BRAID_OK : BRAID_INPROGRESS;
 }
 
-static double barrier_estimate(const braid_algo_t *self,
+static double barrier_estimate(const braid_algo_t    *self,
                                const braid_cost_in_t *in)
 {
     (void)self;

@@ -26,7 +26,7 @@
 #define BRAID_LOWHOP_STREAM_BYTES ((size_t)32 << 20)
 #define BRAID_LOWHOP_STREAM_BLOCK ((size_t)256 << 10)
 
-int braid_lowhop_stream_ok(const braid_task_t *task,
+int braid_lowhop_stream_ok(const braid_task_t        *task,
                            const braid_lowhop_area_t *a, size_t block)
 {
     size_t msg = task->count * task->dtsize;

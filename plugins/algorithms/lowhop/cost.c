@@ -56,16 +56,16 @@
  * `braid-info -n N` prints where the declared links put the crossovers: on
  * this 2-core host, oneshot to 4 KiB on 4 ranks and 512 B on 8, twoshot up
  * to its cap, the ring above it. */
-#include <stdint.h>
 #include <math.h>
+#include <stdint.h>
 
 #include "lowhop.h"
 
 typedef struct terms {
     int    n;
     double m, alpha;
-    double bus; /* us per byte on the link */
-    double gus; /* us per byte reduced or copied (0: unknown, not counted) */
+    double bus;  /* us per byte on the link */
+    double gus;  /* us per byte reduced or copied (0: unknown, not counted) */
     double load; /* L */
 } terms_t;
 
@@ -93,12 +93,12 @@ double braid_lowhop_alltoall_load(const braid_cost_in_t *in)
     int n = in->nranks;
     if (n <= 1)
         return 0.0;
-    double own = (double)(n - 1);
+    double own   = (double)(n - 1);
     int    hosts = in->nnodes;
     if (in->topo == BRAID_TOPO_SINGLE_HOST || hosts <= 1)
         return own;
-    double p = in->ppn >= 1 ? (double)in->ppn
-                            : ceil((double)n / (double)hosts);
+    double p =
+        in->ppn >= 1 ? (double)in->ppn : ceil((double)n / (double)hosts);
     double hops = in->topo == BRAID_TOPO_RING
                       ? floor((double)hosts * (double)hosts / 4.0)
                       : (double)(hosts - 1);

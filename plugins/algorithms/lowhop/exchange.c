@@ -28,10 +28,12 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
     braid_status_t st;
 
     if (len > cap)
-        return task->svc->error(BRAID_ERR_NOT_SUPPORTED, "lowhop: %s takes at "
+        return task->svc->error(BRAID_ERR_NOT_SUPPORTED,
+                                "lowhop: %s takes at "
                                 "most %zu bytes per rank, this call has %zu "
                                 "(its receive area holds a whole message per "
-                                "peer)", what, cap, len);
+                                "peer)",
+                                what, cap, len);
     if ((st = task->svc->state_get(task, xchg_size(n), &recycled)) != BRAID_OK)
         return st;
     braid_lowhop_xchg_t *x = task->priv;
@@ -55,7 +57,7 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
     return BRAID_OK;
 }
 
-braid_status_t braid_lowhop_xchg_post(braid_task_t *task,
+braid_status_t braid_lowhop_xchg_post(braid_task_t        *task,
                                       braid_lowhop_xchg_t *x, const void *src,
                                       size_t len, size_t stride)
 {
@@ -66,9 +68,8 @@ braid_status_t braid_lowhop_xchg_post(braid_task_t *task,
         if (j == n)
             j = 0;
         braid_status_t st = braid_lowhop_put(
-            task, x->area, j, x->bank,
-            (const char *)src + (size_t)j * stride, len, x->flag,
-            &x->reqs[i - 1]);
+            task, x->area, j, x->bank, (const char *)src + (size_t)j * stride,
+            len, x->flag, &x->reqs[i - 1]);
         if (st != BRAID_OK)
             return st;
     }
@@ -76,10 +77,9 @@ braid_status_t braid_lowhop_xchg_post(braid_task_t *task,
     return BRAID_OK;
 }
 
-braid_status_t braid_lowhop_xchg_drive(braid_task_t *task,
-                                       braid_lowhop_xchg_t *x,
-                                       const void *src, size_t len,
-                                       size_t stride)
+braid_status_t braid_lowhop_xchg_drive(braid_task_t        *task,
+                                       braid_lowhop_xchg_t *x, const void *src,
+                                       size_t len, size_t stride)
 {
     braid_status_t st;
 
@@ -97,7 +97,7 @@ braid_status_t braid_lowhop_xchg_drive(braid_task_t *task,
     return BRAID_OK;
 }
 
-int braid_lowhop_xchg_mates_in(const braid_task_t *task,
+int braid_lowhop_xchg_mates_in(const braid_task_t        *task,
                                const braid_lowhop_xchg_t *x)
 {
     const braid_lowhop_area_t *a = x->area;
@@ -110,7 +110,7 @@ int braid_lowhop_xchg_mates_in(const braid_task_t *task,
     return 1;
 }
 
-braid_status_t braid_lowhop_xchg_open(braid_task_t *task,
+braid_status_t braid_lowhop_xchg_open(braid_task_t        *task,
                                       braid_lowhop_xchg_t *x, const void *src,
                                       size_t len, size_t stride,
                                       braid_wait_t *wait)

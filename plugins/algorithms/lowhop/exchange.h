@@ -10,20 +10,20 @@
 
 /* The state of one exchange (task->priv). */
 typedef struct braid_lowhop_xchg {
-    braid_lowhop_area_t *area;   /* NULL: nothing to exchange (n 1, len 0) */
+    braid_lowhop_area_t *area; /* NULL: nothing to exchange (n 1, len 0) */
     uint64_t             flag;
     int                  bank;
     int                  posted; /* the puts are out */
     int                  nseen;  /* peers whose data arrived */
     int                  reduced;
-    int                  sent;   /* every put completed */
+    int                  sent;       /* every put completed */
     int                  mates_left; /* writers on this CPU not seen yet
                                         (-1: not pinned, never 0) */
-    int                  odd;    /* the slot whose writer called something
-                                    else (xchg_arrived -1) */
-    braid_treq_t        *reqs;   /* [n-1]: reqs[i-1] to rank+i */
-    unsigned char       *seen;   /* [n-1], by slot */
-    const void         **src;    /* [n]: contributions in rank order */
+    int odd;                         /* the slot whose writer called something
+                                        else (xchg_arrived -1) */
+    braid_treq_t  *reqs;             /* [n-1]: reqs[i-1] to rank+i */
+    unsigned char *seen;             /* [n-1], by slot */
+    const void   **src;              /* [n]: contributions in rank order */
 } braid_lowhop_xchg_t;
 
 /* Refuses len above cap (what names the algorithm), gets task->priv as a
@@ -36,26 +36,25 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
 /* Puts len bytes to every peer j (src + j·stride; stride 0: the same bytes
  * to all) into this rank's slot of the call's bank, with the call's flag;
  * marks x posted. */
-braid_status_t braid_lowhop_xchg_post(braid_task_t *task,
+braid_status_t braid_lowhop_xchg_post(braid_task_t        *task,
                                       braid_lowhop_xchg_t *x, const void *src,
                                       size_t len, size_t stride);
 /* The transport side of one poll of an exchange: posts the puts the first
  * time (as braid_lowhop_xchg_post), drives the transport, and sets x->sent
  * once every put has completed.  BRAID_OK, or the transport's error. */
-braid_status_t braid_lowhop_xchg_drive(braid_task_t *task,
-                                       braid_lowhop_xchg_t *x,
-                                       const void *src, size_t len,
-                                       size_t stride);
+braid_status_t braid_lowhop_xchg_drive(braid_task_t        *task,
+                                       braid_lowhop_xchg_t *x, const void *src,
+                                       size_t len, size_t stride);
 /* 1 when every peer pinned to this rank's CPU has delivered this call's
  * data (vacuously with no such peer); 0 when this rank is not pinned. */
-int braid_lowhop_xchg_mates_in(const braid_task_t *task,
+int braid_lowhop_xchg_mates_in(const braid_task_t        *task,
                                const braid_lowhop_xchg_t *x);
 /* The end of a one-stage start(): posts the puts (as xchg_post) and sets
  * *wait to BRAID_WAIT_REMOTE when xchg_mates_in -- the peers on this CPU
  * entered the call first, which the core's waiting policy uses (wait.c: a
  * lone call then yields to them once before its first progress).  Nothing
  * to exchange: nothing to do. */
-braid_status_t braid_lowhop_xchg_open(braid_task_t *task,
+braid_status_t braid_lowhop_xchg_open(braid_task_t        *task,
                                       braid_lowhop_xchg_t *x, const void *src,
                                       size_t len, size_t stride,
                                       braid_wait_t *wait);

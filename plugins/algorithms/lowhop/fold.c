@@ -19,11 +19,10 @@
 /* Folds block [first, first + cnt) of the sources into acc (which may be
  * src[0] or src[1], never src[2..]). */
 static void fold_block(const braid_task_t *task, void *acc,
-                       const void *const *src, int n, size_t first,
-                       size_t cnt)
+                       const void *const *src, int n, size_t first, size_t cnt)
 {
     const braid_services_t *svc = task->svc;
-    size_t off = first * task->dtsize;
+    size_t                  off = first * task->dtsize;
 
     svc->reduce2(acc, (const char *)src[0] + off, (const char *)src[1] + off,
                  cnt, task->dtype, task->op);
@@ -37,9 +36,9 @@ static void fold_block(const braid_task_t *task, void *acc,
  * decode step's fold is a few elements; touching stack pages it does not
  * need costs it more than the arithmetic). */
 static __attribute__((noinline)) void fold_aside(const braid_task_t *task,
-                                                 void *dst,
-                                                 const void *const *src,
-                                                 int n, size_t count)
+                                                 void               *dst,
+                                                 const void *const *src, int n,
+                                                 size_t count)
 {
     size_t dts = task->dtsize;
     size_t blk = FOLD_BLOCK_BYTES / dts;

@@ -15,14 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lowhop.h"
 #include "exchange.h"
+#include "lowhop.h"
 
 static braid_status_t oneshot_start(braid_task_t *task, braid_wait_t *wait)
 {
     size_t         len = task->count * task->dtsize;
     braid_status_t st  = braid_lowhop_xchg_start(
-        task, len, BRAID_LOWHOP_ONESHOT_MAX_BYTES, "oneshot");
+         task, len, BRAID_LOWHOP_ONESHOT_MAX_BYTES, "oneshot");
     if (st != BRAID_OK)
         return st;
     return braid_lowhop_xchg_open(task, task->priv, task->sendbuf, len, 0,
@@ -45,9 +45,8 @@ static braid_status_t oneshot_progress(braid_task_t *task, braid_wait_t *wait)
     /* In place, recvbuf is the source of our puts: a transport may read it
      * until the put completes, so the result waits for that. */
     int src_free = task->sendbuf != task->recvbuf || s->sent;
-    int got      = !s->reduced && src_free
-                       ? braid_lowhop_xchg_arrived(task, s, wait)
-                       : 0;
+    int got =
+        !s->reduced && src_free ? braid_lowhop_xchg_arrived(task, s, wait) : 0;
     if (got < 0)
         return braid_lowhop_mismatch(task, s->area, s->bank, s->odd, s->flag);
     if (got > 0) {
@@ -56,9 +55,9 @@ static braid_status_t oneshot_progress(braid_task_t *task, braid_wait_t *wait)
         for (int r = 0, slot = n - 1 - me; r < n; r++, slot++) {
             if (slot == n)
                 slot = 0;
-            s->src[r] = r == me ? task->sendbuf
-                                : braid_lowhop_slot_data(s->area, s->bank,
-                                                         slot);
+            s->src[r] = r == me
+                            ? task->sendbuf
+                            : braid_lowhop_slot_data(s->area, s->bank, slot);
         }
         braid_lowhop_fold(task, task->recvbuf, s->src, n, task->count);
         task->svc->finish_avg(task->recvbuf, task->count, task->dtype,
@@ -68,7 +67,7 @@ static braid_status_t oneshot_progress(braid_task_t *task, braid_wait_t *wait)
     return s->reduced && s->sent ? BRAID_OK : BRAID_INPROGRESS;
 }
 
-static double oneshot_estimate(const braid_algo_t *self,
+static double oneshot_estimate(const braid_algo_t    *self,
                                const braid_cost_in_t *in)
 {
     (void)self;

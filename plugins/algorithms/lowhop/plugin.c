@@ -15,7 +15,7 @@
 
 #include "lowhop.h"
 
-static braid_status_t lowhop_probe(const braid_plugin_t *self,
+static braid_status_t lowhop_probe(const braid_plugin_t   *self,
                                    const braid_services_t *svc, char *why,
                                    size_t why_len)
 {
@@ -37,13 +37,12 @@ static const braid_algo_t *const algos[] = {
     &braid_lowhop_barrier_direct_algo,
 };
 
-__attribute__((visibility("default")))
-const braid_plugin_t braid_plugin_v4 = {
-    .abi_version  = BRAID_PLUGIN_ABI_VERSION,
-    .struct_size  = sizeof(braid_plugin_t),
-    .name         = "lowhop",
-    .version      = "0.1",
-    .probe        = lowhop_probe,
-    .n_algos      = (int)(sizeof(algos) / sizeof(algos[0])),
-    .algos        = algos,
+__attribute__((visibility("default"))) const braid_plugin_t braid_plugin_v4 = {
+    .abi_version = BRAID_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(braid_plugin_t),
+    .name        = "lowhop",
+    .version     = "0.1",
+    .probe       = lowhop_probe,
+    .n_algos     = (int)(sizeof(algos) / sizeof(algos[0])),
+    .algos       = algos,
 };

@@ -7,10 +7,7 @@
 #include "lowhop.h"
 #include "recv_area.h"
 
-static size_t round_up(size_t x, size_t to)
-{
-    return (x + to - 1) / to * to;
-}
+static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
 /* Slot size to allocate for need bytes: a power of two (so a run of slowly
  * growing calls reallocates only log-many times), at least the minimum slot,
@@ -41,7 +38,7 @@ int braid_lowhop_slot_mates(unsigned char *mate, const braid_task_t *task)
 
 /* The layout of this (communicator, candidate), created on first use. */
 static braid_status_t area_state(braid_lowhop_area_t **area,
-                                 braid_task_t *task)
+                                 braid_task_t         *task)
 {
     braid_lowhop_area_t *a = *task->comm_state;
 
@@ -51,11 +48,12 @@ static braid_status_t area_state(braid_lowhop_area_t **area,
             a->mate = calloc((size_t)task->size, 1);
         if (a == NULL || a->mate == NULL) {
             free(a);
-            return task->svc->error(BRAID_ERR_NO_MEMORY, "lowhop: out of "
+            return task->svc->error(BRAID_ERR_NO_MEMORY,
+                                    "lowhop: out of "
                                     "memory for the receive-area state");
         }
-        a->nslots = task->size - 1;
-        a->nmates = braid_lowhop_slot_mates(a->mate, task);
+        a->nslots         = task->size - 1;
+        a->nmates         = braid_lowhop_slot_mates(a->mate, task);
         *task->comm_state = a;
     }
     *area = a;
@@ -67,14 +65,16 @@ static braid_status_t area_state(braid_lowhop_area_t **area,
 static braid_status_t area_resize(braid_lowhop_area_t *a, braid_task_t *task,
                                   size_t slot_bytes)
 {
-    size_t stride = round_up(BRAID_LOWHOP_FLAG_BYTES + slot_bytes,
-                             BRAID_LOWHOP_LINE);
+    size_t stride =
+        round_up(BRAID_LOWHOP_FLAG_BYTES + slot_bytes, BRAID_LOWHOP_LINE);
     size_t len;
 
     if (__builtin_mul_overflow(stride, (size_t)(2 * a->nslots), &len))
-        return task->svc->error(BRAID_ERR_NO_MEMORY, "lowhop: a receive area "
+        return task->svc->error(BRAID_ERR_NO_MEMORY,
+                                "lowhop: a receive area "
                                 "of 2 x %d slots of %zu bytes overflows the "
-                                "address space", a->nslots, slot_bytes);
+                                "address space",
+                                a->nslots, slot_bytes);
     braid_status_t st = task->svc->area_get(task, len, &a->mem, NULL);
     if (st != BRAID_OK)
         return st; /* the core's message says what and why */
@@ -83,7 +83,8 @@ static braid_status_t area_resize(braid_lowhop_area_t *a, braid_task_t *task,
     a->stride     = stride;
     task->svc->log(BRAID_LOG_DEBUG, BRAID_LOWHOP_COMPONENT,
                    "rank %d: receive area now 2 banks x %d slots of %zu "
-                   "bytes", task->rank, a->nslots, slot_bytes);
+                   "bytes",
+                   task->rank, a->nslots, slot_bytes);
     return BRAID_OK;
 }
 
@@ -91,13 +92,14 @@ braid_status_t braid_lowhop_area_get(braid_lowhop_area_t **area,
                                      braid_task_t *task, size_t need,
                                      size_t limit)
 {
-    braid_lowhop_area_t *a = NULL;
+    braid_lowhop_area_t *a  = NULL;
     braid_status_t       st = area_state(&a, task);
 
     if (st != BRAID_OK)
         return st;
     if (a->nslots != task->size - 1)
-        return task->svc->error(BRAID_ERR_INTERNAL, "lowhop: receive area "
+        return task->svc->error(BRAID_ERR_INTERNAL,
+                                "lowhop: receive area "
                                 "made for %d ranks used by a %d-rank call",
                                 a->nslots + 1, task->size);
     if (a->mem == NULL || a->slot_bytes < need) {

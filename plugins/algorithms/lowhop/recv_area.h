@@ -67,7 +67,7 @@
 #define BRAID_LOWHOP_LINE       64
 #define BRAID_LOWHOP_FLAG_BYTES 8
 /* Smallest slot: one allocation serves the small calls of decode steps. */
-#define BRAID_LOWHOP_MIN_SLOT   ((size_t)4096 - BRAID_LOWHOP_FLAG_BYTES)
+#define BRAID_LOWHOP_MIN_SLOT ((size_t)4096 - BRAID_LOWHOP_FLAG_BYTES)
 
 typedef struct braid_lowhop_area {
     braid_rmem_t  *mem;        /* the core's area; NULL until the first call */
@@ -138,8 +138,9 @@ static inline uint64_t braid_lowhop_flag(const braid_task_t *task)
 static inline int braid_lowhop_arrived(const braid_lowhop_area_t *a, int bank,
                                        int slot, uint64_t flag)
 {
-    const uint64_t *p = (const uint64_t *)(const void *)(
-        a->base + braid_lowhop_slot_off(a, bank, slot));
+    const uint64_t *p =
+        (const uint64_t *)(const void *)(a->base +
+                                         braid_lowhop_slot_off(a, bank, slot));
     uint64_t f = __atomic_load_n(p, __ATOMIC_ACQUIRE);
     if (f == flag)
         return 1;
@@ -148,7 +149,7 @@ static inline int braid_lowhop_arrived(const braid_lowhop_area_t *a, int bank,
 
 /* mismatch.c: the error of a call whose slot (bank, slot) holds a flag of
  * this call's number with other signature bits. */
-braid_status_t braid_lowhop_mismatch(const braid_task_t *task,
+braid_status_t braid_lowhop_mismatch(const braid_task_t        *task,
                                      const braid_lowhop_area_t *a, int bank,
                                      int slot, uint64_t flag);
 
@@ -176,7 +177,7 @@ int braid_lowhop_mates_in(const braid_lowhop_area_t *a,
 /* copy.c: whether a call should copy blocks of `block` bytes out of its
  * area with streaming stores (a large message on a shared CPU), and the
  * copy itself (stream 0: memcpy). */
-int  braid_lowhop_stream_ok(const braid_task_t *task,
+int  braid_lowhop_stream_ok(const braid_task_t        *task,
                             const braid_lowhop_area_t *a, size_t block);
 void braid_lowhop_copy_out(void *dst, const void *src, size_t n, int stream);
 

@@ -11,15 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lowhop.h"
 #include "exchange.h"
+#include "lowhop.h"
 
 static braid_status_t rs_start(braid_task_t *task, braid_wait_t *wait)
 {
     size_t         len = task->count * task->dtsize;
     braid_status_t st  = braid_lowhop_xchg_start(
-        task, len, BRAID_LOWHOP_REDUCE_SCATTER_MAX_BYTES,
-        "reduce_scatter direct");
+         task, len, BRAID_LOWHOP_REDUCE_SCATTER_MAX_BYTES,
+         "reduce_scatter direct");
     if (st != BRAID_OK)
         return st;
     return braid_lowhop_xchg_open(task, task->priv, task->sendbuf, len, len,
@@ -28,8 +28,8 @@ static braid_status_t rs_start(braid_task_t *task, braid_wait_t *wait)
 
 static braid_status_t rs_progress(braid_task_t *task, braid_wait_t *wait)
 {
-    braid_lowhop_xchg_t *s   = task->priv;
-    int                  n   = task->size, me = task->rank;
+    braid_lowhop_xchg_t *s = task->priv;
+    int                  n = task->size, me = task->rank;
     size_t               len = task->count * task->dtsize;
     const char          *in  = task->sendbuf;
     braid_status_t       st;

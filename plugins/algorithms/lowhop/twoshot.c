@@ -49,15 +49,15 @@
 typedef struct twoshot {
     braid_lowhop_area_t *area;
     uint64_t             flag;
-    int                  posted;   /* stage-1 puts are out */
-    int                  nseen;    /* stage-1 pieces arrived */
-    int                  reduced;  /* own chunk folded and stage 2 posted */
-    int                  ag_left;  /* reduced chunks still to copy out */
-    braid_treq_t        *rs_reqs;  /* [n-1]: rs_reqs[i-1] to rank+i */
-    braid_treq_t        *ag_reqs;  /* [n-1]: likewise */
-    unsigned char       *rs_seen;  /* [n-1], by slot */
-    unsigned char       *ag_done;  /* [n-1], by slot: copied (or empty) */
-    const void         **src;      /* [n]: pieces of own chunk, rank order */
+    int                  posted;  /* stage-1 puts are out */
+    int                  nseen;   /* stage-1 pieces arrived */
+    int                  reduced; /* own chunk folded and stage 2 posted */
+    int                  ag_left; /* reduced chunks still to copy out */
+    braid_treq_t        *rs_reqs; /* [n-1]: rs_reqs[i-1] to rank+i */
+    braid_treq_t        *ag_reqs; /* [n-1]: likewise */
+    unsigned char       *rs_seen; /* [n-1], by slot */
+    unsigned char       *ag_done; /* [n-1], by slot: copied (or empty) */
+    const void         **src;     /* [n]: pieces of own chunk, rank order */
 } twoshot_t;
 
 static size_t chunk_count(const braid_task_t *task, int j)
@@ -72,13 +72,14 @@ static size_t chunk_first(const braid_task_t *task, int j)
 
 static braid_status_t twoshot_start(braid_task_t *task, braid_wait_t *wait)
 {
-    size_t len = task->count * task->dtsize;
-    int    n   = task->size;
+    size_t         len = task->count * task->dtsize;
+    int            n   = task->size;
     braid_status_t st;
 
     (void)wait;
     if (len > BRAID_LOWHOP_TWOSHOT_MAX_BYTES)
-        return task->svc->error(BRAID_ERR_NOT_SUPPORTED, "lowhop: twoshot "
+        return task->svc->error(BRAID_ERR_NOT_SUPPORTED,
+                                "lowhop: twoshot "
                                 "takes at most %zu bytes per rank, this "
                                 "allreduce has %zu (its receive area holds a "
                                 "whole message)",
@@ -88,15 +89,16 @@ static braid_status_t twoshot_start(braid_task_t *task, braid_wait_t *wait)
     if ((st = task->svc->state_get(task, size, NULL)) != BRAID_OK)
         return st;
     twoshot_t *s = task->priv;
-    s->rs_reqs = (braid_treq_t *)(s + 1);
-    s->ag_reqs = s->rs_reqs + n;
-    s->src     = (const void **)(s->ag_reqs + n);
-    s->rs_seen = (unsigned char *)(s->src + n);
-    s->ag_done = s->rs_seen + n;
+    s->rs_reqs   = (braid_treq_t *)(s + 1);
+    s->ag_reqs   = s->rs_reqs + n;
+    s->src       = (const void **)(s->ag_reqs + n);
+    s->rs_seen   = (unsigned char *)(s->src + n);
+    s->ag_done   = s->rs_seen + n;
     if (len == 0 || n == 1)
         return BRAID_OK; /* nothing to exchange (progress copies) */
 
-    size_t need = chunk_count(task, 0) * task->dtsize; /* chunk 0 is a largest */
+    size_t need =
+        chunk_count(task, 0) * task->dtsize; /* chunk 0 is a largest */
     st = braid_lowhop_area_get(&s->area, task, need,
                                BRAID_LOWHOP_TWOSHOT_MAX_BYTES / (size_t)n + 8);
     if (st != BRAID_OK)
@@ -135,7 +137,7 @@ static braid_status_t post_stage1(braid_task_t *task, twoshot_t *s)
 /* Stage 1 end: fold own chunk once every piece is in, then stage 2 out. */
 static braid_status_t reduce_own(braid_task_t *task, twoshot_t *s)
 {
-    int    n    = task->size, me = task->rank;
+    int    n = task->size, me = task->rank;
     size_t cnt  = chunk_count(task, me);
     size_t boff = chunk_first(task, me) * task->dtsize;
     char  *out  = (char *)task->recvbuf + boff;
@@ -158,17 +160,17 @@ static braid_status_t reduce_own(braid_task_t *task, twoshot_t *s)
     if (s->nseen < n - 1)
         return BRAID_OK;
     for (int r = 0; r < n; r++)
-        s->src[r] = r == me ? (const char *)task->sendbuf + boff
-                            : braid_lowhop_slot_data(
-                                  s->area, BANK_RS,
-                                  braid_lowhop_slot_index(r, me, n));
+        s->src[r] =
+            r == me ? (const char *)task->sendbuf + boff
+                    : braid_lowhop_slot_data(
+                          s->area, BANK_RS, braid_lowhop_slot_index(r, me, n));
     braid_lowhop_fold(task, out, s->src, n, cnt);
     task->svc->finish_avg(out, cnt, task->dtype, task->op, n);
     s->reduced = 1;
     for (int i = 1; i < n; i++) {
-        braid_status_t st = braid_lowhop_put(task, s->area, (me + i) % n,
-                                             BANK_AG, out, cnt * task->dtsize,
-                                             s->flag, &s->ag_reqs[i - 1]);
+        braid_status_t st =
+            braid_lowhop_put(task, s->area, (me + i) % n, BANK_AG, out,
+                             cnt * task->dtsize, s->flag, &s->ag_reqs[i - 1]);
         if (st != BRAID_OK)
             return st;
     }
@@ -207,8 +209,8 @@ static braid_status_t copy_out(braid_task_t *task, twoshot_t *s)
 
 static braid_status_t twoshot_progress(braid_task_t *task, braid_wait_t *wait)
 {
-    twoshot_t *s = task->priv;
-    int        n = task->size;
+    twoshot_t     *s = task->priv;
+    int            n = task->size;
     braid_status_t st, rs, ag;
 
     if (s->area == NULL)
@@ -249,7 +251,7 @@ static void twoshot_finish(braid_task_t *task)
     task->svc->state_put(task);
 }
 
-static double twoshot_estimate(const braid_algo_t *self,
+static double twoshot_estimate(const braid_algo_t    *self,
                                const braid_cost_in_t *in)
 {
     (void)self;

@@ -17,12 +17,11 @@ braid_status_t braid_p2p_state(braid_task_t *task, size_t size,
     return BRAID_OK;
 }
 
-braid_status_t braid_p2p_scratch(braid_task_t *task, size_t bytes,
-                                 char **buf)
+braid_status_t braid_p2p_scratch(braid_task_t *task, size_t bytes, char **buf)
 {
     braid_p2p_head_t *h  = task->priv;
     braid_status_t    st = task->svc->scratch_get(task, bytes, &h->scratch);
-    *buf = h->scratch;
+    *buf                 = h->scratch;
     return st;
 }
 

@@ -22,7 +22,7 @@
  * -- they may still use the scratch or the caller's buffers -- then gives
  * back the scratch and the state (svc->state_get, svc->scratch_get). */
 typedef struct braid_p2p_head {
-    braid_treq_t *reqs;    /* [nreqs], inside the state */
+    braid_treq_t *reqs; /* [nreqs], inside the state */
     int           nreqs;
     void         *scratch; /* NULL, or this call's scratch */
 } braid_p2p_head_t;
@@ -31,12 +31,11 @@ typedef struct braid_p2p_head {
  * braid_p2p_head_t whose requests are the nreqs at byte reqs_off of it. */
 braid_status_t braid_p2p_state(braid_task_t *task, size_t size,
                                size_t reqs_off, int nreqs);
-#define BRAID_P2P_STATE(task, type, reqs)                                  \
-    braid_p2p_state((task), sizeof(type), offsetof(type, reqs),           \
+#define BRAID_P2P_STATE(task, type, reqs)                                     \
+    braid_p2p_state((task), sizeof(type), offsetof(type, reqs),               \
                     (int)(sizeof(((type *)0)->reqs) / sizeof(braid_treq_t)))
 /* The head's scratch: bytes of it (NULL for 0) into *buf. */
-braid_status_t braid_p2p_scratch(braid_task_t *task, size_t bytes,
-                                 char **buf);
+braid_status_t braid_p2p_scratch(braid_task_t *task, size_t bytes, char **buf);
 /* finish() of every p2p algorithm. */
 void braid_p2p_finish(braid_task_t *task);
 /* BRAID_OK when every request of the call's head is done. */
@@ -56,8 +55,7 @@ braid_status_t braid_p2p_recv(braid_task_t *task, int peer, long step,
 static inline braid_status_t braid_p2p_req_test(braid_task_t *task,
                                                 braid_treq_t *req)
 {
-    return req->active ? task->tl->ops->test(task->tl->tcomm, req)
-                       : BRAID_OK;
+    return req->active ? task->tl->ops->test(task->tl->tcomm, req) : BRAID_OK;
 }
 
 /* dst = lower op higher, where lower/higher come from the lower/higher rank:
@@ -79,27 +77,27 @@ int braid_p2p_pow2_floor(int n);
 int braid_p2p_log2_ceil(int n);
 
 /* Cost model (cost.c): microseconds, negative when it cannot run. */
-double braid_p2p_cost_allreduce_ring(const braid_algo_t *self,
+double braid_p2p_cost_allreduce_ring(const braid_algo_t    *self,
                                      const braid_cost_in_t *in);
-double braid_p2p_cost_allreduce_recdbl(const braid_algo_t *self,
+double braid_p2p_cost_allreduce_recdbl(const braid_algo_t    *self,
                                        const braid_cost_in_t *in);
-double braid_p2p_cost_allreduce_rabenseifner(const braid_algo_t *self,
+double braid_p2p_cost_allreduce_rabenseifner(const braid_algo_t    *self,
                                              const braid_cost_in_t *in);
-double braid_p2p_cost_reduce_scatter_ring(const braid_algo_t *self,
+double braid_p2p_cost_reduce_scatter_ring(const braid_algo_t    *self,
                                           const braid_cost_in_t *in);
-double braid_p2p_cost_reduce_scatter_recdbl(const braid_algo_t *self,
+double braid_p2p_cost_reduce_scatter_recdbl(const braid_algo_t    *self,
                                             const braid_cost_in_t *in);
-double braid_p2p_cost_allgather_ring(const braid_algo_t *self,
+double braid_p2p_cost_allgather_ring(const braid_algo_t    *self,
                                      const braid_cost_in_t *in);
-double braid_p2p_cost_allgather_recdbl(const braid_algo_t *self,
+double braid_p2p_cost_allgather_recdbl(const braid_algo_t    *self,
                                        const braid_cost_in_t *in);
-double braid_p2p_cost_bcast_ring(const braid_algo_t *self,
+double braid_p2p_cost_bcast_ring(const braid_algo_t    *self,
                                  const braid_cost_in_t *in);
-double braid_p2p_cost_bcast_recdbl(const braid_algo_t *self,
+double braid_p2p_cost_bcast_recdbl(const braid_algo_t    *self,
                                    const braid_cost_in_t *in);
-double braid_p2p_cost_barrier_ring(const braid_algo_t *self,
+double braid_p2p_cost_barrier_ring(const braid_algo_t    *self,
                                    const braid_cost_in_t *in);
-double braid_p2p_cost_barrier_recdbl(const braid_algo_t *self,
+double braid_p2p_cost_barrier_recdbl(const braid_algo_t    *self,
                                      const braid_cost_in_t *in);
 
 /* The algorithms. */

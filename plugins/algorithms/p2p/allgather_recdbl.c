@@ -11,12 +11,12 @@
 
 typedef struct bruck {
     braid_p2p_head_t head; /* first (algo_common.h) */
-    int          started;
-    int          pow2;
-    int          nsteps;
-    int          posted; /* steps posted so far */
-    size_t       bs;     /* block bytes */
-    braid_treq_t reqs[4];
+    int              started;
+    int              pow2;
+    int              nsteps;
+    int              posted; /* steps posted so far */
+    size_t           bs;     /* block bytes */
+    braid_treq_t     reqs[4];
 } bruck_t;
 
 static char *block(braid_task_t *task, const bruck_t *g, int b)
@@ -46,10 +46,10 @@ static braid_status_t post_doubling(braid_task_t *task, bruck_t *g, int i)
 static braid_status_t post_range(braid_task_t *task, bruck_t *g, int i,
                                  int peer, int first, int cnt, int is_send)
 {
-    const int      n = task->size;
-    int            len1 = first + cnt <= n ? cnt : n - first;
+    const int      n            = task->size;
+    int            len1         = first + cnt <= n ? cnt : n - first;
     int            pieces[2][2] = {{first, len1}, {0, cnt - len1}};
-    braid_status_t st = BRAID_OK;
+    braid_status_t st           = BRAID_OK;
 
     for (int k = 0; k < 2 && st == BRAID_OK; k++) {
         braid_treq_t *req = &g->reqs[2 * is_send + k];
@@ -67,7 +67,7 @@ static braid_status_t post_range(braid_task_t *task, bruck_t *g, int i,
 
 static braid_status_t post_bruck(braid_task_t *task, bruck_t *g, int i)
 {
-    const int      n    = task->size, r = task->rank;
+    const int      n = task->size, r = task->rank;
     const int      dist = 1 << i;
     const int      cnt  = dist < n - dist ? dist : n - dist;
     braid_status_t st;
@@ -99,7 +99,7 @@ static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
 
 static braid_status_t progress(braid_task_t *task, braid_wait_t *wait)
 {
-    *wait = BRAID_WAIT_PEER; /* only its requests are ever left */
+    *wait            = BRAID_WAIT_PEER; /* only its requests are ever left */
     bruck_t       *g = task->priv;
     braid_status_t st;
 

@@ -30,12 +30,12 @@
 typedef struct rab {
     braid_p2p_head_t     head; /* first: its requests are reqs */
     braid_p2p_rab_plan_t plan;
-    int             cur;       /* phase running */
-    long            nsend, nrecv, s_posted, s_done, r_posted, r_done;
-    int             local_done;
-    size_t          dts;
-    char           *slots;     /* W segments (the head's scratch) */
-    braid_treq_t    reqs[2 * W]; /* sends [0, W), receives [W, 2W) */
+    int                  cur; /* phase running */
+    long                 nsend, nrecv, s_posted, s_done, r_posted, r_done;
+    int                  local_done;
+    size_t               dts;
+    char                *slots;       /* W segments (the head's scratch) */
+    braid_treq_t         reqs[2 * W]; /* sends [0, W), receives [W, 2W) */
 } rab_t;
 
 static const braid_p2p_rab_phase_t *phase(const rab_t *g)
@@ -48,8 +48,8 @@ static void seg_of(const rab_t *g, size_t lo, size_t len, long k,
                    size_t *first, size_t *cnt)
 {
     size_t off = (size_t)k * g->plan.seg;
-    *first = lo + off;
-    *cnt   = len - off < g->plan.seg ? len - off : g->plan.seg;
+    *first     = lo + off;
+    *cnt       = len - off < g->plan.seg ? len - off : g->plan.seg;
 }
 
 static long tag_of(const rab_t *g, long k)
@@ -60,24 +60,24 @@ static long tag_of(const rab_t *g, long k)
 static void enter_phase(rab_t *g)
 {
     const braid_p2p_rab_phase_t *ph = phase(g);
-    g->nsend    = ph->send_peer >= 0 ? (long)braid_p2p_rab_nseg(&g->plan,
-                                                                ph->send_len)
-                                     : 0;
-    g->nrecv    = ph->recv_peer >= 0 ? (long)braid_p2p_rab_nseg(&g->plan,
-                                                                ph->recv_len)
-                                     : 0;
+    g->nsend                        = ph->send_peer >= 0
+                                          ? (long)braid_p2p_rab_nseg(&g->plan, ph->send_len)
+                                          : 0;
+    g->nrecv                        = ph->recv_peer >= 0
+                                          ? (long)braid_p2p_rab_nseg(&g->plan, ph->recv_len)
+                                          : 0;
     g->s_posted = g->s_done = g->r_posted = g->r_done = 0;
 }
 
 static braid_status_t post_send(braid_task_t *task, rab_t *g)
 {
     const braid_p2p_rab_phase_t *ph = phase(g);
-    size_t first, cnt;
-    long   k = g->s_posted;
+    size_t                       first, cnt;
+    long                         k = g->s_posted;
     seg_of(g, ph->send_lo, ph->send_len, k, &first, &cnt);
-    const char *base = ph->from_send ? (const char *)task->sendbuf
-                                     : (const char *)task->recvbuf;
-    braid_treq_t *req = &g->reqs[k % W];
+    const char   *base = ph->from_send ? (const char *)task->sendbuf
+                                       : (const char *)task->recvbuf;
+    braid_treq_t *req  = &g->reqs[k % W];
     memset(req, 0, sizeof(*req));
     return braid_p2p_send(task, ph->send_peer, tag_of(g, k),
                           base + first * g->dts, cnt * g->dts, req);
@@ -86,8 +86,8 @@ static braid_status_t post_send(braid_task_t *task, rab_t *g)
 static braid_status_t post_recv(braid_task_t *task, rab_t *g)
 {
     const braid_p2p_rab_phase_t *ph = phase(g);
-    size_t first, cnt;
-    long   k = g->r_posted;
+    size_t                       first, cnt;
+    long                         k = g->r_posted;
     seg_of(g, ph->recv_lo, ph->recv_len, k, &first, &cnt);
     char *into = ph->reduce ? g->slots + (size_t)(k % W) * g->plan.seg * g->dts
                             : (char *)task->recvbuf + first * g->dts;
@@ -108,7 +108,7 @@ static void process(braid_task_t *task, rab_t *g, long k)
     const char *theirs = g->slots + (size_t)(k % W) * g->plan.seg * g->dts;
     const char *mine   = (ph->from_send ? (const char *)task->sendbuf
                                         : (const char *)task->recvbuf) +
-                         first * g->dts;
+                       first * g->dts;
     char *dst = (char *)task->recvbuf + first * g->dts;
     if (ph->mine_lower)
         braid_p2p_combine(task, dst, mine, theirs, cnt);
@@ -126,9 +126,11 @@ static braid_status_t rab_start(braid_task_t *task, braid_wait_t *wait)
     g->dts   = task->dtsize;
     if (braid_p2p_rab_plan(&g->plan, task->size, task->rank, task->count,
                            task->dtsize, BRAID_P2P_RAB_SEG_BYTES) < 0)
-        return task->svc->error(BRAID_ERR_NOT_SUPPORTED, "p2p rabenseifner: "
+        return task->svc->error(BRAID_ERR_NOT_SUPPORTED,
+                                "p2p rabenseifner: "
                                 "%d ranks need more phases than its tags "
-                                "hold", task->size);
+                                "hold",
+                                task->size);
     int reduces = 0;
     for (int i = 0; i < g->plan.nphases; i++)
         reduces |= g->plan.ph[i].reduce;
@@ -143,7 +145,7 @@ static braid_status_t rab_start(braid_task_t *task, braid_wait_t *wait)
 
 static braid_status_t rab_progress(braid_task_t *task, braid_wait_t *wait)
 {
-    *wait = BRAID_WAIT_PEER; /* only its requests are ever left */
+    *wait            = BRAID_WAIT_PEER; /* only its requests are ever left */
     rab_t         *g = task->priv;
     braid_status_t st;
     int            moved;
@@ -196,10 +198,9 @@ static braid_status_t rab_progress(braid_task_t *task, braid_wait_t *wait)
         if (g->s_done == g->nsend && g->r_done == g->nrecv) {
             const braid_p2p_rab_phase_t *ph = phase(g);
             if (ph->avg_len > 0)
-                task->svc->finish_avg((char *)task->recvbuf +
-                                          ph->avg_lo * g->dts,
-                                      ph->avg_len, task->dtype, task->op,
-                                      task->size);
+                task->svc->finish_avg(
+                    (char *)task->recvbuf + ph->avg_lo * g->dts, ph->avg_len,
+                    task->dtype, task->op, task->size);
             if (++g->cur == g->plan.nphases)
                 return BRAID_OK;
             enter_phase(g);

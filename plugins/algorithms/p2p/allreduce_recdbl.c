@@ -29,12 +29,12 @@ static braid_status_t post(braid_task_t *task)
 {
     allreduce_recdbl_t *s     = task->priv;
     size_t              bytes = s->g.in_bytes;
-    int peer = braid_p2p_recdbl_real(&s->g, partner_vrank(s));
-    braid_status_t st = braid_p2p_recv(task, peer, 1 + s->i, s->g.tmp, bytes,
-                                       &s->g.reqs[0]);
+    int                 peer  = braid_p2p_recdbl_real(&s->g, partner_vrank(s));
+    braid_status_t      st =
+        braid_p2p_recv(task, peer, 1 + s->i, s->g.tmp, bytes, &s->g.reqs[0]);
     if (st == BRAID_OK)
-        st = braid_p2p_send(task, peer, 1 + s->i, s->cur, bytes,
-                            &s->g.reqs[1]);
+        st =
+            braid_p2p_send(task, peer, 1 + s->i, s->cur, bytes, &s->g.reqs[1]);
     return st;
 }
 
@@ -50,15 +50,11 @@ static int step_done(braid_task_t *task)
     s->cur = dst;
     if (++s->i < s->g.nsteps)
         return 0;
-    task->svc->finish_avg(dst, task->count, task->dtype, task->op,
-                          task->size);
+    task->svc->finish_avg(dst, task->count, task->dtype, task->op, task->size);
     return 1;
 }
 
-static const void *idle_result(braid_task_t *task)
-{
-    return task->recvbuf;
-}
+static const void *idle_result(braid_task_t *task) { return task->recvbuf; }
 
 static const braid_p2p_recdbl_ops_t ops = {
     .fold_in     = fold_in,
@@ -72,7 +68,7 @@ static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
     (void)wait;
     size_t         bytes = task->count * task->dtsize;
     braid_status_t st    = braid_p2p_recdbl_start(
-        task, sizeof(allreduce_recdbl_t), &ops, bytes, bytes, bytes);
+           task, sizeof(allreduce_recdbl_t), &ops, bytes, bytes, bytes);
     if (st == BRAID_OK)
         ((allreduce_recdbl_t *)task->priv)->cur = task->sendbuf;
     return st;

@@ -19,12 +19,12 @@ typedef struct token_op {
 } token_op_t;
 
 typedef struct barrier {
-    braid_p2p_head_t head;    /* first (algo_common.h) */
-    int          nops, next;  /* ring: sequential list of token moves */
-    token_op_t   ops[4];
-    int          rounds;      /* recdbl */
-    char         out, in;
-    braid_treq_t reqs[2];
+    braid_p2p_head_t head;       /* first (algo_common.h) */
+    int              nops, next; /* ring: sequential list of token moves */
+    token_op_t       ops[4];
+    int              rounds; /* recdbl */
+    char             out, in;
+    braid_treq_t     reqs[2];
 } barrier_t;
 
 static braid_status_t ring_start(braid_task_t *task, braid_wait_t *wait)
@@ -57,7 +57,7 @@ static braid_status_t ring_start(braid_task_t *task, braid_wait_t *wait)
 
 static braid_status_t ring_progress(braid_task_t *task, braid_wait_t *wait)
 {
-    *wait = BRAID_WAIT_PEER; /* only its requests are ever left */
+    *wait            = BRAID_WAIT_PEER; /* only its requests are ever left */
     barrier_t     *g = task->priv;
     braid_status_t st;
 
@@ -70,10 +70,10 @@ static braid_status_t ring_progress(braid_task_t *task, braid_wait_t *wait)
             return BRAID_OK;
         }
         const token_op_t *op = &g->ops[g->next++];
-        st = op->is_send ? braid_p2p_send(task, op->peer, op->step, &g->out,
-                                          1, &g->reqs[0])
-                         : braid_p2p_recv(task, op->peer, op->step, &g->in,
-                                          1, &g->reqs[0]);
+        st = op->is_send ? braid_p2p_send(task, op->peer, op->step, &g->out, 1,
+                                          &g->reqs[0])
+                         : braid_p2p_recv(task, op->peer, op->step, &g->in, 1,
+                                          &g->reqs[0]);
         if (st != BRAID_OK) {
             return st;
         }
@@ -93,7 +93,7 @@ static braid_status_t recdbl_start(braid_task_t *task, braid_wait_t *wait)
 
 static braid_status_t recdbl_progress(braid_task_t *task, braid_wait_t *wait)
 {
-    *wait = BRAID_WAIT_PEER; /* only its requests are ever left */
+    *wait            = BRAID_WAIT_PEER; /* only its requests are ever left */
     barrier_t     *g = task->priv;
     const int      n = task->size, r = task->rank;
     braid_status_t st;

@@ -12,12 +12,12 @@ enum { ST_INIT, ST_RECV, ST_SEND, ST_DONE };
 
 typedef struct binomial {
     braid_p2p_head_t head; /* first (algo_common.h) */
-    int          stage;
-    int          parent; /* real rank, -1 at the root */
-    int          nchildren;
-    int          children[MAX_CHILDREN];
-    size_t       bytes;
-    braid_treq_t reqs[MAX_CHILDREN];
+    int              stage;
+    int              parent; /* real rank, -1 at the root */
+    int              nchildren;
+    int              children[MAX_CHILDREN];
+    size_t           bytes;
+    braid_treq_t     reqs[MAX_CHILDREN];
 } binomial_t;
 
 static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
@@ -31,7 +31,8 @@ static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
     if (task->root < 0 || task->root >= n) {
         return task->svc->error(BRAID_ERR_INVALID_ARG,
                                 "p2p recdbl broadcast: root %d out of range "
-                                "[0, %d)", task->root, n);
+                                "[0, %d)",
+                                task->root, n);
     }
     st = BRAID_P2P_STATE(task, binomial_t, reqs);
     if (st != BRAID_OK) {
@@ -49,8 +50,7 @@ static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
     }
     for (int m = top / 2; m >= 1; m /= 2) {
         if (v + m < n) {
-            g->children[g->nchildren++] =
-                braid_p2p_mod(v + m + task->root, n);
+            g->children[g->nchildren++] = braid_p2p_mod(v + m + task->root, n);
         }
     }
     return BRAID_OK;
@@ -58,7 +58,7 @@ static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
 
 static braid_status_t progress(braid_task_t *task, braid_wait_t *wait)
 {
-    *wait = BRAID_WAIT_PEER; /* only its requests are ever left */
+    *wait            = BRAID_WAIT_PEER; /* only its requests are ever left */
     binomial_t    *g = task->priv;
     braid_status_t st;
 
@@ -90,8 +90,7 @@ static braid_status_t progress(braid_task_t *task, braid_wait_t *wait)
                                     g->bytes, &g->reqs[i]);
             }
             break;
-        default:
-            return BRAID_OK;
+        default: return BRAID_OK;
         }
         if (st != BRAID_OK) {
             return st;

@@ -32,8 +32,8 @@
 typedef struct terms {
     int    n;
     double m, alpha;
-    double bus;    /* us per byte on the link */
-    double gus;    /* us per byte of reduction (0: unknown, not counted) */
+    double bus; /* us per byte on the link */
+    double gus; /* us per byte of reduction (0: unknown, not counted) */
 } terms_t;
 
 /* 0 when usable, -1 when the inputs describe no usable link. */
@@ -49,9 +49,9 @@ static int terms(terms_t *t, const braid_cost_in_t *in)
     t->alpha = in->link.alpha_us + in->stage_us;
     t->bus   = 1.0 / (in->link.beta_gbps * 1e3);
     /* No reduction throughput known: compare on communication alone. */
-    t->gus   = in->reduce_gbps > 0.0 && isfinite(in->reduce_gbps)
-                   ? 1.0 / (in->reduce_gbps * 1e3)
-                   : 0.0;
+    t->gus = in->reduce_gbps > 0.0 && isfinite(in->reduce_gbps)
+                 ? 1.0 / (in->reduce_gbps * 1e3)
+                 : 0.0;
     return 0;
 }
 
@@ -81,7 +81,7 @@ static double log2_floor_d(int n)
  * reduces.  Segments pipeline behind one another, so their latencies
  * overlap with the transfer and are not counted per segment:
  *   2(n-1) alpha + 2(n-1)/n B(m) + (n-1)/n G(m). */
-double braid_p2p_cost_allreduce_ring(const braid_algo_t *self,
+double braid_p2p_cost_allreduce_ring(const braid_algo_t    *self,
                                      const braid_cost_in_t *in)
 {
     (void)self;
@@ -94,8 +94,7 @@ double braid_p2p_cost_allreduce_ring(const braid_algo_t *self,
         return 0.0;
     }
     double f = (double)(t.n - 1) / t.n;
-    return 2.0 * (t.n - 1) * t.alpha + 2.0 * f * t.m * t.bus +
-           f * t.m * t.gus;
+    return 2.0 * (t.n - 1) * t.alpha + 2.0 * f * t.m * t.bus + f * t.m * t.gus;
 }
 
 /* Allreduce, recursive doubling: L exchanges of the whole buffer with
@@ -103,7 +102,7 @@ double braid_p2p_cost_allreduce_ring(const braid_algo_t *self,
  * sum_k (alpha + load(2^k) B(m) + G(m)).  For n not a power of two add the
  * fold-in (alpha + B(m) + G(m): receive and reduce the neighbour's input)
  * and fold-out (alpha + B(m): return the result). */
-double braid_p2p_cost_allreduce_recdbl(const braid_algo_t *self,
+double braid_p2p_cost_allreduce_recdbl(const braid_algo_t    *self,
                                        const braid_cost_in_t *in)
 {
     (void)self;
@@ -133,7 +132,7 @@ double braid_p2p_cost_allreduce_recdbl(const braid_algo_t *self,
  * Not a power of two: fold-in alpha + B(m) + G(m), fold-out alpha + B(m).
  * Segments overlap their reduction with the next one's transfer; as for
  * the ring, the model counts both (one host: the same CPU does both). */
-double braid_p2p_cost_allreduce_rabenseifner(const braid_algo_t *self,
+double braid_p2p_cost_allreduce_rabenseifner(const braid_algo_t    *self,
                                              const braid_cost_in_t *in)
 {
     (void)self;
@@ -143,9 +142,9 @@ double braid_p2p_cost_allreduce_rabenseifner(const braid_algo_t *self,
         return -1.0;
     if (t.n == 1)
         return 0.0;
-    int    p    = braid_p2p_pow2_floor(t.n);
-    double cost = 2.0 * log2_floor_d(t.n) * t.alpha +
-                  (double)(p - 1) / p * t.m * t.gus;
+    int    p = braid_p2p_pow2_floor(t.n);
+    double cost =
+        2.0 * log2_floor_d(t.n) * t.alpha + (double)(p - 1) / p * t.m * t.gus;
     for (int dist = p / 2; dist >= 1; dist /= 2)
         cost += link_load(in, dist) * 2.0 * dist / p * t.m * t.bus;
     if (p != t.n)
@@ -155,7 +154,7 @@ double braid_p2p_cost_allreduce_rabenseifner(const braid_algo_t *self,
 
 /* Reduce-scatter, ring (m = one block): n-1 steps each moving and reducing
  * one block: (n-1) (alpha + B(m) + G(m)). */
-double braid_p2p_cost_reduce_scatter_ring(const braid_algo_t *self,
+double braid_p2p_cost_reduce_scatter_ring(const braid_algo_t    *self,
                                           const braid_cost_in_t *in)
 {
     (void)self;
@@ -173,7 +172,7 @@ double braid_p2p_cost_reduce_scatter_ring(const braid_algo_t *self,
  * L alpha + sum_j load(p/2^(j+1)) B(N/2^(j+1)) + (p-1)/p G(N).  Not a power
  * of two: the fold-in moves and reduces the whole input (alpha + B(N) +
  * G(N)), the fold-out returns one block (alpha + B(m)). */
-double braid_p2p_cost_reduce_scatter_recdbl(const braid_algo_t *self,
+double braid_p2p_cost_reduce_scatter_recdbl(const braid_algo_t    *self,
                                             const braid_cost_in_t *in)
 {
     (void)self;
@@ -201,7 +200,7 @@ double braid_p2p_cost_reduce_scatter_recdbl(const braid_algo_t *self,
 
 /* Allgather, ring (m = one block): n-1 steps of one block:
  * (n-1) (alpha + B(m)). */
-double braid_p2p_cost_allgather_ring(const braid_algo_t *self,
+double braid_p2p_cost_allgather_ring(const braid_algo_t    *self,
                                      const braid_cost_in_t *in)
 {
     (void)self;
@@ -218,7 +217,7 @@ double braid_p2p_cost_allgather_ring(const braid_algo_t *self,
  * own arrives exactly once: C alpha + sum_i load(2^i) min(2^i, n-2^i) B(m)
  * (that is (n-1) B(m) on one host).  (Bruck's wrapped ranges cost a second
  * message in some steps; their latency overlaps the first.) */
-double braid_p2p_cost_allgather_recdbl(const braid_algo_t *self,
+double braid_p2p_cost_allgather_recdbl(const braid_algo_t    *self,
                                        const braid_cost_in_t *in)
 {
     (void)self;
@@ -240,7 +239,7 @@ double braid_p2p_cost_allgather_recdbl(const braid_algo_t *self,
  * (at least one).  The last rank gets the last segment after the first
  * has crossed n-1 links and the other k-1 have followed it:
  *   (n - 2 + k) (alpha + B(m / k)). */
-double braid_p2p_cost_bcast_ring(const braid_algo_t *self,
+double braid_p2p_cost_bcast_ring(const braid_algo_t    *self,
                                  const braid_cost_in_t *in)
 {
     (void)self;
@@ -263,7 +262,7 @@ double braid_p2p_cost_bcast_ring(const braid_algo_t *self,
 /* Broadcast, binomial tree: C rounds of the whole message, C (alpha + B(m)).
  * (A rank forwards to its children one after another; their sends share
  * the link, which this model, like the usual one, leaves out.) */
-double braid_p2p_cost_bcast_recdbl(const braid_algo_t *self,
+double braid_p2p_cost_bcast_recdbl(const braid_algo_t    *self,
                                    const braid_cost_in_t *in)
 {
     (void)self;
@@ -276,7 +275,7 @@ double braid_p2p_cost_bcast_recdbl(const braid_algo_t *self,
 }
 
 /* Barrier, token twice around: (2n - 1) alpha in sequence. */
-double braid_p2p_cost_barrier_ring(const braid_algo_t *self,
+double braid_p2p_cost_barrier_ring(const braid_algo_t    *self,
                                    const braid_cost_in_t *in)
 {
     (void)self;
@@ -289,7 +288,7 @@ double braid_p2p_cost_barrier_ring(const braid_algo_t *self,
 }
 
 /* Barrier, dissemination: C rounds, C alpha. */
-double braid_p2p_cost_barrier_recdbl(const braid_algo_t *self,
+double braid_p2p_cost_barrier_recdbl(const braid_algo_t    *self,
                                      const braid_cost_in_t *in)
 {
     (void)self;

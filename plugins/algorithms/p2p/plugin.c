@@ -7,7 +7,7 @@
 
 #include "algo_common.h"
 
-static braid_status_t p2p_probe(const braid_plugin_t *self,
+static braid_status_t p2p_probe(const braid_plugin_t   *self,
                                 const braid_services_t *svc, char *why,
                                 size_t why_len)
 {
@@ -21,21 +21,20 @@ static braid_status_t p2p_probe(const braid_plugin_t *self,
 }
 
 static const braid_algo_t *const algos[] = {
-    &braid_p2p_allreduce_ring,      &braid_p2p_allreduce_recdbl,
-    &braid_p2p_allreduce_rabenseifner,
-    &braid_p2p_reduce_scatter_ring, &braid_p2p_reduce_scatter_recdbl,
-    &braid_p2p_allgather_ring,      &braid_p2p_allgather_recdbl,
-    &braid_p2p_bcast_ring,          &braid_p2p_bcast_recdbl,
-    &braid_p2p_barrier_ring,        &braid_p2p_barrier_recdbl,
+    &braid_p2p_allreduce_ring,         &braid_p2p_allreduce_recdbl,
+    &braid_p2p_allreduce_rabenseifner, &braid_p2p_reduce_scatter_ring,
+    &braid_p2p_reduce_scatter_recdbl,  &braid_p2p_allgather_ring,
+    &braid_p2p_allgather_recdbl,       &braid_p2p_bcast_ring,
+    &braid_p2p_bcast_recdbl,           &braid_p2p_barrier_ring,
+    &braid_p2p_barrier_recdbl,
 };
 
-__attribute__((visibility("default")))
-const braid_plugin_t braid_plugin_v4 = {
-    .abi_version  = BRAID_PLUGIN_ABI_VERSION,
-    .struct_size  = sizeof(braid_plugin_t),
-    .name         = "p2p",
-    .version      = "0.1.0",
-    .probe        = p2p_probe,
-    .n_algos      = (int)(sizeof(algos) / sizeof(algos[0])),
-    .algos        = algos,
+__attribute__((visibility("default"))) const braid_plugin_t braid_plugin_v4 = {
+    .abi_version = BRAID_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(braid_plugin_t),
+    .name        = "p2p",
+    .version     = "0.1.0",
+    .probe       = p2p_probe,
+    .n_algos     = (int)(sizeof(algos) / sizeof(algos[0])),
+    .algos       = algos,
 };

@@ -16,29 +16,29 @@
 #define BRAID_P2P_RAB_SEG_BYTES ((size_t)128 << 10)
 #endif
 /* Segments in flight each way within a phase. */
-#define BRAID_P2P_RAB_WINDOW    4
+#define BRAID_P2P_RAB_WINDOW 4
 /* Phases: fold-in, log2(p) halvings, log2(p) doublings, fold-out. */
 #define BRAID_P2P_RAB_MAX_PHASES 66
 
 typedef struct braid_p2p_rab_phase {
-    int    id;         /* the same on both ends: tags are id·maxseg + seg */
-    int    send_peer;  /* -1: sends nothing */
-    size_t send_lo, send_len;  /* elements of the buffer */
-    int    recv_peer;  /* -1: receives nothing */
+    int    id;        /* the same on both ends: tags are id·maxseg + seg */
+    int    send_peer; /* -1: sends nothing */
+    size_t send_lo, send_len; /* elements of the buffer */
+    int    recv_peer;         /* -1: receives nothing */
     size_t recv_lo, recv_len;
-    int    reduce;     /* received data is combined into recvbuf (else it
-                          lands there) */
-    int    mine_lower; /* reduce: this rank's data is the lower operand */
-    int    from_send;  /* sends and this rank's operand read sendbuf (no
-                          partial result in recvbuf yet) */
+    int    reduce;          /* received data is combined into recvbuf (else it
+                               lands there) */
+    int mine_lower;         /* reduce: this rank's data is the lower operand */
+    int from_send;          /* sends and this rank's operand read sendbuf (no
+                               partial result in recvbuf yet) */
     size_t avg_lo, avg_len; /* after the phase: finish_avg over this range
                                (the block this rank reduced last) */
 } braid_p2p_rab_phase_t;
 
 typedef struct braid_p2p_rab_plan {
-    int    nphases;
-    int    maxseg;     /* segments a phase may have (tag space) */
-    size_t seg;        /* elements per segment */
+    int                   nphases;
+    int                   maxseg; /* segments a phase may have (tag space) */
+    size_t                seg;    /* elements per segment */
     braid_p2p_rab_phase_t ph[BRAID_P2P_RAB_MAX_PHASES];
 } braid_p2p_rab_plan_t;
 
@@ -54,7 +54,7 @@ int braid_p2p_rab_plan(braid_p2p_rab_plan_t *plan, int n, int rank,
 
 /* Segments of a range of len elements. */
 static inline size_t braid_p2p_rab_nseg(const braid_p2p_rab_plan_t *plan,
-                                        size_t len)
+                                        size_t                      len)
 {
     return len / plan->seg + (len % plan->seg != 0);
 }

@@ -7,19 +7,16 @@
 
 #include "rabenseifner.h"
 
-static int real_rank(int v, int rem)
-{
-    return v < rem ? 2 * v + 1 : v + rem;
-}
+static int real_rank(int v, int rem) { return v < rem ? 2 * v + 1 : v + rem; }
 
 int braid_p2p_rab_plan(braid_p2p_rab_plan_t *plan, int n, int rank,
                        size_t count, size_t dts, size_t seg_bytes)
 {
     int p = braid_p2p_pow2_floor(n), rem = n - p;
-    int steps = braid_p2p_log2_ceil(p);
-    int ids   = 2 * steps + 2;
+    int steps  = braid_p2p_log2_ceil(p);
+    int ids    = 2 * steps + 2;
     int folded = rank < 2 * rem;
-    int v = folded ? (rank % 2 ? rank / 2 : -1) : rank - rem;
+    int v      = folded ? (rank % 2 ? rank / 2 : -1) : rank - rem;
 
     memset(plan, 0, sizeof(*plan));
     if (ids > BRAID_P2P_RAB_MAX_PHASES)
@@ -34,57 +31,77 @@ int braid_p2p_rab_plan(braid_p2p_rab_plan_t *plan, int n, int rank,
         return 0;
 
     braid_p2p_rab_phase_t *ph = plan->ph;
-    int k = 0;
+    int                    k  = 0;
     if (v < 0) { /* even rank folded into rank + 1 */
-        ph[k++] = (braid_p2p_rab_phase_t){.id = 0, .send_peer = rank + 1,
-            .send_len = count, .recv_peer = -1, .from_send = 1};
-        ph[k++] = (braid_p2p_rab_phase_t){.id = ids - 1, .send_peer = -1,
-            .recv_peer = rank + 1, .recv_len = count};
+        ph[k++]       = (braid_p2p_rab_phase_t){.id        = 0,
+                                                .send_peer = rank + 1,
+                                                .send_len  = count,
+                                                .recv_peer = -1,
+                                                .from_send = 1};
+        ph[k++]       = (braid_p2p_rab_phase_t){.id        = ids - 1,
+                                                .send_peer = -1,
+                                                .recv_peer = rank + 1,
+                                                .recv_len  = count};
         plan->nphases = k;
         return 0;
     }
     int have = 0; /* a partial result is in recvbuf */
     if (folded) {
-        ph[k++] = (braid_p2p_rab_phase_t){.id = 0, .send_peer = -1,
-            .recv_peer = rank - 1, .recv_len = count, .reduce = 1,
-            .mine_lower = 0, .from_send = 1};
-        have = 1;
+        ph[k++] = (braid_p2p_rab_phase_t){.id         = 0,
+                                          .send_peer  = -1,
+                                          .recv_peer  = rank - 1,
+                                          .recv_len   = count,
+                                          .reduce     = 1,
+                                          .mine_lower = 0,
+                                          .from_send  = 1};
+        have    = 1;
     }
     /* Halving over the window [lo, hi) of virtual ranks. */
     int lo = 0, hi = p;
     for (int s = 0; s < steps; s++) {
-        int mask = p >> (s + 1), pv = v ^ mask, mid = lo + mask;
-        int klo = v < mid ? lo : mid, khi = v < mid ? mid : hi;
-        int slo = v < mid ? mid : lo, shi = v < mid ? hi : mid;
+        int    mask = p >> (s + 1), pv = v ^ mask, mid = lo + mask;
+        int    klo = v < mid ? lo : mid, khi = v < mid ? mid : hi;
+        int    slo = v < mid ? mid : lo, shi = v < mid ? hi : mid;
         size_t kb = braid_chunk_off(count, p, klo);
         size_t ke = braid_chunk_off(count, p, khi);
         size_t sb = braid_chunk_off(count, p, slo);
         size_t se = braid_chunk_off(count, p, shi);
-        ph[k++] = (braid_p2p_rab_phase_t){.id = 1 + s,
-            .send_peer = real_rank(pv, rem), .send_lo = sb, .send_len = se - sb,
-            .recv_peer = real_rank(pv, rem), .recv_lo = kb, .recv_len = ke - kb,
-            .reduce = 1, .mine_lower = v < pv, .from_send = !have};
-        have = 1;
+        ph[k++]   = (braid_p2p_rab_phase_t){.id         = 1 + s,
+                                            .send_peer  = real_rank(pv, rem),
+                                            .send_lo    = sb,
+                                            .send_len   = se - sb,
+                                            .recv_peer  = real_rank(pv, rem),
+                                            .recv_lo    = kb,
+                                            .recv_len   = ke - kb,
+                                            .reduce     = 1,
+                                            .mine_lower = v < pv,
+                                            .from_send  = !have};
+        have      = 1;
         lo = klo, hi = khi;
     }
     ph[k - 1].avg_lo  = braid_chunk_off(count, p, v);
     ph[k - 1].avg_len = braid_chunk_len(count, p, v);
     /* Doubling: the owned window grows from block v to all p. */
     for (int s = 0; s < steps; s++) {
-        int mask = 1 << s, pv = v ^ mask;
-        int mlo = v & ~(mask - 1), plo = pv & ~(mask - 1);
+        int    mask = 1 << s, pv = v ^ mask;
+        int    mlo = v & ~(mask - 1), plo = pv & ~(mask - 1);
         size_t mb = braid_chunk_off(count, p, mlo);
         size_t me = braid_chunk_off(count, p, mlo + mask);
         size_t pb = braid_chunk_off(count, p, plo);
         size_t pe = braid_chunk_off(count, p, plo + mask);
-        ph[k++] = (braid_p2p_rab_phase_t){.id = 1 + steps + s,
-            .send_peer = real_rank(pv, rem), .send_lo = mb, .send_len = me - mb,
-            .recv_peer = real_rank(pv, rem), .recv_lo = pb, .recv_len = pe - pb};
+        ph[k++]   = (braid_p2p_rab_phase_t){.id        = 1 + steps + s,
+                                            .send_peer = real_rank(pv, rem),
+                                            .send_lo   = mb,
+                                            .send_len  = me - mb,
+                                            .recv_peer = real_rank(pv, rem),
+                                            .recv_lo   = pb,
+                                            .recv_len  = pe - pb};
     }
     if (folded)
-        ph[k++] = (braid_p2p_rab_phase_t){.id = ids - 1,
-            .send_peer = rank - 1, .send_len = count, .recv_peer = -1};
+        ph[k++] = (braid_p2p_rab_phase_t){.id        = ids - 1,
+                                          .send_peer = rank - 1,
+                                          .send_len  = count,
+                                          .recv_peer = -1};
     plan->nphases = k;
     return 0;
 }
-

@@ -11,18 +11,18 @@ braid_status_t braid_p2p_recdbl_start(braid_task_t *task, size_t size,
                                       size_t in_bytes, size_t out_bytes,
                                       size_t scratch_bytes)
 {
-    const int      n  = task->size;
-    braid_status_t st = braid_p2p_state(task, size,
-                                        offsetof(braid_p2p_recdbl_t, reqs), 2);
+    const int      n = task->size;
+    braid_status_t st =
+        braid_p2p_state(task, size, offsetof(braid_p2p_recdbl_t, reqs), 2);
     if (st != BRAID_OK)
         return st;
     braid_p2p_recdbl_t *g = task->priv;
-    g->ops       = ops;
-    g->p         = braid_p2p_pow2_floor(n);
-    g->rem       = n - g->p;
-    g->nsteps    = braid_p2p_log2_ceil(g->p);
-    g->in_bytes  = in_bytes;
-    g->out_bytes = out_bytes;
+    g->ops                = ops;
+    g->p                  = braid_p2p_pow2_floor(n);
+    g->rem                = n - g->p;
+    g->nsteps             = braid_p2p_log2_ceil(g->p);
+    g->in_bytes           = in_bytes;
+    g->out_bytes          = out_bytes;
     if (folded(task, g))
         g->vrank = task->rank % 2 ? task->rank / 2 : -1;
     else
@@ -41,11 +41,11 @@ static braid_status_t post(braid_task_t *task, braid_p2p_recdbl_t *g)
     case BRAID_P2P_ST_FOLD_IN:
         return braid_p2p_recv(task, me - 1, 0, g->tmp, g->in_bytes,
                               &g->reqs[0]);
-    case BRAID_P2P_ST_MAIN:
-        return g->ops->post(task);
+    case BRAID_P2P_ST_MAIN: return g->ops->post(task);
     case BRAID_P2P_ST_FOLD_OUT:
-        return braid_p2p_send(task, me - 1, out_step, g->ops->idle_result(task),
-                              g->out_bytes, &g->reqs[0]);
+        return braid_p2p_send(task, me - 1, out_step,
+                              g->ops->idle_result(task), g->out_bytes,
+                              &g->reqs[0]);
     case BRAID_P2P_ST_IDLE_SEND:
         return braid_p2p_send(task, me + 1, 0, task->sendbuf, g->in_bytes,
                               &g->reqs[0]);
@@ -53,8 +53,7 @@ static braid_status_t post(braid_task_t *task, braid_p2p_recdbl_t *g)
         /* Only now: in place, the buffer was being sent until this point. */
         return braid_p2p_recv(task, me + 1, out_step, task->recvbuf,
                               g->out_bytes, &g->reqs[0]);
-    default:
-        return BRAID_OK;
+    default: return BRAID_OK;
     }
 }
 
@@ -90,15 +89,11 @@ static void complete(braid_task_t *task, braid_p2p_recdbl_t *g)
         break;
     case BRAID_P2P_ST_MAIN:
         if (g->ops->step_done(task))
-            g->stage = folded(task, g) ? BRAID_P2P_ST_FOLD_OUT
-                                       : BRAID_P2P_ST_DONE;
+            g->stage =
+                folded(task, g) ? BRAID_P2P_ST_FOLD_OUT : BRAID_P2P_ST_DONE;
         break;
-    case BRAID_P2P_ST_IDLE_SEND:
-        g->stage = BRAID_P2P_ST_IDLE_RECV;
-        break;
-    default:
-        g->stage = BRAID_P2P_ST_DONE;
-        break;
+    case BRAID_P2P_ST_IDLE_SEND: g->stage = BRAID_P2P_ST_IDLE_RECV; break;
+    default: g->stage = BRAID_P2P_ST_DONE; break;
     }
 }
 

@@ -60,8 +60,8 @@ typedef struct braid_p2p_recdbl {
     braid_p2p_stage_t             stage;
     int                           p, rem, nsteps; /* nsteps = log2(p) */
     int                           vrank;          /* -1 while sitting out */
-    size_t                        in_bytes;  /* an idle rank's input */
-    size_t                        out_bytes; /* and its result */
+    size_t                        in_bytes;       /* an idle rank's input */
+    size_t                        out_bytes;      /* and its result */
     char                         *tmp; /* scratch: the partner's data */
     braid_treq_t                  reqs[2];
 } braid_p2p_recdbl_t;

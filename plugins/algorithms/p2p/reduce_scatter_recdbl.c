@@ -48,9 +48,9 @@ static const char *mine(braid_task_t *task, const halving_t *s, int b)
 static void combine_blocks(braid_task_t *task, const halving_t *s, int b0,
                            int b1, int mine_is_lower)
 {
-    const int r = task->rank;
+    const int r      = task->rank;
     int       cut[4] = {b0, r < b0 ? b0 : (r > b1 ? b1 : r),
-                        r + 1 < b0 ? b0 : (r + 1 > b1 ? b1 : r + 1), b1};
+                  r + 1 < b0 ? b0 : (r + 1 > b1 ? b1 : r + 1), b1};
 
     for (int i = 0; i < 3; i++) {
         int x = cut[i], y = cut[i + 1];
@@ -97,11 +97,10 @@ static braid_status_t post(braid_task_t *task)
     halving_t     *s    = task->priv;
     int            peer = braid_p2p_recdbl_real(&s->g, s->g.vrank ^ s->mask);
     braid_status_t st   = braid_p2p_recv(
-        task, peer, 1 + s->step, s->g.tmp + (size_t)s->keep_lo * s->bs,
-        (size_t)(s->keep_hi - s->keep_lo) * s->bs, &s->g.reqs[0]);
+          task, peer, 1 + s->step, s->g.tmp + (size_t)s->keep_lo * s->bs,
+          (size_t)(s->keep_hi - s->keep_lo) * s->bs, &s->g.reqs[0]);
     if (st == BRAID_OK)
-        st = braid_p2p_send(task, peer, 1 + s->step,
-                            mine(task, s, s->send_lo),
+        st = braid_p2p_send(task, peer, 1 + s->step, mine(task, s, s->send_lo),
                             (size_t)(s->send_hi - s->send_lo) * s->bs,
                             &s->g.reqs[1]);
     return st;
@@ -152,7 +151,7 @@ static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
     size_t         all = (size_t)task->size * bs;
     braid_status_t st  = braid_p2p_recdbl_start(task, sizeof(halving_t), &ops,
                                                 all, bs, 2 * all);
-    halving_t *s = task->priv;
+    halving_t     *s   = task->priv;
     if (s == NULL)
         return st;
     s->mask = s->g.p / 2;

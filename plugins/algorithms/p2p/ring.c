@@ -33,22 +33,22 @@
 #define WINDOW 4
 
 typedef struct ring {
-    braid_p2p_head_t head; /* first (algo_common.h) */
+    braid_p2p_head_t      head; /* first (algo_common.h) */
     braid_p2p_ring_mode_t mode;
-    int             n, rank, left, right;
-    int             vpos;      /* broadcast: position in the chain */
-    size_t          dts;
-    size_t          count;     /* allreduce: total; others: per chunk */
-    size_t          seg;       /* elements per segment */
-    long            nseg;      /* segments per chunk */
-    long            nunits;
-    long            recvs_posted, processed, sends_posted, sends_done;
-    int             started;
-    const char     *src;
-    char           *dst;
-    char           *slots;     /* WINDOW * seg elements */
-    char           *acc;       /* reduce_scatter: 2 * count elements */
-    braid_treq_t    reqs[2 * WINDOW]; /* receives, then sends */
+    int                   n, rank, left, right;
+    int                   vpos; /* broadcast: position in the chain */
+    size_t                dts;
+    size_t                count; /* allreduce: total; others: per chunk */
+    size_t                seg;   /* elements per segment */
+    long                  nseg;  /* segments per chunk */
+    long                  nunits;
+    long                  recvs_posted, processed, sends_posted, sends_done;
+    int                   started;
+    const char           *src;
+    char                 *dst;
+    char                 *slots; /* WINDOW * seg elements */
+    char                 *acc;   /* reduce_scatter: 2 * count elements */
+    braid_treq_t          reqs[2 * WINDOW]; /* receives, then sends */
 } ring_t;
 
 #define RREQ(g, u) (&(g)->reqs[(u) % WINDOW])
@@ -65,12 +65,9 @@ static int is_reducing(const ring_t *g)
 static size_t chunk_off(const ring_t *g, int c)
 {
     switch (g->mode) {
-    case BRAID_P2P_RING_ALLREDUCE:
-        return braid_chunk_off(g->count, g->n, c);
-    case BRAID_P2P_RING_BCAST:
-        return 0;
-    default:
-        return (size_t)c * g->count;
+    case BRAID_P2P_RING_ALLREDUCE: return braid_chunk_off(g->count, g->n, c);
+    case BRAID_P2P_RING_BCAST: return 0;
+    default: return (size_t)c * g->count;
     }
 }
 
@@ -109,10 +106,7 @@ static void segment(size_t *off, size_t *len, const ring_t *g, int c, long k)
 }
 
 /* Last step of the reduce-scatter phase: its reduction is final. */
-static long last_rs_step(const ring_t *g)
-{
-    return g->n - 2;
-}
+static long last_rs_step(const ring_t *g) { return g->n - 2; }
 
 /* ------------------------------------------------------------ readiness */
 
@@ -184,9 +178,7 @@ static braid_status_t post_send(braid_task_t *task, ring_t *g, long u)
         buf = s == 0 ? g->src + (size_t)k * g->seg * g->dts
                      : g->dst + off * g->dts;
         break;
-    default:
-        buf = (g->vpos == 0 ? g->src : g->dst) + off * g->dts;
-        break;
+    default: buf = (g->vpos == 0 ? g->src : g->dst) + off * g->dts; break;
     }
     return braid_p2p_send(task, g->right, u, buf, len * g->dts, req);
 }
@@ -253,8 +245,8 @@ static void local_part(braid_task_t *task, ring_t *g)
         if (g->n == 1) {
             braid_p2p_copy(task, g->dst, g->src, g->count);
             if (g->count > 0) {
-                task->svc->finish_avg(g->dst, g->count, task->dtype,
-                                      task->op, 1);
+                task->svc->finish_avg(g->dst, g->count, task->dtype, task->op,
+                                      1);
             }
         }
         break;
@@ -272,7 +264,7 @@ static void local_part(braid_task_t *task, ring_t *g)
 
 /* ------------------------------------------------------------- interface */
 
-braid_status_t braid_p2p_ring_start(braid_task_t *task,
+braid_status_t braid_p2p_ring_start(braid_task_t         *task,
                                     braid_p2p_ring_mode_t mode)
 {
     const int      n = task->size;
@@ -281,8 +273,8 @@ braid_status_t braid_p2p_ring_start(braid_task_t *task,
     size_t         chunk_max, slots_bytes = 0, acc_bytes = 0;
     braid_status_t st;
 
-    if (task->dtsize == 0 ||
-        (mode == BRAID_P2P_RING_BCAST && (task->root < 0 || task->root >= n))) {
+    if (task->dtsize == 0 || (mode == BRAID_P2P_RING_BCAST &&
+                              (task->root < 0 || task->root >= n))) {
         return task->svc->error(BRAID_ERR_INVALID_ARG,
                                 "p2p ring: invalid dtype or root %d",
                                 task->root);
@@ -326,8 +318,8 @@ braid_status_t braid_p2p_ring_start(braid_task_t *task,
             if (most == 0) {
                 return task->svc->error(BRAID_ERR_NOT_SUPPORTED,
                                         "p2p ring: %d ranks need more than "
-                                        "%ld tags per call", n,
-                                        BRAID_P2P_MAX_STEPS);
+                                        "%ld tags per call",
+                                        n, BRAID_P2P_MAX_STEPS);
             }
             g->seg  = (chunk_max + (size_t)most - 1) / (size_t)most;
             g->nseg = (long)((chunk_max + g->seg - 1) / g->seg);
@@ -342,14 +334,14 @@ braid_status_t braid_p2p_ring_start(braid_task_t *task,
         }
     }
     /* On error finish() gives the state back. */
-    st = braid_p2p_scratch(task, slots_bytes + acc_bytes, &g->slots);
+    st     = braid_p2p_scratch(task, slots_bytes + acc_bytes, &g->slots);
     g->acc = g->slots != NULL ? g->slots + slots_bytes : NULL;
     return st;
 }
 
 braid_status_t braid_p2p_ring_progress(braid_task_t *task, braid_wait_t *wait)
 {
-    *wait = BRAID_WAIT_PEER; /* only its requests are ever left */
+    *wait            = BRAID_WAIT_PEER; /* only its requests are ever left */
     ring_t        *g = task->priv;
     braid_status_t st;
     int            moved;

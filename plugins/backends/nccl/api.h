@@ -11,7 +11,9 @@
 /* ------------------------------------------------------------------ NCCL */
 
 typedef struct ncclComm *ncclComm_t;
-typedef struct { char internal[128]; } ncclUniqueId;
+typedef struct {
+    char internal[128];
+} ncclUniqueId;
 
 typedef enum {
     ncclSuccess            = 0,
@@ -25,14 +27,24 @@ typedef enum {
 } ncclResult_t;
 
 typedef enum {
-    ncclInt8 = 0, ncclUint8 = 1, ncclInt32 = 2, ncclUint32 = 3, ncclInt64 = 4,
-    ncclUint64 = 5, ncclFloat16 = 6, ncclFloat32 = 7, ncclFloat64 = 8,
+    ncclInt8     = 0,
+    ncclUint8    = 1,
+    ncclInt32    = 2,
+    ncclUint32   = 3,
+    ncclInt64    = 4,
+    ncclUint64   = 5,
+    ncclFloat16  = 6,
+    ncclFloat32  = 7,
+    ncclFloat64  = 8,
     ncclBfloat16 = 9, /* 2.10 */
 } ncclDataType_t;
 
 typedef enum {
-    ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3,
-    ncclAvg = 4, /* 2.10 */
+    ncclSum  = 0,
+    ncclProd = 1,
+    ncclMax  = 2,
+    ncclMin  = 3,
+    ncclAvg  = 4, /* 2.10 */
 } ncclRedOp_t;
 
 /* ncclConfig_t as of NCCL 2.17 (fields are only ever appended; NCCL reads
@@ -52,13 +64,13 @@ typedef struct nccl_config {
 
 /* "major.minor.patch" of ncclGetVersion's code, which changed scheme at
  * 2.9: X*1000+Y*100+Z before, X*10000+Y*100+Z since. */
-#define BRAID_NCCL_CODE(x, y, z) ((x) * 10000 + (y) * 100 + (z))
+#define BRAID_NCCL_CODE(x, y, z) ((x)*10000 + (y)*100 + (z))
 
 /* ------------------------------------------------------------------ CUDA */
 
 typedef struct CUstream_st *cudaStream_t;
 typedef struct CUevent_st  *cudaEvent_t;
-typedef int cudaError_t;
+typedef int                 cudaError_t;
 
 enum {
     cudaSuccess                  = 0,

@@ -20,7 +20,7 @@ static const ncclDataType_t dtypes[BRAID_DTYPE_COUNT] = {
 };
 
 /* The plugin links nothing of libbraid: its own tables. */
-static const size_t dtype_sizes[BRAID_DTYPE_COUNT] = {4, 8, 2, 2, 4, 8, 1};
+static const size_t dtype_sizes[BRAID_DTYPE_COUNT]    = {4, 8, 2, 2, 4, 8, 1};
 static const char *const coll_names[BRAID_COLL_COUNT] = {
     "allreduce", "reduce_scatter", "allgather", "broadcast", "barrier"};
 
@@ -59,30 +59,32 @@ static ncclResult_t enqueue(braid_nccl_comm_t *c, const braid_nccl_op_t *op,
     case BRAID_COLL_BARRIER: /* an all-reduce of one word */
         return lib->all_reduce(c->scratch, c->scratch, 1, ncclInt32, ncclSum,
                                c->comm, stream);
-    default:
-        return ncclInvalidArgument;
+    default: return ncclInvalidArgument;
     }
 }
 
 /* AVG before NCCL 2.10: the sum is in recvbuf; divide it on the host. */
-static braid_status_t divide_on_host(braid_nccl_comm_t *c,
+static braid_status_t divide_on_host(braid_nccl_comm_t     *c,
                                      const braid_nccl_op_t *op)
 {
-    const braid_nccl_lib_t *lib = c->lib;
-    size_t bytes = op->count * dtype_sizes[op->dtype];
-    void  *host  = malloc(bytes ? bytes : 1);
+    const braid_nccl_lib_t *lib   = c->lib;
+    size_t                  bytes = op->count * dtype_sizes[op->dtype];
+    void                   *host  = malloc(bytes ? bytes : 1);
     if (host == NULL)
-        return braid_nccl_fail(BRAID_ERR_NO_MEMORY, "nccl: avg: out of memory");
-    cudaError_t err = lib->memcpy_sync(host, op->recvbuf, bytes,
-                                       cudaMemcpyDeviceToHost);
+        return braid_nccl_fail(BRAID_ERR_NO_MEMORY,
+                               "nccl: avg: out of memory");
+    cudaError_t err =
+        lib->memcpy_sync(host, op->recvbuf, bytes, cudaMemcpyDeviceToHost);
     if (err == cudaSuccess) {
         braid_nccl_host.finish_avg(host, op->count, op->dtype, BRAID_AVG,
                                    c->size);
-        err = lib->memcpy_sync(op->recvbuf, host, bytes, cudaMemcpyHostToDevice);
+        err =
+            lib->memcpy_sync(op->recvbuf, host, bytes, cudaMemcpyHostToDevice);
     }
     free(host);
     return err == cudaSuccess ? BRAID_OK
-                              : braid_nccl_cuda_error(lib, err, "nccl: avg "
+                              : braid_nccl_cuda_error(lib, err,
+                                                      "nccl: avg "
                                                       "division on the host");
 }
 
@@ -97,11 +99,13 @@ braid_status_t braid_nccl_coll_start(braid_nccl_comm_t *c, braid_nccl_op_t *op)
     if ((unsigned)op->dtype >= BRAID_DTYPE_COUNT ||
         (unsigned)op->op >= BRAID_OP_COUNT ||
         (unsigned)op->coll >= BRAID_COLL_COUNT)
-        return braid_nccl_fail(BRAID_ERR_INVALID_ARG, "nccl: invalid dtype "
-                               "%d, op %d or collective %d", (int)op->dtype,
-                               (int)op->op, (int)op->coll);
+        return braid_nccl_fail(BRAID_ERR_INVALID_ARG,
+                               "nccl: invalid dtype "
+                               "%d, op %d or collective %d",
+                               (int)op->dtype, (int)op->op, (int)op->coll);
     if (op->dtype == BRAID_BF16 && !lib->has_avg)
-        return braid_nccl_fail(BRAID_ERR_NOT_SUPPORTED, "nccl: bf16 needs "
+        return braid_nccl_fail(BRAID_ERR_NOT_SUPPORTED,
+                               "nccl: bf16 needs "
                                "NCCL 2.10 or newer; this is NCCL %s (%s)",
                                lib->version, lib->path);
     ncclRedOp_t rop = ops[op->op];
@@ -116,13 +120,13 @@ braid_status_t braid_nccl_coll_start(braid_nccl_comm_t *c, braid_nccl_op_t *op)
 
     pthread_mutex_lock(&c->lock);
     if (c->failed != BRAID_OK || c->comm == NULL) {
-        st = braid_nccl_fail(c->failed != BRAID_OK ? c->failed : BRAID_ERR_STATE,
-                             "nccl: %s", c->failed != BRAID_OK ? c->failed_msg
-                             : "no NCCL communicator");
+        st = braid_nccl_fail(
+            c->failed != BRAID_OK ? c->failed : BRAID_ERR_STATE, "nccl: %s",
+            c->failed != BRAID_OK ? c->failed_msg : "no NCCL communicator");
         pthread_mutex_unlock(&c->lock);
         return st;
     }
-    ncclResult_t res = enqueue(c, op, dtypes[op->dtype], rop, stream);
+    ncclResult_t res  = enqueue(c, op, dtypes[op->dtype], rop, stream);
     const char  *what = coll_names[op->coll];
     if (res == ncclInProgress) /* a non-blocking communicator's set-up */
         st = BRAID_INPROGRESS;
@@ -176,7 +180,8 @@ void braid_nccl_coll_cancel(braid_nccl_comm_t *c, braid_nccl_op_t *op)
      * peers and using the buffers: only an abort stops it. */
     if (!op->on_stream && op->enqueued &&
         c->lib->event_query(c->done) != cudaSuccess)
-        braid_nccl_comm_abort(c, BRAID_ERR_STATE, "aborted after a collective "
+        braid_nccl_comm_abort(c, BRAID_ERR_STATE,
+                              "aborted after a collective "
                               "failed or timed out");
     op->enqueued = 0;
 }

@@ -17,7 +17,7 @@
 
 #include "nccl.h"
 
-#define WATCH_SLOTS 64
+#define WATCH_SLOTS     64
 #define WATCH_PERIOD_NS 1000000 /* the watchdog looks every millisecond */
 
 typedef struct braid_nccl_watch {
@@ -38,9 +38,9 @@ typedef struct model_print {
     double  intra_gbps, inter_gbps;
 } model_print_t;
 
-braid_status_t braid_nccl_comm_create(braid_nccl_comm_t **out,
+braid_status_t braid_nccl_comm_create(braid_nccl_comm_t     **out,
                                       const braid_nccl_lib_t *lib,
-                                      const braid_oob_t *oob)
+                                      const braid_oob_t      *oob)
 {
     braid_nccl_comm_t *c   = calloc(1, sizeof(*c));
     model_print_t     *all = calloc((size_t)oob->size, sizeof(*all));
@@ -101,13 +101,16 @@ static braid_status_t settle(braid_nccl_comm_t *c, ncclComm_t comm,
             comm = c->comm; /* the watchdog may have aborted it */
         }
         ncclResult_t state = ncclSuccess;
-        ncclResult_t res   = comm != NULL ? lib->comm_get_async_error(comm, &state)
-                                          : ncclInvalidUsage;
+        ncclResult_t res   = comm != NULL
+                                 ? lib->comm_get_async_error(comm, &state)
+                                 : ncclInvalidUsage;
         if (comm == NULL)
-            st = braid_nccl_fail(BRAID_ERR_STATE, "%s: the NCCL communicator "
-                                 "was aborted", what);
-        else if (res != ncclSuccess || (state != ncclSuccess &&
-                                        state != ncclInProgress))
+            st = braid_nccl_fail(BRAID_ERR_STATE,
+                                 "%s: the NCCL communicator "
+                                 "was aborted",
+                                 what);
+        else if (res != ncclSuccess ||
+                 (state != ncclSuccess && state != ncclInProgress))
             st = braid_nccl_error(lib, comm, res != ncclSuccess ? res : state,
                                   what);
         else if (state == ncclSuccess)
@@ -117,10 +120,12 @@ static braid_status_t settle(braid_nccl_comm_t *c, ncclComm_t comm,
         if (st != BRAID_INPROGRESS)
             return st;
         if (braid_nccl_host.now() > deadline)
-            return braid_nccl_fail(BRAID_ERR_TIMEOUT, "%s: NCCL still busy "
-                                   "after BRAID_TIMEOUT=%.1f s: a peer is stuck "
-                                   "or dead", what,
-                                   braid_nccl_host.timeout_s());
+            return braid_nccl_fail(
+                BRAID_ERR_TIMEOUT,
+                "%s: NCCL still busy "
+                "after BRAID_TIMEOUT=%.1f s: a peer is stuck "
+                "or dead",
+                what, braid_nccl_host.timeout_s());
         sched_yield();
     }
 }
@@ -144,7 +149,8 @@ static braid_status_t share_id(braid_nccl_comm_t *c, ncclUniqueId *id)
         return braid_nccl_fail(BRAID_ERR_NO_MEMORY, "nccl: out of memory");
     if (c->rank == 0)
         mine.res = (int32_t)c->lib->get_unique_id(&mine.id);
-    braid_status_t st = c->oob->allgather(c->oob->ctx, &mine, all, sizeof(mine));
+    braid_status_t st =
+        c->oob->allgather(c->oob->ctx, &mine, all, sizeof(mine));
     if (st == BRAID_OK && all[0].res != ncclSuccess)
         st = braid_nccl_error(c->lib, NULL, (ncclResult_t)all[0].res,
                               "nccl: ncclGetUniqueId on rank 0");
@@ -157,8 +163,8 @@ static braid_status_t share_id(braid_nccl_comm_t *c, ncclUniqueId *id)
 static braid_status_t init_comm(braid_nccl_comm_t *c, ncclComm_t *comm)
 {
     const braid_nccl_lib_t *lib = c->lib;
-    ncclUniqueId id;
-    braid_status_t st = share_id(c, &id);
+    ncclUniqueId            id;
+    braid_status_t          st = share_id(c, &id);
     if (st != BRAID_OK)
         return st;
     ncclResult_t res;
@@ -166,16 +172,17 @@ static braid_status_t init_comm(braid_nccl_comm_t *c, ncclComm_t *comm)
     if (lib->comm_init_rank_config != NULL) {
         /* Non-blocking (NCCL >= 2.14): a peer that dies during the set-up
          * cannot hold this rank past the timeout. */
-        nccl_config_t config = {sizeof(config), NCCL_CONFIG_MAGIC,
-                                NCCL_CONFIG_VERSION, 0, NCCL_CONFIG_UNDEF,
-                                NCCL_CONFIG_UNDEF, NCCL_CONFIG_UNDEF, NULL};
+        nccl_config_t config = {
+            sizeof(config),    NCCL_CONFIG_MAGIC, NCCL_CONFIG_VERSION, 0,
+            NCCL_CONFIG_UNDEF, NCCL_CONFIG_UNDEF, NCCL_CONFIG_UNDEF,   NULL};
         res = lib->comm_init_rank_config(comm, c->size, id, c->rank, &config);
         c->nonblocking = 1;
     } else {
         res = lib->comm_init_rank(comm, c->size, id, c->rank);
     }
     if (res != ncclSuccess && res != ncclInProgress)
-        st = braid_nccl_error(lib, *comm, res, "nccl: creating the NCCL "
+        st = braid_nccl_error(lib, *comm, res,
+                              "nccl: creating the NCCL "
                               "communicator");
     else if (c->nonblocking)
         st = settle(c, *comm, NULL, "nccl: creating the NCCL communicator");
@@ -204,11 +211,13 @@ static void fail_locked(braid_nccl_comm_t *c, braid_status_t st,
 braid_status_t braid_nccl_comm_ready(braid_nccl_comm_t *c)
 {
     const braid_nccl_lib_t *lib = c->lib;
-    braid_status_t st = BRAID_OK;
+    braid_status_t          st  = BRAID_OK;
     pthread_mutex_lock(&c->lock);
     if (c->failed != BRAID_OK)
-        st = braid_nccl_fail(c->failed, "nccl: the NCCL communicator "
-                             "failed earlier: %s", c->failed_msg);
+        st = braid_nccl_fail(c->failed,
+                             "nccl: the NCCL communicator "
+                             "failed earlier: %s",
+                             c->failed_msg);
     int ready = c->comm != NULL;
     pthread_mutex_unlock(&c->lock);
     if (st != BRAID_OK || ready)
@@ -226,7 +235,8 @@ braid_status_t braid_nccl_comm_ready(braid_nccl_comm_t *c)
     if (err == cudaSuccess && c->scratch == NULL)
         err = lib->malloc_dev(&c->scratch, 4);
     if (err != cudaSuccess)
-        st = braid_nccl_cuda_error(lib, err, "nccl: stream, event and scratch "
+        st = braid_nccl_cuda_error(lib, err,
+                                   "nccl: stream, event and scratch "
                                    "memory of the communicator");
     char first[384] = "";
     if (st != BRAID_OK)
@@ -253,9 +263,10 @@ braid_status_t braid_nccl_comm_ready(braid_nccl_comm_t *c)
     pthread_mutex_unlock(&c->lock);
     if (st != BRAID_OK)
         return braid_nccl_fail(st, "%s", first);
-    braid_nccl_host.log(BRAID_LOG_INFO, LOG_COMP, "rank %d of %d: NCCL %s "
-                        "communicator on CUDA device %d (%s)", c->rank,
-                        c->size, lib->version, c->device,
+    braid_nccl_host.log(BRAID_LOG_INFO, LOG_COMP,
+                        "rank %d of %d: NCCL %s "
+                        "communicator on CUDA device %d (%s)",
+                        c->rank, c->size, lib->version, c->device,
                         c->nonblocking ? "non-blocking" : "blocking");
     return BRAID_OK;
 }
@@ -275,11 +286,12 @@ static braid_status_t check_locked(braid_nccl_comm_t *c)
         return braid_nccl_fail(c->failed, "nccl: %s", c->failed_msg);
     ncclResult_t state = ncclSuccess;
     ncclResult_t res   = c->lib->comm_get_async_error(c->comm, &state);
-    if (res == ncclSuccess && (state == ncclSuccess || state == ncclInProgress))
+    if (res == ncclSuccess &&
+        (state == ncclSuccess || state == ncclInProgress))
         return BRAID_OK;
-    braid_status_t st = braid_nccl_error(c->lib, c->comm,
-                                         res != ncclSuccess ? res : state,
-                                         "nccl: asynchronous error");
+    braid_status_t st =
+        braid_nccl_error(c->lib, c->comm, res != ncclSuccess ? res : state,
+                         "nccl: asynchronous error");
     fail_locked(c, st, braid_nccl_last_error());
     return st;
 }
@@ -309,13 +321,15 @@ static void *watchdog(void *arg)
             }
             char msg[256];
             if (err != cudaErrorNotReady) {
-                snprintf(msg, sizeof(msg), "a stream-ordered collective "
-                         "failed: CUDA error %d (%s)", err,
-                         c->lib->rt_error_string(err));
+                snprintf(msg, sizeof(msg),
+                         "a stream-ordered collective "
+                         "failed: CUDA error %d (%s)",
+                         err, c->lib->rt_error_string(err));
                 fail_locked(c, BRAID_ERR_TRANSPORT, msg);
             } else if (braid_nccl_host.now() - w->since[w->head] >
                        braid_nccl_host.timeout_s()) {
-                snprintf(msg, sizeof(msg), "a stream-ordered collective did "
+                snprintf(msg, sizeof(msg),
+                         "a stream-ordered collective did "
                          "not complete within BRAID_TIMEOUT=%.1f s: a peer is "
                          "stuck or dead (NCCL communicator aborted)",
                          braid_nccl_host.timeout_s());
@@ -351,8 +365,8 @@ static braid_status_t watch_start(braid_nccl_comm_t *c)
     if (w == NULL)
         return braid_nccl_fail(BRAID_ERR_NO_MEMORY, "nccl: out of memory");
     for (int i = 0; i < WATCH_SLOTS; i++) {
-        cudaError_t err = c->lib->event_create(&w->events[i],
-                                               cudaEventDisableTiming);
+        cudaError_t err =
+            c->lib->event_create(&w->events[i], cudaEventDisableTiming);
         if (err != cudaSuccess) {
             while (i-- > 0)
                 c->lib->event_destroy(w->events[i]);
@@ -369,13 +383,12 @@ static braid_status_t watch_start(braid_nccl_comm_t *c)
             c->lib->event_destroy(w->events[i]);
         free(w);
         return braid_nccl_fail(BRAID_ERR_NO_MEMORY, "nccl: cannot start "
-                                     "the watchdog thread");
+                                                    "the watchdog thread");
     }
     return BRAID_OK;
 }
 
-braid_status_t braid_nccl_comm_watch(braid_nccl_comm_t *c,
-                                     cudaStream_t stream)
+braid_status_t braid_nccl_comm_watch(braid_nccl_comm_t *c, cudaStream_t stream)
 {
     braid_status_t st = BRAID_OK;
     if (c->watch == NULL && (st = watch_start(c)) != BRAID_OK)
@@ -389,10 +402,11 @@ braid_status_t braid_nccl_comm_watch(braid_nccl_comm_t *c,
     }
     if (c->failed != BRAID_OK)
         return braid_nccl_fail(c->failed, "nccl: %s", c->failed_msg);
-    int slot = (w->head + w->n) % WATCH_SLOTS;
-    cudaError_t err = c->lib->event_record(w->events[slot], stream);
+    int         slot = (w->head + w->n) % WATCH_SLOTS;
+    cudaError_t err  = c->lib->event_record(w->events[slot], stream);
     if (err != cudaSuccess)
-        return braid_nccl_cuda_error(c->lib, err, "nccl: cudaEventRecord on "
+        return braid_nccl_cuda_error(c->lib, err,
+                                     "nccl: cudaEventRecord on "
                                      "the caller's stream");
     w->since[slot] = braid_nccl_host.now();
     w->n++;
@@ -420,7 +434,8 @@ void braid_nccl_comm_destroy(braid_nccl_comm_t *c)
      * aborted. */
     if (c->comm != NULL) {
         ncclResult_t res = lib->comm_finalize != NULL
-                               ? lib->comm_finalize(c->comm) : ncclSuccess;
+                               ? lib->comm_finalize(c->comm)
+                               : ncclSuccess;
         if ((res == ncclSuccess || res == ncclInProgress) &&
             (!c->nonblocking ||
              settle(c, c->comm, NULL, "nccl: finalising") == BRAID_OK))

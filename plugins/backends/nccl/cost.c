@@ -51,13 +51,15 @@ static double latency(const braid_nccl_model_t *m, int algo, int proto,
     double intra_us = hw_us[m->intra][algo][proto];
     /* With one rank per node every step crosses the network, and NCCL
      * charges the tree's network latency even to rings. */
-    double inter_us = hw_us[BRAID_NCCL_LINK_NET][ppn == 1 ? TREE : algo][proto];
+    double inter_us =
+        hw_us[BRAID_NCCL_LINK_NET][ppn == 1 ? TREE : algo][proto];
     if (algo == TREE)
         return base_us[algo][proto] +
                2.0 * ((ppn - 1) * intra_us + log2i(nnodes) * inter_us);
-    int allreduce = coll == BRAID_COLL_ALLREDUCE;
-    int steps = allreduce ? 2 * (nranks - 1)
-                : coll == BRAID_COLL_BROADCAST ? nranks : nranks - 1;
+    int allreduce   = coll == BRAID_COLL_ALLREDUCE;
+    int steps       = allreduce                      ? 2 * (nranks - 1)
+                      : coll == BRAID_COLL_BROADCAST ? nranks
+                                                     : nranks - 1;
     int inter_steps = nnodes > 1 ? (allreduce ? 2 : 1) * (nnodes - 1) : 0;
     return base_us[algo][proto] + (steps - inter_steps) * intra_us +
            inter_steps * inter_us;
@@ -67,23 +69,26 @@ static double latency(const braid_nccl_model_t *m, int algo, int proto,
 static double bandwidth(const braid_nccl_model_t *m, int algo, int proto,
                         braid_coll_t coll, int nranks, int nnodes)
 {
-    double bus = nnodes > 1 ? m->inter_gbps : m->intra_gbps;
+    double bus    = nnodes > 1 ? m->inter_gbps : m->intra_gbps;
     double ll_max = ll_max_gbps[nnodes > 2 ? 2 : nnodes - 1];
     /* LL128 relies on NVLink's 128-byte store atomicity. */
     if (proto == LL128 && m->intra != BRAID_NCCL_LINK_NVLINK)
         return 0;
     if (algo == TREE) {
-        double bw = proto == LL      ? fmin(bus / 3.8, ll_max)
-                    : proto == LL128 ? 0.92 * bus * (nnodes == 1 ? 7.0 / 9.0
-                                                                 : 120.0 / 128.0)
-                                     : 0.92 * bus;
+        double bw =
+            proto == LL ? fmin(bus / 3.8, ll_max)
+            : proto == LL128
+                ? 0.92 * bus * (nnodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0)
+                : 0.92 * bus;
         return bw * 0.5;
     }
-    double bw = proto == LL ? fmin(ll_max, 0.5 * bus)
-                : proto == LL128 ? 0.92 * bus : bus;
-    int allreduce = coll == BRAID_COLL_ALLREDUCE;
-    int steps = allreduce ? 2 * (nranks - 1)
-                : coll == BRAID_COLL_BROADCAST ? nranks : nranks - 1;
+    double bw        = proto == LL      ? fmin(ll_max, 0.5 * bus)
+                       : proto == LL128 ? 0.92 * bus
+                                        : bus;
+    int    allreduce = coll == BRAID_COLL_ALLREDUCE;
+    int    steps     = allreduce                      ? 2 * (nranks - 1)
+                       : coll == BRAID_COLL_BROADCAST ? nranks
+                                                      : nranks - 1;
     return bw * nranks / steps;
 }
 

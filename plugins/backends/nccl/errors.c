@@ -17,10 +17,7 @@ braid_status_t braid_nccl_fail(braid_status_t st, const char *fmt, ...)
     return braid_nccl_host.error(st, "%s", last);
 }
 
-const char *braid_nccl_last_error(void)
-{
-    return last;
-}
+const char *braid_nccl_last_error(void) { return last; }
 
 static braid_status_t status_of(ncclResult_t res)
 {
@@ -40,10 +37,12 @@ static braid_status_t status_of(ncclResult_t res)
 braid_status_t braid_nccl_error(const braid_nccl_lib_t *lib, ncclComm_t comm,
                                 ncclResult_t res, const char *what)
 {
-    const char *name = lib->get_error_string ? lib->get_error_string(res) : NULL;
+    const char *name =
+        lib->get_error_string ? lib->get_error_string(res) : NULL;
     /* The last error names the cause ("Duplicate GPU detected ..."); it
      * exists since NCCL 2.13. */
-    const char *detail = lib->get_last_error ? lib->get_last_error(comm) : NULL;
+    const char *detail =
+        lib->get_last_error ? lib->get_last_error(comm) : NULL;
     return braid_nccl_fail(status_of(res), "%s: NCCL error %d (%s)%s%s", what,
                            (int)res, name ? name : "unknown",
                            detail && *detail ? ": " : "",
@@ -55,8 +54,8 @@ braid_status_t braid_nccl_cuda_error(const braid_nccl_lib_t *lib,
 {
     const char *msg = lib->rt_error_string ? lib->rt_error_string(err) : NULL;
     braid_status_t st = err == cudaErrorMemoryAllocation ? BRAID_ERR_NO_MEMORY
-                        : err == cudaErrorInvalidValue   ? BRAID_ERR_INVALID_ARG
-                                                         : BRAID_ERR_TRANSPORT;
+                        : err == cudaErrorInvalidValue ? BRAID_ERR_INVALID_ARG
+                                                       : BRAID_ERR_TRANSPORT;
     return braid_nccl_fail(st, "%s: CUDA error %d (%s)", what, err,
                            msg ? msg : "unknown");
 }

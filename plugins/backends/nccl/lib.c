@@ -25,8 +25,9 @@ static void where(char *path, size_t len, void *dl, const char *sym,
 {
     Dl_info info;
     void   *addr = dlsym(dl, sym);
-    snprintf(path, len, "%s", addr && dladdr(addr, &info) && info.dli_fname
-                                  ? info.dli_fname : fallback);
+    snprintf(path, len, "%s",
+             addr && dladdr(addr, &info) && info.dli_fname ? info.dli_fname
+                                                           : fallback);
 }
 
 /* Resolves every name in syms into the matching slot; the first missing
@@ -43,16 +44,24 @@ static int resolve(void *dl, const sym_t *syms, int n, const char *lib,
     for (int i = 0; i < n; i++) {
         *syms[i].slot = dlsym(dl, syms[i].name);
         if (*syms[i].slot == NULL && !syms[i].optional) {
-            snprintf(why, why_len, "%s has no %s: not the library braid "
-                     "expects", lib, syms[i].name);
+            snprintf(why, why_len,
+                     "%s has no %s: not the library braid "
+                     "expects",
+                     lib, syms[i].name);
             return 0;
         }
     }
     return 1;
 }
 
-#define SYM(name, field) {#name, (void **)&the_lib.field, 0}
-#define OPT(name, field) {#name, (void **)&the_lib.field, 1}
+#define SYM(name, field)                                                      \
+    {                                                                         \
+#name, (void **)&the_lib.field, 0                                     \
+    }
+#define OPT(name, field)                                                      \
+    {                                                                         \
+#name, (void **)&the_lib.field, 1                                     \
+    }
 
 static int open_nccl(char *why, size_t why_len)
 {
@@ -62,11 +71,13 @@ static int open_nccl(char *why, size_t why_len)
     if (dl == NULL) {
         const char *err = dlerror();
         if (env && *env)
-            snprintf(why, why_len, "libnccl.so.2 not found: "
-                     "BRAID_NCCL_LIBRARY=%s cannot be opened (%s)", env,
-                     err ? err : "?");
+            snprintf(why, why_len,
+                     "libnccl.so.2 not found: "
+                     "BRAID_NCCL_LIBRARY=%s cannot be opened (%s)",
+                     env, err ? err : "?");
         else
-            snprintf(why, why_len, "libnccl.so.2 not found (install NCCL "
+            snprintf(why, why_len,
+                     "libnccl.so.2 not found (install NCCL "
                      "or set BRAID_NCCL_LIBRARY)");
         return 0;
     }
@@ -89,11 +100,14 @@ static int open_nccl(char *why, size_t why_len)
     where(the_lib.path, sizeof(the_lib.path), dl, "ncclGetVersion", name);
     /* The version first: an old library lacks newer symbols, and "too
      * old" is the useful answer then. */
-    int code = 0;
+    int code            = 0;
     the_lib.get_version = (ncclResult_t(*)(int *))dlsym(dl, "ncclGetVersion");
-    if (the_lib.get_version == NULL || the_lib.get_version(&code) != ncclSuccess) {
-        snprintf(why, why_len, "%s does not report an NCCL version: not "
-                 "NCCL 2.x", the_lib.path);
+    if (the_lib.get_version == NULL ||
+        the_lib.get_version(&code) != ncclSuccess) {
+        snprintf(why, why_len,
+                 "%s does not report an NCCL version: not "
+                 "NCCL 2.x",
+                 the_lib.path);
         return 0;
     }
     /* Codes below 2.9 were X*1000+Y*100+Z. */
@@ -104,9 +118,10 @@ static int open_nccl(char *why, size_t why_len)
              minor, patch);
     the_lib.code = BRAID_NCCL_CODE(major, minor, patch);
     if (major != 2) {
-        snprintf(why, why_len, "NCCL %s is not NCCL 2.x (need 2.x, %s or "
-                 "newer; %s)", the_lib.version, BRAID_NCCL_MIN_TEXT,
-                 the_lib.path);
+        snprintf(why, why_len,
+                 "NCCL %s is not NCCL 2.x (need 2.x, %s or "
+                 "newer; %s)",
+                 the_lib.version, BRAID_NCCL_MIN_TEXT, the_lib.path);
         return 0;
     }
     if (the_lib.code < BRAID_NCCL_MIN_CODE) {
@@ -122,22 +137,27 @@ static int open_nccl(char *why, size_t why_len)
 static int open_cudart(char *why, size_t why_len)
 {
     static const char *const names[] = {"libcudart.so", "libcudart.so.13",
-                                        "libcudart.so.12", "libcudart.so.11.0"};
-    const char *env = getenv("BRAID_CUDART_LIBRARY");
-    void       *dl  = NULL;
-    const char *err = NULL;
+                                        "libcudart.so.12",
+                                        "libcudart.so.11.0"};
+    const char              *env     = getenv("BRAID_CUDART_LIBRARY");
+    void                    *dl      = NULL;
+    const char              *err     = NULL;
     if (env && *env) {
         if ((dl = dlopen(env, DL_FLAGS)) == NULL)
             err = dlerror();
     } else {
-        for (size_t i = 0; dl == NULL && i < sizeof(names) / sizeof(*names); i++)
+        for (size_t i = 0; dl == NULL && i < sizeof(names) / sizeof(*names);
+             i++)
             dl = dlopen(names[i], DL_FLAGS);
     }
     if (dl == NULL) {
-        snprintf(why, why_len, "CUDA runtime not found: %s (NCCL %s found at "
-                 "%s)", env && *env ? err : "no libcudart.so, .so.13, .so.12 "
-                 "or .so.11.0 (set BRAID_CUDART_LIBRARY)", the_lib.version,
-                 the_lib.path);
+        snprintf(why, why_len,
+                 "CUDA runtime not found: %s (NCCL %s found at "
+                 "%s)",
+                 env && *env ? err
+                             : "no libcudart.so, .so.13, .so.12 "
+                               "or .so.11.0 (set BRAID_CUDART_LIBRARY)",
+                 the_lib.version, the_lib.path);
         return 0;
     }
     const sym_t syms[] = {
@@ -177,14 +197,17 @@ static int find_device(char *why, size_t why_len)
          * now, it is not installed (or only its link-time stub is). */
         void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
         if (drv == NULL || err == cudaErrorStubLibrary)
-            snprintf(why, why_len, "CUDA driver not loaded (libcuda.so.1 %s; "
-                     "NCCL %s found)", err == cudaErrorStubLibrary
-                     ? "is only the link-time stub" : "not found",
+            snprintf(why, why_len,
+                     "CUDA driver not loaded (libcuda.so.1 %s; "
+                     "NCCL %s found)",
+                     err == cudaErrorStubLibrary ? "is only the link-time stub"
+                                                 : "not found",
                      the_lib.version);
         else
-            snprintf(why, why_len, "CUDA driver too old for the CUDA runtime "
-                     "%s (%s; NCCL %s found)", the_lib.rt_path, msg,
-                     the_lib.version);
+            snprintf(why, why_len,
+                     "CUDA driver too old for the CUDA runtime "
+                     "%s (%s; NCCL %s found)",
+                     the_lib.rt_path, msg, the_lib.version);
         if (drv != NULL)
             dlclose(drv);
         return 0;
@@ -196,8 +219,10 @@ static int find_device(char *why, size_t why_len)
         return 0;
     }
     if (err != cudaSuccess) {
-        snprintf(why, why_len, "CUDA initialisation failed: "
-                 "cudaGetDeviceCount: %s (error %d)", msg, err);
+        snprintf(why, why_len,
+                 "CUDA initialisation failed: "
+                 "cudaGetDeviceCount: %s (error %d)",
+                 msg, err);
         return 0;
     }
     return 1;
@@ -220,7 +245,4 @@ braid_status_t braid_nccl_lib_open(const braid_nccl_lib_t **lib, char *why,
     return ok ? BRAID_OK : BRAID_ERR_UNAVAILABLE;
 }
 
-const char *braid_nccl_lib_version(void)
-{
-    return the_lib.version;
-}
+const char *braid_nccl_lib_version(void) { return the_lib.version; }

@@ -15,8 +15,11 @@
  * as NCCL's model takes them. */
 static double nvlink_gbps(int sm)
 {
-    return sm >= 100 ? 40.1 : sm >= 90 ? 20.6 : sm == 86 ? 12.0
-           : sm >= 70 ? 20.0 : 18.0;
+    return sm >= 100  ? 40.1
+           : sm >= 90 ? 20.6
+           : sm == 86 ? 12.0
+           : sm >= 70 ? 20.0
+                      : 18.0;
 }
 #define PCI_GBPS 24.0
 /* Links per GPU of the usual NVLink systems, when NVML cannot count them. */
@@ -33,12 +36,13 @@ static int nvml_links(const char *bus_id)
     void *dl = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (dl == NULL)
         return -1;
-    int (*init)(void)  = (int (*)(void))dlsym(dl, "nvmlInit_v2");
-    int (*fini)(void)  = (int (*)(void))dlsym(dl, "nvmlShutdown");
-    int (*by_bus)(const char *, void **) =
-        (int (*)(const char *, void **))dlsym(dl, "nvmlDeviceGetHandleByPciBusId_v2");
+    int (*init)(void) = (int (*)(void))dlsym(dl, "nvmlInit_v2");
+    int (*fini)(void) = (int (*)(void))dlsym(dl, "nvmlShutdown");
+    int (*by_bus)(const char *, void **) = (int (*)(
+        const char *, void **))dlsym(dl, "nvmlDeviceGetHandleByPciBusId_v2");
     int (*state)(void *, unsigned, int *) =
-        (int (*)(void *, unsigned, int *))dlsym(dl, "nvmlDeviceGetNvLinkState");
+        (int (*)(void *, unsigned, int *))dlsym(dl,
+                                                "nvmlDeviceGetNvLinkState");
     int   links = -1;
     void *dev   = NULL;
     if (init && fini && by_bus && state && init() == 0) {
@@ -113,7 +117,8 @@ static double eth_device(const char *dir, const char *name)
 
 /* The best that device() says of the devices of sysfs/class/cls, or -1. */
 static double best_in_class(const char *sysfs, const char *cls,
-                            double (*device)(const char *dir, const char *name))
+                            double (*device)(const char *dir,
+                                             const char *name))
 {
     char   dir[512];
     double best = -1;
@@ -136,12 +141,14 @@ double braid_nccl_links_net_gbps(const char *sysfs)
     return gbps > 0 ? gbps : NET_FALLBACK_GBPS;
 }
 
-void braid_nccl_links_detect(braid_nccl_model_t *model,
+void braid_nccl_links_detect(braid_nccl_model_t     *model,
                              const braid_nccl_lib_t *lib, int device)
 {
     int major = 0, minor = 0, ndev = 0, links = -1;
-    lib->device_get_attribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    lib->device_get_attribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    lib->device_get_attribute(&major, cudaDevAttrComputeCapabilityMajor,
+                              device);
+    lib->device_get_attribute(&minor, cudaDevAttrComputeCapabilityMinor,
+                              device);
     lib->get_device_count(&ndev);
     int  sm = major * 10 + minor;
     char bus[32];
@@ -153,19 +160,21 @@ void braid_nccl_links_detect(braid_nccl_model_t *model,
         for (int peer = 0; peer < ndev && links == 0; peer++) {
             int atomics = 0;
             if (peer != device &&
-                lib->device_get_p2p_attribute(&atomics,
-                                              cudaDevP2PAttrNativeAtomicSupported,
-                                              device, peer) == cudaSuccess &&
+                lib->device_get_p2p_attribute(
+                    &atomics, cudaDevP2PAttrNativeAtomicSupported, device,
+                    peer) == cudaSuccess &&
                 atomics)
                 links = nvlink_default_links(sm);
         }
     }
-    model->intra      = links > 0 ? BRAID_NCCL_LINK_NVLINK : BRAID_NCCL_LINK_PCI;
+    model->intra = links > 0 ? BRAID_NCCL_LINK_NVLINK : BRAID_NCCL_LINK_PCI;
     model->intra_gbps = links > 0 ? links * nvlink_gbps(sm) : PCI_GBPS;
     model->inter_gbps = braid_nccl_links_net_gbps("/sys");
-    braid_nccl_host.log(BRAID_LOG_DEBUG, LOG_COMP, "device %d (sm_%d): %s "
+    braid_nccl_host.log(BRAID_LOG_DEBUG, LOG_COMP,
+                        "device %d (sm_%d): %s "
                         "%.1f GB/s inside the node (%d NVLinks), network "
-                        "%.1f GB/s", device, sm,
-                        links > 0 ? "NVLink" : "PCIe", model->intra_gbps,
-                        links > 0 ? links : 0, model->inter_gbps);
+                        "%.1f GB/s",
+                        device, sm, links > 0 ? "NVLink" : "PCIe",
+                        model->intra_gbps, links > 0 ? links : 0,
+                        model->inter_gbps);
 }

@@ -39,10 +39,10 @@ extern braid_nccl_host_t braid_nccl_host;
 /* ------------------------------------------------------------- lib.c */
 
 typedef struct braid_nccl_lib {
-    char path[512];  /* of libnccl, as dlopen found it */
-    int  code;       /* BRAID_NCCL_CODE of the library's version */
+    char path[512]; /* of libnccl, as dlopen found it */
+    int  code;      /* BRAID_NCCL_CODE of the library's version */
     char version[32];
-    int  has_avg;    /* ncclAvg and ncclBfloat16 */
+    int  has_avg; /* ncclAvg and ncclBfloat16 */
 
     ncclResult_t (*get_version)(int *version);
     ncclResult_t (*get_unique_id)(ncclUniqueId *id);
@@ -143,7 +143,7 @@ typedef struct braid_nccl_model {
 } braid_nccl_model_t;
 
 /* This rank's GPU and NIC as the model sees them. */
-void braid_nccl_links_detect(braid_nccl_model_t *model,
+void braid_nccl_links_detect(braid_nccl_model_t     *model,
                              const braid_nccl_lib_t *lib, int device);
 /* The fastest active network port under sysfs ("/sys"), GB/s; 1.25 (10
  * Gb/s) when none says. */
@@ -175,7 +175,7 @@ typedef struct braid_nccl_comm {
     void        *scratch; /* 4 bytes of device memory for the barrier */
     int          nonblocking;
 
-    pthread_mutex_t lock;  /* comm, failed, watch: the watchdog's too */
+    pthread_mutex_t lock;   /* comm, failed, watch: the watchdog's too */
     braid_status_t  failed; /* BRAID_OK while usable */
     char            failed_msg[384];
 
@@ -186,10 +186,10 @@ typedef struct braid_nccl_comm {
 
 /* Local part of a communicator: no NCCL call, no collective traffic but
  * one oob allgather that agrees on the model. */
-braid_status_t braid_nccl_comm_create(braid_nccl_comm_t **out,
+braid_status_t braid_nccl_comm_create(braid_nccl_comm_t     **out,
                                       const braid_nccl_lib_t *lib,
-                                      const braid_oob_t *oob);
-void braid_nccl_comm_destroy(braid_nccl_comm_t *c);
+                                      const braid_oob_t      *oob);
+void           braid_nccl_comm_destroy(braid_nccl_comm_t *c);
 /* Makes the NCCL communicator if it is not there yet (collective: every
  * rank's first collective call), or returns the earlier failure. */
 braid_status_t braid_nccl_comm_ready(braid_nccl_comm_t *c);
@@ -205,7 +205,7 @@ braid_status_t braid_nccl_comm_check(braid_nccl_comm_t *c);
 /* A stream-ordered call was enqueued on stream: watch it (caller holds
  * c->lock). */
 braid_status_t braid_nccl_comm_watch(braid_nccl_comm_t *c,
-                                     cudaStream_t stream);
+                                     cudaStream_t       stream);
 
 /* ------------------------------------------------------------ coll.c */
 
@@ -214,7 +214,7 @@ typedef struct braid_nccl_op {
     braid_coll_t  coll;
     const void   *sendbuf;
     void         *recvbuf;
-    size_t        count;  /* as in the public call */
+    size_t        count; /* as in the public call */
     braid_dtype_t dtype;
     braid_op_t    op;
     int           root;
@@ -222,19 +222,18 @@ typedef struct braid_nccl_op {
     cudaStream_t  stream;    /* on_stream: the caller's (NULL is CUDA's
                                 legacy default stream) */
     /* Set by start: what progress still has to do. */
-    int           enqueued;
-    int           avg_on_host; /* NCCL < 2.10: divide after the sum */
+    int enqueued;
+    int avg_on_host; /* NCCL < 2.10: divide after the sum */
 } braid_nccl_op_t;
 
 /* Enqueues op (the plain API on the communicator's stream, a stream-ordered
  * call on the caller's); BRAID_ERR_NOT_SUPPORTED for what this NCCL cannot
  * run (bf16 before 2.10). */
 braid_status_t braid_nccl_coll_start(braid_nccl_comm_t *c,
-                                     braid_nccl_op_t *op);
+                                     braid_nccl_op_t   *op);
 /* BRAID_OK once a plain call's result is in recvbuf (a stream-ordered call
  * is done once enqueued), BRAID_INPROGRESS, or an error. */
-braid_status_t braid_nccl_coll_test(braid_nccl_comm_t *c,
-                                    braid_nccl_op_t *op);
+braid_status_t braid_nccl_coll_test(braid_nccl_comm_t *c, braid_nccl_op_t *op);
 /* After an error or a timeout with op still running: aborts the NCCL
  * communicator (see braid_nccl_comm_abort). */
 void braid_nccl_coll_cancel(braid_nccl_comm_t *c, braid_nccl_op_t *op);

@@ -16,21 +16,21 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-braid_nccl_host_t braid_nccl_host;
+braid_nccl_host_t              braid_nccl_host;
 static const braid_nccl_lib_t *lib;
 
-static braid_status_t nccl_probe(const braid_plugin_t *self,
+static braid_status_t nccl_probe(const braid_plugin_t   *self,
                                  const braid_services_t *svc, char *why,
                                  size_t why_len)
 {
     (void)self;
-    braid_nccl_host = (braid_nccl_host_t){svc->log, svc->error,
-                                          svc->finish_avg, svc->timeout_s,
-                                          svc->now};
+    braid_nccl_host = (braid_nccl_host_t){
+        svc->log, svc->error, svc->finish_avg, svc->timeout_s, svc->now};
     return braid_nccl_lib_open(&lib, why, why_len);
 }
 
-/* ------------------------------------------- one NCCL side per communicator */
+/* ------------------------------------------- one NCCL side per communicator
+ */
 
 typedef struct shared {
     const braid_oob_t *oob; /* the communicator's: the key */
@@ -44,9 +44,9 @@ static shared_t       *shared_list;
 
 /* Every rank calls the five comm_create in the same order, so every rank
  * makes the NCCL side (collectively) in the first. */
-static braid_status_t nccl_comm_create(const braid_algo_t *self,
+static braid_status_t nccl_comm_create(const braid_algo_t     *self,
                                        const braid_services_t *svc,
-                                       const braid_oob_t *oob,
+                                       const braid_oob_t      *oob,
                                        const braid_topo_t *topo, void **state)
 {
     (void)self, (void)svc, (void)topo;
@@ -102,15 +102,16 @@ static braid_nccl_comm_t *comm_of(const braid_task_t *task)
 
 /* --------------------------------------------------------------- algorithm */
 
-static double nccl_estimate(const braid_algo_t *self, const braid_cost_in_t *in)
+static double nccl_estimate(const braid_algo_t    *self,
+                            const braid_cost_in_t *in)
 {
     (void)self;
-    const shared_t *s = BRAID_HAS(in, braid_cost_in_t, comm_state)
-                            ? in->comm_state : NULL;
+    const shared_t *s =
+        BRAID_HAS(in, braid_cost_in_t, comm_state) ? in->comm_state : NULL;
     if (in->mem != BRAID_MEM_CUDA || s == NULL)
         return -1.0;
-    return braid_nccl_model_time(&s->c->model, in->coll, in->bytes,
-                                 in->nranks, in->nnodes, in->ppn, NULL);
+    return braid_nccl_model_time(&s->c->model, in->coll, in->bytes, in->nranks,
+                                 in->nnodes, in->ppn, NULL);
 }
 
 static braid_status_t nccl_start(braid_task_t *task, braid_wait_t *wait)
@@ -120,12 +121,16 @@ static braid_status_t nccl_start(braid_task_t *task, braid_wait_t *wait)
     if (op == NULL)
         return braid_nccl_fail(BRAID_ERR_NO_MEMORY, "nccl: out of memory");
     int on_stream = BRAID_HAS(task, braid_task_t, stream) && task->on_stream;
-    *op = (braid_nccl_op_t){.coll = task->coll, .sendbuf = task->sendbuf,
-                            .recvbuf = task->recvbuf, .count = task->count,
-                            .dtype = task->dtype, .op = task->op,
-                            .root = task->root, .on_stream = on_stream,
-                            .stream = on_stream ? task->stream : NULL};
-    task->priv = op;
+    *op           = (braid_nccl_op_t){.coll      = task->coll,
+                                      .sendbuf   = task->sendbuf,
+                                      .recvbuf   = task->recvbuf,
+                                      .count     = task->count,
+                                      .dtype     = task->dtype,
+                                      .op        = task->op,
+                                      .root      = task->root,
+                                      .on_stream = on_stream,
+                                      .stream    = on_stream ? task->stream : NULL};
+    task->priv    = op;
     return braid_nccl_coll_start(comm_of(task), op);
 }
 
@@ -143,15 +148,15 @@ static void nccl_finish(braid_task_t *task)
     task->priv = NULL;
 }
 
-#define NCCL_ALGO(c)                                                         \
-    {                                                                        \
-        .struct_size = sizeof(braid_algo_t),                                 \
-        .flags = BRAID_ALGO_BACKEND | BRAID_ALGO_STREAM, .name = "nccl",     \
-        .coll = (c), .mem_types = BRAID_MEM_BIT(BRAID_MEM_CUDA),             \
-        .estimate = nccl_estimate, .start = nccl_start,                      \
-        .progress = nccl_progress, .finish = nccl_finish,                    \
-        .comm_state_free = nccl_comm_state_free,                             \
-        .comm_create = nccl_comm_create,                                     \
+#define NCCL_ALGO(c)                                                          \
+    {                                                                         \
+        .struct_size = sizeof(braid_algo_t),                                  \
+        .flags = BRAID_ALGO_BACKEND | BRAID_ALGO_STREAM, .name = "nccl",      \
+        .coll = (c), .mem_types = BRAID_MEM_BIT(BRAID_MEM_CUDA),              \
+        .estimate = nccl_estimate, .start = nccl_start,                       \
+        .progress = nccl_progress, .finish = nccl_finish,                     \
+        .comm_state_free = nccl_comm_state_free,                              \
+        .comm_create     = nccl_comm_create,                                  \
     }
 
 static const braid_algo_t algos[] = {

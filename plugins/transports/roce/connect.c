@@ -40,12 +40,12 @@ typedef struct ep_header {
     uint32_t ok;
     uint32_t version;
     uint8_t  gid[16];
-    int32_t  gid_index;  /* -1: no GRH */
+    int32_t  gid_index; /* -1: no GRH */
     uint16_t lid;
     uint8_t  mtu;
     uint8_t  link_layer;
     uint32_t pad;
-    double   alpha_us;   /* rank 0's declared link is everyone's */
+    double   alpha_us; /* rank 0's declared link is everyone's */
     double   beta_gbps;
 } ep_header_t;
 
@@ -85,8 +85,8 @@ static uint32_t random_psn(int rank, int peer)
 braid_status_t braid_roce_drain(braid_roce_comm_t *comm, const char *what)
 {
     const braid_services_t *svc = comm->svc;
-    double                     t0  = svc->now();
-    braid_status_t             st;
+    double                  t0  = svc->now();
+    braid_status_t          st;
 
     for (;;) {
         int busy = -1;
@@ -98,7 +98,8 @@ braid_status_t braid_roce_drain(braid_roce_comm_t *comm, const char *what)
         if ((st = braid_roce_poll(comm)) != BRAID_OK)
             return st;
         if (svc->now() - t0 > svc->timeout_s())
-            return svc->error(BRAID_ERR_TIMEOUT, "roce: rank %d: %s: puts to "
+            return svc->error(BRAID_ERR_TIMEOUT,
+                              "roce: rank %d: %s: puts to "
                               "rank %d still unacknowledged after %.1f s",
                               comm->rank, what, busy, svc->now() - t0);
     }
@@ -108,30 +109,32 @@ braid_status_t braid_roce_drain(braid_roce_comm_t *comm, const char *what)
 
 static braid_status_t alloc_bufs(braid_roce_comm_t *comm)
 {
-    size_t in  = (size_t)comm->size * BRAID_ROCE_RQ_DEPTH *
-                 sizeof(braid_roce_sig_t);
-    size_t out = (size_t)comm->size * BRAID_ROCE_SQ_DEPTH *
-                 sizeof(braid_roce_sig_t);
-    size_t bb  = (size_t)comm->size * BRAID_ROCE_BOUNCE_SLOTS *
-                 BRAID_ROCE_BOUNCE_SIZE;
-    void  *p;
+    size_t in =
+        (size_t)comm->size * BRAID_ROCE_RQ_DEPTH * sizeof(braid_roce_sig_t);
+    size_t out =
+        (size_t)comm->size * BRAID_ROCE_SQ_DEPTH * sizeof(braid_roce_sig_t);
+    size_t bb =
+        (size_t)comm->size * BRAID_ROCE_BOUNCE_SLOTS * BRAID_ROCE_BOUNCE_SIZE;
+    void *p;
 
     comm->bufs_len = in + out + bb;
-    p = mmap(NULL, comm->bufs_len, PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p              = mmap(NULL, comm->bufs_len, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
-        return comm->svc->error(BRAID_ERR_NO_MEMORY, "roce: rank %d: mmap of "
+        return comm->svc->error(BRAID_ERR_NO_MEMORY,
+                                "roce: rank %d: mmap of "
                                 "%zu bytes of signal and bounce buffers "
-                                "failed: %s", comm->rank, comm->bufs_len,
-                                strerror(errno));
+                                "failed: %s",
+                                comm->rank, comm->bufs_len, strerror(errno));
     comm->bufs   = p;
     comm->inbox  = p;
     comm->outbox = (braid_roce_sig_t *)((uint8_t *)p + in);
     comm->bounce = (uint8_t *)p + in + out;
-    comm->bufs_mr = ibv_reg_mr(comm->pd, p, comm->bufs_len,
-                               IBV_ACCESS_LOCAL_WRITE);
+    comm->bufs_mr =
+        ibv_reg_mr(comm->pd, p, comm->bufs_len, IBV_ACCESS_LOCAL_WRITE);
     if (comm->bufs_mr == NULL)
-        return comm->svc->error(BRAID_ERR_UNAVAILABLE, "roce: rank %d: "
+        return comm->svc->error(BRAID_ERR_UNAVAILABLE,
+                                "roce: rank %d: "
                                 "ibv_reg_mr of %zu bytes on %s failed: %s "
                                 "(locked memory limit, ulimit -l?)",
                                 comm->rank, comm->bufs_len, comm->dev.name,
@@ -147,26 +150,28 @@ static braid_status_t create_qp(braid_roce_comm_t *comm, int peer)
     int                     rc;
 
     memset(&ia, 0, sizeof(ia));
-    ia.send_cq          = comm->cq;
-    ia.recv_cq          = comm->cq;
-    ia.qp_type          = IBV_QPT_RC;
-    ia.sq_sig_all       = 0; /* only the SEND of each put is signaled */
-    ia.cap.max_send_wr  = BRAID_ROCE_SQ_DEPTH;
-    ia.cap.max_recv_wr  = BRAID_ROCE_RQ_DEPTH;
-    ia.cap.max_send_sge = 1;
-    ia.cap.max_recv_sge = 1;
+    ia.send_cq             = comm->cq;
+    ia.recv_cq             = comm->cq;
+    ia.qp_type             = IBV_QPT_RC;
+    ia.sq_sig_all          = 0; /* only the SEND of each put is signaled */
+    ia.cap.max_send_wr     = BRAID_ROCE_SQ_DEPTH;
+    ia.cap.max_recv_wr     = BRAID_ROCE_RQ_DEPTH;
+    ia.cap.max_send_sge    = 1;
+    ia.cap.max_recv_sge    = 1;
     ia.cap.max_inline_data = QP_MAX_INLINE;
-    p->qp = ibv_create_qp(comm->pd, &ia);
+    p->qp                  = ibv_create_qp(comm->pd, &ia);
     if (p->qp == NULL) { /* some devices refuse inline data: go without */
         ia.cap.max_inline_data = 0;
-        p->qp = ibv_create_qp(comm->pd, &ia);
+        p->qp                  = ibv_create_qp(comm->pd, &ia);
     }
     if (p->qp == NULL)
-        return comm->svc->error(BRAID_ERR_UNAVAILABLE, "roce: rank %d: "
+        return comm->svc->error(BRAID_ERR_UNAVAILABLE,
+                                "roce: rank %d: "
                                 "ibv_create_qp (RC, %u+%u WRs) for rank %d on "
-                                "%s failed: %s", comm->rank,
-                                BRAID_ROCE_SQ_DEPTH, BRAID_ROCE_RQ_DEPTH, peer,
-                                comm->dev.name, strerror(errno));
+                                "%s failed: %s",
+                                comm->rank, BRAID_ROCE_SQ_DEPTH,
+                                BRAID_ROCE_RQ_DEPTH, peer, comm->dev.name,
+                                strerror(errno));
     if (ia.cap.max_inline_data < comm->max_inline)
         comm->max_inline = ia.cap.max_inline_data;
     p->psn = random_psn(comm->rank, peer);
@@ -176,10 +181,12 @@ static braid_status_t create_qp(braid_roce_comm_t *comm, int peer)
     a.pkey_index      = 0;
     a.port_num        = comm->dev.port;
     a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-    rc = ibv_modify_qp(p->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+    rc                = ibv_modify_qp(p->qp, &a,
+                                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                          IBV_QP_ACCESS_FLAGS);
     if (rc != 0)
-        return comm->svc->error(BRAID_ERR_UNAVAILABLE, "roce: rank %d: QP "
+        return comm->svc->error(BRAID_ERR_UNAVAILABLE,
+                                "roce: rank %d: QP "
                                 "for rank %d on %s: RESET->INIT failed: %s",
                                 comm->rank, peer, comm->dev.name,
                                 strerror(rc));
@@ -210,7 +217,8 @@ static braid_status_t setup_local(braid_roce_comm_t *comm, char *why,
     if (st != BRAID_OK)
         return comm->svc->error(st, "roce: rank %d: %s", comm->rank, why);
     if (ibv_query_device(comm->dev.ctx, &da) != 0)
-        return comm->svc->error(BRAID_ERR_UNAVAILABLE, "roce: rank %d: "
+        return comm->svc->error(BRAID_ERR_UNAVAILABLE,
+                                "roce: rank %d: "
                                 "ibv_query_device on %s failed: %s",
                                 comm->rank, comm->dev.name, strerror(errno));
     /* Every WR of every QP may complete on the one CQ (unsignaled ones too,
@@ -219,23 +227,27 @@ static braid_status_t setup_local(braid_roce_comm_t *comm, char *why,
     if (cqe < 1)
         cqe = 1;
     if ((uint32_t)da.max_qp_wr < BRAID_ROCE_SQ_DEPTH || cqe > da.max_cqe)
-        return comm->svc->error(BRAID_ERR_UNAVAILABLE, "roce: rank %d: %s "
+        return comm->svc->error(BRAID_ERR_UNAVAILABLE,
+                                "roce: rank %d: %s "
                                 "allows %d WRs per QP and %d CQ entries; %d "
-                                "ranks need %u and %d", comm->rank,
-                                comm->dev.name, da.max_qp_wr, da.max_cqe,
-                                comm->size, BRAID_ROCE_SQ_DEPTH, cqe);
+                                "ranks need %u and %d",
+                                comm->rank, comm->dev.name, da.max_qp_wr,
+                                da.max_cqe, comm->size, BRAID_ROCE_SQ_DEPTH,
+                                cqe);
     if (comm->max_write == 0 || comm->max_write > BRAID_ROCE_MAX_WRITE)
         comm->max_write = BRAID_ROCE_MAX_WRITE;
     if (comm->dev.max_msg_sz > 0 && comm->max_write > comm->dev.max_msg_sz)
         comm->max_write = comm->dev.max_msg_sz;
     comm->pd = ibv_alloc_pd(comm->dev.ctx);
     if (comm->pd == NULL)
-        return comm->svc->error(BRAID_ERR_UNAVAILABLE, "roce: rank %d: "
-                                "ibv_alloc_pd on %s failed: %s", comm->rank,
-                                comm->dev.name, strerror(errno));
+        return comm->svc->error(BRAID_ERR_UNAVAILABLE,
+                                "roce: rank %d: "
+                                "ibv_alloc_pd on %s failed: %s",
+                                comm->rank, comm->dev.name, strerror(errno));
     comm->cq = ibv_create_cq(comm->dev.ctx, cqe, NULL, NULL, 0);
     if (comm->cq == NULL)
-        return comm->svc->error(BRAID_ERR_UNAVAILABLE, "roce: rank %d: "
+        return comm->svc->error(BRAID_ERR_UNAVAILABLE,
+                                "roce: rank %d: "
                                 "ibv_create_cq (%d entries) on %s failed: %s",
                                 comm->rank, cqe, comm->dev.name,
                                 strerror(errno));
@@ -259,9 +271,9 @@ static braid_status_t connect_qp(braid_roce_comm_t *comm, int peer,
     int                rc;
 
     memset(&a, 0, sizeof(a));
-    a.qp_state           = IBV_QPS_RTR;
-    a.path_mtu           = them->mtu < comm->dev.mtu ? (enum ibv_mtu)them->mtu
-                                                     : comm->dev.mtu;
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu =
+        them->mtu < comm->dev.mtu ? (enum ibv_mtu)them->mtu : comm->dev.mtu;
     a.dest_qp_num        = tq->qpn;
     a.rq_psn             = tq->psn;
     a.max_dest_rd_atomic = 1;
@@ -274,14 +286,17 @@ static braid_status_t connect_qp(braid_roce_comm_t *comm, int peer,
         a.ah_attr.grh.hop_limit  = QP_HOP_LIMIT;
         memcpy(a.ah_attr.grh.dgid.raw, them->gid, sizeof(them->gid));
     }
-    rc = ibv_modify_qp(p->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+    rc = ibv_modify_qp(p->qp, &a,
+                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                           IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
     if (rc != 0)
-        return comm->svc->error(BRAID_ERR_UNAVAILABLE, "roce: rank %d: QP "
+        return comm->svc->error(BRAID_ERR_UNAVAILABLE,
+                                "roce: rank %d: QP "
                                 "to rank %d (remote QPN %u) on %s: INIT->RTR "
-                                "failed: %s", comm->rank, peer, tq->qpn,
-                                comm->dev.name, strerror(rc));
+                                "failed: %s",
+                                comm->rank, peer, tq->qpn, comm->dev.name,
+                                strerror(rc));
     memset(&a, 0, sizeof(a));
     a.qp_state      = IBV_QPS_RTS;
     a.timeout       = QP_TIMEOUT;
@@ -289,11 +304,13 @@ static braid_status_t connect_qp(braid_roce_comm_t *comm, int peer,
     a.rnr_retry     = QP_RNR_RETRY;
     a.sq_psn        = p->psn;
     a.max_rd_atomic = 1;
-    rc = ibv_modify_qp(p->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-                       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                       IBV_QP_MAX_QP_RD_ATOMIC);
+    rc              = ibv_modify_qp(p->qp, &a,
+                                    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                        IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                        IBV_QP_MAX_QP_RD_ATOMIC);
     if (rc != 0)
-        return comm->svc->error(BRAID_ERR_UNAVAILABLE, "roce: rank %d: QP "
+        return comm->svc->error(BRAID_ERR_UNAVAILABLE,
+                                "roce: rank %d: QP "
                                 "to rank %d on %s: RTR->RTS failed: %s",
                                 comm->rank, peer, comm->dev.name,
                                 strerror(rc));
@@ -303,10 +320,10 @@ static braid_status_t connect_qp(braid_roce_comm_t *comm, int peer,
 static void publish(braid_roce_comm_t *comm, braid_status_t local,
                     ep_header_t *me)
 {
-    me->ok         = local == BRAID_OK;
-    me->version    = WIRE_VERSION;
-    me->alpha_us   = comm->link.alpha_us;
-    me->beta_gbps  = comm->link.beta_gbps;
+    me->ok        = local == BRAID_OK;
+    me->version   = WIRE_VERSION;
+    me->alpha_us  = comm->link.alpha_us;
+    me->beta_gbps = comm->link.beta_gbps;
     if (local != BRAID_OK)
         return;
     memcpy(me->gid, comm->dev.gid.raw, sizeof(me->gid));
@@ -329,23 +346,28 @@ static braid_status_t check_peers(braid_roce_comm_t *comm, void *all)
     for (int r = 0; r < comm->size; r++) {
         ep_header_t *h = ep_at(all, comm->size, r);
         if (!h->ok)
-            return comm->svc->error(BRAID_ERR_UNAVAILABLE, "roce: rank %d "
+            return comm->svc->error(BRAID_ERR_UNAVAILABLE,
+                                    "roce: rank %d "
                                     "could not set up its RDMA device (its "
-                                    "log says why)", r);
+                                    "log says why)",
+                                    r);
         if (h->version != WIRE_VERSION)
-            return comm->svc->error(BRAID_ERR_MISMATCH, "roce: rank %d "
+            return comm->svc->error(BRAID_ERR_MISMATCH,
+                                    "roce: rank %d "
                                     "speaks wire version %u, rank %d %u",
                                     r, h->version, comm->rank, WIRE_VERSION);
         if (h->link_layer != me->link_layer ||
             (h->gid_index < 0) != (me->gid_index < 0))
-            return comm->svc->error(BRAID_ERR_UNAVAILABLE, "roce: rank %d "
-                                    "is on a %s port, rank %d on a %s port",
-                                    r, h->link_layer ==
-                                    IBV_LINK_LAYER_ETHERNET ? "RoCE"
-                                                            : "InfiniBand",
-                                    comm->rank, me->link_layer ==
-                                    IBV_LINK_LAYER_ETHERNET ? "RoCE"
-                                                            : "InfiniBand");
+            return comm->svc->error(
+                BRAID_ERR_UNAVAILABLE,
+                "roce: rank %d "
+                "is on a %s port, rank %d on a %s port",
+                r,
+                h->link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE"
+                                                         : "InfiniBand",
+                comm->rank,
+                me->link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE"
+                                                          : "InfiniBand");
     }
     return BRAID_OK;
 }
@@ -357,40 +379,42 @@ static void adopt_link(braid_roce_comm_t *comm, void *all)
 
     if (h0->alpha_us != comm->link.alpha_us ||
         h0->beta_gbps != comm->link.beta_gbps)
-        comm->svc->log(BRAID_LOG_WARN, BRAID_ROCE_LOG, "rank %d: "
+        comm->svc->log(BRAID_LOG_WARN, BRAID_ROCE_LOG,
+                       "rank %d: "
                        "BRAID_ROCE_ALPHA_US/BRAID_ROCE_GBPS differ from rank "
-                       "0's; using rank 0's %.3g us, %.3g GB/s", comm->rank,
-                       h0->alpha_us, h0->beta_gbps);
+                       "0's; using rank 0's %.3g us, %.3g GB/s",
+                       comm->rank, h0->alpha_us, h0->beta_gbps);
     comm->link.alpha_us  = h0->alpha_us;
     comm->link.beta_gbps = h0->beta_gbps;
 }
 
 static braid_status_t agree(braid_roce_comm_t *comm, braid_status_t local)
 {
-    uint32_t       ok = local == BRAID_OK;
+    uint32_t       ok  = local == BRAID_OK;
     uint32_t      *oks = calloc((size_t)comm->size, sizeof(*oks));
     braid_status_t st;
 
     if (oks == NULL)
         return comm->svc->error(BRAID_ERR_NO_MEMORY, "roce: out of memory");
     st = comm->oob.allgather(comm->oob.ctx, &ok, oks, sizeof(ok));
-    for (int r = 0; st == BRAID_OK && local == BRAID_OK && r < comm->size;
-         r++)
+    for (int r = 0; st == BRAID_OK && local == BRAID_OK && r < comm->size; r++)
         if (!oks[r])
-            st = comm->svc->error(BRAID_ERR_UNAVAILABLE, "roce: rank %d could "
+            st = comm->svc->error(BRAID_ERR_UNAVAILABLE,
+                                  "roce: rank %d could "
                                   "not connect its queue pairs (its log says "
-                                  "why)", r);
+                                  "why)",
+                                  r);
     free(oks);
     return st != BRAID_OK ? st : local;
 }
 
 braid_status_t braid_roce_comm_create(const braid_transport_t *self,
-                                      const braid_services_t *svc,
-                                      const braid_oob_t *oob,
+                                      const braid_services_t  *svc,
+                                      const braid_oob_t       *oob,
                                       const braid_topo_t *topo, void **tcomm)
 {
     braid_roce_comm_t *comm;
-    void              *all = NULL;
+    void              *all      = NULL;
     char               why[256] = "";
     braid_status_t     local, st;
 
@@ -404,18 +428,21 @@ braid_status_t braid_roce_comm_create(const braid_transport_t *self,
     if (comm == NULL || all == NULL) {
         free(comm);
         free(all);
-        return svc->error(BRAID_ERR_NO_MEMORY, "roce: out of memory for "
-                          "%d peers", oob->size);
+        return svc->error(BRAID_ERR_NO_MEMORY,
+                          "roce: out of memory for "
+                          "%d peers",
+                          oob->size);
     }
-    comm->svc  = svc;
-    comm->oob  = *oob;
-    comm->rank = oob->rank;
-    comm->size = oob->size;
+    comm->svc   = svc;
+    comm->oob   = *oob;
+    comm->rank  = oob->rank;
+    comm->size  = oob->size;
     comm->peers = calloc((size_t)oob->size, sizeof(*comm->peers));
-    local = comm->peers != NULL ? setup_local(comm, why, sizeof(why))
-                                : svc->error(BRAID_ERR_NO_MEMORY, "roce: out "
-                                             "of memory for %d peers",
-                                             oob->size);
+    local       = comm->peers != NULL ? setup_local(comm, why, sizeof(why))
+                                      : svc->error(BRAID_ERR_NO_MEMORY,
+                                                   "roce: out "
+                                                         "of memory for %d peers",
+                                                   oob->size);
 
     publish(comm, local, ep_at(all, comm->size, comm->rank));
     st = oob->allgather(oob->ctx, ep_at(all, comm->size, comm->rank), all,
@@ -435,10 +462,12 @@ braid_status_t braid_roce_comm_create(const braid_transport_t *self,
     if ((st = agree(comm, local)) != BRAID_OK)
         goto fail;
 
-    svc->log(BRAID_LOG_INFO, BRAID_ROCE_LOG, "rank %d: %s port %u, GID %s, "
-             "MTU %d, %d QPs, inline %u", comm->rank, comm->dev.name,
-             (unsigned)comm->dev.port, comm->dev.gid_desc,
-             128 << comm->dev.mtu, comm->size - 1, comm->max_inline);
+    svc->log(BRAID_LOG_INFO, BRAID_ROCE_LOG,
+             "rank %d: %s port %u, GID %s, "
+             "MTU %d, %d QPs, inline %u",
+             comm->rank, comm->dev.name, (unsigned)comm->dev.port,
+             comm->dev.gid_desc, 128 << comm->dev.mtu, comm->size - 1,
+             comm->max_inline);
     free(all);
     *tcomm = comm;
     return BRAID_OK;
@@ -462,14 +491,17 @@ void braid_roce_comm_destroy(void *tcomm)
     /* Our last puts must be acknowledged before their QPs go; bounded. */
     if (comm->failed == BRAID_OK && comm->cq != NULL &&
         braid_roce_drain(comm, "comm_destroy") != BRAID_OK)
-        comm->svc->log(BRAID_LOG_WARN, BRAID_ROCE_LOG, "rank %d: closing "
-                       "with puts in flight", comm->rank);
+        comm->svc->log(BRAID_LOG_WARN, BRAID_ROCE_LOG,
+                       "rank %d: closing "
+                       "with puts in flight",
+                       comm->rank);
     for (int r = 0; comm->peers != NULL && r < comm->size; r++) {
         braid_roce_peer_t *p = &comm->peers[r];
         if (p->qp != NULL && (rc = ibv_destroy_qp(p->qp)) != 0)
-            comm->svc->log(BRAID_LOG_WARN, BRAID_ROCE_LOG, "rank %d: "
-                           "ibv_destroy_qp (rank %d) failed: %s", comm->rank,
-                           r, strerror(rc));
+            comm->svc->log(BRAID_LOG_WARN, BRAID_ROCE_LOG,
+                           "rank %d: "
+                           "ibv_destroy_qp (rank %d) failed: %s",
+                           comm->rank, r, strerror(rc));
         for (uint32_t i = 0; i < BRAID_ROCE_SQ_DEPTH; i++)
             if (p->ops[i].tmp_mr != NULL)
                 ibv_dereg_mr(p->ops[i].tmp_mr);
@@ -482,11 +514,15 @@ void braid_roce_comm_destroy(void *tcomm)
     if (comm->bufs != NULL)
         munmap(comm->bufs, comm->bufs_len);
     if (comm->cq != NULL && (rc = ibv_destroy_cq(comm->cq)) != 0)
-        comm->svc->log(BRAID_LOG_WARN, BRAID_ROCE_LOG, "rank %d: "
-                       "ibv_destroy_cq failed: %s", comm->rank, strerror(rc));
+        comm->svc->log(BRAID_LOG_WARN, BRAID_ROCE_LOG,
+                       "rank %d: "
+                       "ibv_destroy_cq failed: %s",
+                       comm->rank, strerror(rc));
     if (comm->pd != NULL && (rc = ibv_dealloc_pd(comm->pd)) != 0)
-        comm->svc->log(BRAID_LOG_WARN, BRAID_ROCE_LOG, "rank %d: "
-                       "ibv_dealloc_pd failed: %s", comm->rank, strerror(rc));
+        comm->svc->log(BRAID_LOG_WARN, BRAID_ROCE_LOG,
+                       "rank %d: "
+                       "ibv_dealloc_pd failed: %s",
+                       comm->rank, strerror(rc));
     braid_roce_dev_close(&comm->dev);
     free(comm->peers);
     free(comm);

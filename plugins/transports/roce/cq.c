@@ -36,7 +36,7 @@ int braid_roce_seq_done(const braid_roce_peer_t *p, uint64_t seq)
 braid_status_t braid_roce_post_recv(braid_roce_comm_t *comm, int peer,
                                     uint32_t slot)
 {
-    struct ibv_sge     sge = {
+    struct ibv_sge sge = {
         .addr   = (uint64_t)(uintptr_t)braid_roce_inbox(comm, peer, slot),
         .length = sizeof(braid_roce_sig_t),
         .lkey   = comm->bufs_mr->lkey,
@@ -47,10 +47,11 @@ braid_status_t braid_roce_post_recv(braid_roce_comm_t *comm, int peer,
         .num_sge = 1,
     };
     struct ibv_recv_wr *bad = NULL;
-    int rc = ibv_post_recv(comm->peers[peer].qp, &wr, &bad);
+    int                 rc  = ibv_post_recv(comm->peers[peer].qp, &wr, &bad);
 
     if (rc != 0)
-        return braid_roce_fail(comm, BRAID_ERR_TRANSPORT, "roce: rank %d: "
+        return braid_roce_fail(comm, BRAID_ERR_TRANSPORT,
+                               "roce: rank %d: "
                                "ibv_post_recv on %s for rank %d failed: %s",
                                comm->rank, comm->dev.name, peer, strerror(rc));
     return BRAID_OK;
@@ -61,8 +62,8 @@ braid_status_t braid_roce_post_recv(braid_roce_comm_t *comm, int peer,
 static braid_status_t peer_failed(braid_roce_comm_t *comm, int peer,
                                   const char *what, const struct ibv_wc *wc)
 {
-    braid_roce_peer_t *p = &comm->peers[peer];
-    braid_status_t     st = BRAID_ERR_TRANSPORT;
+    braid_roce_peer_t *p    = &comm->peers[peer];
+    braid_status_t     st   = BRAID_ERR_TRANSPORT;
     const char        *hint = "";
 
     switch (wc->status) {
@@ -77,24 +78,26 @@ static braid_status_t peer_failed(braid_roce_comm_t *comm, int peer,
     case IBV_WC_REM_ACCESS_ERR:
         hint = " (its area was freed, or the offset is outside it)";
         break;
-    default:
-        break;
+    default: break;
     }
     if (p->failed == BRAID_OK) {
         p->failed = st;
-        snprintf(p->why, sizeof(p->why), "%s (status %d, vendor error "
-                 "0x%x)%s", ibv_wc_status_str(wc->status), (int)wc->status,
+        snprintf(p->why, sizeof(p->why),
+                 "%s (status %d, vendor error "
+                 "0x%x)%s",
+                 ibv_wc_status_str(wc->status), (int)wc->status,
                  wc->vendor_err, hint);
     }
-    return braid_roce_fail(comm, p->failed, "roce: rank %d: %s with rank %d "
-                           "on %s failed: %s", comm->rank, what, peer,
-                           comm->dev.name, p->why);
+    return braid_roce_fail(comm, p->failed,
+                           "roce: rank %d: %s with rank %d "
+                           "on %s failed: %s",
+                           comm->rank, what, peer, comm->dev.name, p->why);
 }
 
 /* The signaled last WR of put `seq` completed: it and everything posted
  * before it on that QP are done (RC completes a send queue in order). */
-static braid_status_t put_done(braid_roce_comm_t *comm, int peer,
-                               uint64_t seq, const struct ibv_wc *wc)
+static braid_status_t put_done(braid_roce_comm_t *comm, int peer, uint64_t seq,
+                               const struct ibv_wc *wc)
 {
     braid_roce_peer_t *p  = &comm->peers[peer];
     braid_roce_op_t   *op = &p->ops[seq % BRAID_ROCE_SQ_DEPTH];
@@ -103,8 +106,8 @@ static braid_status_t put_done(braid_roce_comm_t *comm, int peer,
         ibv_dereg_mr(op->tmp_mr);
     op->tmp_mr = NULL;
     p->sq_used -= op->nwr;
-    op->nwr = 0;
-    p->done = seq;
+    op->nwr         = 0;
+    p->done         = seq;
     p->active_since = comm->svc->now();
     if (wc->status != IBV_WC_SUCCESS)
         return peer_failed(comm, peer, "put_signal", wc);
@@ -126,23 +129,28 @@ static braid_status_t signal_arrived(braid_roce_comm_t *comm, int peer,
     memcpy(&sig, braid_roce_inbox(comm, peer, slot), sizeof(sig));
     if (wc->opcode != IBV_WC_RECV || wc->byte_len != sizeof(sig) ||
         sig.magic != BRAID_ROCE_SIG_MAGIC)
-        return braid_roce_fail(comm, BRAID_ERR_TRANSPORT, "roce: rank %d: "
+        return braid_roce_fail(comm, BRAID_ERR_TRANSPORT,
+                               "roce: rank %d: "
                                "malformed signal from rank %d (opcode %d, %u "
-                               "bytes, magic %#x)", comm->rank, peer,
-                               (int)wc->opcode, wc->byte_len, sig.magic);
+                               "bytes, magic %#x)",
+                               comm->rank, peer, (int)wc->opcode, wc->byte_len,
+                               sig.magic);
     area = sig.area < comm->nareas ? comm->areas[sig.area] : NULL;
     if (area == NULL)
-        return braid_roce_fail(comm, BRAID_ERR_TRANSPORT, "roce: rank %d: "
+        return braid_roce_fail(comm, BRAID_ERR_TRANSPORT,
+                               "roce: rank %d: "
                                "rank %d signalled area %u, which this rank "
-                               "has %s", comm->rank, peer, sig.area,
+                               "has %s",
+                               comm->rank, peer, sig.area,
                                sig.area < comm->nareas ? "freed"
                                                        : "not allocated");
-    if (sig.flag_off % sizeof(uint64_t) != 0 ||
-        area->len < sizeof(uint64_t) ||
+    if (sig.flag_off % sizeof(uint64_t) != 0 || area->len < sizeof(uint64_t) ||
         sig.flag_off > area->len - sizeof(uint64_t))
-        return braid_roce_fail(comm, BRAID_ERR_TRANSPORT, "roce: rank %d: "
+        return braid_roce_fail(comm, BRAID_ERR_TRANSPORT,
+                               "roce: rank %d: "
                                "rank %d signalled flag offset %llu outside "
-                               "area %u (%zu bytes)", comm->rank, peer,
+                               "area %u (%zu bytes)",
+                               comm->rank, peer,
                                (unsigned long long)sig.flag_off, sig.area,
                                area->len);
     __atomic_store_n((uint64_t *)((uint8_t *)area->base + sig.flag_off),
@@ -150,27 +158,28 @@ static braid_status_t signal_arrived(braid_roce_comm_t *comm, int peer,
     return braid_roce_post_recv(comm, peer, slot);
 }
 
-static braid_status_t completion(braid_roce_comm_t *comm,
+static braid_status_t completion(braid_roce_comm_t   *comm,
                                  const struct ibv_wc *wc)
 {
     uint64_t kind = wc->wr_id >> (BRAID_ROCE_PEER_BITS + BRAID_ROCE_SEQ_BITS);
     int      peer = (int)((wc->wr_id >> BRAID_ROCE_SEQ_BITS) &
-                          ((1ull << BRAID_ROCE_PEER_BITS) - 1));
+                     ((1ull << BRAID_ROCE_PEER_BITS) - 1));
     uint64_t n    = wc->wr_id & BRAID_ROCE_SEQ_MASK;
 
     if (peer >= comm->size || peer == comm->rank)
-        return braid_roce_fail(comm, BRAID_ERR_INTERNAL, "roce: rank %d: "
+        return braid_roce_fail(comm, BRAID_ERR_INTERNAL,
+                               "roce: rank %d: "
                                "completion with unknown wr_id %#llx",
                                comm->rank, (unsigned long long)wc->wr_id);
     switch (kind) {
-    case BRAID_ROCE_WR_PUT:
-        return put_done(comm, peer, n, wc);
+    case BRAID_ROCE_WR_PUT: return put_done(comm, peer, n, wc);
     case BRAID_ROCE_WR_DATA: /* unsignaled: only errors complete */
         return peer_failed(comm, peer, "put_signal data write", wc);
     case BRAID_ROCE_WR_RECV:
         return signal_arrived(comm, peer, (uint32_t)n, wc);
     default:
-        return braid_roce_fail(comm, BRAID_ERR_INTERNAL, "roce: rank %d: "
+        return braid_roce_fail(comm, BRAID_ERR_INTERNAL,
+                               "roce: rank %d: "
                                "completion with unknown wr_id %#llx",
                                comm->rank, (unsigned long long)wc->wr_id);
     }
@@ -185,9 +194,10 @@ braid_status_t braid_roce_poll(braid_roce_comm_t *comm)
     do {
         n = ibv_poll_cq(comm->cq, CQ_BATCH, wc);
         if (n < 0)
-            return braid_roce_fail(comm, BRAID_ERR_TRANSPORT, "roce: rank %d: "
-                                   "ibv_poll_cq on %s failed (%d)", comm->rank,
-                                   comm->dev.name, n);
+            return braid_roce_fail(comm, BRAID_ERR_TRANSPORT,
+                                   "roce: rank %d: "
+                                   "ibv_poll_cq on %s failed (%d)",
+                                   comm->rank, comm->dev.name, n);
         /* Every completion is accounted for, even after an error: each
          * releases the resources of its put. */
         for (int i = 0; i < n; i++) {

@@ -29,11 +29,11 @@ typedef enum {
 static const char *gid_kind_str(gid_kind_t k)
 {
     switch (k) {
-    case GID_IB:      return "IB";
+    case GID_IB: return "IB";
     case GID_ROCE_V1: return "RoCE v1";
     case GID_ROCE_V2: return "RoCE v2";
     case GID_UNKNOWN: return "type unknown";
-    default:          return "empty";
+    default: return "empty";
     }
 }
 
@@ -50,8 +50,8 @@ static gid_kind_t gid_kind_sysfs(const braid_roce_dev_t *dev, int index)
     FILE *f;
 
     snprintf(path, sizeof(path),
-             "/sys/class/infiniband/%s/ports/%u/gid_attrs/types/%d",
-             dev->name, (unsigned)dev->port, index);
+             "/sys/class/infiniband/%s/ports/%u/gid_attrs/types/%d", dev->name,
+             (unsigned)dev->port, index);
     f = fopen(path, "r");
     if (f == NULL)
         return GID_UNKNOWN;
@@ -77,12 +77,12 @@ static gid_kind_t gid_query(const braid_roce_dev_t *dev, int index,
         switch (e.gid_type) {
         case IBV_GID_TYPE_ROCE_V2: return GID_ROCE_V2;
         case IBV_GID_TYPE_ROCE_V1: return GID_ROCE_V1;
-        default:                   return GID_IB;
+        default: return GID_IB;
         }
     }
     if (rc == ENODATA)
         return GID_EMPTY;
-    /* Older kernel without the GID table ioctl: ask sysfs below. */
+        /* Older kernel without the GID table ioctl: ask sysfs below. */
 #endif
     if (ibv_query_gid(dev->ctx, dev->port, index, gid) != 0 ||
         gid_is_zero(gid))
@@ -93,8 +93,8 @@ static gid_kind_t gid_query(const braid_roce_dev_t *dev, int index,
 /* Higher is better; 0: not usable without an explicit index. */
 static int gid_score(gid_kind_t kind, const union ibv_gid *g)
 {
-    static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                         0xff, 0xff};
+    static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0,    0,
+                                         0, 0, 0, 0, 0xff, 0xff};
     if (kind != GID_ROCE_V2)
         return 0;
     if (memcmp(g->raw, v4mapped, sizeof(v4mapped)) == 0)
@@ -114,8 +114,8 @@ static void describe_gid(braid_roce_dev_t *dev, gid_kind_t kind)
 }
 
 static braid_status_t pick_gid(const braid_services_t *svc,
-                               braid_roce_dev_t *dev, int table_len,
-                               char *why, size_t why_len)
+                               braid_roce_dev_t *dev, int table_len, char *why,
+                               size_t why_len)
 {
     int            forced, best = -1, best_score = 0;
     gid_kind_t     kind, best_kind = GID_EMPTY;
@@ -126,16 +126,18 @@ static braid_status_t pick_gid(const braid_services_t *svc,
         return st;
     if (forced >= 0) {
         if (forced >= table_len) {
-            snprintf(why, why_len, "BRAID_ROCE_GID_INDEX=%d: %s:%u has only "
-                     "%d GID entries", forced, dev->name, (unsigned)dev->port,
-                     table_len);
+            snprintf(why, why_len,
+                     "BRAID_ROCE_GID_INDEX=%d: %s:%u has only "
+                     "%d GID entries",
+                     forced, dev->name, (unsigned)dev->port, table_len);
             return BRAID_ERR_UNAVAILABLE;
         }
         kind = gid_query(dev, forced, &gid);
         if (kind == GID_EMPTY) {
-            snprintf(why, why_len, "BRAID_ROCE_GID_INDEX=%d: that GID entry "
-                     "of %s:%u is empty", forced, dev->name,
-                     (unsigned)dev->port);
+            snprintf(why, why_len,
+                     "BRAID_ROCE_GID_INDEX=%d: that GID entry "
+                     "of %s:%u is empty",
+                     forced, dev->name, (unsigned)dev->port);
             return BRAID_ERR_UNAVAILABLE;
         }
         dev->gid_index = forced;
@@ -150,7 +152,7 @@ static braid_status_t pick_gid(const braid_services_t *svc,
         return BRAID_OK;
     }
     for (int i = 0; i < table_len; i++) {
-        kind = gid_query(dev, i, &gid);
+        kind      = gid_query(dev, i, &gid);
         int score = gid_score(kind, &gid);
         if (score > best_score) {
             best       = i;
@@ -160,9 +162,11 @@ static braid_status_t pick_gid(const braid_services_t *svc,
         }
     }
     if (best < 0) {
-        snprintf(why, why_len, "%s:%u has no RoCE v2 GID (RoCE v1 only, or "
+        snprintf(why, why_len,
+                 "%s:%u has no RoCE v2 GID (RoCE v1 only, or "
                  "no address on its netdev); set BRAID_ROCE_GID_INDEX to use "
-                 "another entry", dev->name, (unsigned)dev->port);
+                 "another entry",
+                 dev->name, (unsigned)dev->port);
         return BRAID_ERR_UNAVAILABLE;
     }
     dev->gid_index = best;
@@ -184,8 +188,10 @@ static braid_status_t pick_port(braid_roce_dev_t *dev, int want_port,
         return BRAID_ERR_UNAVAILABLE;
     }
     if (want_port > da.phys_port_cnt) {
-        snprintf(why, why_len, "BRAID_ROCE_DEV=%s:%d: the device has %u "
-                 "port(s)", dev->name, want_port, (unsigned)da.phys_port_cnt);
+        snprintf(why, why_len,
+                 "BRAID_ROCE_DEV=%s:%d: the device has %u "
+                 "port(s)",
+                 dev->name, want_port, (unsigned)da.phys_port_cnt);
         return BRAID_ERR_UNAVAILABLE;
     }
     first = want_port > 0 ? want_port : 1;
@@ -207,8 +213,7 @@ static braid_status_t pick_port(braid_roce_dev_t *dev, int want_port,
     return BRAID_ERR_UNAVAILABLE;
 }
 
-static void list_names(struct ibv_device **list, int n, char *buf,
-                       size_t len)
+static void list_names(struct ibv_device **list, int n, char *buf, size_t len)
 {
     size_t used = 0;
 
@@ -224,7 +229,7 @@ static void list_names(struct ibv_device **list, int n, char *buf,
 
 /* Opens list[i] and picks a port; on failure why says why. */
 static braid_status_t try_device(struct ibv_device *d, int want_port,
-                                 braid_roce_dev_t *dev,
+                                 braid_roce_dev_t     *dev,
                                  struct ibv_port_attr *pa, char *why,
                                  size_t why_len)
 {
@@ -254,15 +259,15 @@ braid_status_t braid_roce_dev_open(const braid_services_t *svc,
 
     memset(dev, 0, sizeof(*dev));
     dev->gid_index = -1;
-    st = braid_roce_env_dev(svc, want, sizeof(want), &want_port, why,
-                            why_len);
+    st = braid_roce_env_dev(svc, want, sizeof(want), &want_port, why, why_len);
     if (st != BRAID_OK)
         return st;
     errno = 0;
     list  = ibv_get_device_list(&n);
     if (list == NULL || n == 0) {
         /* ENOSYS: no kernel verbs at all (no /sys/class/infiniband). */
-        snprintf(why, why_len, "no RDMA device (ibv_get_device_list found "
+        snprintf(why, why_len,
+                 "no RDMA device (ibv_get_device_list found "
                  "none%s%s; is rdma_rxe/mlx5 loaded?)",
                  list == NULL && errno ? ": " : "",
                  list == NULL && errno ? strerror(errno) : "");
@@ -274,17 +279,21 @@ braid_status_t braid_roce_dev_open(const braid_services_t *svc,
         if (want[0] && strcmp(ibv_get_device_name(list[i]), want) != 0)
             continue;
         found = 1;
-        st = try_device(list[i], want_port, dev, &pa, why, why_len);
+        st    = try_device(list[i], want_port, dev, &pa, why, why_len);
     }
     if (want[0] && !found) {
         list_names(list, n, names, sizeof(names));
-        snprintf(why, why_len, "BRAID_ROCE_DEV=%s: no such RDMA device "
-                 "(found: %s)", want, names);
+        snprintf(why, why_len,
+                 "BRAID_ROCE_DEV=%s: no such RDMA device "
+                 "(found: %s)",
+                 want, names);
     } else if (st != BRAID_OK && !want[0] && n > 1) {
         char last[160];
         snprintf(last, sizeof(last), "%s", why);
-        snprintf(why, why_len, "no RDMA device with an active port (last: "
-                 "%s)", last);
+        snprintf(why, why_len,
+                 "no RDMA device with an active port (last: "
+                 "%s)",
+                 last);
     }
     if (st != BRAID_OK)
         goto out;
@@ -294,8 +303,10 @@ braid_status_t braid_roce_dev_open(const braid_services_t *svc,
     dev->mtu        = pa.active_mtu;
     dev->max_msg_sz = pa.max_msg_sz;
     if (dev->link_layer != IBV_LINK_LAYER_ETHERNET && dev->lid == 0) {
-        snprintf(why, why_len, "%s:%u is InfiniBand but has no LID (is a "
-                 "subnet manager running?)", dev->name, (unsigned)dev->port);
+        snprintf(why, why_len,
+                 "%s:%u is InfiniBand but has no LID (is a "
+                 "subnet manager running?)",
+                 dev->name, (unsigned)dev->port);
         st = BRAID_ERR_UNAVAILABLE;
         goto out;
     }

@@ -12,10 +12,10 @@
  * probe's reason) and to svc->error (the caller's braid_last_error). */
 typedef struct env_var {
     const braid_services_t *svc;
-    char                      *why;
-    size_t                     why_len;
-    const char                *name;
-    const char                *value; /* NULL when unset or empty */
+    char                   *why;
+    size_t                  why_len;
+    const char             *name;
+    const char             *value; /* NULL when unset or empty */
 } env_var_t;
 
 static env_var_t env_var(const braid_services_t *svc, const char *name,
@@ -26,8 +26,8 @@ static env_var_t env_var(const braid_services_t *svc, const char *name,
     return e;
 }
 
-__attribute__((format(printf, 2, 3)))
-static braid_status_t parse_error(const env_var_t *e, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static braid_status_t
+parse_error(const env_var_t *e, const char *fmt, ...)
 {
     char    msg[192];
     va_list ap;
@@ -48,8 +48,10 @@ static braid_status_t bad_char(const env_var_t *e, size_t pos,
         return parse_error(e, "value ends at position %zu (expected %s)", pos,
                            expected);
     if (c < 0x20 || c >= 0x7f)
-        return parse_error(e, "unexpected '\\x%02x' at position %zu "
-                           "(expected %s)", c, pos, expected);
+        return parse_error(e,
+                           "unexpected '\\x%02x' at position %zu "
+                           "(expected %s)",
+                           c, pos, expected);
     return parse_error(e, "unexpected '%c' at position %zu (expected %s)", c,
                        pos, expected);
 }
@@ -68,8 +70,10 @@ static braid_status_t parse_uint(const env_var_t *e, size_t *pos,
     for (; is_digit(e->value[i]); i++) {
         v = v * 10 + (unsigned long)(e->value[i] - '0');
         if (v > limit)
-            return parse_error(e, "number too large at position %zu (at most "
-                               "%lu)", i, limit);
+            return parse_error(e,
+                               "number too large at position %zu (at most "
+                               "%lu)",
+                               i, limit);
     }
     *pos = i;
     *out = v;
@@ -82,8 +86,8 @@ static braid_status_t parse_positive(const env_var_t *e, double max,
                                      double *out)
 {
     static const char *expected = "a positive decimal number such as 2.5";
-    double v = 0.0, scale = 1.0;
-    size_t i = 0, digits = 0;
+    double             v = 0.0, scale = 1.0;
+    size_t             i = 0, digits = 0;
 
     if (e->value == NULL)
         return BRAID_OK;
@@ -111,7 +115,7 @@ braid_status_t braid_roce_env_link(const braid_services_t *svc,
 
     link->alpha_us  = BRAID_ROCE_DEFAULT_ALPHA_US;
     link->beta_gbps = BRAID_ROCE_DEFAULT_GBPS;
-    st = parse_positive(&alpha, 1e6, &link->alpha_us);
+    st              = parse_positive(&alpha, 1e6, &link->alpha_us);
     if (st == BRAID_OK)
         st = parse_positive(&gbps, 1e6, &link->beta_gbps);
     /* The transport is one-sided only: its put path is the link. */
@@ -138,16 +142,28 @@ braid_status_t braid_roce_env_max_write(const braid_services_t *svc,
     if ((st = parse_uint(&e, &i, 1ul << 30, &v)) != BRAID_OK)
         return st;
     switch (e.value[i]) {
-    case 'k': case 'K': shift = 10; i++; break;
-    case 'm': case 'M': shift = 20; i++; break;
-    case 'g': case 'G': shift = 30; i++; break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        i++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        i++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        i++;
+        break;
     default: break;
     }
     if (e.value[i] != '\0')
         return bad_char(&e, i, "a size such as 4096, 64k or 1m");
     if (v == 0 || v > (1ul << 30) >> shift)
         return parse_error(&e, "size at position 0 is out of range "
-                           "[1, 1g]");
+                               "[1, 1g]");
     *bytes = (size_t)v << shift;
     return BRAID_OK;
 }
@@ -160,9 +176,9 @@ static int is_name_char(char c)
 
 /* BRAID_ROCE_DEV=NAME or NAME:PORT ("mlx5_0", "rxe0:1").  *port = 0: the
  * first active port. */
-braid_status_t braid_roce_env_dev(const braid_services_t *svc,
-                                  char *name, size_t name_len, int *port,
-                                  char *why, size_t why_len)
+braid_status_t braid_roce_env_dev(const braid_services_t *svc, char *name,
+                                  size_t name_len, int *port, char *why,
+                                  size_t why_len)
 {
     env_var_t      e = env_var(svc, "BRAID_ROCE_DEV", why, why_len);
     size_t         i = 0;
@@ -175,11 +191,14 @@ braid_status_t braid_roce_env_dev(const braid_services_t *svc,
         return BRAID_OK;
     for (; e.value[i] != '\0' && e.value[i] != ':'; i++) {
         if (!is_name_char(e.value[i]))
-            return bad_char(&e, i, "a device name such as mlx5_0, then "
+            return bad_char(&e, i,
+                            "a device name such as mlx5_0, then "
                             "optionally :PORT");
         if (i + 1 >= name_len)
-            return parse_error(&e, "device name too long at position %zu "
-                               "(at most %zu characters)", i, name_len - 1);
+            return parse_error(&e,
+                               "device name too long at position %zu "
+                               "(at most %zu characters)",
+                               i, name_len - 1);
         name[i] = e.value[i];
     }
     name[i] = '\0';
@@ -192,8 +211,10 @@ braid_status_t braid_roce_env_dev(const braid_services_t *svc,
         if (e.value[i] != '\0')
             return bad_char(&e, i, "the end of the value after the port");
         if (p == 0)
-            return parse_error(&e, "port 0 at position %zu (ports are "
-                               "numbered from 1)", at);
+            return parse_error(&e,
+                               "port 0 at position %zu (ports are "
+                               "numbered from 1)",
+                               at);
         *port = (int)p;
     }
     return BRAID_OK;

@@ -60,16 +60,16 @@ static braid_status_t table_put(braid_roce_comm_t *comm, uint32_t id,
                                 braid_roce_area_t *area)
 {
     if (id >= comm->areas_cap) {
-        uint32_t cap = comm->areas_cap ? comm->areas_cap * 2 : 8;
+        uint32_t            cap = comm->areas_cap ? comm->areas_cap * 2 : 8;
         braid_roce_area_t **t;
         while (cap <= id)
             cap *= 2;
         t = realloc(comm->areas, cap * sizeof(*t));
         if (t == NULL)
-            return comm->svc->error(BRAID_ERR_NO_MEMORY, "roce: out of "
+            return comm->svc->error(BRAID_ERR_NO_MEMORY,
+                                    "roce: out of "
                                     "memory for the area table");
-        memset(t + comm->areas_cap, 0,
-               (cap - comm->areas_cap) * sizeof(*t));
+        memset(t + comm->areas_cap, 0, (cap - comm->areas_cap) * sizeof(*t));
         comm->areas     = t;
         comm->areas_cap = cap;
     }
@@ -97,19 +97,23 @@ static braid_status_t map_area(braid_roce_comm_t *comm, uint32_t id,
     area->raddr   = calloc((size_t)comm->size, sizeof(*area->raddr));
     area->rkey    = calloc((size_t)comm->size, sizeof(*area->rkey));
     if (area->raddr == NULL || area->rkey == NULL || area->map_len < len)
-        return comm->svc->error(BRAID_ERR_NO_MEMORY, "roce: out of memory "
-                                "for an area of %zu bytes", len);
+        return comm->svc->error(BRAID_ERR_NO_MEMORY,
+                                "roce: out of memory "
+                                "for an area of %zu bytes",
+                                len);
     base = mmap(NULL, area->map_len, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED)
-        return comm->svc->error(BRAID_ERR_NO_MEMORY, "roce: rank %d: mmap of "
-                                "a %zu-byte area failed: %s", comm->rank,
-                                area->map_len, strerror(errno));
+        return comm->svc->error(BRAID_ERR_NO_MEMORY,
+                                "roce: rank %d: mmap of "
+                                "a %zu-byte area failed: %s",
+                                comm->rank, area->map_len, strerror(errno));
     area->base = base;
-    area->mr = ibv_reg_mr(comm->pd, base, area->map_len,
-                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    area->mr   = ibv_reg_mr(comm->pd, base, area->map_len,
+                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     if (area->mr == NULL)
-        return comm->svc->error(BRAID_ERR_TRANSPORT, "roce: rank %d: "
+        return comm->svc->error(BRAID_ERR_TRANSPORT,
+                                "roce: rank %d: "
                                 "ibv_reg_mr of a %zu-byte area on %s failed: "
                                 "%s (locked memory limit, ulimit -l?)",
                                 comm->rank, area->map_len, comm->dev.name,
@@ -124,31 +128,32 @@ static braid_status_t check_addrs(braid_roce_comm_t *comm,
 {
     for (int r = 0; r < comm->size; r++) {
         if (!all[r].ok)
-            return comm->svc->error(BRAID_ERR_TRANSPORT, "roce: mem_alloc of "
+            return comm->svc->error(BRAID_ERR_TRANSPORT,
+                                    "roce: mem_alloc of "
                                     "%zu bytes: rank %d could not allocate "
                                     "or register its part (see its error)",
                                     len, r);
         if (all[r].len != len || all[r].id != id)
-            return comm->svc->error(BRAID_ERR_MISMATCH, "roce: mem_alloc: "
+            return comm->svc->error(BRAID_ERR_MISMATCH,
+                                    "roce: mem_alloc: "
                                     "rank %d allocates area #%u of %llu "
                                     "bytes, rank %d area #%u of %zu bytes "
                                     "(do the ranks call mem_alloc alike?)",
                                     r, all[r].id,
-                                    (unsigned long long)all[r].len,
-                                    comm->rank, id, len);
+                                    (unsigned long long)all[r].len, comm->rank,
+                                    id, len);
         area->raddr[r] = all[r].addr;
         area->rkey[r]  = all[r].rkey;
     }
     return BRAID_OK;
 }
 
-braid_status_t braid_roce_mem_alloc(void *tcomm, size_t len,
-                                    braid_rmem_t *mem)
+braid_status_t braid_roce_mem_alloc(void *tcomm, size_t len, braid_rmem_t *mem)
 {
     braid_roce_comm_t *comm = tcomm;
     braid_roce_area_t *area = NULL;
     area_addr_t        mine = {0}, *all = NULL;
-    uint32_t           id   = comm->next_area++; /* in step on every rank */
+    uint32_t           id = comm->next_area++; /* in step on every rank */
     braid_status_t     local, st;
 
     memset(mem, 0, sizeof(*mem));

@@ -67,28 +67,30 @@ static void handle_decode(const void *h, int *peer, uint64_t *seq)
 }
 
 /* Polls until put seq to peer has completed, bounded by the timeout. */
-static braid_status_t wait_put(braid_roce_comm_t *comm, int peer,
-                               uint64_t seq, const char *why_waiting)
+static braid_status_t wait_put(braid_roce_comm_t *comm, int peer, uint64_t seq,
+                               const char *why_waiting)
 {
     const braid_services_t *svc = comm->svc;
-    braid_roce_peer_t         *p   = &comm->peers[peer];
-    double                     t0  = svc->now();
-    braid_status_t             st;
+    braid_roce_peer_t      *p   = &comm->peers[peer];
+    double                  t0  = svc->now();
+    braid_status_t          st;
 
     while (!braid_roce_seq_done(p, seq)) {
         if ((st = braid_roce_poll(comm)) != BRAID_OK)
             return st;
         if (svc->now() - t0 > svc->timeout_s())
-            return svc->error(BRAID_ERR_TIMEOUT, "roce: rank %d: put_signal "
+            return svc->error(BRAID_ERR_TIMEOUT,
+                              "roce: rank %d: put_signal "
                               "to rank %d: waited %.1f s for %s (%u work "
                               "requests unacknowledged; is rank %d alive and "
-                              "progressing?)", comm->rank, peer,
-                              svc->now() - t0, why_waiting, p->sq_used, peer);
+                              "progressing?)",
+                              comm->rank, peer, svc->now() - t0, why_waiting,
+                              p->sq_used, peer);
     }
     return BRAID_OK;
 }
 
-static braid_status_t check_args(braid_roce_comm_t *comm,
+static braid_status_t check_args(braid_roce_comm_t  *comm,
                                  const braid_rmem_t *mem, int peer,
                                  size_t dst_off, const void *src, size_t len,
                                  size_t flag_off)
@@ -100,12 +102,14 @@ static braid_status_t check_args(braid_roce_comm_t *comm,
         len > area_len - dst_off || area_len < sizeof(uint64_t) ||
         flag_off > area_len - sizeof(uint64_t) ||
         flag_off % sizeof(uint64_t) != 0)
-        return comm->svc->error(BRAID_ERR_INVALID_ARG, "roce: put_signal to "
+        return comm->svc->error(BRAID_ERR_INVALID_ARG,
+                                "roce: put_signal to "
                                 "rank %d of %d: %zu bytes at offset %zu and "
                                 "an 8-byte flag at %zu do not fit an area of "
                                 "%zu bytes (or the flag is not 8-byte "
-                                "aligned, or src is NULL)", peer, comm->size,
-                                len, dst_off, flag_off, area_len);
+                                "aligned, or src is NULL)",
+                                peer, comm->size, len, dst_off, flag_off,
+                                area_len);
     return BRAID_OK;
 }
 
@@ -157,11 +161,13 @@ static braid_status_t source_sge(braid_roce_comm_t *comm, int peer,
      * (a read-only mapping) can be registered that way. */
     *tmp_mr = ibv_reg_mr(comm->pd, (void *)(uintptr_t)src, len, 0);
     if (*tmp_mr == NULL)
-        return comm->svc->error(BRAID_ERR_TRANSPORT, "roce: rank %d: "
+        return comm->svc->error(BRAID_ERR_TRANSPORT,
+                                "roce: rank %d: "
                                 "put_signal to rank %d: ibv_reg_mr of the "
                                 "%zu-byte source on %s failed: %s (locked "
-                                "memory limit, ulimit -l?)", comm->rank, peer,
-                                len, comm->dev.name, strerror(errno));
+                                "memory limit, ulimit -l?)",
+                                comm->rank, peer, len, comm->dev.name,
+                                strerror(errno));
     sge->addr = (uint64_t)(uintptr_t)src;
     sge->lkey = (*tmp_mr)->lkey;
     return BRAID_OK;
@@ -171,7 +177,7 @@ static braid_status_t source_sge(braid_roce_comm_t *comm, int peer,
 typedef struct put_plan {
     braid_roce_area_t *area;
     size_t             dst_off;
-    struct ibv_sge     src;     /* whole source: address and key */
+    struct ibv_sge     src; /* whole source: address and key */
     size_t             len;
     size_t             nchunks; /* RDMA WRITEs of at most max_write */
     uint64_t           flag_off;
@@ -206,8 +212,8 @@ static braid_status_t post_batch(braid_roce_comm_t *comm, int peer,
     memset(wr, 0, sizeof(wr));
     for (size_t i = 0; i < n; i++) {
         size_t off = (first + i) * comm->max_write;
-        size_t len = pl->len - off < comm->max_write ? pl->len - off
-                                                     : comm->max_write;
+        size_t len =
+            pl->len - off < comm->max_write ? pl->len - off : comm->max_write;
         sge[i].addr   = pl->src.addr + off;
         sge[i].length = (uint32_t)len;
         sge[i].lkey   = pl->src.lkey;
@@ -217,13 +223,13 @@ static braid_status_t post_batch(braid_roce_comm_t *comm, int peer,
         wr[i].opcode  = IBV_WR_RDMA_WRITE;
         wr[i].wr.rdma.remote_addr = pl->area->raddr[peer] + pl->dst_off + off;
         wr[i].wr.rdma.rkey        = pl->area->rkey[peer];
-        wr[i].next    = &wr[i + 1];
+        wr[i].next                = &wr[i + 1];
     }
     if (last) {
         /* The outbox slot of this seq is free: at most SQ_DEPTH puts are
          * in flight, and the one that used it before has completed. */
-        sig = braid_roce_outbox(comm, peer,
-                                (uint32_t)(seq % BRAID_ROCE_SQ_DEPTH));
+        sig           = braid_roce_outbox(comm, peer,
+                                          (uint32_t)(seq % BRAID_ROCE_SQ_DEPTH));
         sig->magic    = BRAID_ROCE_SIG_MAGIC;
         sig->area     = pl->area->id;
         sig->flag_off = pl->flag_off;
@@ -237,23 +243,25 @@ static braid_status_t post_batch(braid_roce_comm_t *comm, int peer,
         if (comm->max_inline >= sizeof(*sig))
             wr[n].send_flags = IBV_SEND_INLINE;
     }
-    wr[need - 1].next        = NULL;
-    wr[need - 1].wr_id       = braid_roce_wr_id(BRAID_ROCE_WR_PUT, peer, seq);
+    wr[need - 1].next  = NULL;
+    wr[need - 1].wr_id = braid_roce_wr_id(BRAID_ROCE_WR_PUT, peer, seq);
     wr[need - 1].send_flags |= IBV_SEND_SIGNALED;
 
     rc = ibv_post_send(p->qp, &wr[0], &bad);
     if (rc != 0)
-        return comm->svc->error(BRAID_ERR_TRANSPORT, "roce: rank %d: "
+        return comm->svc->error(BRAID_ERR_TRANSPORT,
+                                "roce: rank %d: "
                                 "put_signal to rank %d: ibv_post_send on %s "
-                                "failed: %s", comm->rank, peer,
-                                comm->dev.name, strerror(rc));
+                                "failed: %s",
+                                comm->rank, peer, comm->dev.name,
+                                strerror(rc));
     if (p->sq_used == 0)
         p->active_since = comm->svc->now();
     p->sq_used += need;
-    p->posted = seq;
+    p->posted                                = seq;
     p->ops[seq % BRAID_ROCE_SQ_DEPTH].nwr    = need;
     p->ops[seq % BRAID_ROCE_SQ_DEPTH].tmp_mr = tmp_mr;
-    *seq_out = seq;
+    *seq_out                                 = seq;
     return BRAID_OK;
 }
 
@@ -262,22 +270,21 @@ braid_status_t braid_roce_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
                                      size_t len, size_t flag_off,
                                      uint64_t flag_val, braid_treq_t *req)
 {
-    braid_roce_comm_t *comm = tcomm;
+    braid_roce_comm_t *comm   = tcomm;
     struct ibv_mr     *tmp_mr = NULL;
     put_plan_t         pl;
-    uint64_t           seq = 0;
-    size_t             first = 0;
+    uint64_t           seq         = 0;
+    size_t             first       = 0;
     int                bounce_slot = -1;
     braid_status_t     st;
 
     req->handle = NULL;
     req->active = 0;
-    st = check_args(comm, mem, peer, dst_off, src, len, flag_off);
+    st          = check_args(comm, mem, peer, dst_off, src, len, flag_off);
     if (st != BRAID_OK)
         return st;
     if (peer == comm->rank)
-        return put_self(mem->impl, dst_off, src, len, flag_off, flag_val,
-                        req);
+        return put_self(mem->impl, dst_off, src, len, flag_off, flag_val, req);
     if (comm->failed != BRAID_OK)
         return comm->svc->error(comm->failed, "%s", comm->why);
 
@@ -300,8 +307,8 @@ braid_status_t braid_roce_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
         int    last = n <= BRAID_ROCE_MAX_CHUNKS;
         if (!last)
             n = BRAID_ROCE_MAX_CHUNKS;
-        st = post_batch(comm, peer, &pl, first, n, last,
-                        last ? tmp_mr : NULL, &seq);
+        st = post_batch(comm, peer, &pl, first, n, last, last ? tmp_mr : NULL,
+                        &seq);
         if (st != BRAID_OK)
             break;
         first += n;
@@ -321,10 +328,12 @@ braid_status_t braid_roce_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
 
         if (tmp_mr != NULL)
             comm->peers[peer].ops[seq % BRAID_ROCE_SQ_DEPTH].tmp_mr = tmp_mr;
-        st = braid_roce_fail(comm, st, "roce: rank %d: put_signal of %zu "
-                             "bytes to rank %d abandoned after %zu of %zu "
-                             "writes (status %d)", comm->rank, len, peer,
-                             first, pl.nchunks, (int)st);
+        st =
+            braid_roce_fail(comm, st,
+                            "roce: rank %d: put_signal of %zu "
+                            "bytes to rank %d abandoned after %zu of %zu "
+                            "writes (status %d)",
+                            comm->rank, len, peer, first, pl.nchunks, (int)st);
         braid_roce_cancel(comm, &posted); /* quiet: st's message stands */
         return st;
     }
@@ -392,23 +401,24 @@ static void qp_to_error(braid_roce_comm_t *comm, int peer)
         return;
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_ERR;
-    rc = ibv_modify_qp(p->qp, &a, IBV_QP_STATE);
+    rc         = ibv_modify_qp(p->qp, &a, IBV_QP_STATE);
     if (rc != 0)
-        comm->svc->log(BRAID_LOG_ERROR, BRAID_ROCE_LOG, "rank %d: moving the "
+        comm->svc->log(BRAID_LOG_ERROR, BRAID_ROCE_LOG,
+                       "rank %d: moving the "
                        "QP to rank %d to the error state failed: %s; "
-                       "waiting for its puts instead", comm->rank, peer,
-                       strerror(rc));
+                       "waiting for its puts instead",
+                       comm->rank, peer, strerror(rc));
     p->qp_error = 1;
 }
 
 void braid_roce_cancel(void *tcomm, braid_treq_t *req)
 {
-    braid_roce_comm_t         *comm = tcomm;
+    braid_roce_comm_t      *comm = tcomm;
     const braid_services_t *svc  = comm->svc;
-    braid_roce_peer_t         *p;
-    uint64_t                   seq;
-    int                        peer;
-    double                     t0;
+    braid_roce_peer_t      *p;
+    uint64_t                seq;
+    int                     peer;
+    double                  t0;
 
     if (!req->active)
         return;
@@ -417,14 +427,16 @@ void braid_roce_cancel(void *tcomm, braid_treq_t *req)
         return;
     handle_decode(req->handle, &peer, &seq);
     req->handle = NULL;
-    p  = &comm->peers[peer];
-    t0 = svc->now();
+    p           = &comm->peers[peer];
+    t0          = svc->now();
     comm->quiet++; /* the call's error message must stay the caller's */
     (void)braid_roce_poll(comm);
     if (!braid_roce_seq_done(p, seq)) {
-        (void)braid_roce_fail(comm, BRAID_ERR_STATE, "roce: rank %d: a "
+        (void)braid_roce_fail(comm, BRAID_ERR_STATE,
+                              "roce: rank %d: a "
                               "put_signal to rank %d was cancelled; the "
-                              "communicator is unusable", comm->rank, peer);
+                              "communicator is unusable",
+                              comm->rank, peer);
         qp_to_error(comm, peer);
         while (!braid_roce_seq_done(p, seq) &&
                svc->now() - t0 <= svc->timeout_s())
@@ -432,8 +444,9 @@ void braid_roce_cancel(void *tcomm, braid_treq_t *req)
     }
     comm->quiet--;
     if (!braid_roce_seq_done(p, seq))
-        svc->log(BRAID_LOG_ERROR, BRAID_ROCE_LOG, "rank %d: a cancelled "
+        svc->log(BRAID_LOG_ERROR, BRAID_ROCE_LOG,
+                 "rank %d: a cancelled "
                  "put_signal to rank %d has no completion after %.1f s; the "
-                 "HCA may still read its source", comm->rank, peer,
-                 svc->now() - t0);
+                 "HCA may still read its source",
+                 comm->rank, peer, svc->now() - t0);
 }

@@ -5,11 +5,12 @@
 #include "roce.h"
 
 static braid_status_t roce_stub_probe(const braid_transport_t *self,
-                                      const braid_services_t *svc,
-                                      char *why, size_t why_len)
+                                      const braid_services_t *svc, char *why,
+                                      size_t why_len)
 {
     (void)self, (void)svc;
-    snprintf(why, why_len, "built without libibverbs (install "
+    snprintf(why, why_len,
+             "built without libibverbs (install "
              "libibverbs-dev and reconfigure)");
     return BRAID_ERR_UNAVAILABLE;
 }
@@ -24,14 +25,14 @@ static void roce_stub_cancel(void *tcomm, braid_treq_t *req)
 
 /* Never reached either; the loader wants them. */
 static braid_status_t roce_stub_comm_create(const braid_transport_t *self,
-                                            const braid_services_t *svc,
-                                            const braid_oob_t *oob,
-                                            const braid_topo_t *topo,
-                                            void **tcomm)
+                                            const braid_services_t  *svc,
+                                            const braid_oob_t       *oob,
+                                            const braid_topo_t      *topo,
+                                            void                   **tcomm)
 {
     (void)self, (void)oob, (void)topo, (void)tcomm;
     return svc->error(BRAID_ERR_UNAVAILABLE, "roce: built without "
-                      "libibverbs");
+                                             "libibverbs");
 }
 
 static void roce_stub_comm_destroy(void *tcomm) { (void)tcomm; }
@@ -46,8 +47,8 @@ const braid_transport_t braid_roce_transport = {
     .comm_create  = roce_stub_comm_create,
     .comm_destroy = roce_stub_comm_destroy,
     .link         = roce_stub_link,
-    .name   = "roce",
-    .caps   = BRAID_CAP_PUT_SIGNAL,
-    .probe  = roce_stub_probe,
-    .cancel = roce_stub_cancel,
+    .name         = "roce",
+    .caps         = BRAID_CAP_PUT_SIGNAL,
+    .probe        = roce_stub_probe,
+    .cancel       = roce_stub_cancel,
 };

@@ -30,8 +30,8 @@
 /* A put's data goes out in RDMA WRITEs of at most max_write bytes (the
  * port's max_msg_sz, 8 MiB on rxe, at most 1 GiB), posted in batches of at
  * most this many. */
-#define BRAID_ROCE_MAX_CHUNKS   16
-#define BRAID_ROCE_MAX_WRITE    ((size_t)1 << 30)
+#define BRAID_ROCE_MAX_CHUNKS 16
+#define BRAID_ROCE_MAX_WRITE  ((size_t)1 << 30)
 
 /* Declared link of a 200 Gb/s RoCE NIC (see link() in transport.c). */
 #define BRAID_ROCE_DEFAULT_ALPHA_US 3.0
@@ -39,8 +39,9 @@
 
 /* Work request ids: kind in the top bits, then the peer, then a number. */
 #define BRAID_ROCE_WR_PUT  1ull /* signaled last WR of a batch: n = seq */
-#define BRAID_ROCE_WR_DATA 2ull /* unsignaled WRITE: completes on error only */
-#define BRAID_ROCE_WR_RECV 3ull /* receive of a signal: n = slot */
+#define BRAID_ROCE_WR_DATA 2ull /* unsignaled WRITE: completes on error only  \
+                                 */
+#define BRAID_ROCE_WR_RECV   3ull /* receive of a signal: n = slot */
 #define BRAID_ROCE_PEER_BITS 20
 #define BRAID_ROCE_SEQ_BITS  42
 #define BRAID_ROCE_SEQ_MASK  ((1ull << BRAID_ROCE_SEQ_BITS) - 1)
@@ -64,15 +65,15 @@ typedef struct braid_roce_op {
 
 typedef struct braid_roce_peer {
     struct ibv_qp  *qp;
-    uint32_t        psn;      /* our initial send PSN on this QP */
-    uint64_t        posted;   /* seq of the last put posted (mod 2^42) */
-    uint64_t        done;     /* seq of the last put completed */
-    uint32_t        sq_used;  /* send WRs not yet known complete */
+    uint32_t        psn;          /* our initial send PSN on this QP */
+    uint64_t        posted;       /* seq of the last put posted (mod 2^42) */
+    uint64_t        done;         /* seq of the last put completed */
+    uint32_t        sq_used;      /* send WRs not yet known complete */
     double          active_since; /* last completion, or first post */
     braid_roce_op_t ops[BRAID_ROCE_SQ_DEPTH]; /* by seq % SQ_DEPTH */
     uint64_t        bounce_seq[BRAID_ROCE_BOUNCE_SLOTS]; /* put using it */
     uint32_t        bounce_next;
-    braid_status_t  failed;   /* BRAID_OK until a completion error */
+    braid_status_t  failed; /* BRAID_OK until a completion error */
     char            why[160];
     int             qp_error; /* moved to the error state by cancel */
 } braid_roce_peer_t;
@@ -86,8 +87,8 @@ typedef struct braid_roce_area {
     size_t         map_len; /* whole pages, at least one */
     size_t         len;     /* what the caller asked for */
     struct ibv_mr *mr;
-    uint64_t      *raddr;   /* [size] each rank's base address */
-    uint32_t      *rkey;    /* [size] */
+    uint64_t      *raddr; /* [size] each rank's base address */
+    uint32_t      *rkey;  /* [size] */
 } braid_roce_area_t;
 
 /* Device, port and address chosen on this host. */
@@ -106,44 +107,44 @@ typedef struct braid_roce_dev {
 
 typedef struct braid_roce_comm {
     const braid_services_t *svc;
-    braid_oob_t                oob;
-    int                        rank;
-    int                        size;
-    braid_roce_dev_t           dev;
-    struct ibv_pd             *pd;
-    struct ibv_cq             *cq;
-    braid_roce_peer_t         *peers;   /* [size]; ours has no QP */
-    uint32_t                   max_inline; /* of our QPs */
-    size_t                     max_write;  /* bytes per RDMA WRITE */
+    braid_oob_t             oob;
+    int                     rank;
+    int                     size;
+    braid_roce_dev_t        dev;
+    struct ibv_pd          *pd;
+    struct ibv_cq          *cq;
+    braid_roce_peer_t      *peers;      /* [size]; ours has no QP */
+    uint32_t                max_inline; /* of our QPs */
+    size_t                  max_write;  /* bytes per RDMA WRITE */
     /* One registration holds inbox [size][RQ_DEPTH] (received signals),
      * outbox [size][SQ_DEPTH] (signals being sent) and bounce
      * [size][BOUNCE_SLOTS][BOUNCE_SIZE] (copies of small sources). */
-    void                      *bufs;
-    size_t                     bufs_len;
-    struct ibv_mr             *bufs_mr;
-    braid_roce_sig_t          *inbox;
-    braid_roce_sig_t          *outbox;
-    uint8_t                   *bounce;
-    braid_roce_area_t        **areas;   /* by id; NULL once freed */
-    uint32_t                   next_area; /* id of the next mem_alloc */
-    uint32_t                   nareas;    /* ids below this are in areas */
-    uint32_t                   areas_cap;
-    braid_link_t               link;
-    braid_status_t             failed;  /* sticky: first fatal error */
-    char                       why[256];
+    void               *bufs;
+    size_t              bufs_len;
+    struct ibv_mr      *bufs_mr;
+    braid_roce_sig_t   *inbox;
+    braid_roce_sig_t   *outbox;
+    uint8_t            *bounce;
+    braid_roce_area_t **areas;     /* by id; NULL once freed */
+    uint32_t            next_area; /* id of the next mem_alloc */
+    uint32_t            nareas;    /* ids below this are in areas */
+    uint32_t            areas_cap;
+    braid_link_t        link;
+    braid_status_t      failed; /* sticky: first fatal error */
+    char                why[256];
     /* While set (cancel), failures are recorded but not reported through
      * svc->error: the core reads the call's error message after finish,
      * which cancels, so reporting there would replace the real cause. */
-    int                        quiet;
+    int quiet;
 } braid_roce_comm_t;
 
 /* env.c: BRAID_ROCE_* parsing.  Errors are BRAID_ERR_PARSE with position. */
 braid_status_t braid_roce_env_link(const braid_services_t *svc,
                                    braid_link_t *link, char *why,
                                    size_t why_len);
-braid_status_t braid_roce_env_dev(const braid_services_t *svc,
-                                  char *name, size_t name_len, int *port,
-                                  char *why, size_t why_len);
+braid_status_t braid_roce_env_dev(const braid_services_t *svc, char *name,
+                                  size_t name_len, int *port, char *why,
+                                  size_t why_len);
 braid_status_t braid_roce_env_max_write(const braid_services_t *svc,
                                         size_t *bytes, char *why,
                                         size_t why_len);
@@ -154,14 +155,14 @@ braid_status_t braid_roce_env_gid_index(const braid_services_t *svc,
 braid_status_t braid_roce_dev_open(const braid_services_t *svc,
                                    braid_roce_dev_t *dev, char *why,
                                    size_t why_len);
-void braid_roce_dev_close(braid_roce_dev_t *dev);
+void           braid_roce_dev_close(braid_roce_dev_t *dev);
 
 /* connect.c */
 braid_status_t braid_roce_comm_create(const braid_transport_t *self,
-                                      const braid_services_t *svc,
-                                      const braid_oob_t *oob,
+                                      const braid_services_t  *svc,
+                                      const braid_oob_t       *oob,
                                       const braid_topo_t *topo, void **tcomm);
-void braid_roce_comm_destroy(void *tcomm);
+void           braid_roce_comm_destroy(void *tcomm);
 /* All of this rank's puts complete (or failed), bounded by the timeout. */
 braid_status_t braid_roce_drain(braid_roce_comm_t *comm, const char *what);
 
@@ -200,8 +201,8 @@ static inline uint8_t *braid_roce_bounce(braid_roce_comm_t *comm, int peer,
 /* mem.c */
 braid_status_t braid_roce_mem_alloc(void *tcomm, size_t len,
                                     braid_rmem_t *mem);
-void braid_roce_mem_free(void *tcomm, braid_rmem_t *mem);
-void braid_roce_area_release(braid_roce_area_t *area);
+void           braid_roce_mem_free(void *tcomm, braid_rmem_t *mem);
+void           braid_roce_area_release(braid_roce_area_t *area);
 /* The area whose local copy holds [p, p+len), or NULL. */
 braid_roce_area_t *braid_roce_area_holding(braid_roce_comm_t *comm,
                                            const void *p, size_t len);
@@ -212,7 +213,7 @@ braid_status_t braid_roce_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
                                      size_t len, size_t flag_off,
                                      uint64_t flag_val, braid_treq_t *req);
 braid_status_t braid_roce_test(void *tcomm, braid_treq_t *req);
-void braid_roce_cancel(void *tcomm, braid_treq_t *req);
+void           braid_roce_cancel(void *tcomm, braid_treq_t *req);
 
 /* Records the first fatal error of the communicator (and returns status). */
 braid_status_t braid_roce_fail(braid_roce_comm_t *comm, braid_status_t status,

@@ -29,8 +29,8 @@ static braid_status_t roce_probe(const braid_transport_t *self,
     (void)self;
     if (st != BRAID_OK)
         return st;
-    svc->log(BRAID_LOG_DEBUG, BRAID_ROCE_LOG, "%s port %u, GID %s",
-             dev.name, (unsigned)dev.port, dev.gid_desc);
+    svc->log(BRAID_LOG_DEBUG, BRAID_ROCE_LOG, "%s port %u, GID %s", dev.name,
+             (unsigned)dev.port, dev.gid_desc);
     braid_roce_dev_close(&dev);
     /* A malformed override is reported here too, so that braid-info shows
      * it, rather than only when a communicator opens. */
@@ -54,10 +54,10 @@ static braid_status_t roce_probe(const braid_transport_t *self,
 static void roce_link(void *tcomm, braid_link_t *link)
 {
     const braid_link_t *mine = &((braid_roce_comm_t *)tcomm)->link;
-    link->alpha_us      = mine->alpha_us;
-    link->beta_gbps     = mine->beta_gbps;
-    link->put_alpha_us  = mine->put_alpha_us;
-    link->put_beta_gbps = mine->put_beta_gbps;
+    link->alpha_us           = mine->alpha_us;
+    link->beta_gbps          = mine->beta_gbps;
+    link->put_alpha_us       = mine->put_alpha_us;
+    link->put_beta_gbps      = mine->put_beta_gbps;
 }
 
 static braid_status_t roce_progress(void *tcomm)

@@ -88,9 +88,11 @@ static void cancel_send(braid_shm_comm_t *comm, braid_shm_op_t *op)
         /* Dropped cut short: the receiver of this ring is lost in it, but
          * the communicator is failing (nothing else cancels) and sends no
          * more.  The caller's buffer is safe either way. */
-        comm->svc->log(BRAID_LOG_ERROR, BRAID_SHM_COMPONENT, "rank %d: out of "
-                      "memory finishing a cancelled send to rank %d; the "
-                      "ring to it is out of step", comm->rank, op->peer);
+        comm->svc->log(BRAID_LOG_ERROR, BRAID_SHM_COMPONENT,
+                       "rank %d: out of "
+                       "memory finishing a cancelled send to rank %d; the "
+                       "ring to it is out of step",
+                       comm->rank, op->peer);
         unlink_send(comm, op);
         braid_shm_op_put(comm, op);
         return;

@@ -57,10 +57,15 @@ typedef struct cma_verdict {
 /* BRAID_SHM_CMA: auto (also unset or empty), on or 1, off or 0. */
 static braid_status_t parse_mode(const braid_services_t *svc, int *mode)
 {
-    static const struct { const char *word; int mode; } words[] = {
-        {"auto", CMA_AUTO}, {"on", CMA_ON}, {"1", CMA_ON},
-        {"off", CMA_OFF},   {"0", CMA_OFF}};
-    const char *v = getenv("BRAID_SHM_CMA");
+    static const struct {
+        const char *word;
+        int         mode;
+    } words[]           = {{"auto", CMA_AUTO},
+                           {"on", CMA_ON},
+                           {"1", CMA_ON},
+                           {"off", CMA_OFF},
+                           {"0", CMA_OFF}};
+    const char *v       = getenv("BRAID_SHM_CMA");
     size_t      longest = 0;
 
     *mode = CMA_AUTO;
@@ -80,9 +85,10 @@ static braid_status_t parse_mode(const braid_services_t *svc, int *mode)
     /* Points at the first character no valid value continues with; said
      * at warn too, since the core only logs why a transport did not open. */
     char msg[160];
-    if (snprintf(msg, sizeof(msg), "BRAID_SHM_CMA='%.40s': unexpected %s at "
-                 "position %zu (expected auto, on or off)", v,
-                 v[longest] ? "character" : "end", longest) < 0)
+    if (snprintf(msg, sizeof(msg),
+                 "BRAID_SHM_CMA='%.40s': unexpected %s at "
+                 "position %zu (expected auto, on or off)",
+                 v, v[longest] ? "character" : "end", longest) < 0)
         msg[0] = '\0';
     svc->log(BRAID_LOG_WARN, BRAID_SHM_COMPONENT, "%s", msg);
     return svc->error(BRAID_ERR_PARSE, "shm: %s", msg);
@@ -113,19 +119,18 @@ static int pidfd_of(int64_t pid)
 /* Reads the nonce of peer p's header through the peer's address space. */
 static cma_verdict_t test_read(braid_shm_comm_t *comm, int p)
 {
-    const braid_shm_hdr_t *h = comm->fifo.base[p];
-    cma_verdict_t v = {.what = V_OK, .peer = p, .scope = -1};
-    uint64_t      got[2] = {0, 0};
+    const braid_shm_hdr_t *h      = comm->fifo.base[p];
+    cma_verdict_t          v      = {.what = V_OK, .peer = p, .scope = -1};
+    uint64_t               got[2] = {0, 0};
 
     if (h->pidns == 0 || h->pidns != comm->hdr->pidns) {
         v.what = V_PIDNS;
         return v;
     }
     struct iovec local  = {got, sizeof(got)};
-    struct iovec remote = {(void *)(uintptr_t)(h->cma_addr +
-                                               offsetof(braid_shm_hdr_t,
-                                                        cma_addr)),
-                           sizeof(got)};
+    struct iovec remote = {
+        (void *)(uintptr_t)(h->cma_addr + offsetof(braid_shm_hdr_t, cma_addr)),
+        sizeof(got)};
     /* pidfd first: if the read below finds the nonce, the pidfd refers to
      * the very process that holds it. */
     comm->cma_pidfd[p] = pidfd_of(h->pid);
@@ -153,21 +158,27 @@ static void explain(char *why, size_t len, const cma_verdict_t *v, int rank)
                  rank, v->peer);
         break;
     case V_DIFFERS:
-        snprintf(why, len, "rank %d read other data than rank %d's at its "
-                 "address (pid not rank %d's?)", rank, v->peer, v->peer);
+        snprintf(why, len,
+                 "rank %d read other data than rank %d's at its "
+                 "address (pid not rank %d's?)",
+                 rank, v->peer, v->peer);
         break;
     default:
         /* (The result is used: a longer reason is cut, on purpose.) */
-        if (snprintf(why, len, "rank %d may not read rank %d's memory: "
-                 "process_vm_readv: %s (%s%s%d%s)", rank, v->peer,
-                 strerror_r(v->err, ebuf, sizeof(ebuf)),
-                 v->err == EPERM ? "another user, a non-dumpable process, a "
-                                   "container's policy, or "
-                                 : "",
-                 "kernel.yama.ptrace_scope=", v->scope,
-                 v->scope < 0 ? ": absent" : v->scope == 0 ? ""
-                 : v->scope == 1 ? ": descendants only"
-                 : v->scope == 2 ? ": CAP_SYS_PTRACE only" : ": never") < 0)
+        if (snprintf(why, len,
+                     "rank %d may not read rank %d's memory: "
+                     "process_vm_readv: %s (%s%s%d%s)",
+                     rank, v->peer, strerror_r(v->err, ebuf, sizeof(ebuf)),
+                     v->err == EPERM
+                         ? "another user, a non-dumpable process, a "
+                           "container's policy, or "
+                         : "",
+                     "kernel.yama.ptrace_scope=", v->scope,
+                     v->scope < 0    ? ": absent"
+                     : v->scope == 0 ? ""
+                     : v->scope == 1 ? ": descendants only"
+                     : v->scope == 2 ? ": CAP_SYS_PTRACE only"
+                                     : ": never") < 0)
             why[0] = '\0';
         break;
     }
@@ -175,11 +186,11 @@ static void explain(char *why, size_t len, const cma_verdict_t *v, int rank)
 
 braid_status_t braid_shm_cma_setup(braid_shm_comm_t *comm)
 {
-    const braid_services_t *svc = comm->svc;
-    cma_verdict_t  mine = {.what = V_OK, .peer = -1, .scope = -1};
-    cma_verdict_t *all;
-    int            mode;
-    braid_status_t st;
+    const braid_services_t *svc  = comm->svc;
+    cma_verdict_t           mine = {.what = V_OK, .peer = -1, .scope = -1};
+    cma_verdict_t          *all;
+    int                     mode;
+    braid_status_t          st;
 
     comm->cma_pid   = calloc((size_t)comm->size, sizeof(*comm->cma_pid));
     comm->cma_pidfd = malloc((size_t)comm->size * sizeof(int));
@@ -217,7 +228,8 @@ braid_status_t braid_shm_cma_setup(braid_shm_comm_t *comm)
     if (!comm->cma_ok) {
         braid_shm_cma_release(comm);
         if (mode == CMA_ON)
-            return svc->error(BRAID_ERR_UNAVAILABLE, "shm: BRAID_SHM_CMA=on, "
+            return svc->error(BRAID_ERR_UNAVAILABLE,
+                              "shm: BRAID_SHM_CMA=on, "
                               "but single-copy reads are unavailable: %s",
                               comm->cma_why);
     }
@@ -237,8 +249,7 @@ void braid_shm_cma_release(braid_shm_comm_t *comm)
 }
 
 braid_status_t braid_shm_get_link(void *tcomm, double *alpha_us,
-                                  double *beta_gbps, char *why,
-                                  size_t why_len)
+                                  double *beta_gbps, char *why, size_t why_len)
 {
     braid_shm_comm_t *comm = tcomm;
     if (!comm->cma_ok) {
@@ -285,13 +296,15 @@ braid_status_t braid_shm_get(void *tcomm, int peer, const braid_rkey_t *key,
     req->handle = NULL;
     req->active = 0;
     if (!comm->cma_ok)
-        return comm->svc->error(BRAID_ERR_NOT_SUPPORTED, "shm: rank %d: get "
+        return comm->svc->error(BRAID_ERR_NOT_SUPPORTED,
+                                "shm: rank %d: get "
                                 "from rank %d: single-copy reads are "
                                 "unavailable on this communicator: %s",
                                 comm->rank, peer, comm->cma_why);
     if ((unsigned)peer >= (unsigned)comm->size || peer == comm->rank ||
         key == NULL || off > key->len || len > key->len - off)
-        return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: get of "
+        return comm->svc->error(BRAID_ERR_INVALID_ARG,
+                                "shm: rank %d: get of "
                                 "%zu bytes at %zu from rank %d: outside the "
                                 "%llu bytes it exposed (or no such peer)",
                                 comm->rank, len, off, peer,
@@ -308,11 +321,13 @@ braid_status_t braid_shm_get(void *tcomm, int peer, const braid_rkey_t *key,
             if (err == EINTR)
                 continue;
             if (err == ESRCH || peer_exited(comm, peer))
-                return comm->svc->error(BRAID_ERR_PEER, "shm: rank %d: rank "
+                return comm->svc->error(BRAID_ERR_PEER,
+                                        "shm: rank %d: rank "
                                         "%d (pid %lld) has exited",
                                         comm->rank, peer,
                                         (long long)comm->cma_pid[peer]);
-            return comm->svc->error(BRAID_ERR_TRANSPORT, "shm: rank %d: get "
+            return comm->svc->error(BRAID_ERR_TRANSPORT,
+                                    "shm: rank %d: get "
                                     "of %zu bytes from rank %d's buffer at "
                                     "0x%llx+%zu: process_vm_readv: %s",
                                     comm->rank, len - done, peer,
@@ -322,8 +337,10 @@ braid_status_t braid_shm_get(void *tcomm, int peer, const braid_rkey_t *key,
         done += (size_t)n;
     }
     if (peer_exited(comm, peer))
-        return comm->svc->error(BRAID_ERR_PEER, "shm: rank %d: rank %d (pid "
-                                "%lld) has exited", comm->rank, peer,
+        return comm->svc->error(BRAID_ERR_PEER,
+                                "shm: rank %d: rank %d (pid "
+                                "%lld) has exited",
+                                comm->rank, peer,
                                 (long long)comm->cma_pid[peer]);
     return BRAID_OK;
 }

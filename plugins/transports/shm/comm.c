@@ -27,11 +27,11 @@ braid_status_t braid_shm_probe(const braid_transport_t *self,
                                const braid_services_t *svc, char *why,
                                size_t why_len)
 {
-    char  name[BRAID_SHM_NAME_LEN], ebuf[128];
+    char        name[BRAID_SHM_NAME_LEN], ebuf[128];
     const char *step = "shm_open";
-    void *p  = MAP_FAILED;
-    int   fd = -1, err = 0;
-    size_t bytes = braid_shm_seg_round(1);
+    void       *p    = MAP_FAILED;
+    int         fd = -1, err = 0;
+    size_t      bytes = braid_shm_seg_round(1);
 
     (void)self;
     /* A real segment, as comm_create makes them: /dev/shm may exist and
@@ -97,12 +97,13 @@ static void comm_free(braid_shm_comm_t *comm)
         return;
     }
     if (comm->wake_ok) {
-        comm->svc->log(BRAID_LOG_DEBUG, BRAID_SHM_COMPONENT, "rank %d: slept "
-                      "%llu times (%llu until the 1 ms limit), woke peers "
-                      "%llu times", comm->rank,
-                      (unsigned long long)comm->n_sleeps,
-                      (unsigned long long)comm->n_sleep_timeouts,
-                      (unsigned long long)comm->n_wakes);
+        comm->svc->log(BRAID_LOG_DEBUG, BRAID_SHM_COMPONENT,
+                       "rank %d: slept "
+                       "%llu times (%llu until the 1 ms limit), woke peers "
+                       "%llu times",
+                       comm->rank, (unsigned long long)comm->n_sleeps,
+                       (unsigned long long)comm->n_sleep_timeouts,
+                       (unsigned long long)comm->n_wakes);
     }
     braid_shm_cma_release(comm);
     braid_shm_rmem_release_all(comm);
@@ -115,8 +116,8 @@ static void comm_free(braid_shm_comm_t *comm)
 }
 
 static braid_status_t shm_comm_create(const braid_transport_t *self,
-                                      const braid_services_t *svc,
-                                      const braid_oob_t *oob,
+                                      const braid_services_t  *svc,
+                                      const braid_oob_t       *oob,
                                       const braid_topo_t *topo, void **tcomm)
 {
     braid_shm_comm_t *comm;
@@ -135,12 +136,14 @@ static braid_status_t shm_comm_create(const braid_transport_t *self,
     /* Every rank sees the same topology, so every rank refuses here alike,
      * before any oob call. */
     if (topo == NULL || topo->nnodes != 1) {
-        return svc->error(BRAID_ERR_UNAVAILABLE, "shm: the communicator spans "
+        return svc->error(BRAID_ERR_UNAVAILABLE,
+                          "shm: the communicator spans "
                           "%d hosts; shared memory serves ranks of one host "
-                          "only", topo ? topo->nnodes : -1);
+                          "only",
+                          topo ? topo->nnodes : -1);
     }
-    if ((size_t)oob->size > (SIZE_MAX - BRAID_SHM_RINGS_OFF) /
-                                sizeof(braid_shm_ring_t)) {
+    if ((size_t)oob->size >
+        (SIZE_MAX - BRAID_SHM_RINGS_OFF) / sizeof(braid_shm_ring_t)) {
         return svc->error(BRAID_ERR_UNAVAILABLE, "shm: %d ranks: too many",
                           oob->size);
     }
@@ -150,7 +153,7 @@ static braid_status_t shm_comm_create(const braid_transport_t *self,
     comm = calloc(1, sizeof(*comm));
     if (comm == NULL) {
         return svc->error(BRAID_ERR_NO_MEMORY, "shm: out of memory for a "
-                          "communicator");
+                                               "communicator");
     }
     comm->svc        = svc;
     comm->oob        = *oob;
@@ -158,16 +161,18 @@ static braid_status_t shm_comm_create(const braid_transport_t *self,
     comm->size       = oob->size;
     comm->lost_peer  = -1;
     comm->rmems.prev = comm->rmems.next = &comm->rmems;
-    comm->link.struct_size   = sizeof(comm->link);
-    comm->link.alpha_us      = SR_ALPHA_US;
-    comm->link.beta_gbps     = SR_BETA_GBPS;
-    comm->link.put_alpha_us  = PUT_ALPHA_US;
-    comm->link.put_beta_gbps = PUT_BETA_GBPS;
+    comm->link.struct_size              = sizeof(comm->link);
+    comm->link.alpha_us                 = SR_ALPHA_US;
+    comm->link.beta_gbps                = SR_BETA_GBPS;
+    comm->link.put_alpha_us             = PUT_ALPHA_US;
+    comm->link.put_beta_gbps            = PUT_BETA_GBPS;
     comm->in  = calloc((size_t)comm->size, sizeof(*comm->in));
     comm->out = calloc((size_t)comm->size, sizeof(*comm->out));
     if (comm->in == NULL || comm->out == NULL) {
-        local = svc->error(BRAID_ERR_NO_MEMORY, "shm: rank %d: out of memory "
-                           "for %d peers", comm->rank, comm->size);
+        local = svc->error(BRAID_ERR_NO_MEMORY,
+                           "shm: rank %d: out of memory "
+                           "for %d peers",
+                           comm->rank, comm->size);
     }
 
     /* A local failure still goes through the exchange: peers fail with a
@@ -190,8 +195,11 @@ static braid_status_t shm_comm_create(const braid_transport_t *self,
         return st;
     }
     if (comm->rank == 0)
-        svc->log(BRAID_LOG_INFO, BRAID_SHM_COMPONENT, "%d ranks: large "
-                 "messages: %s%s", comm->size, comm->cma_ok
+        svc->log(BRAID_LOG_INFO, BRAID_SHM_COMPONENT,
+                 "%d ranks: large "
+                 "messages: %s%s",
+                 comm->size,
+                 comm->cma_ok
                      ? "single-copy reads (cross-memory attach, "
                        "process_vm_readv)"
                      : "copy path through shared memory; single-copy reads "
@@ -204,7 +212,7 @@ static braid_status_t shm_comm_create(const braid_transport_t *self,
     comm->wake_ok = topo->ppn > (ncpu > 0 ? ncpu : 1) &&
                     BRAID_HAS(svc, braid_services_t, sleep_polls) &&
                     svc->sleep_polls() > 0;
-    *tcomm        = comm;
+    *tcomm = comm;
     return BRAID_OK;
 }
 
@@ -218,10 +226,10 @@ static void shm_comm_destroy(void *tcomm)
 static void shm_link(void *tcomm, braid_link_t *link)
 {
     const braid_link_t *mine = &((braid_shm_comm_t *)tcomm)->link;
-    link->alpha_us      = mine->alpha_us;
-    link->beta_gbps     = mine->beta_gbps;
-    link->put_alpha_us  = mine->put_alpha_us;
-    link->put_beta_gbps = mine->put_beta_gbps;
+    link->alpha_us           = mine->alpha_us;
+    link->beta_gbps          = mine->beta_gbps;
+    link->put_alpha_us       = mine->put_alpha_us;
+    link->put_beta_gbps      = mine->put_beta_gbps;
 }
 
 const braid_transport_t braid_shm_transport = {

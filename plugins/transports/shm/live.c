@@ -27,9 +27,9 @@ void braid_shm_live_init(braid_shm_hdr_t *hdr)
 /* A zombie still answers kill(pid, 0); its state in /proc says it is gone. */
 static int is_zombie(int64_t pid)
 {
-    char  path[64], buf[512];
-    FILE *f;
-    char *paren;
+    char   path[64], buf[512];
+    FILE  *f;
+    char  *paren;
     size_t n;
 
     snprintf(path, sizeof(path), "/proc/%lld/stat", (long long)pid);
@@ -80,9 +80,11 @@ braid_status_t braid_shm_live_check(braid_shm_comm_t *comm)
             return BRAID_OK;
         }
     }
-    return comm->svc->error(BRAID_ERR_PEER, "shm: rank %d: rank %d (pid %lld) "
-                           "has exited", comm->rank, comm->lost_peer,
-                           (long long)((const braid_shm_hdr_t *)
-                                           comm->fifo.base[comm->lost_peer])
-                               ->pid);
+    return comm->svc->error(
+        BRAID_ERR_PEER,
+        "shm: rank %d: rank %d (pid %lld) "
+        "has exited",
+        comm->rank, comm->lost_peer,
+        (long long)((const braid_shm_hdr_t *)comm->fifo.base[comm->lost_peer])
+            ->pid);
 }

@@ -106,10 +106,11 @@ static int start_message(braid_shm_comm_t *comm, braid_shm_in_t *in,
         }
     }
     if (u == NULL) {
-        comm->svc->log(BRAID_LOG_WARN, BRAID_SHM_COMPONENT, "rank %d: no memory "
-                      "to buffer an unexpected message of %llu bytes; will "
-                      "retry", comm->rank,
-                      (unsigned long long)cell->msg_len);
+        comm->svc->log(BRAID_LOG_WARN, BRAID_SHM_COMPONENT,
+                       "rank %d: no memory "
+                       "to buffer an unexpected message of %llu bytes; will "
+                       "retry",
+                       comm->rank, (unsigned long long)cell->msg_len);
         return 0;
     }
     u->tag = cell->tag;
@@ -219,7 +220,7 @@ void braid_shm_recv_release(braid_shm_comm_t *comm)
         braid_shm_in_t *in = &comm->in[p];
         while (in->uxm_head != NULL) {
             braid_shm_uxm_t *u = in->uxm_head;
-            in->uxm_head = u->next;
+            in->uxm_head       = u->next;
             free(u->data);
             free(u);
         }

@@ -19,24 +19,28 @@ static braid_status_t check_args(braid_shm_comm_t *comm, int peer,
                                  const char *what)
 {
     if (peer < 0 || peer >= comm->size) {
-        return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: %s rank "
-                               "%d, but the communicator has %d ranks",
-                               comm->rank, what, peer, comm->size);
+        return comm->svc->error(BRAID_ERR_INVALID_ARG,
+                                "shm: rank %d: %s rank "
+                                "%d, but the communicator has %d ranks",
+                                comm->rank, what, peer, comm->size);
     }
     if (tag & ~BRAID_SHM_TAG_MASK) {
-        return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: tag %#llx uses "
-                               "more than the %d bits BRAID_TAG_BITS allows",
-                               (unsigned long long)tag, BRAID_TAG_BITS);
+        return comm->svc->error(BRAID_ERR_INVALID_ARG,
+                                "shm: tag %#llx uses "
+                                "more than the %d bits BRAID_TAG_BITS allows",
+                                (unsigned long long)tag, BRAID_TAG_BITS);
     }
     if (buf == NULL && len != 0) {
-        return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: %s rank "
-                               "%d: NULL buffer of %zu bytes", comm->rank,
-                               what, peer, len);
+        return comm->svc->error(BRAID_ERR_INVALID_ARG,
+                                "shm: rank %d: %s rank "
+                                "%d: NULL buffer of %zu bytes",
+                                comm->rank, what, peer, len);
     }
     if (comm->lost_peer >= 0) {
-        return comm->svc->error(BRAID_ERR_PEER, "shm: rank %d: cannot %s rank "
-                               "%d: rank %d has exited", comm->rank, what, peer,
-                               comm->lost_peer);
+        return comm->svc->error(BRAID_ERR_PEER,
+                                "shm: rank %d: cannot %s rank "
+                                "%d: rank %d has exited",
+                                comm->rank, what, peer, comm->lost_peer);
     }
     return BRAID_OK;
 }
@@ -84,9 +88,11 @@ braid_status_t braid_shm_isend(void *tcomm, int peer, uint64_t tag,
     }
     op = braid_shm_op_get(comm);
     if (op == NULL) {
-        return comm->svc->error(BRAID_ERR_NO_MEMORY, "shm: rank %d: out of "
-                               "memory queueing a send of %zu bytes to rank "
-                               "%d", comm->rank, len, peer);
+        return comm->svc->error(BRAID_ERR_NO_MEMORY,
+                                "shm: rank %d: out of "
+                                "memory queueing a send of %zu bytes to rank "
+                                "%d",
+                                comm->rank, len, peer);
     }
     *op = tmp;
     if (comm->out[peer].head == NULL) { /* else it must queue behind */
@@ -119,9 +125,10 @@ braid_status_t braid_shm_irecv(void *tcomm, int peer, uint64_t tag, void *buf,
     }
     op = braid_shm_op_get(comm);
     if (op == NULL) {
-        return comm->svc->error(BRAID_ERR_NO_MEMORY, "shm: rank %d: out of "
-                               "memory posting a receive from rank %d",
-                               comm->rank, peer);
+        return comm->svc->error(BRAID_ERR_NO_MEMORY,
+                                "shm: rank %d: out of "
+                                "memory posting a receive from rank %d",
+                                comm->rank, peer);
     }
     op->kind = BRAID_SHM_OP_RECV;
     op->peer = peer;
@@ -206,18 +213,22 @@ static braid_status_t op_done(braid_shm_comm_t *comm, braid_treq_t *req,
     braid_status_t st = op->status;
 
     if (st == BRAID_ERR_MISMATCH && op->msg_tag != op->tag) {
-        st = comm->svc->error(st, "shm: rank %d: rank %d sent tag %#llx "
-                             "where this receive has %#llx: the same call "
-                             "number and step with another signature (the "
-                             "ranks called different collectives, counts, "
-                             "dtypes, ops or roots)", comm->rank, op->peer,
-                             (unsigned long long)op->msg_tag,
-                             (unsigned long long)op->tag);
+        st = comm->svc->error(st,
+                              "shm: rank %d: rank %d sent tag %#llx "
+                              "where this receive has %#llx: the same call "
+                              "number and step with another signature (the "
+                              "ranks called different collectives, counts, "
+                              "dtypes, ops or roots)",
+                              comm->rank, op->peer,
+                              (unsigned long long)op->msg_tag,
+                              (unsigned long long)op->tag);
     } else if (st == BRAID_ERR_MISMATCH) {
-        st = comm->svc->error(st, "shm: rank %d: rank %d sent %zu bytes with "
-                             "tag %#llx, the receive expected %zu (do the "
-                             "ranks agree on the call?)", comm->rank, op->peer,
-                             op->msg_len, (unsigned long long)op->tag, op->len);
+        st = comm->svc->error(st,
+                              "shm: rank %d: rank %d sent %zu bytes with "
+                              "tag %#llx, the receive expected %zu (do the "
+                              "ranks agree on the call?)",
+                              comm->rank, op->peer, op->msg_len,
+                              (unsigned long long)op->tag, op->len);
     }
     braid_shm_op_put(comm, op);
     req->handle = NULL;

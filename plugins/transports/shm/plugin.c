@@ -2,9 +2,9 @@
  * its own (the p2p and lowhop algorithms run on it through braid_tl_t). */
 #include "shm.h"
 
-static braid_status_t shm_plugin_probe(const braid_plugin_t *self,
-                                       const braid_services_t *svc,
-                                       char *why, size_t why_len)
+static braid_status_t shm_plugin_probe(const braid_plugin_t   *self,
+                                       const braid_services_t *svc, char *why,
+                                       size_t why_len)
 {
     (void)self, (void)svc, (void)why, (void)why_len;
     return BRAID_OK; /* the transport's own probe looks at /dev/shm */
@@ -12,8 +12,7 @@ static braid_status_t shm_plugin_probe(const braid_plugin_t *self,
 
 static const braid_transport_t *const transports[] = {&braid_shm_transport};
 
-__attribute__((visibility("default")))
-const braid_plugin_t braid_plugin_v4 = {
+__attribute__((visibility("default"))) const braid_plugin_t braid_plugin_v4 = {
     .abi_version  = BRAID_PLUGIN_ABI_VERSION,
     .struct_size  = sizeof(braid_plugin_t),
     .name         = "shm",

@@ -19,39 +19,42 @@
 
 braid_status_t braid_shm_mem_alloc(void *tcomm, size_t len, braid_rmem_t *mem)
 {
-    braid_shm_comm_t *comm = tcomm;
-    braid_shm_rmem_t *r;
+    braid_shm_comm_t  *comm = tcomm;
+    braid_shm_rmem_t  *r;
     braid_shm_segset_t failed; /* for taking part when r is missing */
-    braid_status_t    st;
-    size_t            bytes = braid_shm_seg_round(len);
+    braid_status_t     st;
+    size_t             bytes = braid_shm_seg_round(len);
 
     memset(mem, 0, sizeof(*mem));
     r = calloc(1, sizeof(*r));
     if (r == NULL) {
-        st = comm->svc->error(BRAID_ERR_NO_MEMORY, "shm: rank %d: mem_alloc of "
-                             "%zu bytes: out of memory", comm->rank, len);
+        st = comm->svc->error(BRAID_ERR_NO_MEMORY,
+                              "shm: rank %d: mem_alloc of "
+                              "%zu bytes: out of memory",
+                              comm->rank, len);
     } else if (bytes == 0) {
-        st = comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: mem_alloc "
-                             "of %zu bytes: too large", comm->rank, len);
+        st = comm->svc->error(BRAID_ERR_INVALID_ARG,
+                              "shm: rank %d: mem_alloc "
+                              "of %zu bytes: too large",
+                              comm->rank, len);
     } else {
         st = BRAID_OK;
     }
     /* A local failure still takes part, so that every rank fails together. */
-    st = braid_shm_segset_create(comm->svc, &comm->oob, st,
-                                 bytes ? bytes : braid_shm_seg_round(0),
-                                 "mem_alloc", NULL, NULL,
-                                 r ? &r->set : &failed);
+    st = braid_shm_segset_create(
+        comm->svc, &comm->oob, st, bytes ? bytes : braid_shm_seg_round(0),
+        "mem_alloc", NULL, NULL, r ? &r->set : &failed);
     if (st != BRAID_OK) {
         free(r);
         return st;
     }
-    r->prev               = &comm->rmems;
-    r->next               = comm->rmems.next;
+    r->prev                = &comm->rmems;
+    r->next                = comm->rmems.next;
     comm->rmems.next->prev = r;
-    comm->rmems.next      = r;
-    mem->local = r->set.base[comm->rank];
-    mem->len   = len;
-    mem->impl  = r;
+    comm->rmems.next       = r;
+    mem->local             = r->set.base[comm->rank];
+    mem->len               = len;
+    mem->impl              = r;
     return BRAID_OK;
 }
 
@@ -86,30 +89,40 @@ static braid_status_t put_bad_args(braid_shm_comm_t *comm, braid_rmem_t *mem,
                                    size_t flag_off)
 {
     if (mem == NULL || mem->impl == NULL) {
-        return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: "
-                               "put_signal to rank %d on an area that was not "
-                               "allocated", comm->rank, peer);
+        return comm->svc->error(
+            BRAID_ERR_INVALID_ARG,
+            "shm: rank %d: "
+            "put_signal to rank %d on an area that was not "
+            "allocated",
+            comm->rank, peer);
     }
     if (peer < 0 || peer >= comm->size) {
-        return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: "
-                               "put_signal to rank %d, but the communicator "
-                               "has %d ranks", comm->rank, peer, comm->size);
+        return comm->svc->error(BRAID_ERR_INVALID_ARG,
+                                "shm: rank %d: "
+                                "put_signal to rank %d, but the communicator "
+                                "has %d ranks",
+                                comm->rank, peer, comm->size);
     }
     if (flag_off % sizeof(uint64_t) != 0) {
-        return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: "
-                               "put_signal to rank %d: flag offset %zu is not "
-                               "8-byte aligned", comm->rank, peer, flag_off);
+        return comm->svc->error(
+            BRAID_ERR_INVALID_ARG,
+            "shm: rank %d: "
+            "put_signal to rank %d: flag offset %zu is not "
+            "8-byte aligned",
+            comm->rank, peer, flag_off);
     }
-    return comm->svc->error(BRAID_ERR_INVALID_ARG, "shm: rank %d: put_signal "
-                           "to rank %d: %zu bytes at %zu or the flag at %zu "
-                           "fall outside the %zu-byte area", comm->rank, peer,
-                           len, dst_off, flag_off, mem->len);
+    return comm->svc->error(BRAID_ERR_INVALID_ARG,
+                            "shm: rank %d: put_signal "
+                            "to rank %d: %zu bytes at %zu or the flag at %zu "
+                            "fall outside the %zu-byte area",
+                            comm->rank, peer, len, dst_off, flag_off,
+                            mem->len);
 }
 
 braid_status_t braid_shm_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
-                                    size_t dst_off, const void *src, size_t len,
-                                    size_t flag_off, uint64_t flag_val,
-                                    braid_treq_t *req)
+                                    size_t dst_off, const void *src,
+                                    size_t len, size_t flag_off,
+                                    uint64_t flag_val, braid_treq_t *req)
 {
     braid_shm_comm_t *comm = tcomm;
     braid_shm_rmem_t *r;
@@ -118,9 +131,10 @@ braid_status_t braid_shm_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
     req->handle = NULL;
     req->active = 0;
     /* One predictable branch guards every argument on the hot path. */
-    if (mem == NULL || mem->impl == NULL || (unsigned)peer >= (unsigned)comm->size ||
-        len > mem->len || dst_off > mem->len - len ||
-        mem->len < sizeof(uint64_t) || flag_off > mem->len - sizeof(uint64_t) ||
+    if (mem == NULL || mem->impl == NULL ||
+        (unsigned)peer >= (unsigned)comm->size || len > mem->len ||
+        dst_off > mem->len - len || mem->len < sizeof(uint64_t) ||
+        flag_off > mem->len - sizeof(uint64_t) ||
         flag_off % sizeof(uint64_t) != 0) {
         return put_bad_args(comm, mem, peer, dst_off, len, flag_off);
     }

@@ -23,9 +23,9 @@
 
 /* What each rank contributes to the name exchange. */
 typedef struct name_entry {
-    int32_t status;
+    int32_t  status;
     uint32_t pad;
-    char    name[BRAID_SHM_NAME_LEN];
+    char     name[BRAID_SHM_NAME_LEN];
 } name_entry_t;
 
 static const char *err_str(int err, char *buf, size_t len)
@@ -93,24 +93,29 @@ static braid_status_t seg_create(const braid_services_t *svc, int rank,
     if (fd < 0) {
         err = errno;
         return svc->error(err == EMFILE || err == ENFILE || err == ENOSPC
-                              ? BRAID_ERR_NO_MEMORY : BRAID_ERR_UNAVAILABLE,
+                              ? BRAID_ERR_NO_MEMORY
+                              : BRAID_ERR_UNAVAILABLE,
                           "shm: rank %d: cannot create the %s segment %s: "
-                          "shm_open: %s", rank, what, name,
-                          err_str(err, ebuf, sizeof(ebuf)));
+                          "shm_open: %s",
+                          rank, what, name, err_str(err, ebuf, sizeof(ebuf)));
     }
     if (ftruncate(fd, (off_t)bytes) != 0) {
         err = errno;
-        st  = svc->error(BRAID_ERR_NO_MEMORY, "shm: rank %d: cannot size the "
-                         "%s segment %s to %zu bytes: ftruncate: %s", rank,
-                         what, name, bytes, err_str(err, ebuf, sizeof(ebuf)));
+        st  = svc->error(BRAID_ERR_NO_MEMORY,
+                         "shm: rank %d: cannot size the "
+                          "%s segment %s to %zu bytes: ftruncate: %s",
+                         rank, what, name, bytes,
+                         err_str(err, ebuf, sizeof(ebuf)));
         goto fail;
     }
     p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
         err = errno;
-        st  = svc->error(BRAID_ERR_NO_MEMORY, "shm: rank %d: cannot map the "
-                         "%s segment %s (%zu bytes): mmap: %s", rank, what,
-                         name, bytes, err_str(err, ebuf, sizeof(ebuf)));
+        st  = svc->error(BRAID_ERR_NO_MEMORY,
+                         "shm: rank %d: cannot map the "
+                          "%s segment %s (%zu bytes): mmap: %s",
+                         rank, what, name, bytes,
+                         err_str(err, ebuf, sizeof(ebuf)));
         goto fail;
     }
     close(fd);
@@ -138,14 +143,17 @@ static braid_status_t seg_map_peer(const braid_services_t *svc, int rank,
     /* Only ever one of ours: a peer's bytes are no reason to open any other
      * object of this user. */
     if (strncmp(name, BRAID_SHM_PREFIX, strlen(BRAID_SHM_PREFIX)) != 0) {
-        return svc->error(BRAID_ERR_MISMATCH, "shm: rank %d: rank %d sent "
+        return svc->error(BRAID_ERR_MISMATCH,
+                          "shm: rank %d: rank %d sent "
                           "'%.*s' as its %s segment name, not a braid-shm "
-                          "one", rank, peer, BRAID_SHM_NAME_LEN, name, what);
+                          "one",
+                          rank, peer, BRAID_SHM_NAME_LEN, name, what);
     }
     fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) {
         err = errno;
-        return svc->error(BRAID_ERR_UNAVAILABLE, "shm: rank %d: cannot open "
+        return svc->error(BRAID_ERR_UNAVAILABLE,
+                          "shm: rank %d: cannot open "
                           "rank %d's %s segment %s: shm_open: %s (is rank %d "
                           "really on this host, with the same /dev/shm?)",
                           rank, peer, what, name,
@@ -153,23 +161,27 @@ static braid_status_t seg_map_peer(const braid_services_t *svc, int rank,
     }
     if (fstat(fd, &sb) != 0) {
         err = errno;
-        st  = svc->error(BRAID_ERR_IO, "shm: rank %d: cannot stat rank %d's "
-                         "%s segment %s: fstat: %s", rank, peer, what, name,
+        st  = svc->error(BRAID_ERR_IO,
+                         "shm: rank %d: cannot stat rank %d's "
+                          "%s segment %s: fstat: %s",
+                         rank, peer, what, name,
                          err_str(err, ebuf, sizeof(ebuf)));
         goto out;
     }
     if ((size_t)sb.st_size != bytes) {
-        st = svc->error(BRAID_ERR_MISMATCH, "shm: rank %d: rank %d's %s "
-                        "segment %s has %lld bytes, expected %zu", rank, peer,
-                        what, name, (long long)sb.st_size, bytes);
+        st = svc->error(BRAID_ERR_MISMATCH,
+                        "shm: rank %d: rank %d's %s "
+                        "segment %s has %lld bytes, expected %zu",
+                        rank, peer, what, name, (long long)sb.st_size, bytes);
         goto out;
     }
     p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
         err = errno;
-        st  = svc->error(BRAID_ERR_NO_MEMORY, "shm: rank %d: cannot map rank "
-                         "%d's %s segment %s (%zu bytes): mmap: %s", rank,
-                         peer, what, name, bytes,
+        st  = svc->error(BRAID_ERR_NO_MEMORY,
+                         "shm: rank %d: cannot map rank "
+                          "%d's %s segment %s (%zu bytes): mmap: %s",
+                         rank, peer, what, name, bytes,
                          err_str(err, ebuf, sizeof(ebuf)));
         goto out;
     }
@@ -181,8 +193,9 @@ out:
 
 /* Error naming the first rank whose status is not OK, or OK. */
 static braid_status_t first_failure(const braid_services_t *svc,
-                                    braid_status_t local, const int32_t *status,
-                                    int n, const char *what, const char *step)
+                                    braid_status_t          local,
+                                    const int32_t *status, int n,
+                                    const char *what, const char *step)
 {
     for (int r = 0; r < n; r++) {
         braid_status_t s = (braid_status_t)status[r];
@@ -192,9 +205,10 @@ static braid_status_t first_failure(const braid_services_t *svc,
         if (local != BRAID_OK) {
             return local; /* this rank's own message is already recorded */
         }
-        return svc->error(s, "shm: rank %d failed while %s the %s segments "
-                          "(status %d), so every rank gives up", r, step, what,
-                          (int)s);
+        return svc->error(s,
+                          "shm: rank %d failed while %s the %s segments "
+                          "(status %d), so every rank gives up",
+                          r, step, what, (int)s);
     }
     return BRAID_OK;
 }
@@ -225,17 +239,18 @@ static void unlink_all(const braid_services_t *svc, int rank,
         }
         if (shm_unlink(names[r].name) != 0 && errno != ENOENT) {
             int err = errno;
-            svc->log(BRAID_LOG_WARN, BRAID_SHM_COMPONENT, "rank %d: cannot "
-                     "unlink %s: %s", rank, names[r].name,
-                     err_str(err, ebuf, sizeof(ebuf)));
+            svc->log(BRAID_LOG_WARN, BRAID_SHM_COMPONENT,
+                     "rank %d: cannot "
+                     "unlink %s: %s",
+                     rank, names[r].name, err_str(err, ebuf, sizeof(ebuf)));
         }
     }
 }
 
 braid_status_t braid_shm_segset_create(const braid_services_t *svc,
-                                       const braid_oob_t *oob,
+                                       const braid_oob_t      *oob,
                                        braid_status_t local, size_t bytes,
-                                       const char *what,
+                                       const char           *what,
                                        braid_shm_seg_init_fn init, void *arg,
                                        braid_shm_segset_t *set)
 {
@@ -245,7 +260,7 @@ braid_status_t braid_shm_segset_create(const braid_services_t *svc,
     int32_t       *status = NULL;
     int32_t        mapped;
     braid_status_t st;
-    void          *own   = NULL;
+    void          *own = NULL;
 
     memset(set, 0, sizeof(*set));
     memset(&mine, 0, sizeof(mine));
@@ -253,12 +268,14 @@ braid_status_t braid_shm_segset_create(const braid_services_t *svc,
     set->nranks = n;
     /* Everything that could fail before the exchange is allocated first:
      * without a receive buffer this rank could not even tell its peers. */
-    names  = calloc((size_t)n, sizeof(*names));
-    status = calloc((size_t)n, sizeof(*status));
+    names     = calloc((size_t)n, sizeof(*names));
+    status    = calloc((size_t)n, sizeof(*status));
     set->base = calloc((size_t)n, sizeof(void *));
     if (names == NULL || status == NULL || set->base == NULL) {
-        st = svc->error(BRAID_ERR_NO_MEMORY, "shm: rank %d: out of memory for "
-                        "the %s segments of %d ranks", me, what, n);
+        st = svc->error(BRAID_ERR_NO_MEMORY,
+                        "shm: rank %d: out of memory for "
+                        "the %s segments of %d ranks",
+                        me, what, n);
         goto out;
     }
 
@@ -277,15 +294,17 @@ braid_status_t braid_shm_segset_create(const braid_services_t *svc,
         if (own != NULL) {
             shm_unlink(mine.name);
         }
-        st = svc->error(st, "shm: rank %d: out-of-band allgather of the %s "
-                        "segment names failed (status %d)", me, what, (int)st);
+        st = svc->error(st,
+                        "shm: rank %d: out-of-band allgather of the %s "
+                        "segment names failed (status %d)",
+                        me, what, (int)st);
         goto out;
     }
     set->base[me] = own;
     own           = NULL;
     for (int r = 0; r < n; r++) {
         names[r].name[BRAID_SHM_NAME_LEN - 1] = '\0'; /* whatever came */
-        status[r] = names[r].status;
+        status[r]                             = names[r].status;
     }
     st = first_failure(svc, local, status, n, what, "creating");
     if (st != BRAID_OK) {
@@ -301,12 +320,13 @@ braid_status_t braid_shm_segset_create(const braid_services_t *svc,
     }
     /* Doubles as the barrier after which nobody opens a name again. */
     mapped = local;
-    st = oob->allgather(oob->ctx, &mapped, status, sizeof(mapped));
+    st     = oob->allgather(oob->ctx, &mapped, status, sizeof(mapped));
     unlink_all(svc, me, names, n);
     if (st != BRAID_OK) {
-        st = svc->error(st, "shm: rank %d: out-of-band allgather after mapping "
-                        "the %s segments failed (status %d)", me, what,
-                        (int)st);
+        st = svc->error(st,
+                        "shm: rank %d: out-of-band allgather after mapping "
+                        "the %s segments failed (status %d)",
+                        me, what, (int)st);
         goto out;
     }
     st = first_failure(svc, local, status, n, what, "mapping");

@@ -29,9 +29,9 @@
 
 /* One segment per rank, every rank's mapped by every rank (segment.c). */
 typedef struct braid_shm_segset {
-    size_t  bytes; /* mapped length of each rank's segment */
-    int     nranks;
-    void  **base;  /* [nranks]; base[own rank] is this rank's own segment */
+    size_t bytes; /* mapped length of each rank's segment */
+    int    nranks;
+    void **base; /* [nranks]; base[own rank] is this rank's own segment */
 } braid_shm_segset_t;
 
 /* Called on this rank's fresh (zeroed) segment before peers may map it. */
@@ -44,16 +44,17 @@ typedef struct braid_shm_comm braid_shm_comm_t;
  * A failure on any rank (`local`: one this rank had before the call) fails
  * every rank, and leaves no mapping, fd or name behind. */
 braid_status_t braid_shm_segset_create(const braid_services_t *svc,
-                                       const braid_oob_t *oob,
+                                       const braid_oob_t      *oob,
                                        braid_status_t local, size_t bytes,
-                                       const char *what,
+                                       const char           *what,
                                        braid_shm_seg_init_fn init, void *arg,
                                        braid_shm_segset_t *set);
-void braid_shm_segset_destroy(braid_shm_segset_t *set);
+void           braid_shm_segset_destroy(braid_shm_segset_t *set);
 
 /* Fills name (BRAID_SHM_NAME_LEN) with a fresh unique segment name. */
 braid_status_t braid_shm_seg_name(const braid_services_t *svc, char *name);
-/* Length of a mapping able to hold `bytes` (page multiple, at least a page). */
+/* Length of a mapping able to hold `bytes` (page multiple, at least a page).
+ */
 size_t braid_shm_seg_round(size_t bytes);
 
 /* ----------------------------------------------------------------- rings */
@@ -68,7 +69,7 @@ size_t braid_shm_seg_round(size_t bytes);
 #define BRAID_SHM_NCELLS    32u /* power of two */
 
 typedef struct braid_shm_cell {
-    uint64_t seq;     /* ring position + 1 once the cell is full */
+    uint64_t seq; /* ring position + 1 once the cell is full */
     uint64_t tag;
     uint64_t msg_len; /* total length of the message this cell belongs to */
     uint32_t len;     /* payload bytes in this cell */
@@ -125,7 +126,7 @@ typedef struct braid_shm_op {
     braid_shm_op_kind_t  kind;
     int                  peer;
     int                  complete;
-    braid_status_t       status;  /* once complete */
+    braid_status_t       status; /* once complete */
     uint64_t             tag;
     size_t               len;
     size_t               done;    /* bytes pushed (send) or received (recv) */
@@ -134,11 +135,11 @@ typedef struct braid_shm_op {
                                      bits may differ: a mismatch) */
     const unsigned char *sbuf;
     unsigned char       *rbuf;
-    unsigned             polls;   /* tests since the last slow check */
+    unsigned             polls; /* tests since the last slow check */
     /* A send cancelled halfway: the rest of its bytes (at their offsets),
      * so that the message still ends whole without the caller's buffer.
      * The op then belongs to the transport, freed once pushed. */
-    unsigned char       *own;
+    unsigned char *own;
 } braid_shm_op_t;
 
 /* A message that arrived before its receive was posted. */
@@ -155,20 +156,20 @@ typedef struct braid_shm_in {
     braid_shm_ring_t *ring;     /* in this rank's segment */
     uint64_t          consumed; /* cells taken */
     /* The message being received (its cells are contiguous in the ring). */
-    int               busy;
-    size_t            got;
-    size_t            len;
-    braid_shm_op_t   *op;       /* destination: a matched receive, */
-    braid_shm_uxm_t  *uxm;      /* or an unexpected entry; neither: discard */
-    braid_shm_op_t   *posted_head, *posted_tail;
-    braid_shm_uxm_t  *uxm_head, *uxm_tail;
+    int              busy;
+    size_t           got;
+    size_t           len;
+    braid_shm_op_t  *op;  /* destination: a matched receive, */
+    braid_shm_uxm_t *uxm; /* or an unexpected entry; neither: discard */
+    braid_shm_op_t  *posted_head, *posted_tail;
+    braid_shm_uxm_t *uxm_head, *uxm_tail;
 } braid_shm_in_t;
 
 /* Sending side of the ring to one peer. */
 typedef struct braid_shm_out {
-    braid_shm_ring_t *ring;      /* in the peer's segment */
-    uint64_t          produced;  /* cells filled */
-    uint64_t          tail_seen; /* last tail read from the ring */
+    braid_shm_ring_t *ring;        /* in the peer's segment */
+    uint64_t          produced;    /* cells filled */
+    uint64_t          tail_seen;   /* last tail read from the ring */
     braid_shm_op_t   *head, *tail; /* queued sends, in posting order */
 } braid_shm_out_t;
 
@@ -188,34 +189,34 @@ typedef struct braid_shm_rmem {
 struct braid_shm_comm {
     const braid_services_t *svc; /* the core's, valid for the process */
     /* a copy: the caller's struct may be temporary */
-    braid_oob_t         oob;
-    int                 rank;
-    int                 size;
-    braid_link_t        link;
-    braid_shm_segset_t  fifo;
-    braid_shm_hdr_t    *hdr;   /* this rank's fifo segment */
-    braid_shm_in_t     *in;    /* [size] */
-    braid_shm_out_t    *out;   /* [size] */
-    int                 nsending; /* peers whose send queue is not empty */
-    braid_shm_op_t     *free_ops;
-    int                 live_ops; /* taken from the slab, not yet put back */
-    braid_shm_slab_t   *slabs;
-    braid_shm_rmem_t    rmems; /* list head */
+    braid_oob_t        oob;
+    int                rank;
+    int                size;
+    braid_link_t       link;
+    braid_shm_segset_t fifo;
+    braid_shm_hdr_t   *hdr;      /* this rank's fifo segment */
+    braid_shm_in_t    *in;       /* [size] */
+    braid_shm_out_t   *out;      /* [size] */
+    int                nsending; /* peers whose send queue is not empty */
+    braid_shm_op_t    *free_ops;
+    int                live_ops; /* taken from the slab, not yet put back */
+    braid_shm_slab_t  *slabs;
+    braid_shm_rmem_t   rmems; /* list head */
     /* More ranks than cores and the core's BRAID_SLEEP_POLLS on: peers
      * may sleep in wait(), so senders ring (wake.c). */
-    int                 wake_ok;
-    uint64_t            n_sleeps, n_sleep_timeouts, n_wakes; /* debug log */
-    unsigned            progress_calls;
-    unsigned            poll_calls; /* braid_shm_poll */
-    double              last_live_check;
-    int                 lost_peer; /* first peer found dead, -1 */
+    int      wake_ok;
+    uint64_t n_sleeps, n_sleep_timeouts, n_wakes; /* debug log */
+    unsigned progress_calls;
+    unsigned poll_calls; /* braid_shm_poll */
+    double   last_live_check;
+    int      lost_peer; /* first peer found dead, -1 */
     /* Single-copy reads (cma.c): whether every rank may read every peer's
      * memory with process_vm_readv, agreed by all ranks in comm_create;
      * why not, if not; the peers' pids and pidfds (-1: none). */
-    int                 cma_ok;
-    char                cma_why[160];
-    int64_t            *cma_pid;   /* [size] */
-    int                *cma_pidfd; /* [size] */
+    int      cma_ok;
+    char     cma_why[160];
+    int64_t *cma_pid;   /* [size] */
+    int     *cma_pidfd; /* [size] */
 };
 
 extern const braid_transport_t braid_shm_transport;
@@ -230,7 +231,7 @@ braid_status_t braid_shm_probe(const braid_transport_t *self,
 size_t braid_shm_ring_push(braid_shm_out_t *out, braid_shm_op_t *op);
 /* Returns the next full cell, or NULL. */
 braid_shm_cell_t *braid_shm_ring_peek(braid_shm_in_t *in);
-void braid_shm_ring_pop(braid_shm_in_t *in);
+void              braid_shm_ring_pop(braid_shm_in_t *in);
 
 /* ops.c: op pool. */
 braid_shm_op_t *braid_shm_op_get(braid_shm_comm_t *comm);
@@ -242,7 +243,7 @@ void            braid_shm_ops_release(braid_shm_comm_t *comm);
 size_t braid_shm_drain(braid_shm_comm_t *comm, int peer);
 /* Matches a new receive against unexpected messages, else posts it.
  * Returns 1 when it completed at once. */
-int braid_shm_recv_post(braid_shm_comm_t *comm, braid_shm_op_t *op);
+int  braid_shm_recv_post(braid_shm_comm_t *comm, braid_shm_op_t *op);
 void braid_shm_recv_release(braid_shm_comm_t *comm);
 
 /* p2p.c */
@@ -258,7 +259,7 @@ void braid_shm_cancel(void *tcomm, braid_treq_t *req);
 size_t braid_shm_poll(braid_shm_comm_t *comm);
 
 /* live.c: whether a peer process still exists. */
-void braid_shm_live_init(braid_shm_hdr_t *hdr);
+void           braid_shm_live_init(braid_shm_hdr_t *hdr);
 braid_status_t braid_shm_live_check(braid_shm_comm_t *comm);
 
 /* wake.c: futex doorbell for send/recv waits on an oversubscribed host. */
@@ -295,9 +296,9 @@ braid_status_t braid_shm_get(void *tcomm, int peer, const braid_rkey_t *key,
 braid_status_t braid_shm_mem_alloc(void *tcomm, size_t len, braid_rmem_t *mem);
 void           braid_shm_mem_free(void *tcomm, braid_rmem_t *mem);
 braid_status_t braid_shm_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
-                                    size_t dst_off, const void *src, size_t len,
-                                    size_t flag_off, uint64_t flag_val,
-                                    braid_treq_t *req);
+                                    size_t dst_off, const void *src,
+                                    size_t len, size_t flag_off,
+                                    uint64_t flag_val, braid_treq_t *req);
 void           braid_shm_rmem_release_all(braid_shm_comm_t *comm);
 
 #endif

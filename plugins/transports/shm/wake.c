@@ -40,7 +40,6 @@
 
 #include "shm.h"
 
-
 static long futex(uint32_t *addr, int op, uint32_t val,
                   const struct timespec *timeout)
 {

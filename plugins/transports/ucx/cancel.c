@@ -38,8 +38,7 @@ static ucs_status_t poll_until(braid_ucx_comm_t *comm, void *req,
     return st;
 }
 
-void braid_ucx_peer_force_close(braid_ucx_comm_t *comm, int p,
-                                const char *why)
+void braid_ucx_peer_force_close(braid_ucx_comm_t *comm, int p, const char *why)
 {
     braid_ucx_peer_t   *peer = &comm->peers[p];
     ucp_request_param_t param;
@@ -50,51 +49,54 @@ void braid_ucx_peer_force_close(braid_ucx_comm_t *comm, int p,
     if (peer->ep == NULL || !peer->err_peer) {
         return;
     }
-    comm->svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT, "rank %d: closing "
-                  "the endpoint to rank %d by force: %s", comm->rank, p, why);
+    comm->svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT,
+                   "rank %d: closing "
+                   "the endpoint to rank %d by force: %s",
+                   comm->rank, p, why);
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-    req      = ucp_ep_close_nbx(peer->ep, &param);
-    peer->ep = NULL;
+    req                = ucp_ep_close_nbx(peer->ep, &param);
+    peer->ep           = NULL;
     if (peer->status == UCS_OK) {
         peer->status = UCS_ERR_CANCELED; /* later operations refuse */
     }
     if (UCS_PTR_IS_PTR(req)) {
-        (void)braid_ucx_wait_ucp(comm, req,
-                                 braid_ucx_deadline(comm,
-                                                    BRAID_UCX_FAILED_CLOSE_S));
+        (void)braid_ucx_wait_ucp(
+            comm, req, braid_ucx_deadline(comm, BRAID_UCX_FAILED_CLOSE_S));
     }
 }
 
 void braid_ucx_op_retire(braid_ucx_comm_t *comm, braid_ucx_op_t *op)
 {
-    void          *req   = op_request(op);
-    double         t0    = comm->svc->now();
-    braid_ucx_op_t copy  = *op; /* op may live inside req */
+    void          *req  = op_request(op);
+    double         t0   = comm->svc->now();
+    braid_ucx_op_t copy = *op; /* op may live inside req */
     ucs_status_t   st;
 
     comm->broken = 1;
     if (op->kind == BRAID_UCX_OP_RECV) {
         ucp_request_cancel(comm->worker, req);
     }
-    st = poll_until(comm, req, braid_ucx_deadline(comm,
-                                                  BRAID_UCX_CANCEL_GRACE_S));
+    st = poll_until(comm, req,
+                    braid_ucx_deadline(comm, BRAID_UCX_CANCEL_GRACE_S));
     if (st == UCS_INPROGRESS) {
-        braid_ucx_peer_force_close(comm, op->peer, "cancelling a request "
+        braid_ucx_peer_force_close(comm, op->peer,
+                                   "cancelling a request "
                                    "that does not finish");
         st = poll_until(comm, req, t0 + comm->svc->timeout_s());
     }
     if (st == UCS_INPROGRESS) {
         /* Nothing left to try: UCX releases the request when it ends. */
-        comm->svc->log(BRAID_LOG_ERROR, BRAID_UCX_COMPONENT, "rank %d: a "
-                      "cancelled %s rank %d (%zu bytes) is still in progress "
-                      "after %.1f s; UCX may still use its buffer",
-                      comm->rank,
-                      copy.kind == BRAID_UCX_OP_SEND ? "send to"
-                      : copy.kind == BRAID_UCX_OP_RECV ? "receive from"
-                                                       : "put_signal to",
-                      copy.peer, copy.len, comm->svc->now() - t0);
+        comm->svc->log(BRAID_LOG_ERROR, BRAID_UCX_COMPONENT,
+                       "rank %d: a "
+                       "cancelled %s rank %d (%zu bytes) is still in progress "
+                       "after %.1f s; UCX may still use its buffer",
+                       comm->rank,
+                       copy.kind == BRAID_UCX_OP_SEND   ? "send to"
+                       : copy.kind == BRAID_UCX_OP_RECV ? "receive from"
+                                                        : "put_signal to",
+                       copy.peer, copy.len, comm->svc->now() - t0);
     }
     /* Unlinked before the request goes back to UCX, which reuses it. */
     braid_ucx_op_unlink(op);

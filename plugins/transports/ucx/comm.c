@@ -21,24 +21,24 @@ static void ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
     /* Debug only: peers that finish first make this fire during teardown.
      * A failure that matters is reported by test() with its context. */
     peer->comm->svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT,
-                        "rank %d: endpoint to rank %d failed: %s",
-                        peer->comm->rank, peer->rank,
-                        ucs_status_string(status));
+                         "rank %d: endpoint to rank %d failed: %s",
+                         peer->comm->rank, peer->rank,
+                         ucs_status_string(status));
 }
 
-static ucs_status_t create_ep(braid_ucx_peer_t *peer, const ucp_address_t *addr,
-                              int err_peer)
+static ucs_status_t create_ep(braid_ucx_peer_t    *peer,
+                              const ucp_address_t *addr, int err_peer)
 {
     ucp_ep_params_t params;
 
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
                         UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-    params.address    = addr;
-    params.err_mode   = err_peer ? UCP_ERR_HANDLING_MODE_PEER
-                                 : UCP_ERR_HANDLING_MODE_NONE;
+    params.address = addr;
+    params.err_mode =
+        err_peer ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
     if (err_peer) {
-        params.field_mask    |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
         params.err_handler.cb  = ep_error_cb;
         params.err_handler.arg = peer;
     }
@@ -51,7 +51,7 @@ static ucs_status_t create_ep(braid_ucx_peer_t *peer, const ucp_address_t *addr,
  * verbs): with UCX_TLS restricted to shared memory the endpoint is
  * unreachable in that mode, so such a peer falls back to plain endpoints and
  * relies on the timeout alone. */
-static braid_status_t connect_peers(braid_ucx_comm_t *comm,
+static braid_status_t connect_peers(braid_ucx_comm_t       *comm,
                                     const braid_ucx_xchg_t *x)
 {
     int          err_peer = 1;
@@ -60,8 +60,8 @@ static braid_status_t connect_peers(braid_ucx_comm_t *comm,
     comm->peers = calloc((size_t)comm->size, sizeof(*comm->peers));
     if (comm->peers == NULL) {
         return comm->svc->error(BRAID_ERR_NO_MEMORY,
-                               "ucx: out of memory for %d endpoints",
-                               comm->size);
+                                "ucx: out of memory for %d endpoints",
+                                comm->size);
     }
     for (int p = 0; p < comm->size; p++) {
         braid_ucx_peer_t    *peer = &comm->peers[p];
@@ -71,22 +71,22 @@ static braid_status_t connect_peers(braid_ucx_comm_t *comm,
         peer->comm   = comm;
         peer->rank   = p;
         peer->status = UCS_OK;
-        st = create_ep(peer, addr, err_peer);
+        st           = create_ep(peer, addr, err_peer);
         if (st == UCS_ERR_UNREACHABLE && err_peer) {
             comm->svc->log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT,
-                          "rank %d: no UCX transport to rank %d detects peer "
-                          "failure (%s); using endpoints without it: a dead "
-                          "peer is then reported only by the timeout",
-                          comm->rank, p, ucs_status_string(st));
+                           "rank %d: no UCX transport to rank %d detects peer "
+                           "failure (%s); using endpoints without it: a dead "
+                           "peer is then reported only by the timeout",
+                           comm->rank, p, ucs_status_string(st));
             err_peer = 0;
             st       = create_ep(peer, addr, err_peer);
         }
         if (st != UCS_OK) {
             peer->ep = NULL;
             return comm->svc->error(braid_ucx_status(st),
-                                   "ucx: rank %d: cannot create an endpoint "
-                                   "to rank %d: %s", comm->rank, p,
-                                   ucs_status_string(st));
+                                    "ucx: rank %d: cannot create an endpoint "
+                                    "to rank %d: %s",
+                                    comm->rank, p, ucs_status_string(st));
         }
     }
     return BRAID_OK;
@@ -110,9 +110,8 @@ static void retire_pending(braid_ucx_comm_t *comm)
  * close to finish. */
 static void close_eps(braid_ucx_comm_t *comm)
 {
-    double            deadline = braid_ucx_deadline(comm,
-                                     comm->broken ? BRAID_UCX_FAILED_CLOSE_S
-                                                  : BRAID_UCX_CLOSE_S);
+    double deadline = braid_ucx_deadline(
+        comm, comm->broken ? BRAID_UCX_FAILED_CLOSE_S : BRAID_UCX_CLOSE_S);
     ucs_status_ptr_t *reqs = calloc((size_t)comm->size, sizeof(*reqs));
 
     for (int p = 0; p < comm->size; p++) {
@@ -148,8 +147,9 @@ static void close_eps(braid_ucx_comm_t *comm)
         if (reqs[p] != NULL &&
             braid_ucx_wait_ucp(comm, reqs[p], deadline) == UCS_ERR_TIMED_OUT) {
             comm->svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT,
-                          "rank %d: closing the endpoint to rank %d did not "
-                          "finish in time; destroying it", comm->rank, p);
+                           "rank %d: closing the endpoint to rank %d did not "
+                           "finish in time; destroying it",
+                           comm->rank, p);
         }
     }
     free(reqs);
@@ -169,8 +169,9 @@ static void comm_teardown(braid_ucx_comm_t *comm)
             }
             /* Only a healthy communicator has anything worth flushing. */
             if (!comm->broken &&
-                braid_ucx_flush(comm, braid_ucx_deadline(
-                                          comm, BRAID_UCX_CLOSE_S)) != UCS_OK) {
+                braid_ucx_flush(comm,
+                                braid_ucx_deadline(comm, BRAID_UCX_CLOSE_S)) !=
+                    UCS_OK) {
                 comm->broken = 1;
             }
             close_eps(comm);
@@ -198,8 +199,8 @@ static braid_status_t setup_worker(ucp_address_t **addr, size_t *addr_len,
         BRAID_OK) {
         comm->context = NULL;
         return comm->svc->error(BRAID_ERR_UNAVAILABLE,
-                               "ucx: ucp_init failed: %s",
-                               ucs_status_string(st));
+                                "ucx: ucp_init failed: %s",
+                                ucs_status_string(st));
     }
     /* The core drives a communicator from one thread at a time, and the
      * test harness from one thread per rank: no locking needed in ucp. */
@@ -210,23 +211,24 @@ static braid_status_t setup_worker(ucp_address_t **addr, size_t *addr_len,
     if (st != UCS_OK) {
         comm->worker = NULL;
         return comm->svc->error(BRAID_ERR_UNAVAILABLE,
-                               "ucx: rank %d: ucp_worker_create failed: %s",
-                               comm->rank, ucs_status_string(st));
+                                "ucx: rank %d: ucp_worker_create failed: %s",
+                                comm->rank, ucs_status_string(st));
     }
     /* Before the address leaves this rank: no put may find no handler. */
     st = braid_ucx_am_register(comm);
     if (st != UCS_OK) {
         return comm->svc->error(BRAID_ERR_UNAVAILABLE,
-                               "ucx: rank %d: cannot register the put_signal "
-                               "handler: %s", comm->rank,
-                               ucs_status_string(st));
+                                "ucx: rank %d: cannot register the put_signal "
+                                "handler: %s",
+                                comm->rank, ucs_status_string(st));
     }
     st = ucp_worker_get_address(comm->worker, addr, addr_len);
     if (st != UCS_OK) {
         *addr = NULL;
         return comm->svc->error(BRAID_ERR_TRANSPORT,
-                               "ucx: rank %d: ucp_worker_get_address failed: "
-                               "%s", comm->rank, ucs_status_string(st));
+                                "ucx: rank %d: ucp_worker_get_address failed: "
+                                "%s",
+                                comm->rank, ucs_status_string(st));
     }
     return BRAID_OK;
 }
@@ -242,16 +244,17 @@ static void agree_link(braid_ucx_comm_t *comm, const braid_link_t *mine,
     braid_ucx_link_put(&comm->link);
     if (comm->link.alpha_us != mine->alpha_us ||
         comm->link.beta_gbps != mine->beta_gbps) {
-        comm->svc->log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT,
-                      "rank %d: BRAID_UCX_ALPHA_US/BRAID_UCX_GBPS differ from "
-                      "rank 0's; using rank 0's (%g us, %g GB/s)", comm->rank,
-                      comm->link.alpha_us, comm->link.beta_gbps);
+        comm->svc->log(
+            BRAID_LOG_WARN, BRAID_UCX_COMPONENT,
+            "rank %d: BRAID_UCX_ALPHA_US/BRAID_UCX_GBPS differ from "
+            "rank 0's; using rank 0's (%g us, %g GB/s)",
+            comm->rank, comm->link.alpha_us, comm->link.beta_gbps);
     }
 }
 
 braid_status_t braid_ucx_comm_create(const braid_transport_t *self,
-                                     const braid_services_t *svc,
-                                     const braid_oob_t *oob,
+                                     const braid_services_t  *svc,
+                                     const braid_oob_t       *oob,
                                      const braid_topo_t *topo, void **tcomm)
 {
     braid_ucx_comm_t *comm     = NULL;
@@ -293,7 +296,7 @@ braid_status_t braid_ucx_comm_create(const braid_transport_t *self,
         comm->size         = oob->size;
         comm->failed_peer  = -1;
         comm->pending.prev = comm->pending.next = &comm->pending;
-        comm->areas.prev   = comm->areas.next   = &comm->areas;
+        comm->areas.prev = comm->areas.next = &comm->areas;
         local = setup_worker(&addr, &addr_len, comm);
     }
 
@@ -324,16 +327,13 @@ fail:
     return st;
 }
 
-void braid_ucx_comm_destroy(void *tcomm)
-{
-    comm_teardown(tcomm);
-}
+void braid_ucx_comm_destroy(void *tcomm) { comm_teardown(tcomm); }
 
 void braid_ucx_link(void *tcomm, braid_link_t *link)
 {
     const braid_link_t *mine = &((braid_ucx_comm_t *)tcomm)->link;
-    link->alpha_us      = mine->alpha_us;
-    link->beta_gbps     = mine->beta_gbps;
-    link->put_alpha_us  = mine->put_alpha_us;
-    link->put_beta_gbps = mine->put_beta_gbps;
+    link->alpha_us           = mine->alpha_us;
+    link->beta_gbps          = mine->beta_gbps;
+    link->put_alpha_us       = mine->put_alpha_us;
+    link->put_beta_gbps      = mine->put_beta_gbps;
 }

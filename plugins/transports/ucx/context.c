@@ -28,7 +28,7 @@ static _Thread_local int log_quiet;
 static log_fn_t          log_fn; /* the core's, set with the context */
 
 static ucs_log_func_rc_t log_handler(const char *file, unsigned line,
-                                     const char *function,
+                                     const char     *function,
                                      ucs_log_level_t level,
                                      const ucs_log_component_config_t *comp,
                                      const char *message, va_list ap)
@@ -43,14 +43,11 @@ static ucs_log_func_rc_t log_handler(const char *file, unsigned line,
     return UCS_LOG_FUNC_RC_STOP;
 }
 
-void braid_ucx_log_quiet(int on)
-{
-    log_quiet = on;
-}
+void braid_ucx_log_quiet(int on) { log_quiet = on; }
 
-braid_status_t braid_ucx_context_acquire(ucp_context_h *context,
+braid_status_t braid_ucx_context_acquire(ucp_context_h          *context,
                                          const braid_services_t *svc,
-                                         ucs_status_t *ucs_status)
+                                         ucs_status_t           *ucs_status)
 {
     ucp_config_t  *config = NULL;
     ucp_params_t   params;
@@ -70,17 +67,16 @@ braid_status_t braid_ucx_context_acquire(ucp_context_h *context,
         goto out;
     }
     memset(&params, 0, sizeof(params));
-    params.field_mask = UCP_PARAM_FIELD_FEATURES |
-                        UCP_PARAM_FIELD_REQUEST_SIZE |
-                        UCP_PARAM_FIELD_MT_WORKERS_SHARED |
-                        UCP_PARAM_FIELD_NAME;
+    params.field_mask =
+        UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
+        UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
     /* Tagged messages, and active messages for put_signal (rma.c says
      * why not RMA). */
     params.features          = UCP_FEATURE_TAG | UCP_FEATURE_AM;
     params.request_size      = sizeof(braid_ucx_op_t);
     params.mt_workers_shared = 1;
     params.name              = "braid";
-    st = ucp_init(&params, config, &ctx_handle);
+    st                       = ucp_init(&params, config, &ctx_handle);
     ucp_config_release(config);
     if (st != UCS_OK) {
         ctx_handle = NULL;

@@ -28,7 +28,8 @@ static braid_status_t parse_number(double *out, const braid_services_t *svc,
 
     if (text[0] == '\0') {
         return svc->error(BRAID_ERR_PARSE,
-                          "ucx: %s is set but empty (expected a number)", name);
+                          "ucx: %s is set but empty (expected a number)",
+                          name);
     }
     v = strtod(text, &end);
     if (end == text) {
@@ -63,9 +64,8 @@ void braid_ucx_link_put(braid_link_t *link)
     link->put_beta_gbps = link->beta_gbps / PUT_BETA_DIVISOR;
 }
 
-braid_status_t braid_ucx_link_declared(braid_link_t *link,
-                                       const braid_services_t *svc,
-                                       int nnodes)
+braid_status_t braid_ucx_link_declared(braid_link_t           *link,
+                                       const braid_services_t *svc, int nnodes)
 {
     const char    *env;
     braid_status_t st;

@@ -21,12 +21,13 @@ typedef struct xchg_hdr {
 static braid_status_t oob_failed(const braid_services_t *svc,
                                  braid_status_t st, const char *what)
 {
-    return svc->error(st, "ucx: out-of-band allgather failed while %s "
-                      "(status %d)", what, (int)st);
+    return svc->error(st,
+                      "ucx: out-of-band allgather failed while %s "
+                      "(status %d)",
+                      what, (int)st);
 }
 
-static braid_status_t no_memory(const braid_services_t *svc,
-                                const char *what)
+static braid_status_t no_memory(const braid_services_t *svc, const char *what)
 {
     return svc->error(BRAID_ERR_NO_MEMORY, "ucx: out of memory while %s",
                       what);
@@ -50,8 +51,10 @@ static braid_status_t remote_failed(const braid_services_t *svc,
     if (local != BRAID_OK) {
         return local; /* this rank's own message is already recorded */
     }
-    return svc->error(remote, "ucx: rank %d failed while %s (status %d), so "
-                      "this rank gives up too", rank, what, (int)remote);
+    return svc->error(remote,
+                      "ucx: rank %d failed while %s (status %d), so "
+                      "this rank gives up too",
+                      rank, what, (int)remote);
 }
 
 void braid_ucx_xchg_free(braid_ucx_xchg_t *x)
@@ -62,12 +65,11 @@ void braid_ucx_xchg_free(braid_ucx_xchg_t *x)
     memset(x, 0, sizeof(*x));
 }
 
-braid_status_t braid_ucx_oob_exchange(braid_ucx_xchg_t *out,
+braid_status_t braid_ucx_oob_exchange(braid_ucx_xchg_t       *out,
                                       const braid_services_t *svc,
-                                      const braid_oob_t *oob,
-                                      const char *what, braid_status_t local,
-                                      const void *blob, size_t len,
-                                      const uint64_t extra[2])
+                                      const braid_oob_t *oob, const char *what,
+                                      braid_status_t local, const void *blob,
+                                      size_t len, const uint64_t extra[2])
 {
     const int      n      = oob->size;
     xchg_hdr_t     mine   = {0};
@@ -94,8 +96,8 @@ braid_status_t braid_ucx_oob_exchange(braid_ucx_xchg_t *out,
         free(hdrs);
         return local != BRAID_OK ? local : oob_failed(svc, st, what);
     }
-    bad = first_failed(&hdrs[0].status, sizeof(xchg_hdr_t) / sizeof(int64_t),
-                       n);
+    bad =
+        first_failed(&hdrs[0].status, sizeof(xchg_hdr_t) / sizeof(int64_t), n);
     if (bad >= 0) {
         st = remote_failed(svc, local, bad, (braid_status_t)hdrs[bad].status,
                            what);
@@ -155,9 +157,9 @@ braid_status_t braid_ucx_oob_agree(const braid_services_t *svc,
         return local != BRAID_OK ? local : oob_failed(svc, st, what);
     }
     bad = first_failed(all, 1, oob->size);
-    st  = bad < 0 ? BRAID_OK
-                  : remote_failed(svc, local, bad, (braid_status_t)all[bad],
-                                  what);
+    st  = bad < 0
+              ? BRAID_OK
+              : remote_failed(svc, local, bad, (braid_status_t)all[bad], what);
     free(all);
     return st;
 }

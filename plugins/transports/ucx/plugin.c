@@ -13,7 +13,7 @@ static int             probe_held;
 /* A successful probe keeps its context reference until unload, so the
  * communicators that follow reuse the context instead of initialising UCX a
  * second time. */
-static braid_status_t ucx_probe(const braid_plugin_t *self,
+static braid_status_t ucx_probe(const braid_plugin_t   *self,
                                 const braid_services_t *svc, char *why,
                                 size_t why_len)
 {
@@ -59,8 +59,7 @@ static const braid_transport_t *const transports[] = {
     &braid_ucx_transport,
 };
 
-__attribute__((visibility("default")))
-const braid_plugin_t braid_plugin_v4 = {
+__attribute__((visibility("default"))) const braid_plugin_t braid_plugin_v4 = {
     .abi_version  = BRAID_PLUGIN_ABI_VERSION,
     .struct_size  = sizeof(braid_plugin_t),
     .name         = "ucx",

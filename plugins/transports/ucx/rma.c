@@ -39,7 +39,7 @@ typedef struct area_vote {
 static braid_ucx_area_t *area_find(braid_ucx_comm_t *comm, uint64_t id)
 {
     for (braid_ucx_area_t *a = comm->areas.next; a != &comm->areas;
-         a = a->next) {
+         a                   = a->next) {
         if (a->id == id) {
             return a;
         }
@@ -67,7 +67,8 @@ void braid_ucx_areas_release(braid_ucx_comm_t *comm)
 /* Lands one put: called by ucp_worker_progress on the target. */
 static ucs_status_t put_arrived(void *arg, const void *header,
                                 size_t header_length, void *data,
-                                size_t length, const ucp_am_recv_param_t *param)
+                                size_t                     length,
+                                const ucp_am_recv_param_t *param)
 {
     braid_ucx_comm_t   *comm = arg;
     braid_ucx_put_hdr_t h;
@@ -76,35 +77,40 @@ static ucs_status_t put_arrived(void *arg, const void *header,
 
     if (header_length != sizeof(h) ||
         (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-        comm->svc->log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT, "rank %d: dropped "
-                      "a malformed put (%zu-byte header%s)", comm->rank,
-                      header_length,
-                      (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
-                          ? ", rendezvous" : "");
+        comm->svc->log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT,
+                       "rank %d: dropped "
+                       "a malformed put (%zu-byte header%s)",
+                       comm->rank, header_length,
+                       (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
+                           ? ", rendezvous"
+                           : "");
         /* A rendezvous descriptor returned with an error fails the sender's
          * request with it instead of completing it. */
         return (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
-                   ? UCS_ERR_UNSUPPORTED : UCS_OK;
+                   ? UCS_ERR_UNSUPPORTED
+                   : UCS_OK;
     }
     memcpy(&h, header, sizeof(h)); /* the header need not be aligned */
     a = area_find(comm, h.area);
     if (a == NULL) {
         /* Only after a failure: algorithms free an area once nothing can be
          * in flight into it (plugins/algorithms/lowhop/recv_area.h). */
-        comm->svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT, "rank %d: dropped "
-                      "a put into area %llu, which is gone", comm->rank,
-                      (unsigned long long)h.area);
+        comm->svc->log(BRAID_LOG_DEBUG, BRAID_UCX_COMPONENT,
+                       "rank %d: dropped "
+                       "a put into area %llu, which is gone",
+                       comm->rank, (unsigned long long)h.area);
         return UCS_OK;
     }
     if (h.dst_off > a->len || length > a->len - h.dst_off ||
         a->len < sizeof(uint64_t) || h.flag_off > a->len - sizeof(uint64_t) ||
         h.flag_off % sizeof(uint64_t) != 0) {
-        comm->svc->log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT, "rank %d: dropped "
-                      "a put of %zu bytes at %llu, flag at %llu: outside "
-                      "area %llu (%zu bytes)", comm->rank, length,
-                      (unsigned long long)h.dst_off,
-                      (unsigned long long)h.flag_off,
-                      (unsigned long long)h.area, a->len);
+        comm->svc->log(BRAID_LOG_WARN, BRAID_UCX_COMPONENT,
+                       "rank %d: dropped "
+                       "a put of %zu bytes at %llu, flag at %llu: outside "
+                       "area %llu (%zu bytes)",
+                       comm->rank, length, (unsigned long long)h.dst_off,
+                       (unsigned long long)h.flag_off,
+                       (unsigned long long)h.area, a->len);
         return UCS_OK;
     }
     base = a->base;
@@ -122,10 +128,9 @@ ucs_status_t braid_ucx_am_register(braid_ucx_comm_t *comm)
     ucp_am_handler_param_t p;
 
     memset(&p, 0, sizeof(p));
-    p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-                   UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
-                   UCP_AM_HANDLER_PARAM_FIELD_CB |
-                   UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    p.field_mask =
+        UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+        UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
     p.id    = BRAID_UCX_AM_PUT;
     p.flags = UCP_AM_FLAG_WHOLE_MSG;
     p.cb    = put_arrived;
@@ -142,22 +147,26 @@ static braid_status_t area_new(braid_ucx_area_t **out, braid_ucx_comm_t *comm,
 
     *out = NULL;
     if (a == NULL) {
-        return comm->svc->error(BRAID_ERR_NO_MEMORY, "ucx: rank %d: out of "
-                               "memory for a put area", comm->rank);
+        return comm->svc->error(BRAID_ERR_NO_MEMORY,
+                                "ucx: rank %d: out of "
+                                "memory for a put area",
+                                comm->rank);
     }
     if (len > SIZE_MAX - page) {
         free(a);
-        return comm->svc->error(BRAID_ERR_INVALID_ARG, "ucx: rank %d: a put "
-                               "area of %zu bytes is too large", comm->rank,
-                               len);
+        return comm->svc->error(BRAID_ERR_INVALID_ARG,
+                                "ucx: rank %d: a put "
+                                "area of %zu bytes is too large",
+                                comm->rank, len);
     }
     bytes   = len == 0 ? page : (len + page - 1) / page * page;
     a->base = aligned_alloc(page, bytes);
     if (a->base == NULL) {
         free(a);
-        return comm->svc->error(BRAID_ERR_NO_MEMORY, "ucx: rank %d: out of "
-                               "memory for a put area of %zu bytes",
-                               comm->rank, len);
+        return comm->svc->error(BRAID_ERR_NO_MEMORY,
+                                "ucx: rank %d: out of "
+                                "memory for a put area of %zu bytes",
+                                comm->rank, len);
     }
     memset(a->base, 0, bytes);
     a->id  = id;
@@ -176,32 +185,38 @@ static braid_status_t area_agree(braid_ucx_comm_t *comm, braid_status_t local,
     braid_status_t st;
 
     if (all == NULL) {
-        return comm->svc->error(BRAID_ERR_NO_MEMORY, "ucx: rank %d: out of "
-                               "memory agreeing on a put area", comm->rank);
+        return comm->svc->error(BRAID_ERR_NO_MEMORY,
+                                "ucx: rank %d: out of "
+                                "memory agreeing on a put area",
+                                comm->rank);
     }
     st = comm->oob.allgather(comm->oob.ctx, &mine, all, sizeof(mine));
     if (st != BRAID_OK) {
         free(all);
         return local != BRAID_OK ? local
-                                 : comm->svc->error(st, "ucx: rank %d: "
-                                                   "mem_alloc: out-of-band "
-                                                   "allgather failed (status "
-                                                   "%d)", comm->rank, (int)st);
+                                 : comm->svc->error(st,
+                                                    "ucx: rank %d: "
+                                                    "mem_alloc: out-of-band "
+                                                    "allgather failed (status "
+                                                    "%d)",
+                                                    comm->rank, (int)st);
     }
     st = local;
     for (int p = 0; p < comm->size && st == BRAID_OK; p++) {
         if (all[p].status != BRAID_OK) {
-            st = comm->svc->error((braid_status_t)all[p].status, "ucx: rank "
-                                 "%d failed to allocate its put area (status "
-                                 "%d), so rank %d gives up too", p,
-                                 (int)all[p].status, comm->rank);
+            st = comm->svc->error((braid_status_t)all[p].status,
+                                  "ucx: rank "
+                                  "%d failed to allocate its put area (status "
+                                  "%d), so rank %d gives up too",
+                                  p, (int)all[p].status, comm->rank);
         } else if (all[p].id != id || all[p].len != len) {
-            st = comm->svc->error(BRAID_ERR_MISMATCH, "ucx: mem_alloc: rank "
-                                 "%d asked for %llu bytes (area %llu), rank "
-                                 "%d for %zu (area %llu)", p,
-                                 (unsigned long long)all[p].len,
-                                 (unsigned long long)all[p].id, comm->rank,
-                                 len, (unsigned long long)id);
+            st = comm->svc->error(BRAID_ERR_MISMATCH,
+                                  "ucx: mem_alloc: rank "
+                                  "%d asked for %llu bytes (area %llu), rank "
+                                  "%d for %zu (area %llu)",
+                                  p, (unsigned long long)all[p].len,
+                                  (unsigned long long)all[p].id, comm->rank,
+                                  len, (unsigned long long)id);
         }
     }
     free(all);
@@ -218,8 +233,8 @@ braid_status_t braid_ucx_mem_alloc(void *tcomm, size_t len, braid_rmem_t *mem)
     memset(mem, 0, sizeof(*mem));
     st = area_new(&a, comm, id, len);
     if (a != NULL) { /* findable before any peer can put into it */
-        a->prev = &comm->areas;
-        a->next = comm->areas.next;
+        a->prev                = &comm->areas;
+        a->next                = comm->areas.next;
         comm->areas.next->prev = a;
         comm->areas.next       = a;
     }
@@ -262,27 +277,29 @@ braid_status_t braid_ucx_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
 
     req->handle = NULL;
     req->active = 0;
-    if (a == NULL || peer < 0 || peer >= comm->size ||
-        dst_off > mem->len || len > mem->len - dst_off ||
-        flag_off > mem->len || mem->len - flag_off < sizeof(uint64_t) ||
+    if (a == NULL || peer < 0 || peer >= comm->size || dst_off > mem->len ||
+        len > mem->len - dst_off || flag_off > mem->len ||
+        mem->len - flag_off < sizeof(uint64_t) ||
         flag_off % sizeof(uint64_t) != 0 || (len > 0 && src == NULL)) {
-        return comm->svc->error(BRAID_ERR_INVALID_ARG,
-                               "ucx: put_signal to rank %d: %zu bytes at %zu, "
-                               "flag at %zu do not fit an area of %zu bytes "
-                               "(or the flag is not 8-byte aligned, or src "
-                               "is NULL)", peer, len, dst_off, flag_off,
-                               mem ? mem->len : 0);
+        return comm->svc->error(
+            BRAID_ERR_INVALID_ARG,
+            "ucx: put_signal to rank %d: %zu bytes at %zu, "
+            "flag at %zu do not fit an area of %zu bytes "
+            "(or the flag is not 8-byte aligned, or src "
+            "is NULL)",
+            peer, len, dst_off, flag_off, mem ? mem->len : 0);
     }
     if (comm->peers[peer].status != UCS_OK) {
-        return comm->svc->error(BRAID_ERR_PEER, "ucx: rank %d: put_signal to "
-                               "rank %d: its endpoint failed earlier: %s",
-                               comm->rank, peer,
-                               ucs_status_string(comm->peers[peer].status));
+        return comm->svc->error(BRAID_ERR_PEER,
+                                "ucx: rank %d: put_signal to "
+                                "rank %d: its endpoint failed earlier: %s",
+                                comm->rank, peer,
+                                ucs_status_string(comm->peers[peer].status));
     }
     put = calloc(1, sizeof(*put));
     if (put == NULL) {
         return comm->svc->error(BRAID_ERR_NO_MEMORY,
-                               "ucx: out of memory for a put_signal");
+                                "ucx: out of memory for a put_signal");
     }
     put->hdr.area     = a->id;
     put->hdr.dst_off  = dst_off;
@@ -297,9 +314,11 @@ braid_status_t braid_ucx_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
     if (UCS_PTR_IS_ERR(sp)) {
         ucs_status_t st = UCS_PTR_STATUS(sp);
         free(put);
-        return comm->svc->error(braid_ucx_status(st), "ucx: rank %d: "
-                               "put_signal of %zu bytes to rank %d failed: %s",
-                               comm->rank, len, peer, ucs_status_string(st));
+        return comm->svc->error(
+            braid_ucx_status(st),
+            "ucx: rank %d: "
+            "put_signal of %zu bytes to rank %d failed: %s",
+            comm->rank, len, peer, ucs_status_string(st));
     }
     req->active = 1;
     if (sp == NULL) {

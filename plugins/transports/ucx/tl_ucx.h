@@ -46,7 +46,7 @@ typedef struct braid_ucx_op {
 /* What travels in front of a put's data (an active message header): where
  * the target stores the data and which flag it raises afterwards. */
 typedef struct braid_ucx_put_hdr {
-    uint64_t area;     /* id: mem_alloc order, the same on every rank */
+    uint64_t area; /* id: mem_alloc order, the same on every rank */
     uint64_t dst_off;
     uint64_t flag_off;
     uint64_t flag_val;
@@ -72,30 +72,30 @@ typedef struct braid_ucx_area {
 typedef struct braid_ucx_comm braid_ucx_comm_t;
 
 typedef struct braid_ucx_peer {
-    braid_ucx_comm_t *comm;   /* for the error callback */
+    braid_ucx_comm_t *comm; /* for the error callback */
     int               rank;
     ucp_ep_h          ep;
     int               err_peer; /* created with UCP_ERR_HANDLING_MODE_PEER */
-    ucs_status_t      status;   /* UCS_OK until the endpoint reports an error */
+    ucs_status_t      status; /* UCS_OK until the endpoint reports an error */
 } braid_ucx_peer_t;
 
 struct braid_ucx_comm {
     const braid_services_t *svc; /* the core's, valid for the process */
     /* a copy: the caller's struct may be temporary */
-    braid_oob_t         oob;
-    int                 rank;
-    int                 size;
-    ucp_context_h       context;
-    ucp_worker_h        worker;
-    braid_ucx_peer_t   *peers;   /* [size], including this rank */
-    int                 failed_peer; /* first rank whose endpoint failed, -1 */
+    braid_oob_t       oob;
+    int               rank;
+    int               size;
+    ucp_context_h     context;
+    ucp_worker_h      worker;
+    braid_ucx_peer_t *peers;       /* [size], including this rank */
+    int               failed_peer; /* first rank whose endpoint failed, -1 */
     /* Set once an operation failed or was cancelled: the communicator is
      * going down, so teardown closes endpoints by force, briefly. */
-    int                 broken;
-    braid_link_t        link;
-    braid_ucx_op_t      pending; /* list head of operations not yet retired */
-    braid_ucx_area_t    areas;   /* list head of live put areas */
-    uint64_t            next_area; /* id of the next mem_alloc */
+    int              broken;
+    braid_link_t     link;
+    braid_ucx_op_t   pending;   /* list head of operations not yet retired */
+    braid_ucx_area_t areas;     /* list head of live put areas */
+    uint64_t         next_area; /* id of the next mem_alloc */
 };
 
 /* Active message id of put_signal (one handler per worker). */
@@ -110,39 +110,38 @@ struct braid_ucx_comm {
 extern const braid_transport_t braid_ucx_transport;
 
 /* context.c: the process-wide ucp context. */
-braid_status_t braid_ucx_context_acquire(ucp_context_h *context,
+braid_status_t braid_ucx_context_acquire(ucp_context_h          *context,
                                          const braid_services_t *svc,
-                                         ucs_status_t *ucs_status);
+                                         ucs_status_t           *ucs_status);
 void           braid_ucx_context_release(void);
 /* While quiet (per thread), UCX's own log messages go to braid's debug log
  * instead of stderr: a communicator's teardown, where a peer that left
  * makes UCX print connection errors that say nothing to the user. */
-void           braid_ucx_log_quiet(int on);
+void braid_ucx_log_quiet(int on);
 
 /* link.c: declared link parameters and their environment overrides. */
 /* Derives the put_signal pair from the two-sided one (link.c). */
-void braid_ucx_link_put(braid_link_t *link);
-braid_status_t braid_ucx_link_declared(braid_link_t *link,
+void           braid_ucx_link_put(braid_link_t *link);
+braid_status_t braid_ucx_link_declared(braid_link_t           *link,
                                        const braid_services_t *svc,
-                                       int nnodes);
+                                       int                     nnodes);
 
 /* oob.c: agreement plus exchange of one variable-length blob per rank.
  * Every rank passes its local status; when any rank failed, every rank
  * returns an error (its own, or one naming the first failed rank). */
 typedef struct braid_ucx_xchg {
-    char     *blobs;  /* size * stride bytes; rank r's blob at r * stride */
+    char     *blobs; /* size * stride bytes; rank r's blob at r * stride */
     size_t    stride;
-    uint64_t *lens;   /* [size] */
-    uint64_t *extra;  /* [size * 2]: two words each rank attached */
+    uint64_t *lens;  /* [size] */
+    uint64_t *extra; /* [size * 2]: two words each rank attached */
 } braid_ucx_xchg_t;
 
-braid_status_t braid_ucx_oob_exchange(braid_ucx_xchg_t *out,
+braid_status_t braid_ucx_oob_exchange(braid_ucx_xchg_t       *out,
                                       const braid_services_t *svc,
-                                      const braid_oob_t *oob,
-                                      const char *what, braid_status_t local,
-                                      const void *blob, size_t len,
-                                      const uint64_t extra[2]);
-void braid_ucx_xchg_free(braid_ucx_xchg_t *x);
+                                      const braid_oob_t *oob, const char *what,
+                                      braid_status_t local, const void *blob,
+                                      size_t len, const uint64_t extra[2]);
+void           braid_ucx_xchg_free(braid_ucx_xchg_t *x);
 /* Agreement only: BRAID_OK when every rank passed BRAID_OK. */
 braid_status_t braid_ucx_oob_agree(const braid_services_t *svc,
                                    const braid_oob_t *oob, const char *what,
@@ -150,18 +149,18 @@ braid_status_t braid_ucx_oob_agree(const braid_services_t *svc,
 
 /* comm.c */
 braid_status_t braid_ucx_comm_create(const braid_transport_t *self,
-                                     const braid_services_t *svc,
-                                     const braid_oob_t *oob,
+                                     const braid_services_t  *svc,
+                                     const braid_oob_t       *oob,
                                      const braid_topo_t *topo, void **tcomm);
 void           braid_ucx_comm_destroy(void *tcomm);
 void           braid_ucx_link(void *tcomm, braid_link_t *link);
 
 /* transport.c: shared by comm.c and rma.c. */
 braid_status_t braid_ucx_status(ucs_status_t st); /* ucs -> braid code */
-void braid_ucx_op_link(braid_ucx_comm_t *comm, braid_ucx_op_t *op,
-                       braid_ucx_op_kind_t kind, int peer, uint64_t tag,
-                       size_t len);
-void braid_ucx_op_unlink(braid_ucx_op_t *op);
+void           braid_ucx_op_link(braid_ucx_comm_t *comm, braid_ucx_op_t *op,
+                                 braid_ucx_op_kind_t kind, int peer, uint64_t tag,
+                                 size_t len);
+void           braid_ucx_op_unlink(braid_ucx_op_t *op);
 /* Progresses until req (a ucp request) completes or the deadline passes;
  * returns the request's status or UCS_ERR_TIMED_OUT.  Frees req. */
 ucs_status_t braid_ucx_wait_ucp(braid_ucx_comm_t *comm, void *req,

@@ -12,19 +12,14 @@
 braid_status_t braid_ucx_status(ucs_status_t st)
 {
     switch (st) {
-    case UCS_OK:
-        return BRAID_OK;
-    case UCS_INPROGRESS:
-        return BRAID_INPROGRESS;
-    case UCS_ERR_NO_MEMORY:
-        return BRAID_ERR_NO_MEMORY;
-    case UCS_ERR_TIMED_OUT:
-        return BRAID_ERR_TIMEOUT;
+    case UCS_OK: return BRAID_OK;
+    case UCS_INPROGRESS: return BRAID_INPROGRESS;
+    case UCS_ERR_NO_MEMORY: return BRAID_ERR_NO_MEMORY;
+    case UCS_ERR_TIMED_OUT: return BRAID_ERR_TIMEOUT;
     case UCS_ERR_UNREACHABLE:
     case UCS_ERR_REJECTED:
     case UCS_ERR_NOT_CONNECTED:
-    case UCS_ERR_CONNECTION_RESET:
-        return BRAID_ERR_PEER;
+    case UCS_ERR_CONNECTION_RESET: return BRAID_ERR_PEER;
     default:
         if (st <= UCS_ERR_FIRST_ENDPOINT_FAILURE &&
             st >= UCS_ERR_LAST_ENDPOINT_FAILURE) {
@@ -43,12 +38,12 @@ void braid_ucx_op_link(braid_ucx_comm_t *comm, braid_ucx_op_t *op,
                        braid_ucx_op_kind_t kind, int peer, uint64_t tag,
                        size_t len)
 {
-    op->kind   = kind;
-    op->peer   = peer;
-    op->tag    = tag;
-    op->len    = len;
-    op->prev   = &comm->pending;
-    op->next   = comm->pending.next;
+    op->kind                 = kind;
+    op->peer                 = peer;
+    op->tag                  = tag;
+    op->len                  = len;
+    op->prev                 = &comm->pending;
+    op->next                 = comm->pending.next;
     comm->pending.next->prev = op;
     comm->pending.next       = op;
 }
@@ -104,31 +99,29 @@ double braid_ucx_deadline(const braid_ucx_comm_t *comm, double s)
 static const char *op_verb(const braid_ucx_op_t *op)
 {
     switch (op->kind) {
-    case BRAID_UCX_OP_SEND:
-        return "send to";
-    case BRAID_UCX_OP_RECV:
-        return "receive from";
-    default:
-        return "put_signal to";
+    case BRAID_UCX_OP_SEND: return "send to";
+    case BRAID_UCX_OP_RECV: return "receive from";
+    default: return "put_signal to";
     }
 }
 
-static braid_status_t op_error(braid_ucx_comm_t *comm,
+static braid_status_t op_error(braid_ucx_comm_t     *comm,
                                const braid_ucx_op_t *op, ucs_status_t st)
 {
     if (op->kind == BRAID_UCX_OP_PUT) { /* tag holds the flag offset */
         return comm->svc->error(braid_ucx_status(st),
-                               "ucx: rank %d: put_signal to rank %d (%zu "
-                               "bytes, flag at offset %llu) failed: %s",
-                               comm->rank, op->peer, op->len,
-                               (unsigned long long)op->tag,
-                               ucs_status_string(st));
+                                "ucx: rank %d: put_signal to rank %d (%zu "
+                                "bytes, flag at offset %llu) failed: %s",
+                                comm->rank, op->peer, op->len,
+                                (unsigned long long)op->tag,
+                                ucs_status_string(st));
     }
     return comm->svc->error(braid_ucx_status(st),
-                           "ucx: rank %d: %s rank %d (%zu bytes, tag %#llx) "
-                           "failed: %s", comm->rank, op_verb(op), op->peer,
-                           op->len, (unsigned long long)op->tag,
-                           ucs_status_string(st));
+                            "ucx: rank %d: %s rank %d (%zu bytes, tag %#llx) "
+                            "failed: %s",
+                            comm->rank, op_verb(op), op->peer, op->len,
+                            (unsigned long long)op->tag,
+                            ucs_status_string(st));
 }
 
 static braid_status_t check_peer(braid_ucx_comm_t *comm, int peer,
@@ -136,14 +129,17 @@ static braid_status_t check_peer(braid_ucx_comm_t *comm, int peer,
 {
     if (peer < 0 || peer >= comm->size) {
         return comm->svc->error(BRAID_ERR_INVALID_ARG,
-                               "ucx: %s rank %d, but the communicator has %d "
-                               "ranks", what, peer, comm->size);
+                                "ucx: %s rank %d, but the communicator has %d "
+                                "ranks",
+                                what, peer, comm->size);
     }
     if (comm->peers[peer].status != UCS_OK) {
-        return comm->svc->error(BRAID_ERR_PEER,
-                               "ucx: rank %d: cannot %s rank %d: its endpoint "
-                               "failed earlier: %s", comm->rank, what, peer,
-                               ucs_status_string(comm->peers[peer].status));
+        return comm->svc->error(
+            BRAID_ERR_PEER,
+            "ucx: rank %d: cannot %s rank %d: its endpoint "
+            "failed earlier: %s",
+            comm->rank, what, peer,
+            ucs_status_string(comm->peers[peer].status));
     }
     return BRAID_OK;
 }
@@ -152,9 +148,9 @@ static braid_status_t check_tag(braid_ucx_comm_t *comm, uint64_t tag)
 {
     if (tag & ~BRAID_UCX_TAG_MASK) {
         return comm->svc->error(BRAID_ERR_INVALID_ARG,
-                               "ucx: tag %#llx uses more than the %d bits "
-                               "BRAID_TAG_BITS allows",
-                               (unsigned long long)tag, BRAID_TAG_BITS);
+                                "ucx: tag %#llx uses more than the %d bits "
+                                "BRAID_TAG_BITS allows",
+                                (unsigned long long)tag, BRAID_TAG_BITS);
     }
     return BRAID_OK;
 }
@@ -172,8 +168,8 @@ static braid_status_t track(braid_treq_t *req, braid_ucx_comm_t *comm,
         return BRAID_OK;
     }
     if (UCS_PTR_IS_ERR(sp)) {
-        braid_ucx_op_t tmp = {.kind = kind, .peer = peer, .tag = tag,
-                              .len = len};
+        braid_ucx_op_t tmp = {
+            .kind = kind, .peer = peer, .tag = tag, .len = len};
         req->active = 0;
         return op_error(comm, &tmp, UCS_PTR_STATUS(sp));
     }
@@ -214,23 +210,25 @@ static braid_status_t check_arrival(braid_ucx_comm_t *comm, int peer,
     size_t   got  = info->length;
 
     if (sent != tag) {
-        return comm->svc->error(BRAID_ERR_MISMATCH,
-                               "ucx: rank %d: rank %d sent tag %#llx where "
-                               "this receive has %#llx: the same call number "
-                               "and step with another signature (the ranks "
-                               "called different collectives, counts, dtypes, "
-                               "ops or roots)", comm->rank, peer,
-                               (unsigned long long)sent,
-                               (unsigned long long)tag);
+        return comm->svc->error(
+            BRAID_ERR_MISMATCH,
+            "ucx: rank %d: rank %d sent tag %#llx where "
+            "this receive has %#llx: the same call number "
+            "and step with another signature (the ranks "
+            "called different collectives, counts, dtypes, "
+            "ops or roots)",
+            comm->rank, peer, (unsigned long long)sent,
+            (unsigned long long)tag);
     }
     if (got == want) {
         return BRAID_OK;
     }
     return comm->svc->error(BRAID_ERR_MISMATCH,
-                           "ucx: rank %d: rank %d sent %zu bytes with tag "
-                           "%#llx, the receive expected %zu (do the ranks "
-                           "agree on the call?)", comm->rank, peer, got,
-                           (unsigned long long)tag, want);
+                            "ucx: rank %d: rank %d sent %zu bytes with tag "
+                            "%#llx, the receive expected %zu (do the ranks "
+                            "agree on the call?)",
+                            comm->rank, peer, got, (unsigned long long)tag,
+                            want);
 }
 
 static braid_status_t ucx_irecv(void *tcomm, int peer, uint64_t tag, void *buf,
@@ -273,15 +271,11 @@ static braid_status_t ucx_test(void *tcomm, braid_treq_t *req)
         return BRAID_OK;
     }
     switch (op->kind) {
-    case BRAID_UCX_OP_RECV:
-        st = ucp_tag_recv_request_test(op, &info);
-        break;
+    case BRAID_UCX_OP_RECV: st = ucp_tag_recv_request_test(op, &info); break;
     case BRAID_UCX_OP_PUT:
         st = ucp_request_check_status(((braid_ucx_put_t *)op)->req);
         break;
-    default:
-        st = ucp_request_check_status(op);
-        break;
+    default: st = ucp_request_check_status(op); break;
     }
 
     if (st == UCS_INPROGRESS) {
@@ -314,18 +308,18 @@ static braid_status_t ucx_test(void *tcomm, braid_treq_t *req)
         if (st == UCS_ERR_MESSAGE_TRUNCATED &&
             copy.kind == BRAID_UCX_OP_RECV) {
             return comm->svc->error(BRAID_ERR_MISMATCH,
-                                   "ucx: rank %d: rank %d sent more than the "
-                                   "%zu bytes the receive with tag %#llx "
-                                   "expected (do the ranks agree on the "
-                                   "call?)", comm->rank, copy.peer, copy.len,
-                                   (unsigned long long)copy.tag);
+                                    "ucx: rank %d: rank %d sent more than the "
+                                    "%zu bytes the receive with tag %#llx "
+                                    "expected (do the ranks agree on the "
+                                    "call?)",
+                                    comm->rank, copy.peer, copy.len,
+                                    (unsigned long long)copy.tag);
         }
         if (st != UCS_OK) {
             return op_error(comm, &copy, st);
         }
         if (copy.kind == BRAID_UCX_OP_RECV) {
-            return check_arrival(comm, copy.peer, copy.tag, copy.len,
-                                 &info);
+            return check_arrival(comm, copy.peer, copy.tag, copy.len, &info);
         }
     }
     return BRAID_OK;
@@ -335,17 +329,16 @@ static braid_status_t ucx_progress(void *tcomm)
 {
     braid_ucx_comm_t *comm = tcomm;
 
-    int               p;
+    int p;
 
     ucp_worker_progress(comm->worker);
     /* Whoever polls flags instead of requests learns of a dead peer here. */
     p = comm->failed_peer;
     if (p >= 0) {
         comm->broken = 1;
-        return comm->svc->error(BRAID_ERR_PEER,
-                               "ucx: rank %d: endpoint to rank %d failed: %s",
-                               comm->rank, p,
-                               ucs_status_string(comm->peers[p].status));
+        return comm->svc->error(
+            BRAID_ERR_PEER, "ucx: rank %d: endpoint to rank %d failed: %s",
+            comm->rank, p, ucs_status_string(comm->peers[p].status));
     }
     return BRAID_OK;
 }

@@ -21,8 +21,8 @@ static int round_trip(void)
         return 1;
     }
     int  size = braid_bootstrap_size(bs), rank = braid_bootstrap_rank(bs);
-    int *all  = malloc((size_t)size * sizeof(int));
-    long sum  = 0;
+    int *all = malloc((size_t)size * sizeof(int));
+    long sum = 0;
     if (all == NULL ||
         (st = braid_bootstrap_allgather(bs, &rank, all, sizeof(int))) !=
             BRAID_OK ||

@@ -20,45 +20,48 @@
 
 static int test_failures;
 
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n",    \
-                    __FILE__, __LINE__, #cond, braid_last_error());          \
-            test_failures++;                                                 \
-        }                                                                    \
+#define CHECK(cond)                                                           \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n",     \
+                    __FILE__, __LINE__, #cond, braid_last_error());           \
+            test_failures++;                                                  \
+        }                                                                     \
     } while (0)
 
 /* In a rank: a failed check ends the process with status 1. */
-#define RCHECK(cond)                                                         \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: [pid %d] check failed: %s (last error: " \
-                    "%s)\n", __FILE__, __LINE__, (int)getpid(), #cond,        \
-                    braid_last_error());                                     \
-            exit(1);                                                         \
-        }                                                                    \
+#define RCHECK(cond)                                                          \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr,                                                   \
+                    "%s:%d: [pid %d] check failed: %s (last error: "          \
+                    "%s)\n",                                                  \
+                    __FILE__, __LINE__, (int)getpid(), #cond,                 \
+                    braid_last_error());                                      \
+            exit(1);                                                          \
+        }                                                                     \
     } while (0)
 
-#define CHECK_STATUS(expr, want)                                             \
-    do {                                                                     \
-        braid_status_t st_ = (expr);                                         \
-        if (st_ != (want)) {                                                 \
-            fprintf(stderr, "%s:%d: %s gave %s, expected %s (last error: "   \
-                    "%s)\n", __FILE__, __LINE__, #expr,                       \
-                    braid_status_str(st_), braid_status_str(want),           \
-                    braid_last_error());                                     \
-            test_failures++;                                                 \
-        }                                                                    \
+#define CHECK_STATUS(expr, want)                                              \
+    do {                                                                      \
+        braid_status_t st_ = (expr);                                          \
+        if (st_ != (want)) {                                                  \
+            fprintf(stderr,                                                   \
+                    "%s:%d: %s gave %s, expected %s (last error: "            \
+                    "%s)\n",                                                  \
+                    __FILE__, __LINE__, #expr, braid_status_str(st_),         \
+                    braid_status_str(want), braid_last_error());              \
+            test_failures++;                                                  \
+        }                                                                     \
     } while (0)
 
-#define CHECK_MSG(substr)                                                    \
-    do {                                                                     \
-        if (strstr(braid_last_error(), (substr)) == NULL) {                  \
-            fprintf(stderr, "%s:%d: last error '%s' lacks '%s'\n", __FILE__, \
-                    __LINE__, braid_last_error(), (substr));                 \
-            test_failures++;                                                 \
-        }                                                                    \
+#define CHECK_MSG(substr)                                                     \
+    do {                                                                      \
+        if (strstr(braid_last_error(), (substr)) == NULL) {                   \
+            fprintf(stderr, "%s:%d: last error '%s' lacks '%s'\n", __FILE__,  \
+                    __LINE__, braid_last_error(), (substr));                  \
+            test_failures++;                                                  \
+        }                                                                     \
     } while (0)
 
 static inline double test_now(void) { return braid_now_s(); }
@@ -72,7 +75,7 @@ static inline void test_sleep(double s)
 
 static inline const uint8_t *test_key(void)
 {
-    static const uint8_t key[16] = {1, 2, 3, 4, 5, 6, 7, 8,
+    static const uint8_t key[16] = {1, 2,  3,  4,  5,  6,  7,  8,
                                     9, 10, 11, 12, 13, 14, 15, 16};
     return key;
 }
@@ -81,10 +84,10 @@ static inline const uint8_t *test_key(void)
  * braidrun's: returns the fd and sets *port. */
 static inline int test_listener(int *port)
 {
-    struct sockaddr_in sa = {.sin_family      = AF_INET,
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in sa  = {.sin_family      = AF_INET,
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t          len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int                fd  = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
         listen(fd, 128) != 0 ||
         getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
@@ -153,8 +156,10 @@ static inline int test_fork_ranks(int n, test_rank_fn fn, void *arg,
             continue;
         }
         if (test_now() > end) {
-            fprintf(stderr, "watchdog: ranks still running after %.1f s, "
-                    "killing them\n", limit_s);
+            fprintf(stderr,
+                    "watchdog: ranks still running after %.1f s, "
+                    "killing them\n",
+                    limit_s);
             for (int i = 0; i < n; i++) {
                 if (pids[i] > 0)
                     kill(pids[i], SIGKILL);

@@ -2,11 +2,11 @@
  * silent connections, oversized, truncated and stalled messages, ranks that
  * never come or die midway.  Every case must end in a clear error (or be
  * shrugged off) within BRAID_TIMEOUT, never in a hang or a crash. */
-#include "bs_test.h"
 #include "bootstrap/auth.h"
 #include "bootstrap/channel.h"
 #include "bootstrap/proto.h"
 #include "bootstrap/sock.h"
+#include "bs_test.h"
 
 #define TIMEOUT_S 2.0
 
@@ -45,11 +45,11 @@ static int role_admission(int role, int n, void *arg)
     (void)n;
     (void)arg;
     static const uint8_t wrong[16] = {0xde, 0xad};
-    const int size = 3;
+    const int            size      = 3;
     switch (role) {
     case 0: { /* root */
         braid_bootstrap_t *bs = join(0, size);
-        int v = 0, all[3];
+        int                v  = 0, all[3];
         RCHECK(braid_bootstrap_allgather(bs, &v, all, sizeof(v)) == BRAID_OK);
         RCHECK(all[1] == 1 && all[2] == 2);
         braid_bootstrap_destroy(bs);
@@ -60,7 +60,7 @@ static int role_admission(int role, int n, void *arg)
         if (role == 2)
             test_sleep(0.8);
         braid_bootstrap_t *bs = join(role, size);
-        int v = role, all[3];
+        int                v  = role, all[3];
         RCHECK(braid_bootstrap_allgather(bs, &v, all, sizeof(v)) == BRAID_OK);
         RCHECK(all[0] == 0 && all[1] == 1 && all[2] == 2);
         braid_bootstrap_destroy(bs);
@@ -68,8 +68,8 @@ static int role_admission(int role, int n, void *arg)
     }
     case 3: { /* connects first and says nothing: must not block anyone */
         int fd = -1;
-        RCHECK(braid_sock_connect("127.0.0.1", net.port, test_now() + 1, &fd)
-               == BRAID_OK);
+        RCHECK(braid_sock_connect("127.0.0.1", net.port, test_now() + 1,
+                                  &fd) == BRAID_OK);
         test_sleep(1.5);
         close(fd);
         return 0;
@@ -98,8 +98,8 @@ static int role_admission(int role, int n, void *arg)
     {
         int fd = -1;
         test_sleep(0.2);
-        RCHECK(braid_sock_connect("127.0.0.1", net.port, test_now() + 1, &fd)
-               == BRAID_OK);
+        RCHECK(braid_sock_connect("127.0.0.1", net.port, test_now() + 1,
+                                  &fd) == BRAID_OK);
         char junk[200];
         memset(junk, 'A', sizeof(junk));
         (void)!write(fd, junk, sizeof(junk));
@@ -122,7 +122,7 @@ static int role_fake_root(int role, int n, void *arg)
         int fd = accept4(net.lfd, NULL, NULL, SOCK_CLOEXEC);
         RCHECK(fd >= 0);
         braid_sock_tune(fd);
-        double  dl = test_now() + TIMEOUT_S;
+        double  dl                         = test_now() + TIMEOUT_S;
         uint8_t ch[BRAID_BS_CHALLENGE_LEN] = {0}, hello[BRAID_BS_HELLO_LEN];
         uint8_t mac[BRAID_BS_WELCOME_LEN]  = {0};
         braid_put_u32(ch, BRAID_BS_VERSION);
@@ -154,8 +154,7 @@ static int role_lying_root(int role, int n, void *arg)
         RCHECK(braid_sock_adopt_listener(net.lfd, "test") == BRAID_OK);
         RCHECK(braid_auth_serve(net.lfd, test_key(), 2, fds,
                                 test_now() + TIMEOUT_S) == BRAID_OK);
-        RCHECK(braid_auth_release(fds, 2, test_now() + TIMEOUT_S) ==
-               BRAID_OK);
+        RCHECK(braid_auth_release(fds, 2, test_now() + TIMEOUT_S) == BRAID_OK);
         uint8_t hdr[BRAID_BS_HDR_LEN];
         braid_bs_hdr_pack(hdr, BRAID_BS_GATHER_RESULT, 1ull << 40);
         RCHECK(write(fds[1], hdr, sizeof(hdr)) == (ssize_t)sizeof(hdr));
@@ -164,8 +163,9 @@ static int role_lying_root(int role, int n, void *arg)
         return 0;
     }
     braid_bootstrap_t *bs = join(1, 2);
-    int v = 1, all[2];
-    RCHECK(braid_bootstrap_allgather(bs, &v, all, sizeof(v)) == BRAID_ERR_PEER);
+    int                v  = 1, all[2];
+    RCHECK(braid_bootstrap_allgather(bs, &v, all, sizeof(v)) ==
+           BRAID_ERR_PEER);
     RCHECK(strstr(braid_last_error(), "rank 0 at 127.0.0.1:") != NULL);
     RCHECK(strstr(braid_last_error(), "oversized") != NULL);
     braid_bootstrap_destroy(bs);
@@ -181,7 +181,7 @@ static int bad_kind;
 static int role_bad_rank(int role, int size, void *arg)
 {
     (void)arg;
-    braid_bootstrap_t *bs = join(role, size);
+    braid_bootstrap_t *bs       = join(role, size);
     uint8_t            item[64] = {0}, *all = calloc((size_t)size, 64);
     RCHECK(all != NULL);
     if (role == 0) {
@@ -278,13 +278,16 @@ static int role_wrong(int role, int n, void *arg)
     RCHECK(dt < 5.0); /* BRAID_TIMEOUT is 30 s here */
     if (wrong_kind == WRONG_KEY) {
         RCHECK(st == BRAID_ERR_AUTH);
-        RCHECK(strstr(e, role == 2 ? "wrong job key" : "rank 2 of 3 "
-                      "(connecting from 127.0.0.1:") != NULL);
+        RCHECK(strstr(e, role == 2 ? "wrong job key"
+                                   : "rank 2 of 3 "
+                                     "(connecting from 127.0.0.1:") != NULL);
         RCHECK(role == 2 || strstr(e, "another BRAID_JOB_KEY") != NULL);
     } else {
         RCHECK(st == (role == 2 ? BRAID_ERR_AUTH : BRAID_ERR_MISMATCH));
-        RCHECK(strstr(e, role == 2 ? "job size mismatch" : "was started for "
-                      "a job of 4 ranks, rank 0 for 3") != NULL);
+        RCHECK(strstr(e, role == 2
+                             ? "job size mismatch"
+                             : "was started for "
+                               "a job of 4 ranks, rank 0 for 3") != NULL);
     }
     /* Rank 1 was in already: rank 0 told it why the job ends. */
     RCHECK(role != 1 || strstr(e, "gave up the rendezvous") != NULL);

@@ -49,8 +49,8 @@ static int tmpfile_fd(void)
 static int count_in(int fd, const char *needle)
 {
     char    buf[8192];
-    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-    int     c = 0;
+    ssize_t n          = pread(fd, buf, sizeof(buf) - 1, 0);
+    int     c          = 0;
     buf[n > 0 ? n : 0] = '\0';
     for (char *p = buf; (p = strstr(p, needle)) != NULL; p++)
         c++;
@@ -63,7 +63,7 @@ static result_t run_sig(char *const argv[], int sig, int ready)
 {
     result_t r   = {0};
     int      ofd = tmpfile_fd(), efd = tmpfile_fd();
-    double   t0  = test_now();
+    double   t0 = test_now();
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -86,10 +86,7 @@ static result_t run_sig(char *const argv[], int sig, int ready)
     return r;
 }
 
-static result_t run(char *const argv[])
-{
-    return run_sig(argv, 0, 0);
-}
+static result_t run(char *const argv[]) { return run_sig(argv, 0, 0); }
 
 static void done(result_t *r)
 {
@@ -102,26 +99,29 @@ static int exit_code(const result_t *r)
     return WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1;
 }
 
-#define SH(n, script) \
-    (char *[]) { (char *)braidrun, "-n", (char *)(n), "--", "/bin/sh", "-c", \
-                 (char *)(script), NULL }
+#define SH(n, script)                                                         \
+    (char *[])                                                                \
+    {                                                                         \
+        (char *)braidrun, "-n", (char *)(n), "--", "/bin/sh", "-c",           \
+            (char *)(script), NULL                                            \
+    }
 
-#define EXPECT_IN(hay, needle)                                               \
-    do {                                                                     \
-        if (strstr((hay), (needle)) == NULL) {                               \
-            fprintf(stderr, "%s:%d: '%s' not in output:\n%s\n", __FILE__,    \
-                    __LINE__, (needle), (hay));                              \
-            test_failures++;                                                 \
-        }                                                                    \
+#define EXPECT_IN(hay, needle)                                                \
+    do {                                                                      \
+        if (strstr((hay), (needle)) == NULL) {                                \
+            fprintf(stderr, "%s:%d: '%s' not in output:\n%s\n", __FILE__,     \
+                    __LINE__, (needle), (hay));                               \
+            test_failures++;                                                  \
+        }                                                                     \
     } while (0)
 
 static void test_success(void)
 {
-    result_t r = run(SH("3",
-        "echo \"out $BRAID_RANK $BRAID_SIZE ${BRAID_LISTEN_FD:-none}\"; "
-        "echo \"err $BRAID_RANK\" >&2; "
-        "echo \"env $BRAID_JOB_KEY $BRAID_ADDR\"; "
-        "printf \"tail $BRAID_RANK\""));
+    result_t r = run(SH(
+        "3", "echo \"out $BRAID_RANK $BRAID_SIZE ${BRAID_LISTEN_FD:-none}\"; "
+             "echo \"err $BRAID_RANK\" >&2; "
+             "echo \"env $BRAID_JOB_KEY $BRAID_ADDR\"; "
+             "printf \"tail $BRAID_RANK\""));
     CHECK(exit_code(&r) == 0);
     EXPECT_IN(r.out, "[1] out 1 3 none\n");
     EXPECT_IN(r.out, "[2] out 2 3 none\n");
@@ -129,8 +129,8 @@ static void test_success(void)
     CHECK(strstr(r.out, "[0] out 0 3 none") == NULL); /* rank 0 has the fd */
     EXPECT_IN(r.err, "[0] err 0\n");
     EXPECT_IN(r.err, "[2] err 2\n");
-    CHECK(strstr(r.out, "err") == NULL);  /* streams stay apart */
-    EXPECT_IN(r.out, "[2] tail 2\n");     /* partial last line flushed */
+    CHECK(strstr(r.out, "err") == NULL); /* streams stay apart */
+    EXPECT_IN(r.out, "[2] tail 2\n");    /* partial last line flushed */
     /* One key and one address for the whole job. */
     char key[3][33] = {{0}}, addr[3][64] = {{0}};
     for (int i = 0; i < 3; i++) {
@@ -154,9 +154,9 @@ static void test_success(void)
     done(&r2);
     done(&r3);
 
-    result_t t = run((char *[]){(char *)braidrun, "-t", "1.5", "-n", "1",
-                                "/bin/sh", "-c", "echo \"t=$BRAID_TIMEOUT\"",
-                                NULL});
+    result_t t =
+        run((char *[]){(char *)braidrun, "-t", "1.5", "-n", "1", "/bin/sh",
+                       "-c", "echo \"t=$BRAID_TIMEOUT\"", NULL});
     CHECK(exit_code(&t) == 0);
     EXPECT_IN(t.out, "[0] t=1.5\n");
     done(&t);
@@ -187,8 +187,8 @@ static void test_failures_handled(void)
     CHECK(r.elapsed > 3.3 && r.elapsed < 6.5);
     done(&r);
 
-    r = run((char *[]){(char *)braidrun, "-n", "2", "/nonexistent/prog",
-                       NULL});
+    r = run(
+        (char *[]){(char *)braidrun, "-n", "2", "/nonexistent/prog", NULL});
     CHECK(exit_code(&r) == 127);
     EXPECT_IN(r.err, "cannot execute '/nonexistent/prog'");
     done(&r);
@@ -270,7 +270,7 @@ static void test_bootstrap_under_braidrun(void)
 /* Under Open MPI's mpirun (file rendezvous), when it is installed. */
 static void test_bootstrap_under_mpirun(void)
 {
-    const char *mpirun = NULL;
+    const char        *mpirun  = NULL;
     static const char *where[] = {"/usr/bin/mpirun", "/usr/local/bin/mpirun",
                                   NULL};
     for (int i = 0; where[i]; i++) {

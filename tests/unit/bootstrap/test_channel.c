@@ -5,8 +5,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "bs_test.h"
 #include "bootstrap/rendezvous.h"
+#include "bs_test.h"
 
 #define ITEM 24
 #define BIG  (300 * 1024) /* well past a socket buffer: partial sends */
@@ -88,9 +88,9 @@ static void check_barrier(braid_bootstrap_t *bs, int rank, int size)
  * rank 1 opts out with BRAID_UNDEFINED when there are more than 2 ranks. */
 static void check_split(braid_bootstrap_t *bs, int rank, int size)
 {
-    int undefined = size > 2 && rank == 1;
-    int color     = undefined ? BRAID_UNDEFINED : rank % 2;
-    braid_bootstrap_t *child = (braid_bootstrap_t *)&child; /* poison */
+    int                undefined = size > 2 && rank == 1;
+    int                color     = undefined ? BRAID_UNDEFINED : rank % 2;
+    braid_bootstrap_t *child     = (braid_bootstrap_t *)&child; /* poison */
     RCHECK(braid_bootstrap_split(bs, color, size - rank, &child) == BRAID_OK);
     if (undefined) {
         RCHECK(child == NULL);
@@ -132,9 +132,9 @@ static void check_split(braid_bootstrap_t *bs, int rank, int size)
 
 static int rank_all_ops(int rank, int size, void *arg)
 {
-    net_t            *net = arg;
-    braid_launch_t    l   = test_launch(rank, size, net->lfd, net->port);
-    braid_bootstrap_t *bs = NULL;
+    net_t             *net = arg;
+    braid_launch_t     l   = test_launch(rank, size, net->lfd, net->port);
+    braid_bootstrap_t *bs  = NULL;
     if (rank != 0)
         close(net->lfd);
     RCHECK(braid_bootstrap_init(&l, &bs) == BRAID_OK);
@@ -153,8 +153,8 @@ static void test_sizes(void)
     static const int sizes[] = {1, 2, 3, 5, 8};
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         net_t net;
-        net.lfd = test_listener(&net.port);
-        double t0 = test_now();
+        net.lfd    = test_listener(&net.port);
+        double t0  = test_now();
         int    bad = test_fork_ranks(sizes[i], rank_all_ops, &net, 15.0, NULL);
         close(net.lfd);
         if (bad != 0) {
@@ -258,9 +258,15 @@ static void test_file_rendezvous(void)
 /* One rank, no launcher: no sockets, the operations are copies. */
 static void test_single_from_env(void)
 {
-    static const char *vars[] = {"BRAID_RANK", "BRAID_SIZE", "BRAID_ADDR",
-                                 "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                                 "SLURM_PROCID", "RANK", "WORLD_SIZE", NULL};
+    static const char *vars[] = {"BRAID_RANK",
+                                 "BRAID_SIZE",
+                                 "BRAID_ADDR",
+                                 "OMPI_COMM_WORLD_RANK",
+                                 "OMPI_COMM_WORLD_SIZE",
+                                 "SLURM_PROCID",
+                                 "RANK",
+                                 "WORLD_SIZE",
+                                 NULL};
     for (int i = 0; vars[i]; i++)
         unsetenv(vars[i]);
     braid_launch_t     l;

@@ -3,19 +3,37 @@
 #include <limits.h>
 #include <sys/stat.h>
 
-#include "bs_test.h"
 #include "bootstrap/channel.h"
 #include "bootstrap/rendezvous.h"
+#include "bs_test.h"
 
-static const char *launcher_vars[] = {
-    "BRAID_RANK", "BRAID_SIZE", "BRAID_ADDR", "BRAID_JOB_KEY",
-    "BRAID_LISTEN_FD", "BRAID_IFADDR", "BRAID_RENDEZVOUS_DIR",
-    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_MCA_ess_base_jobid",
-    "PMIX_NAMESPACE", "OMPI_MCA_orte_num_nodes", "SLURM_PROCID",
-    "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_JOB_ID", "SLURM_STEP_ID",
-    "SLURM_STEPID", "SLURM_STEP_NUM_NODES", "RANK", "WORLD_SIZE",
-    "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
-    "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_USE_AGENT_STORE", NULL};
+static const char *launcher_vars[] = {"BRAID_RANK",
+                                      "BRAID_SIZE",
+                                      "BRAID_ADDR",
+                                      "BRAID_JOB_KEY",
+                                      "BRAID_LISTEN_FD",
+                                      "BRAID_IFADDR",
+                                      "BRAID_RENDEZVOUS_DIR",
+                                      "OMPI_COMM_WORLD_RANK",
+                                      "OMPI_COMM_WORLD_SIZE",
+                                      "OMPI_MCA_ess_base_jobid",
+                                      "PMIX_NAMESPACE",
+                                      "OMPI_MCA_orte_num_nodes",
+                                      "SLURM_PROCID",
+                                      "SLURM_NTASKS",
+                                      "SLURM_NPROCS",
+                                      "SLURM_JOB_ID",
+                                      "SLURM_STEP_ID",
+                                      "SLURM_STEPID",
+                                      "SLURM_STEP_NUM_NODES",
+                                      "RANK",
+                                      "WORLD_SIZE",
+                                      "MASTER_ADDR",
+                                      "MASTER_PORT",
+                                      "TORCHELASTIC_RUN_ID",
+                                      "TORCHELASTIC_RESTART_COUNT",
+                                      "TORCHELASTIC_USE_AGENT_STORE",
+                                      NULL};
 
 static void clear_env(void)
 {
@@ -44,11 +62,13 @@ static void test_parse_int(void)
     CHECK_STATUS(braid_parse_int("X", "99999999999999999999", 0, 100, &v),
                  BRAID_ERR_PARSE);
     CHECK_MSG("too large at position 18");
-    CHECK_STATUS(braid_parse_int("X", "-9223372036854775808", LLONG_MIN, 0,
-                                 &v), BRAID_OK);
+    CHECK_STATUS(
+        braid_parse_int("X", "-9223372036854775808", LLONG_MIN, 0, &v),
+        BRAID_OK);
     CHECK(v == LLONG_MIN);
-    CHECK_STATUS(braid_parse_int("X", "-9223372036854775809", LLONG_MIN, 0,
-                                 &v), BRAID_ERR_PARSE);
+    CHECK_STATUS(
+        braid_parse_int("X", "-9223372036854775809", LLONG_MIN, 0, &v),
+        BRAID_ERR_PARSE);
     CHECK_MSG("too large at position 19");
     /* A long value is quoted shortened: the position must survive. */
     char longv[601];
@@ -187,26 +207,30 @@ static void test_launch_braidrun(void)
     setenv("BRAID_ADDR", "127.0.0.1:5000", 1);
 
     setenv("BRAID_RANK", "1x", 1);
-    launch_fails(BRAID_ERR_PARSE, "BRAID_RANK='1x': unexpected 'x' at position 1");
+    launch_fails(BRAID_ERR_PARSE,
+                 "BRAID_RANK='1x': unexpected 'x' at position 1");
     setenv("BRAID_RANK", "4", 1);
     launch_fails(BRAID_ERR_PARSE, "BRAID_RANK='4': rank 4 (at position 0) is "
-                 "not below BRAID_SIZE=4");
+                                  "not below BRAID_SIZE=4");
     setenv("BRAID_RANK", "-1", 1);
-    launch_fails(BRAID_ERR_PARSE, "BRAID_RANK='-1': unexpected '-' at position 0");
+    launch_fails(BRAID_ERR_PARSE,
+                 "BRAID_RANK='-1': unexpected '-' at position 0");
     setenv("BRAID_RANK", "0", 1);
     setenv("BRAID_SIZE", "0", 1);
     launch_fails(BRAID_ERR_PARSE, "BRAID_SIZE='0'");
     setenv("BRAID_SIZE", "4", 1);
 
     setenv("BRAID_ADDR", "127.0.0.1:50x0", 1);
-    launch_fails(BRAID_ERR_PARSE, "BRAID_ADDR='127.0.0.1:50x0': unexpected 'x' "
+    launch_fails(BRAID_ERR_PARSE,
+                 "BRAID_ADDR='127.0.0.1:50x0': unexpected 'x' "
                  "at position 12");
     setenv("BRAID_ADDR", "127.0.0.1:70000", 1);
     launch_fails(BRAID_ERR_PARSE, "port at position 10 is out of range");
     setenv("BRAID_ADDR", "127.0.0.1:0", 1);
     launch_fails(BRAID_ERR_PARSE, "out of range");
     setenv("BRAID_ADDR", "localhost", 1);
-    launch_fails(BRAID_ERR_PARSE, "BRAID_ADDR='localhost': expected 'host:port'");
+    launch_fails(BRAID_ERR_PARSE,
+                 "BRAID_ADDR='localhost': expected 'host:port'");
     setenv("BRAID_ADDR", ":5000", 1);
     launch_fails(BRAID_ERR_PARSE, "empty host at position 0");
     setenv("BRAID_ADDR", "host:", 1);
@@ -216,9 +240,11 @@ static void test_launch_braidrun(void)
     setenv("BRAID_ADDR", "127.0.0.1:5000", 1);
 
     setenv("BRAID_JOB_KEY", "000102030405060708090a0b0c0d0e", 1);
-    launch_fails(BRAID_ERR_PARSE, "ends at position 30, expected 32 hex digits");
+    launch_fails(BRAID_ERR_PARSE,
+                 "ends at position 30, expected 32 hex digits");
     setenv("BRAID_JOB_KEY", "00010g030405060708090a0b0c0d0e0f", 1);
-    launch_fails(BRAID_ERR_PARSE, "BRAID_JOB_KEY='00010g030405060708090a0b0c0d0e0f"
+    launch_fails(BRAID_ERR_PARSE,
+                 "BRAID_JOB_KEY='00010g030405060708090a0b0c0d0e0f"
                  "': unexpected 'g' at position 5");
     setenv("BRAID_JOB_KEY", "000102030405060708090a0b0c0d0e0f0", 1);
     launch_fails(BRAID_ERR_PARSE, "unexpected '0' at position 32");
@@ -230,7 +256,8 @@ static void test_launch_braidrun(void)
     CHECK(!l.has_listen_fd && l.rank == 0);
 
     setenv("BRAID_LISTEN_FD", "x", 1);
-    launch_fails(BRAID_ERR_PARSE, "BRAID_LISTEN_FD='x': unexpected 'x' at position 0");
+    launch_fails(BRAID_ERR_PARSE,
+                 "BRAID_LISTEN_FD='x': unexpected 'x' at position 0");
     unsetenv("BRAID_LISTEN_FD");
 
     unsetenv("BRAID_ADDR");
@@ -254,8 +281,8 @@ static void test_launch_mpirun(void)
     CHECK_STATUS(braid_launch_from_env(&l), BRAID_OK);
     CHECK(strcmp(l.launcher, "mpirun") == 0);
     CHECK(l.rank == 2 && l.size == 3);
-    CHECK(l.host[0] == '\0');          /* file rendezvous */
-    CHECK(!l.key_set);                 /* rank 0 draws the key */
+    CHECK(l.host[0] == '\0'); /* file rendezvous */
+    CHECK(!l.key_set);        /* rank 0 draws the key */
     CHECK(strcmp(l.job_id, "2095906817") == 0);
 
     /* Open MPI 5: only PMIX_NAMESPACE, with characters unfit for a file. */
@@ -282,7 +309,8 @@ static void test_launch_mpirun(void)
     setenv("BRAID_ADDR", "10.0.0.1:7000", 1);
     CHECK_STATUS(braid_launch_from_env(&l2), BRAID_OK);
     unsetenv("BRAID_JOB_KEY");
-    launch_fails(BRAID_ERR_AUTH, "BRAID_JOB_KEY is not set, and the "
+    launch_fails(BRAID_ERR_AUTH,
+                 "BRAID_JOB_KEY is not set, and the "
                  "rendezvous 10.0.0.1:7000 (BRAID_ADDR) is reachable from "
                  "other hosts");
     CHECK_MSG("openssl rand -hex 16");
@@ -295,12 +323,13 @@ static void test_launch_mpirun(void)
     setenv("OMPI_MCA_orte_num_nodes", "1", 1);
 
     setenv("OMPI_COMM_WORLD_RANK", "3", 1);
-    launch_fails(BRAID_ERR_PARSE, "OMPI_COMM_WORLD_RANK='3': rank 3 (at "
+    launch_fails(BRAID_ERR_PARSE,
+                 "OMPI_COMM_WORLD_RANK='3': rank 3 (at "
                  "position 0) is not below OMPI_COMM_WORLD_SIZE=3");
     setenv("OMPI_COMM_WORLD_RANK", "0", 1);
     setenv("OMPI_COMM_WORLD_SIZE", "3.", 1);
     launch_fails(BRAID_ERR_PARSE, "OMPI_COMM_WORLD_SIZE='3.': unexpected '.' "
-                 "at position 1");
+                                  "at position 1");
     unsetenv("OMPI_COMM_WORLD_SIZE");
     launch_fails(BRAID_ERR_PARSE, "OMPI_COMM_WORLD_SIZE is not set");
 
@@ -335,13 +364,14 @@ static void test_launch_srun(void)
     launch_fails(BRAID_ERR_PARSE, "SLURM_NTASKS is not set");
     setenv("SLURM_NTASKS", "2", 1);
     setenv("SLURM_PROCID", "x1", 1);
-    launch_fails(BRAID_ERR_PARSE, "SLURM_PROCID='x1': unexpected 'x' at position 0");
+    launch_fails(BRAID_ERR_PARSE,
+                 "SLURM_PROCID='x1': unexpected 'x' at position 0");
     setenv("SLURM_PROCID", "1", 1);
     setenv("SLURM_STEP_NUM_NODES", "4", 1);
     launch_fails(BRAID_ERR_NOT_SUPPORTED, "srun spans 4 hosts");
     setenv("BRAID_ADDR", "node1:29500", 1);
     launch_fails(BRAID_ERR_AUTH, "rendezvous node1:29500 (BRAID_ADDR) is "
-                 "reachable from other hosts");
+                                 "reachable from other hosts");
     setenv("BRAID_JOB_KEY", "0123456789abcdef0123456789abcdef", 1);
     CHECK_STATUS(braid_launch_from_env(&l), BRAID_OK);
     CHECK(strcmp(l.host, "node1") == 0 && l.port == 29500 && l.key_set);
@@ -360,7 +390,7 @@ static void test_loopback(void)
     CHECK(!braid_host_is_loopback("192.0.2.7"));
     CHECK(!braid_host_is_loopback("fd00::2"));
     CHECK(!braid_host_is_loopback("0.0.0.0"));
-    CHECK(!braid_host_is_loopback(""));               /* every interface */
+    CHECK(!braid_host_is_loopback("")); /* every interface */
     CHECK(!braid_host_is_loopback("no-such-host.invalid")); /* unknown */
 }
 
@@ -372,7 +402,8 @@ static void test_launch_torchrun(void)
     setenv("WORLD_SIZE", "4", 1);
     setenv("MASTER_ADDR", "master.example", 1);
     setenv("MASTER_PORT", "29500", 1);
-    launch_fails(BRAID_ERR_AUTH, "rendezvous master.example:29500 "
+    launch_fails(BRAID_ERR_AUTH,
+                 "rendezvous master.example:29500 "
                  "(MASTER_ADDR/MASTER_PORT) is reachable from other hosts");
     setenv("BRAID_JOB_KEY", "0123456789abcdef0123456789abcdef", 1);
     CHECK_STATUS(braid_launch_from_env(&l), BRAID_OK);
@@ -384,7 +415,8 @@ static void test_launch_torchrun(void)
     CHECK(l.rdv == BRAID_RDV_PROBE);
     char desc[512];
     braid_launch_describe(&l, desc, sizeof(desc));
-    CHECK(strstr(desc, "rank 3 of 4 (RANK/WORLD_SIZE), rendezvous "
+    CHECK(strstr(desc,
+                 "rank 3 of 4 (RANK/WORLD_SIZE), rendezvous "
                  "master.example:29500 (MASTER_ADDR/MASTER_PORT)") != NULL);
     unsetenv("BRAID_JOB_KEY");
 
@@ -411,7 +443,8 @@ static void test_launch_torchrun(void)
     setenv("BRAID_JOB_KEY", "0123456789abcdef0123456789abcdef", 1);
 
     setenv("MASTER_PORT", "29x", 1);
-    launch_fails(BRAID_ERR_PARSE, "MASTER_PORT='29x': unexpected 'x' at position 2");
+    launch_fails(BRAID_ERR_PARSE,
+                 "MASTER_PORT='29x': unexpected 'x' at position 2");
     setenv("MASTER_PORT", "0", 1);
     launch_fails(BRAID_ERR_PARSE, "MASTER_PORT='0'");
     setenv("BRAID_ADDR", "127.0.0.1:1234", 1); /* overrides MASTER_* */
@@ -451,15 +484,17 @@ static void test_rendezvous_file(void)
     CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0600);
     char host[96];
     int  port = 0;
-    CHECK_STATUS(braid_rdv_read(path, test_now() + 1, host, sizeof(host),
-                                &port, key2), BRAID_OK);
+    CHECK_STATUS(
+        braid_rdv_read(path, test_now() + 1, host, sizeof(host), &port, key2),
+        BRAID_OK);
     CHECK(strcmp(host, "127.0.0.1") == 0 && port == 4321);
     CHECK(memcmp(key, key2, 16) == 0);
 
     /* A file others can read is not believed. */
     CHECK(chmod(path, 0644) == 0);
-    CHECK_STATUS(braid_rdv_read(path, test_now() + 1, host, sizeof(host),
-                                &port, key2), BRAID_ERR_AUTH);
+    CHECK_STATUS(
+        braid_rdv_read(path, test_now() + 1, host, sizeof(host), &port, key2),
+        BRAID_ERR_AUTH);
     CHECK_MSG("mode 0644");
     /* Publishing again replaces the file atomically and privately. */
     CHECK_STATUS(braid_rdv_publish(path, "127.0.0.1", 4322, key), BRAID_OK);
@@ -471,8 +506,9 @@ static void test_rendezvous_file(void)
     CHECK(fd >= 0);
     CHECK(write(fd, "127.0.0.1 43x1 00\n", 18) == 18);
     close(fd);
-    CHECK_STATUS(braid_rdv_read(path, test_now() + 1, host, sizeof(host),
-                                &port, key2), BRAID_ERR_PARSE);
+    CHECK_STATUS(
+        braid_rdv_read(path, test_now() + 1, host, sizeof(host), &port, key2),
+        BRAID_ERR_PARSE);
     CHECK_MSG("unexpected 'x' at position 2");
     braid_rdv_remove(path);
     CHECK(access(path, F_OK) != 0);
@@ -480,7 +516,8 @@ static void test_rendezvous_file(void)
     /* No file: a timeout, quickly. */
     double t0 = test_now();
     CHECK_STATUS(braid_rdv_read(path, test_now() + 0.2, host, sizeof(host),
-                                &port, key2), BRAID_ERR_TIMEOUT);
+                                &port, key2),
+                 BRAID_ERR_TIMEOUT);
     CHECK(test_now() - t0 < 1.5);
     CHECK_MSG("no rendezvous file");
     rmdir(dir);

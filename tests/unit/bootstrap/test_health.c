@@ -11,8 +11,8 @@
 
 #include "bs_test.h"
 
-#define LIMIT_S  1.0  /* the issue: every survivor knows within a second */
-#define GIVEUP_S 5.0  /* a detector that says nothing for this long failed */
+#define LIMIT_S  1.0 /* the issue: every survivor knows within a second */
+#define GIVEUP_S 5.0 /* a detector that says nothing for this long failed */
 
 typedef struct {
     int lfd, port;
@@ -20,9 +20,9 @@ typedef struct {
 
 /* Shared between the forked ranks (MAP_SHARED before the fork). */
 typedef struct {
-    volatile double death;      /* braid_now_s() just before the SIGKILL */
+    volatile double death; /* braid_now_s() just before the SIGKILL */
     volatile int    victim_pid;
-    volatile int    gave_up;    /* a rank called braid_bootstrap_abort */
+    volatile int    gave_up; /* a rank called braid_bootstrap_abort */
 } shared_t;
 
 static net_t     net;
@@ -215,8 +215,8 @@ static int role_kill_in_op(int rank, int size, void *arg)
         return 1;
     default: { /* the root waits for rank 1 first, rank 2 for the root */
         int v = rank, all[4];
-        st   = braid_bootstrap_allgather(bs, &v, all, sizeof(v));
-        when = test_now();
+        st    = braid_bootstrap_allgather(bs, &v, all, sizeof(v));
+        when  = test_now();
         break;
     }
     }
@@ -290,7 +290,7 @@ static int role_dead_and_failed(int rank, int size, void *arg)
         test_sleep(0.1);
         memset(reason, 'x', sizeof(reason));
         snprintf(reason, 40, "transport: rank 3 went away ");
-        reason[strlen(reason)] = 'x';
+        reason[strlen(reason)]     = 'x';
         reason[sizeof(reason) - 1] = '\0';
         braid_bootstrap_abort(bs, BRAID_ERR_PEER, reason);
         sh->gave_up = 1;

@@ -109,10 +109,10 @@ static int rank_main(int rank, int size, void *arg)
 /* What rank 0 published: "braid1 host port key-or-dash". */
 static void published(char *out, size_t n)
 {
-    char  path[256];
+    char path[256];
     path_of(path, sizeof(path), "braid/rdv");
     FILE *f = fopen(path, "r");
-    out[0] = '\0';
+    out[0]  = '\0';
     if (f != NULL) {
         size_t k = fread(out, 1, n - 1, f);
         out[k]   = '\0';

@@ -43,8 +43,10 @@ int main(void)
     for (size_t len = 0; len < 64; len++) {
         uint64_t got = braid_siphash24(key, msg, len);
         if (got != vectors[len]) {
-            fprintf(stderr, "siphash of %zu bytes: got %016llx, expected "
-                    "%016llx\n", len, (unsigned long long)got,
+            fprintf(stderr,
+                    "siphash of %zu bytes: got %016llx, expected "
+                    "%016llx\n",
+                    len, (unsigned long long)got,
                     (unsigned long long)vectors[len]);
             failures++;
         }

@@ -10,9 +10,8 @@
 #include "bw.h"
 #include "tests/unit/check.h"
 
-static const braid_coll_t colls[] = {BRAID_COLL_ALLREDUCE,
-                                     BRAID_COLL_REDUCE_SCATTER,
-                                     BRAID_COLL_ALLGATHER};
+static const braid_coll_t colls[] = {
+    BRAID_COLL_ALLREDUCE, BRAID_COLL_REDUCE_SCATTER, BRAID_COLL_ALLGATHER};
 
 /* Every element of the cut buffer is covered once, in order. */
 static void check_cover(braid_coll_t coll, int n, size_t count, size_t dts,
@@ -31,19 +30,26 @@ static void check_cover(braid_coll_t coll, int n, size_t count, size_t dts,
     else
         CHECK(p.chunk > want, "chunk %zu not raised", p.chunk);
     for (int j = 0; j < n; j++) {
-        size_t off = braid_bw_slice_off(&p, j), len = braid_bw_slice_len(&p, j);
-        CHECK(off == next, "coll %d n %d count %zu: slice %d starts at %zu, "
-              "expected %zu", coll, n, count, j, off, next);
+        size_t off = braid_bw_slice_off(&p, j),
+               len = braid_bw_slice_len(&p, j);
+        CHECK(off == next,
+              "coll %d n %d count %zu: slice %d starts at %zu, "
+              "expected %zu",
+              coll, n, count, j, off, next);
         size_t k = braid_bw_nchunks(&p, j), sum = 0;
         CHECK(k <= BRAID_BW_MAX_CHUNKS, "slice %d: %zu chunks", j, k);
         CHECK((len == 0) == (k == 0), "slice %d: %zu elements in %zu chunks",
               j, len, k);
         for (size_t c = 0; c < k && c < 100000; c++) {
             size_t cl = braid_bw_chunk_len(&p, j, c);
-            CHECK(braid_bw_chunk_off(&p, c) == sum, "slice %d chunk %zu at "
-                  "%zu, expected %zu", j, c, braid_bw_chunk_off(&p, c), sum);
-            CHECK(cl >= 1 && cl <= p.chunk, "slice %d chunk %zu: %zu "
-                  "elements (chunk %zu)", j, c, cl, p.chunk);
+            CHECK(braid_bw_chunk_off(&p, c) == sum,
+                  "slice %d chunk %zu at "
+                  "%zu, expected %zu",
+                  j, c, braid_bw_chunk_off(&p, c), sum);
+            CHECK(cl >= 1 && cl <= p.chunk,
+                  "slice %d chunk %zu: %zu "
+                  "elements (chunk %zu)",
+                  j, c, cl, p.chunk);
             sum += cl;
         }
         if (k < 100000)
@@ -92,7 +98,7 @@ static void check_cost(void)
         /* No cap, finite, growing with the size. */
         double last_pull = 0, last_pipe = 0;
         for (size_t m = 8; m <= ((size_t)1 << 40); m *= 16) {
-            in = cost_in(c, 8, m, 4.0);
+            in       = cost_in(c, 8, m, 4.0);
             double a = braid_bw_cost_pull(&in), b = braid_bw_cost_pipe(&in);
             CHECK(isfinite(a) && a > last_pull, "pull at %zu: %g", m, a);
             CHECK(isfinite(b) && b > last_pipe, "pipe at %zu: %g", m, b);
@@ -102,14 +108,14 @@ static void check_cost(void)
         CHECK(braid_bw_cost_pull(&in) == 0 && braid_bw_cost_pipe(&in) == 0,
               "one rank costs nothing");
         /* A broken link is refused. */
-        in = cost_in(c, 4, 1 << 20, 4.0);
+        in                    = cost_in(c, 4, 1 << 20, 4.0);
         in.link.put_beta_gbps = 0;
         CHECK(braid_bw_cost_pull(&in) < 0 && braid_bw_cost_pipe(&in) < 0,
               "no put bandwidth");
         /* With shm's declared links (put 10 GB/s, get 4): the copy path
          * leads while the buffers stay in cache, the single copy once
          * they do not (4 ranks: 1 MiB all-reduce, 64 MiB). */
-        in = cost_in(c, 4, (size_t)1 << 20, 4.0);
+        in                    = cost_in(c, 4, (size_t)1 << 20, 4.0);
         in.link.put_beta_gbps = 10.0;
         CHECK(braid_bw_cost_pipe(&in) < braid_bw_cost_pull(&in),
               "copy path behind at 1 MiB: pipe %g, pull %g",
@@ -119,7 +125,7 @@ static void check_cost(void)
               "single copy behind at 64 MiB: pull %g, pipe %g",
               braid_bw_cost_pull(&in), braid_bw_cost_pipe(&in));
         /* An older core's cost_in (without the get fields): pull refuses. */
-        in = cost_in(c, 4, 1 << 20, 4.0);
+        in             = cost_in(c, 4, 1 << 20, 4.0);
         in.struct_size = offsetof(braid_cost_in_t, get_alpha_us);
         CHECK(braid_bw_cost_pull(&in) < 0, "pull read past struct_size");
     }
@@ -131,9 +137,9 @@ static void check_cost(void)
 
 int main(void)
 {
-    static const size_t counts[] = {1, 2, 3, 7, 8, 63, 64, 65, 1000, 65537,
-                                    (1u << 20) + 3};
-    static const size_t dtss[] = {1, 2, 4, 8};
+    static const size_t counts[] = {
+        1, 2, 3, 7, 8, 63, 64, 65, 1000, 65537, (1u << 20) + 3};
+    static const size_t dtss[]   = {1, 2, 4, 8};
     static const size_t chunks[] = {1, 4096, 65536, 262144};
     for (size_t i = 0; i < 3; i++)
         for (int n = 1; n <= 9; n++)
@@ -143,7 +149,7 @@ int main(void)
                         check_cover(colls[i], n, counts[c], dtss[d],
                                     chunks[k]);
     /* Slices too long for 24 bits of chunks get larger chunks. */
-    size_t huge = (size_t)BRAID_BW_MAX_CHUNKS * 3 + 5;
+    size_t          huge = (size_t)BRAID_BW_MAX_CHUNKS * 3 + 5;
     braid_bw_plan_t p;
     braid_bw_plan(&p, BRAID_COLL_ALLREDUCE, 2, huge * 2, 1, 1);
     CHECK(braid_bw_max_chunks(&p) <= BRAID_BW_MAX_CHUNKS,

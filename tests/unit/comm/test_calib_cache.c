@@ -35,29 +35,29 @@ static braid_calib_t sample(void)
     braid_calib_t c;
     memset(&c, 0, sizeof(c));
     c.reduce_gbps = 21.5;
-    c.when = 1796300000;
-    c.took_s = 0.125;
-    c.ntl = 2;
+    c.when        = 1796300000;
+    c.took_s      = 0.125;
+    c.ntl         = 2;
     snprintf(c.tl[0].name, sizeof(c.tl[0].name), "shm");
     snprintf(c.tl[0].version, sizeof(c.tl[0].version), "0.1");
     c.tl[0].has_sr = c.tl[0].has_put = 1;
-    c.tl[0].sr  = (braid_calib_path_t){0.5, 2.25, 4.125};
-    c.tl[0].put = (braid_calib_path_t){0.0625, 1.5, 27};
-    c.tl[0].has_get = 1;
-    c.tl[0].get = (braid_calib_path_t){0.75, 1.25, 6.5};
+    c.tl[0].sr                       = (braid_calib_path_t){0.5, 2.25, 4.125};
+    c.tl[0].put                      = (braid_calib_path_t){0.0625, 1.5, 27};
+    c.tl[0].has_get                  = 1;
+    c.tl[0].get                      = (braid_calib_path_t){0.75, 1.25, 6.5};
     snprintf(c.tl[1].name, sizeof(c.tl[1].name), "roce");
     snprintf(c.tl[1].version, sizeof(c.tl[1].version), "1.2");
     c.tl[1].has_put = 1;
-    c.tl[1].put = (braid_calib_path_t){3, 4, 12.5};
+    c.tl[1].put     = (braid_calib_path_t){3, 4, 12.5};
     return c;
 }
 
 static void test_round_trip(void)
 {
-    const char *key = "v1 hosts=h/boot ranks=4 nodes=1 ppn=4";
-    braid_calib_t c = sample(), back;
-    char text[4096];
-    int match = -1;
+    const char   *key = "v1 hosts=h/boot ranks=4 nodes=1 ppn=4";
+    braid_calib_t c   = sample(), back;
+    char          text[4096];
+    int           match = -1;
     CHECK(braid_calib_format(text, sizeof(text), key, &c) == BRAID_OK,
           "format: %s", braid_last_error());
     CHECK(braid_calib_parse(&back, &match, text, key, "c.txt") == BRAID_OK &&
@@ -81,16 +81,17 @@ static void test_round_trip(void)
     CHECK(braid_calib_find(&back, "shm", "0.2") == NULL,
           "another version is another entry");
     CHECK(braid_calib_parse(&back, &match, text, "v1 hosts=h/boot ranks=8",
-                            "c.txt") == BRAID_OK && match == 0,
+                            "c.txt") == BRAID_OK &&
+              match == 0,
           "another shape's key does not match");
 }
 
 /* text (with a valid key line first) must be refused at c.txt:LINE. */
 static void damaged(const char *body, int line, const char *want)
 {
-    char text[1024], where[32];
+    char          text[1024], where[32];
     braid_calib_t c;
-    int match = 1;
+    int           match = 1;
     snprintf(text, sizeof(text), "key k\n%s", body);
     snprintf(where, sizeof(where), "c.txt:%d", line);
     braid_status_t st = braid_calib_parse(&c, &match, text, "k", "c.txt");
@@ -104,7 +105,7 @@ static void damaged(const char *body, int line, const char *want)
 static void test_damage(void)
 {
     const char *head = "measured 1 took 0.1\nreduce_gbps 8\n";
-    char body[512];
+    char        body[512];
     damaged("measured 1 took 0.1\nreduce_gbps x\n", 3, "field 2");
     damaged("measured 1 took 0.1\nreduce_gbps 0\n", 3, "above 0");
     damaged("measured one took 0.1\n", 2, "field 2");
@@ -122,15 +123,17 @@ static void test_damage(void)
     snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - get 1 2 3 x\n",
              head);
     damaged(body, 4, "unexpected fields");
-    snprintf(body, sizeof(body), "%stl shm 0.1 sr - put -\ntl shm 0.1 sr - "
-             "put -\n", head);
+    snprintf(body, sizeof(body),
+             "%stl shm 0.1 sr - put -\ntl shm 0.1 sr - "
+             "put -\n",
+             head);
     damaged(body, 5, "the same transport twice");
     snprintf(body, sizeof(body), "%sbogus 1\n", head);
     damaged(body, 4, "expected key, measured, reduce_gbps or tl");
     damaged("key again\n", 2, "a second key line");
 
     braid_calib_t c;
-    int match = 1;
+    int           match = 1;
     CHECK(braid_calib_parse(&c, &match, "key k\nmeasured 1 took 1\n", "k",
                             "c.txt") == BRAID_ERR_PARSE &&
               strstr(braid_last_error(), "lacks the reduce_gbps line"),
@@ -144,8 +147,8 @@ static void test_files(void)
     snprintf(sub, sizeof(sub), "%s/a/b", dir);
     braid_calib_cache_path(path, sizeof(path), sub, "key one");
     CHECK(strstr(path, "/a/b/calib-") != NULL, "path: %s", path);
-    braid_calib_t c = sample(), back;
-    int match = 0;
+    braid_calib_t c     = sample(), back;
+    int           match = 0;
     CHECK(braid_calib_load(&back, &match, path, "key one") == BRAID_ERR_IO &&
               errno == ENOENT,
           "no file yet: %s", braid_last_error());

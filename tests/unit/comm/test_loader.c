@@ -8,18 +8,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "loader/loader.h"
 #include "../check.h"
+#include "loader/loader.h"
 
-
-static int copy_file(const char *to_dir, const char *from_dir, const char *name)
+static int copy_file(const char *to_dir, const char *from_dir,
+                     const char *name)
 {
     char from[4096], to[4096], buf[65536];
     snprintf(from, sizeof(from), "%s/%s", from_dir, name);
     snprintf(to, sizeof(to), "%s/%s", to_dir, name);
-    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    FILE  *in = fopen(from, "rb"), *out = fopen(to, "wb");
     size_t n;
-    int err = in == NULL || out == NULL;
+    int    err = in == NULL || out == NULL;
     while (!err && (n = fread(buf, 1, sizeof(buf), in)) > 0)
         err = fwrite(buf, 1, n, out) != n;
     if (in)
@@ -61,9 +61,9 @@ static void test_adapted(const braid_plugin_entry_t *e)
           "tv3: adapted descriptor");
     if (e->desc == NULL || e->desc->n_transports != 1 || e->desc->n_algos != 1)
         return;
-    const braid_transport_t *tl = e->desc->transports[0];
-    const braid_algo_t      *al = e->desc->algos[0];
-    const int *stream = dlsym(e->dl, "tv3_last_stream");
+    const braid_transport_t *tl     = e->desc->transports[0];
+    const braid_algo_t      *al     = e->desc->algos[0];
+    const int               *stream = dlsym(e->dl, "tv3_last_stream");
     CHECK(tl->struct_size >= BRAID_TRANSPORT_V4_MIN_SIZE &&
               !strcmp(tl->name, "loop3") && tl->caps == BRAID_CAP_SENDRECV &&
               tl->mem_types == 0 && tl->cancel != NULL && tl->wait == NULL,
@@ -75,12 +75,17 @@ static void test_adapted(const braid_plugin_entry_t *e)
 
     int          nodes[1] = {0}, cpus[1] = {-1};
     braid_oob_t  oob  = {sizeof(oob), 0, 1, NULL, NULL, NULL};
-    braid_topo_t topo = {.struct_size = sizeof(topo), .size = 1,
-                         .kind = BRAID_TOPO_SINGLE_HOST, .nnodes = 1,
-                         .ppn = 1, .node_of_rank = nodes,
-                         .cpu_of_rank = cpus, .nmates = -1};
-    braid_tl_t   h    = {.struct_size = sizeof(h), .ops = tl,
-                         .link = {.struct_size = sizeof(braid_link_t)}};
+    braid_topo_t topo = {.struct_size  = sizeof(topo),
+                         .size         = 1,
+                         .kind         = BRAID_TOPO_SINGLE_HOST,
+                         .nnodes       = 1,
+                         .ppn          = 1,
+                         .node_of_rank = nodes,
+                         .cpu_of_rank  = cpus,
+                         .nmates       = -1};
+    braid_tl_t   h    = {.struct_size = sizeof(h),
+                         .ops         = tl,
+                         .link        = {.struct_size = sizeof(braid_link_t)}};
     CHECK(tl->comm_create(tl, braid_core_services(), &oob, &topo, &h.tcomm) ==
               BRAID_OK,
           "tv3: comm_create through the adapter: %s", braid_last_error());
@@ -91,23 +96,36 @@ static void test_adapted(const braid_plugin_entry_t *e)
               h.link.struct_size == sizeof(braid_link_t),
           "tv3: link %g us %g GB/s", h.link.alpha_us, h.link.beta_gbps);
     braid_cost_in_t in = {.struct_size = sizeof(in),
-                          .coll = BRAID_COLL_ALLREDUCE, .bytes = 4000,
-                          .nranks = 1, .nnodes = 1, .ppn = 1,
-                          .link = h.link, .reduce_gbps = 8};
+                          .coll        = BRAID_COLL_ALLREDUCE,
+                          .bytes       = 4000,
+                          .nranks      = 1,
+                          .nnodes      = 1,
+                          .ppn         = 1,
+                          .link        = h.link,
+                          .reduce_gbps = 8};
     CHECK(al->estimate(al, &in) == 3.5, "tv3: estimate %g, want 3.5",
           al->estimate(al, &in));
 
     void *state = NULL;
     for (int call = 0; call < 2; call++) {
-        int          src[4] = {1, 2, 3, 4 + call}, dst[4] = {0};
-        braid_task_t t = {.struct_size = sizeof(t),
-                          .coll = BRAID_COLL_ALLREDUCE, .sendbuf = src,
-                          .recvbuf = dst, .count = 4, .dtype = BRAID_I32,
-                          .op = BRAID_SUM, .dtsize = 4, .rank = 0, .size = 1,
-                          .seq = (uint64_t)(10 + call), .topo = &topo,
-                          .tl = &h, .svc = braid_core_services(),
-                          .comm_state = &state, .algo = al};
-        braid_wait_t w = BRAID_WAIT_LOCAL;
+        int            src[4] = {1, 2, 3, 4 + call}, dst[4] = {0};
+        braid_task_t   t  = {.struct_size = sizeof(t),
+                             .coll        = BRAID_COLL_ALLREDUCE,
+                             .sendbuf     = src,
+                             .recvbuf     = dst,
+                             .count       = 4,
+                             .dtype       = BRAID_I32,
+                             .op          = BRAID_SUM,
+                             .dtsize      = 4,
+                             .rank        = 0,
+                             .size        = 1,
+                             .seq         = (uint64_t)(10 + call),
+                             .topo        = &topo,
+                             .tl          = &h,
+                             .svc         = braid_core_services(),
+                             .comm_state  = &state,
+                             .algo        = al};
+        braid_wait_t   w  = BRAID_WAIT_LOCAL;
         braid_status_t st = al->start(&t, &w);
         CHECK(st == BRAID_OK && w == BRAID_WAIT_LOCAL, "tv3: start %d", st);
         CHECK(stream != NULL && *stream == call,
@@ -134,8 +152,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_loader PLUGIN_DIR\n");
         return 2;
     }
-    const char *dir = argv[1];
-    char copy[] = "/tmp/braid-loader-XXXXXX";
+    const char *dir    = argv[1];
+    char        copy[] = "/tmp/braid-loader-XXXXXX";
     if (mkdtemp(copy) == NULL || copy_file(copy, dir, "libbraid-tgood.so")) {
         fprintf(stderr, "cannot prepare a second plugin directory\n");
         return 1;
@@ -181,7 +199,8 @@ int main(int argc, char **argv)
     expect(t, "tunavail", BRAID_PLUGIN_UNAVAILABLE, NULL);
     braid_loader_release();
     setenv("BRAID_PLUGINS", "tgood,", 1);
-    CHECK(braid_loader_acquire(&t) == BRAID_ERR_PARSE, "malformed BRAID_PLUGINS"
+    CHECK(braid_loader_acquire(&t) == BRAID_ERR_PARSE,
+          "malformed BRAID_PLUGINS"
           " refused");
     unsetenv("BRAID_PLUGINS");
 
@@ -190,7 +209,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof(path), "%s:%s", copy, dir);
     setenv("BRAID_PLUGIN_PATH", path, 1);
     CHECK(braid_loader_acquire(&t) == BRAID_OK, "acquire with two dirs");
-    const braid_plugin_entry_t *first = find(t, "tgood", 0),
+    const braid_plugin_entry_t *first  = find(t, "tgood", 0),
                                *second = find(t, "tgood", 1);
     CHECK(first && second && first->state == BRAID_PLUGIN_AVAILABLE &&
               strncmp(first->path, copy, strlen(copy)) == 0 &&

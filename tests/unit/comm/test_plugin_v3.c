@@ -19,17 +19,18 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-_Static_assert(BRAID_PLUGIN_ABI_VERSION == 3, "built against the ABI-3 header");
+_Static_assert(BRAID_PLUGIN_ABI_VERSION == 3,
+               "built against the ABI-3 header");
 
 /* ------------------------------------------------------------- transport */
 
 typedef struct loop_op {
-    int          send; /* 1: a send waiting for its receive */
-    uint64_t     tag;
-    void        *buf;
-    const void  *sbuf;
-    size_t       len;
-    int          done;
+    int         send; /* 1: a send waiting for its receive */
+    uint64_t    tag;
+    void       *buf;
+    const void *sbuf;
+    size_t      len;
+    int         done;
 } loop_op_t;
 
 typedef struct loop {
@@ -38,7 +39,7 @@ typedef struct loop {
 } loop_t;
 
 static braid_status_t loop_create(const braid_services_v3_t *svc,
-                                  const braid_oob_t *oob,
+                                  const braid_oob_t         *oob,
                                   const braid_topo_t *topo, void **tcomm)
 {
     (void)topo;
@@ -113,8 +114,7 @@ static braid_status_t loop_progress(void *tcomm)
     return BRAID_OK;
 }
 
-__attribute__((unused)) static void loop_cancel(void *tcomm,
-                                               braid_treq_t *req)
+__attribute__((unused)) static void loop_cancel(void *tcomm, braid_treq_t *req)
 {
     (void)tcomm;
     req->active = 0;
@@ -132,7 +132,7 @@ static const braid_transport_v3_t loop3 = {
     .test         = loop_test,
     .progress     = loop_progress,
 #if TEST_KIND == 0
-    .cancel       = loop_cancel,
+    .cancel = loop_cancel,
 #endif
 };
 
@@ -164,13 +164,13 @@ static braid_status_t copy_start(braid_task_t *task)
 
 static braid_status_t copy_progress(braid_task_t *task)
 {
-    copy_state_t *s = task->priv;
+    copy_state_t  *s = task->priv;
     braid_status_t st;
     if (!s->sent) {
         s->sent = 1;
-        st = task->tl->ops->isend(task->tl->tcomm, task->rank,
-                                  BRAID_TAG(task->seq, 0), task->sendbuf,
-                                  task->count * task->dtsize, &s->reqs[1]);
+        st      = task->tl->ops->isend(task->tl->tcomm, task->rank,
+                                       BRAID_TAG(task->seq, 0), task->sendbuf,
+                                       task->count * task->dtsize, &s->reqs[1]);
         if (st != BRAID_OK)
             return st;
         task->remote_wait = 1; /* ABI 3's hint: the adapter maps it */
@@ -219,12 +219,12 @@ static const braid_transport_v3_t *const transports[] = {&loop3};
 static const braid_algo_v3_t *const      algos[]      = {&copy3};
 
 EXPORT const braid_plugin_v3_t braid_plugin_v3 = {
-    .abi_version  = BRAID_PLUGIN_ABI_VERSION,
-    .struct_size  = sizeof(braid_plugin_v3_t),
+    .abi_version = BRAID_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(braid_plugin_v3_t),
 #if TEST_KIND == 0
-    .name         = "tv3",
+    .name = "tv3",
 #else
-    .name         = "tv3bad",
+    .name = "tv3bad",
 #endif
     .version      = "3.0",
     .probe        = v3_probe,

@@ -16,8 +16,8 @@ static void ring_hops(int *hops, int n, const int *pos, int near)
 {
     for (int a = 0; a < n; a++)
         for (int b = 0; b < n; b++) {
-            int d = abs(pos[a] - pos[b]);
-            d     = d < n - d ? d : n - d;
+            int d           = abs(pos[a] - pos[b]);
+            d               = d < n - d ? d : n - d;
             hops[a * n + b] = a == b ? 0 : near + d - 1;
         }
 }
@@ -40,14 +40,16 @@ int main(void)
     char why[160];
 
     CHECK(classify(hops, 1, order, &fits, why) == BRAID_TOPO_SINGLE_HOST &&
-              fits, "one host");
+              fits,
+          "one host");
 
     /* A switch, and a routed fabric where every pair is one router apart. */
     for (int n = 2; n <= MAXN; n *= 2)
         for (int h = 0; h <= 1; h++) {
             flat_hops(hops, n, h);
             CHECK(classify(hops, n, order, &fits, why) == BRAID_TOPO_SWITCH &&
-                      fits, "%d hosts all %d apart: switch (%s)", n, h, why);
+                      fits,
+                  "%d hosts all %d apart: switch (%s)", n, h, why);
         }
 
     /* Rings in rank order, 4 to 16 hosts; 3 hosts are all neighbours. */
@@ -75,9 +77,10 @@ int main(void)
         ring_hops(hops, n, pos, 0);
         CHECK(classify(hops, n, order, &fits, why) == BRAID_TOPO_RING && fits,
               "ring out of order: ring (%s)", why);
-        CHECK(memcmp(order, cab, sizeof(cab)) == 0, "ring order found: %d %d "
-              "%d %d %d %d", order[0], order[1], order[2], order[3], order[4],
-              order[5]);
+        CHECK(memcmp(order, cab, sizeof(cab)) == 0,
+              "ring order found: %d %d "
+              "%d %d %d %d",
+              order[0], order[1], order[2], order[3], order[4], order[5]);
     }
 
     /* Neighbours one router apart (hosts behind routers on a ring). */

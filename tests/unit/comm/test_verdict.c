@@ -35,8 +35,8 @@ static void setup(braid_rank_state_t *rs)
     memset(rs, 0, sizeof(*rs) * N);
     for (int r = 0; r < N; r++) {
         rs[r].state = BRAID_RS_ANSWERED;
-        snprintf(rs[r].desc, sizeof(rs[r].desc), "rank %d (host h, pid %d)",
-                 r, 100 + r);
+        snprintf(rs[r].desc, sizeof(rs[r].desc), "rank %d (host h, pid %d)", r,
+                 100 + r);
     }
 }
 
@@ -59,22 +59,22 @@ static void test_signatures(void)
     CHECK(!braid_sig_equal(&a, &b), "counts differ");
     CHECK(braid_sig_hash32(&a, 7) != braid_sig_hash32(&b, 7), "hash count");
     CHECK(braid_sig_hash32(&a, 7) != braid_sig_hash32(&a, 8), "hash seq");
-    braid_sig_t m = braid_sig_make(BRAID_COLL_ALLREDUCE, 16384, BRAID_F32,
-                                   BRAID_MAX, 0);
-    braid_sig_t i = braid_sig_make(BRAID_COLL_ALLREDUCE, 16384, BRAID_I32,
-                                   BRAID_SUM, 0);
+    braid_sig_t m =
+        braid_sig_make(BRAID_COLL_ALLREDUCE, 16384, BRAID_F32, BRAID_MAX, 0);
+    braid_sig_t i =
+        braid_sig_make(BRAID_COLL_ALLREDUCE, 16384, BRAID_I32, BRAID_SUM, 0);
     CHECK(braid_sig_hash32(&a, 7) != braid_sig_hash32(&m, 7) &&
               braid_sig_hash32(&a, 7) != braid_sig_hash32(&i, 7),
           "hash op, dtype");
     CHECK(braid_sig_hash32(&a, 7) == braid_sig_hash32(&a, 7), "hash stable");
     /* Fields a collective ignores are ignored. */
-    braid_sig_t x = braid_sig_make(BRAID_COLL_BARRIER, 0, BRAID_F64,
-                                   BRAID_MAX, 3);
-    braid_sig_t y = braid_sig_make(BRAID_COLL_BARRIER, 0, BRAID_U8,
-                                   BRAID_SUM, 0);
+    braid_sig_t x =
+        braid_sig_make(BRAID_COLL_BARRIER, 0, BRAID_F64, BRAID_MAX, 3);
+    braid_sig_t y =
+        braid_sig_make(BRAID_COLL_BARRIER, 0, BRAID_U8, BRAID_SUM, 0);
     CHECK(braid_sig_equal(&x, &y), "barrier ignores dtype, op, root");
-    braid_sig_t bc = braid_sig_make(BRAID_COLL_BROADCAST, 4, BRAID_U8,
-                                    BRAID_PROD, 2);
+    braid_sig_t bc =
+        braid_sig_make(BRAID_COLL_BROADCAST, 4, BRAID_U8, BRAID_PROD, 2);
     braid_sig_t back = braid_sig_unpack(bc.count, braid_sig_pack(&bc));
     CHECK(braid_sig_equal(&bc, &back) && back.root == 2 && back.op == 0,
           "pack/unpack broadcast");
@@ -113,7 +113,8 @@ static void test_stopped(void)
     CHECK(strstr(v.text, "call #5 allreduce(count 64, f32, sum) did not "
                          "complete: rank 2 (host h, pid 102) does not answer "
                          "(process stopped; between calls, after #4); ranks "
-                         "0,1,3 wait in it") != NULL, "%s", v.text);
+                         "0,1,3 wait in it") != NULL,
+          "%s", v.text);
 }
 
 /* A lost rank, and survivors that disagree on how far they got: the failed
@@ -134,7 +135,8 @@ static void test_lost_agreement(void)
           "status %d call %llu culprit %d", v.status,
           (unsigned long long)v.call, v.culprit);
     CHECK(starts(v.text, "call #7 allreduce(count 64, f32, sum) failed: rank "
-                         "3 (host h, pid 103) was lost;"), "%s", v.text);
+                         "3 (host h, pid 103) was lost;"),
+          "%s", v.text);
     CHECK(strstr(v.text, "rank 1 waits in it") != NULL, "%s", v.text);
 }
 
@@ -162,7 +164,8 @@ static void test_mismatch(void)
     CHECK(strcmp(v.text, "call #3 differs between ranks: rank 0 (host h, pid "
                          "100) calls allreduce(count 16384, f32, sum), rank 1 "
                          "(host h, pid 101) calls allreduce(count 8192, f32, "
-                         "sum)") == 0, "%s", v.text);
+                         "sum)") == 0,
+          "%s", v.text);
 }
 
 /* A rank that answers from braid_finalize: it has not entered the call. */
@@ -177,9 +180,10 @@ static void test_behind(void)
     braid_verdict_judge(&v, N, rs, api);
     CHECK(v.status == BRAID_ERR_TIMEOUT && v.call == 10 && v.culprit == 3,
           "status %d culprit %d", v.status, v.culprit);
-    CHECK(strstr(v.text, "rank 3 (host h, pid 103) has not entered it "
-                         "(between calls, after #9; inside braid_finalize)")
-              != NULL, "%s", v.text);
+    CHECK(strstr(v.text,
+                 "rank 3 (host h, pid 103) has not entered it "
+                 "(between calls, after #9; inside braid_finalize)") != NULL,
+          "%s", v.text);
 }
 
 /* Everybody in the call, nobody missing: the rank that failed says how. */
@@ -195,8 +199,8 @@ static void test_stall(void)
     braid_verdict_judge(&v, N, rs, api);
     CHECK(v.status == BRAID_ERR_TRANSPORT && v.culprit == -1 && v.call == 2,
           "status %d culprit %d", v.status, v.culprit);
-    CHECK(strstr(v.text, "every rank entered it: rank 2: ucx: broken"),
-          "%s", v.text);
+    CHECK(strstr(v.text, "every rank entered it: rank 2: ucx: broken"), "%s",
+          v.text);
 }
 
 /* Rank 0 gone and only this rank's view: still a call number. */
@@ -215,7 +219,8 @@ static void test_alone(void)
           "status %d call %llu culprit %d", v.status,
           (unsigned long long)v.call, v.culprit);
     CHECK(starts(v.text, "call #5 allreduce(count 2, f32, sum) failed: rank 0 "
-                         "(host h, pid 100) was lost"), "%s", v.text);
+                         "(host h, pid 100) was lost"),
+          "%s", v.text);
 }
 
 int main(void)

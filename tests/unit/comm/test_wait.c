@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "comm/comm.h"
 #include "../check.h"
+#include "comm/comm.h"
 
 int main(void)
 {
@@ -13,9 +13,9 @@ int main(void)
     braid_candidate_t   c1, c2;
 
     memset(&comm, 0, sizeof(comm));
-    a.cand = &c1;
+    a.cand      = &c1;
     a.task.coll = BRAID_COLL_ALLREDUCE;
-    b = a;
+    b           = a;
 
     /* Streams: the same candidate, collective and size as the call before. */
     braid_wait_note_call(&comm, &a, 8);
@@ -40,7 +40,7 @@ int main(void)
     a.stream = 0;
     a.wait   = BRAID_WAIT_LOCAL;
     CHECK(!braid_wait_after_start(&comm, &a), "mates still to come: no");
-    a.wait          = BRAID_WAIT_REMOTE;
+    a.wait           = BRAID_WAIT_REMOTE;
     comm.topo.nmates = 0;
     CHECK(!braid_wait_after_start(&comm, &a), "no mates: nobody to yield to");
     comm.topo.nmates = -1;

@@ -20,9 +20,9 @@
 /* ---------------------------------------------------------------- services */
 
 const braid_services_t *tu_svc(void) { return braid_core_services(); }
-const char *tu_last_error(void) { return braid_last_error(); }
-void tu_clear_error(void) { braid_error_clear(); }
-double tu_now(void) { return braid_now_s(); }
+const char             *tu_last_error(void) { return braid_last_error(); }
+void                    tu_clear_error(void) { braid_error_clear(); }
+double                  tu_now(void) { return braid_now_s(); }
 
 void tu_set_timeout(double s)
 {
@@ -49,7 +49,7 @@ typedef struct rank_ctx {
 } rank_ctx_t;
 
 struct tu_board {
-    pthread_mutex_t mu;  /* process-shared, like everything here */
+    pthread_mutex_t mu; /* process-shared, like everything here */
     pthread_cond_t  cv;
     int             n;
     size_t          max_len, map_len;
@@ -59,7 +59,7 @@ struct tu_board {
     unsigned        parrived; /* tu_progress_barrier (atomics) */
     unsigned        pgen;
     rank_ctx_t      ctx[TU_MAX_RANKS];
-    char            slots[];  /* n * max_len */
+    char            slots[]; /* n * max_len */
 };
 
 tu_board_t *tu_board_new(int n, size_t max_len)
@@ -112,23 +112,28 @@ static braid_status_t board_wait(tu_board_t *b, const struct timespec *dl,
                                  int rank, const char *what)
 {
     if (b->aborted)
-        return braid_error(BRAID_ERR_PEER, "test oob: rank %d: another rank "
-                           "aborted during %s", rank, what);
+        return braid_error(BRAID_ERR_PEER,
+                           "test oob: rank %d: another rank "
+                           "aborted during %s",
+                           rank, what);
     if (pthread_cond_timedwait(&b->cv, &b->mu, dl) == ETIMEDOUT)
-        return braid_error(BRAID_ERR_TIMEOUT, "test oob: rank %d: %s timed "
-                           "out", rank, what);
+        return braid_error(BRAID_ERR_TIMEOUT,
+                           "test oob: rank %d: %s timed "
+                           "out",
+                           rank, what);
     return BRAID_OK;
 }
 
 static braid_status_t board_allgather(void *ctx, const void *sendbuf,
                                       void *recvbuf, size_t len)
 {
-    rank_ctx_t    *c = ctx;
-    tu_board_t    *b = c->b;
+    rank_ctx_t    *c  = ctx;
+    tu_board_t    *b  = c->b;
     braid_status_t st = BRAID_OK;
 
     if (len > b->max_len)
-        return braid_error(BRAID_ERR_INVALID_ARG, "test oob: rank %d "
+        return braid_error(BRAID_ERR_INVALID_ARG,
+                           "test oob: rank %d "
                            "allgathers %zu bytes, the board takes %zu",
                            c->rank, len, b->max_len);
     struct timespec dl;
@@ -143,8 +148,10 @@ static braid_status_t board_allgather(void *ctx, const void *sendbuf,
     if (b->arrived == 0) {
         b->len = len;
     } else if (b->len != len) {
-        st = braid_error(BRAID_ERR_MISMATCH, "test oob: rank %d allgathers "
-                         "%zu bytes, others %zu", c->rank, len, b->len);
+        st = braid_error(BRAID_ERR_MISMATCH,
+                         "test oob: rank %d allgathers "
+                         "%zu bytes, others %zu",
+                         c->rank, len, b->len);
         goto out;
     }
     if (len > 0)
@@ -212,9 +219,10 @@ braid_status_t tu_progress_barrier(tu_board_t *b, int rank,
             sched_yield(); /* ranks share cores */
         if (__atomic_load_n(&b->aborted, __ATOMIC_RELAXED) ||
             tu_now() - t0 > braid_timeout_s())
-            return braid_error(BRAID_ERR_TIMEOUT, "test oob: rank %d: "
-                               "progress barrier %s", rank,
-                               b->aborted ? "aborted" : "timed out");
+            return braid_error(BRAID_ERR_TIMEOUT,
+                               "test oob: rank %d: "
+                               "progress barrier %s",
+                               rank, b->aborted ? "aborted" : "timed out");
     }
     return BRAID_OK;
 }
@@ -247,7 +255,7 @@ void tu_plugin_close(const braid_plugin_t *p, void *dl)
 }
 
 const braid_transport_t *tu_transport(const braid_plugin_t *p,
-                                      const char *name)
+                                      const char           *name)
 {
     for (int i = 0; i < p->n_transports; i++)
         if (strcmp(p->transports[i]->name, name) == 0)
@@ -302,8 +310,8 @@ int tu_fork(int n, tu_rank_fn fn, void *arg, unsigned timeout_s,
                     label, n, i, WTERMSIG(status),
                     WTERMSIG(status) == SIGALRM ? " (watchdog: hung)" : "");
         else
-            fprintf(stderr, "FAIL %s n=%d: rank %d exited with %d\n", label,
-                    n, i, WEXITSTATUS(status));
+            fprintf(stderr, "FAIL %s n=%d: rank %d exited with %d\n", label, n,
+                    i, WEXITSTATUS(status));
     }
     free(pids);
     return failed;
@@ -318,14 +326,14 @@ typedef struct thread_arg {
 static void *thread_main(void *p)
 {
     thread_arg_t *t = p;
-    t->result = t->fn(t->rank, t->n, t->arg);
+    t->result       = t->fn(t->rank, t->n, t->arg);
     return NULL;
 }
 
 int tu_threads(int n, tu_rank_fn fn, void *arg)
 {
-    pthread_t    *th = calloc((size_t)n, sizeof(pthread_t));
-    thread_arg_t *ta = calloc((size_t)n, sizeof(thread_arg_t));
+    pthread_t    *th  = calloc((size_t)n, sizeof(pthread_t));
+    thread_arg_t *ta  = calloc((size_t)n, sizeof(thread_arg_t));
     int           sum = 0;
 
     if (th == NULL || ta == NULL) {
@@ -377,8 +385,10 @@ braid_status_t tu_drive(const braid_algo_t *algo, braid_task_t *task,
         if ((st = algo->progress(task, &wait)) != BRAID_INPROGRESS)
             break;
         if (tu_now() > deadline) {
-            st = braid_error(BRAID_ERR_TIMEOUT, "test: %s did not finish in "
-                             "%.0f s", algo->name, limit_s);
+            st = braid_error(BRAID_ERR_TIMEOUT,
+                             "test: %s did not finish in "
+                             "%.0f s",
+                             algo->name, limit_s);
             break;
         }
         sched_yield(); /* rank threads share the cores */

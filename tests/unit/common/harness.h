@@ -40,9 +40,9 @@ typedef struct tu_board tu_board_t;
 tu_board_t *tu_board_new(int n, size_t max_len);
 void        tu_board_free(tu_board_t *b);
 /* The braid_oob_t of rank on the board (valid while the board is). */
-void        tu_oob(braid_oob_t *oob, tu_board_t *b, int rank);
+void           tu_oob(braid_oob_t *oob, tu_board_t *b, int rank);
 braid_status_t tu_barrier(tu_board_t *b, int rank);
-void        tu_board_abort(tu_board_t *b);
+void           tu_board_abort(tu_board_t *b);
 /* A barrier that keeps the transport progressing while it waits, for when
  * peers need this rank to drain their messages before they can arrive. */
 braid_status_t tu_progress_barrier(tu_board_t *b, int rank,
@@ -53,12 +53,12 @@ braid_status_t tu_progress_barrier(tu_board_t *b, int rank,
 /* dlopens path and checks its ABI-4 descriptor; prints why and exits 1
  * when it cannot (a unit test without its plugin has nothing to test). */
 const braid_plugin_t *tu_plugin_open(const char *path, void **dl);
-void tu_plugin_close(const braid_plugin_t *p, void *dl);
+void                  tu_plugin_close(const braid_plugin_t *p, void *dl);
 /* The plugin's transport or algorithm of that name; NULL when absent. */
 const braid_transport_t *tu_transport(const braid_plugin_t *p,
-                                      const char *name);
-const braid_algo_t *tu_algo(const braid_plugin_t *p, braid_coll_t coll,
-                            const char *name);
+                                      const char           *name);
+const braid_algo_t      *tu_algo(const braid_plugin_t *p, braid_coll_t coll,
+                                 const char *name);
 
 /* ------------------------------------------------------------------ ranks */
 

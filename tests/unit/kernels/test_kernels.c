@@ -53,8 +53,8 @@ static uint64_t rng_state = 0x5eed0f3a17c0ffeeu;
 static uint64_t rnd(void)
 {
     uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z          = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
     return z ^ (z >> 31);
 }
 
@@ -72,10 +72,10 @@ static float u2f(uint32_t u)
     return f;
 }
 
-static const char *dt_name[BRAID_DTYPE_COUNT] = {
-    "f32", "f64", "f16", "bf16", "i32", "i64", "u8"};
-static const char *op_name[BRAID_OP_COUNT] = {"sum", "prod", "min", "max",
-                                              "avg"};
+static const char  *dt_name[BRAID_DTYPE_COUNT] = {"f32", "f64", "f16", "bf16",
+                                                  "i32", "i64", "u8"};
+static const char  *op_name[BRAID_OP_COUNT]    = {"sum", "prod", "min", "max",
+                                                  "avg"};
 static const size_t dt_size[BRAID_DTYPE_COUNT] = {4, 8, 2, 2, 4, 8, 1};
 
 /* ---------------------------------------------------------------------
@@ -138,7 +138,8 @@ static uint16_t slow_f32_to_bf16(float f)
     uint16_t lo   = (uint16_t)((f2u(f) & 0x7fffffffu) >> 16); /* truncated */
     if (isinf(f))
         return sign | 0x7f80;
-    return sign | nearest(x, lo, bf16_value(lo), bf16_value((uint16_t)(lo + 1)));
+    return sign |
+           nearest(x, lo, bf16_value(lo), bf16_value((uint16_t)(lo + 1)));
 }
 
 static void test_f16_widen_all(void)
@@ -185,10 +186,12 @@ static void test_f16_halfway(void)
     long bad = 0;
     for (uint32_t s = 0; s <= 0x8000; s += 0x8000) {
         for (uint32_t h = 0; h < 0x7c00; h++) {
-            double   lo = f16_value((uint16_t)h), hi = f16_value((uint16_t)(h + 1));
-            float    mid = (float)((lo + hi) / 2); /* 12 bits: exact */
-            uint16_t even = (h & 1) ? (uint16_t)(h + 1) : (uint16_t)h;
-            float    below = nextafterf(mid, 0), above = nextafterf(mid, INFINITY);
+            double lo      = f16_value((uint16_t)h),
+                   hi      = f16_value((uint16_t)(h + 1));
+            float    mid   = (float)((lo + hi) / 2); /* 12 bits: exact */
+            uint16_t even  = (h & 1) ? (uint16_t)(h + 1) : (uint16_t)h;
+            float    below = nextafterf(mid, 0),
+                  above    = nextafterf(mid, INFINITY);
             if (s) {
                 mid = -mid, below = -below, above = -above;
             }
@@ -197,8 +200,9 @@ static void test_f16_halfway(void)
                 braid_f32_to_f16(above) != (s | (h + 1))) {
                 if (bad++ == 0)
                     fail("f32_to_f16 around midpoint of 0x%04x: got "
-                         "0x%04x 0x%04x 0x%04x", s | h, braid_f32_to_f16(below),
-                         braid_f32_to_f16(mid), braid_f32_to_f16(above));
+                         "0x%04x 0x%04x 0x%04x",
+                         s | h, braid_f32_to_f16(below), braid_f32_to_f16(mid),
+                         braid_f32_to_f16(above));
             }
         }
     }
@@ -230,7 +234,8 @@ static float random_f32(int lo_exp, int hi_exp)
     uint64_t r = rnd();
     if (r & 1)
         return u2f((uint32_t)(r >> 32));
-    uint32_t e = (uint32_t)(lo_exp + (int)((r >> 8) % (uint64_t)(hi_exp - lo_exp + 1)));
+    uint32_t e =
+        (uint32_t)(lo_exp + (int)((r >> 8) % (uint64_t)(hi_exp - lo_exp + 1)));
     return u2f((uint32_t)(r >> 32 & 0x807fffffu) | (e << 23));
 }
 
@@ -249,10 +254,10 @@ static void test_narrow_random(void)
 {
     long bad16 = 0, bad_b = 0;
     for (int i = 0; i < 1000000; i++) {
-        float f = random_f32(100, 145);
+        float    f   = random_f32(100, 145);
         uint16_t got = braid_f32_to_f16(f);
-        int ok = isnan(f) ? nan_kept(f2u(f), got, 0)
-                          : got == slow_f32_to_f16(f);
+        int      ok =
+            isnan(f) ? nan_kept(f2u(f), got, 0) : got == slow_f32_to_f16(f);
         if (!ok && bad16++ == 0)
             fail("f32_to_f16(0x%08x) = 0x%04x, want 0x%04x", f2u(f), got,
                  slow_f32_to_f16(f));
@@ -284,10 +289,10 @@ static void test_narrow_random(void)
 static inline uint64_t get(const void *buf, size_t i, braid_dtype_t dt)
 {
     const unsigned char *p = (const unsigned char *)buf + i * dt_size[dt];
-    uint8_t  v8;
-    uint16_t v16;
-    uint32_t v32;
-    uint64_t v64;
+    uint8_t              v8;
+    uint16_t             v16;
+    uint32_t             v32;
+    uint64_t             v64;
     switch (dt_size[dt]) {
     case 1: memcpy(&v8, p, 1); return v8;
     case 2: memcpy(&v16, p, 2); return v16;
@@ -298,10 +303,10 @@ static inline uint64_t get(const void *buf, size_t i, braid_dtype_t dt)
 
 static inline void put(void *buf, size_t i, braid_dtype_t dt, uint64_t v)
 {
-    unsigned char *p = (unsigned char *)buf + i * dt_size[dt];
-    uint8_t  v8  = (uint8_t)v;
-    uint16_t v16 = (uint16_t)v;
-    uint32_t v32 = (uint32_t)v;
+    unsigned char *p   = (unsigned char *)buf + i * dt_size[dt];
+    uint8_t        v8  = (uint8_t)v;
+    uint16_t       v16 = (uint16_t)v;
+    uint32_t       v32 = (uint32_t)v;
     switch (dt_size[dt]) {
     case 1: memcpy(p, &v8, 1); break;
     case 2: memcpy(p, &v16, 2); break;
@@ -367,44 +372,65 @@ static void compare(const char *what, braid_dtype_t dt, braid_op_t op,
     }
     CHECK(bad == 0,
           "%s %s %s n=%zu: %zu wrong, first [%zu]: a=0x%llx b=0x%llx "
-          "got=0x%llx want=0x%llx", what, dt_name[dt], op_name[op], n, bad,
-          first, (unsigned long long)get(a, first, dt),
+          "got=0x%llx want=0x%llx",
+          what, dt_name[dt], op_name[op], n, bad, first,
+          (unsigned long long)get(a, first, dt),
           (unsigned long long)get(b, first, dt),
           (unsigned long long)get(got, first, dt),
           (unsigned long long)get(want, first, dt));
 }
 
 static const uint64_t special_f32[] = {
-    0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000,
-    0x7f800001, 0xff812345, 0x7fd23456, 0x00000001, 0x007fffff, 0x00800000,
-    0x7f7fffff, 0xff7fffff, 0x3f800000, 0xbf800000, 0x40000000, 0x3f000000,
-    0x80000001,
+    0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000,
+    0xffc00000, 0x7f800001, 0xff812345, 0x7fd23456, 0x00000001,
+    0x007fffff, 0x00800000, 0x7f7fffff, 0xff7fffff, 0x3f800000,
+    0xbf800000, 0x40000000, 0x3f000000, 0x80000001,
 };
 static const uint64_t special_f64[] = {
-    0x0, 0x8000000000000000, 0x7ff0000000000000, 0xfff0000000000000,
-    0x7ff8000000000000, 0xfff8000000000000, 0x7ff0000000000001,
-    0xfff0000012345678, 0x7ff8123456789abc, 0x1, 0x000fffffffffffff,
-    0x0010000000000000, 0x7fefffffffffffff, 0xffefffffffffffff,
-    0x3ff0000000000000, 0xbff0000000000000, 0x4000000000000000,
-    0x3fe0000000000000, 0x8000000000000001,
+    0x0,
+    0x8000000000000000,
+    0x7ff0000000000000,
+    0xfff0000000000000,
+    0x7ff8000000000000,
+    0xfff8000000000000,
+    0x7ff0000000000001,
+    0xfff0000012345678,
+    0x7ff8123456789abc,
+    0x1,
+    0x000fffffffffffff,
+    0x0010000000000000,
+    0x7fefffffffffffff,
+    0xffefffffffffffff,
+    0x3ff0000000000000,
+    0xbff0000000000000,
+    0x4000000000000000,
+    0x3fe0000000000000,
+    0x8000000000000001,
 };
 static const uint64_t special_f16[] = {
-    0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7c01, 0xfd23, 0x7e55,
-    0x0001, 0x03ff, 0x0400, 0x7bff, 0xfbff, 0x3c00, 0xbc00, 0x4000, 0x3800,
-    0x8001,
+    0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7c01,
+    0xfd23, 0x7e55, 0x0001, 0x03ff, 0x0400, 0x7bff, 0xfbff,
+    0x3c00, 0xbc00, 0x4000, 0x3800, 0x8001,
 };
 static const uint64_t special_bf16[] = {
-    0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc0, 0x7f81, 0xff85, 0x7fd5,
-    0x0001, 0x007f, 0x0080, 0x7f7f, 0xff7f, 0x3f80, 0xbf80, 0x4000, 0x3f00,
-    0x8001,
+    0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc0, 0x7f81,
+    0xff85, 0x7fd5, 0x0001, 0x007f, 0x0080, 0x7f7f, 0xff7f,
+    0x3f80, 0xbf80, 0x4000, 0x3f00, 0x8001,
 };
 static const uint64_t special_i32[] = {
-    0, 1, 0xffffffff, 0x7fffffff, 0x80000000, 0x7ffffffe, 0x80000001, 2,
-    0xfffffffe, 65536,
+    0,          1,          0xffffffff, 0x7fffffff, 0x80000000,
+    0x7ffffffe, 0x80000001, 2,          0xfffffffe, 65536,
 };
 static const uint64_t special_i64[] = {
-    0, 1, 0xffffffffffffffff, 0x7fffffffffffffff, 0x8000000000000000,
-    0x7ffffffffffffffe, 0x8000000000000001, 2, 0xfffffffffffffffe,
+    0,
+    1,
+    0xffffffffffffffff,
+    0x7fffffffffffffff,
+    0x8000000000000000,
+    0x7ffffffffffffffe,
+    0x8000000000000001,
+    2,
+    0xfffffffffffffffe,
     0x100000000,
 };
 static const uint64_t special_u8[] = {0, 1, 2, 127, 128, 255, 254, 16};
@@ -499,7 +525,8 @@ static void test_reduce_case(braid_dtype_t dt, braid_op_t op, size_t n,
     braid_kernel_reduce2(got, a, b, n, dt, op);
     compare("reduce2", dt, op, n, a, b, got, want);
     CHECK(memcmp(a, m->a0, bytes) == 0 && memcmp(b, m->b0, bytes) == 0,
-          "reduce2 %s %s n=%zu modified an input", dt_name[dt], op_name[op], n);
+          "reduce2 %s %s n=%zu modified an input", dt_name[dt], op_name[op],
+          n);
 
     /* Argument order: the same bits, NaN + NaN included. */
     braid_kernel_reduce2(m->got2, b, a, n, dt, op);
@@ -557,9 +584,9 @@ static void test_reduce_all(void)
  * rounded results, including every value paired with -0 (x + -0 = x). */
 static void test_half_all_pairs(void)
 {
-    const size_t n = 65536;
-    uint16_t *a = xmalloc(n * 2), *b = xmalloc(n * 2);
-    uint16_t *want = xmalloc(n * 2), *got = xmalloc(n * 2);
+    const size_t  n = 65536;
+    uint16_t     *a = xmalloc(n * 2), *b = xmalloc(n * 2);
+    uint16_t     *want = xmalloc(n * 2), *got = xmalloc(n * 2);
     braid_dtype_t dts[2] = {BRAID_F16, BRAID_BF16};
 
     for (int d = 0; d < 2; d++) {
@@ -570,9 +597,11 @@ static void test_half_all_pairs(void)
                 b[i] = round == 0 ? 0x8000 : (uint16_t)((i + shift) % n);
             }
             for (int op = 0; op < BRAID_OP_COUNT; op++) {
-                braid_kernel_reduce2_ref(want, a, b, n, dts[d], (braid_op_t)op);
+                braid_kernel_reduce2_ref(want, a, b, n, dts[d],
+                                         (braid_op_t)op);
                 braid_kernel_reduce2(got, a, b, n, dts[d], (braid_op_t)op);
-                compare("all pairs", dts[d], (braid_op_t)op, n, a, b, got, want);
+                compare("all pairs", dts[d], (braid_op_t)op, n, a, b, got,
+                        want);
             }
         }
     }
@@ -591,9 +620,10 @@ static void expect(braid_dtype_t dt, braid_op_t op, uint64_t x, uint64_t y,
     put(b, 0, dt, y);
     for (int order = 0; order < 2; order++) {
         braid_kernel_reduce2(r, order ? b : a, order ? a : b, 1, dt, op);
-        CHECK(get(r, 0, dt) == want, "%s %s(0x%llx, 0x%llx) = 0x%llx, want "
-              "0x%llx", dt_name[dt], op_name[op],
-              (unsigned long long)(order ? y : x),
+        CHECK(get(r, 0, dt) == want,
+              "%s %s(0x%llx, 0x%llx) = 0x%llx, want "
+              "0x%llx",
+              dt_name[dt], op_name[op], (unsigned long long)(order ? y : x),
               (unsigned long long)(order ? x : y),
               (unsigned long long)get(r, 0, dt), (unsigned long long)want);
         braid_kernel_reduce2_ref(r, order ? b : a, order ? a : b, 1, dt, op);
@@ -625,7 +655,8 @@ static void test_known_answers(void)
     expect(BRAID_F32, BRAID_MAX, 0x80000000, 0x00000000, 0x00000000);
     expect(BRAID_F32, BRAID_MIN, 0x3f800000, 0x7fc00001, 0x7fc00001);
     expect(BRAID_F32, BRAID_MAX, 0x3f800000, 0x7fc00001, 0x7fc00001);
-    expect(BRAID_F32, BRAID_MIN, 0x7f800001, 0xff800000, 0x7f800001); /* sNaN kept */
+    expect(BRAID_F32, BRAID_MIN, 0x7f800001, 0xff800000,
+           0x7f800001); /* sNaN kept */
     expect(BRAID_F32, BRAID_MIN, 0x7fc00001, 0xffc00000, 0xffc00000);
     expect(BRAID_F32, BRAID_MAX, 0x7fc00001, 0x7fc00002, 0x7fc00002);
     expect(BRAID_F32, BRAID_MIN, 0xff800000, 0x7f7fffff, 0xff800000);
@@ -658,8 +689,8 @@ static void test_known_answers(void)
     /* f16/bf16 round to nearest even through f32. */
     expect(BRAID_F16, BRAID_SUM, 0x3c00, 0x1000, 0x3c00); /* 1 + 2^-11 */
     expect(BRAID_F16, BRAID_SUM, 0x3c01, 0x1000, 0x3c02);
-    expect(BRAID_F16, BRAID_SUM, 0x7bff, 0x4800, 0x7bff); /* 65504 + 8 */
-    expect(BRAID_F16, BRAID_SUM, 0x7bff, 0x4c00, 0x7c00); /* + 16: inf */
+    expect(BRAID_F16, BRAID_SUM, 0x7bff, 0x4800, 0x7bff);  /* 65504 + 8 */
+    expect(BRAID_F16, BRAID_SUM, 0x7bff, 0x4c00, 0x7c00);  /* + 16: inf */
     expect(BRAID_F16, BRAID_PROD, 0x0001, 0x3800, 0x0000); /* 2^-25: tie */
     expect(BRAID_F16, BRAID_PROD, 0x0003, 0x3800, 0x0002); /* 1.5: even */
     expect(BRAID_F16, BRAID_SUM, 0x0001, 0x8001, 0x0000);
@@ -701,7 +732,7 @@ static uint64_t avg_expected(braid_dtype_t dt, uint64_t v, int n)
     switch (dt) {
     case BRAID_F32: return f2u(u2f((uint32_t)v) / (float)n);
     case BRAID_F64: {
-        double d;
+        double   d;
         uint64_t r;
         memcpy(&d, &v, 8);
         d /= n;
@@ -721,7 +752,7 @@ static uint64_t avg_expected(braid_dtype_t dt, uint64_t v, int n)
 static void test_finish_avg(void)
 {
     static const size_t counts[] = {0, 1, 7, 1000, 1000003};
-    static const int    ns[] = {1, 2, 3, 7, 8};
+    static const int    ns[]     = {1, 2, 3, 7, 8};
     for (int dt = 0; dt < BRAID_DTYPE_COUNT; dt++) {
         for (size_t c = 0; c < ARRAY_LEN(counts); c++) {
             size_t n = counts[c], bytes = n * dt_size[dt];
@@ -733,15 +764,17 @@ static void test_finish_avg(void)
                                         ns[k]);
                 size_t bad = 0, first = 0;
                 for (size_t i = 0; i < n; i++) {
-                    uint64_t want = avg_expected((braid_dtype_t)dt,
-                                                 get(orig, i, (braid_dtype_t)dt),
-                                                 ns[k]);
+                    uint64_t want =
+                        avg_expected((braid_dtype_t)dt,
+                                     get(orig, i, (braid_dtype_t)dt), ns[k]);
                     if (get(buf, i, (braid_dtype_t)dt) != want && bad++ == 0)
                         first = i;
                 }
-                CHECK(bad == 0, "finish_avg %s n=%zu by %d: %zu wrong, first "
-                      "[%zu] 0x%llx -> 0x%llx", dt_name[dt], n, ns[k], bad,
-                      first, (unsigned long long)get(orig, first, (braid_dtype_t)dt),
+                CHECK(bad == 0,
+                      "finish_avg %s n=%zu by %d: %zu wrong, first "
+                      "[%zu] 0x%llx -> 0x%llx",
+                      dt_name[dt], n, ns[k], bad, first,
+                      (unsigned long long)get(orig, first, (braid_dtype_t)dt),
                       (unsigned long long)get(buf, first, (braid_dtype_t)dt));
             }
             /* Other ops, and a meaningless n, leave the buffer alone. */
@@ -750,8 +783,10 @@ static void test_finish_avg(void)
             braid_kernel_finish_avg(buf, n, (braid_dtype_t)dt, BRAID_MAX, 4);
             braid_kernel_finish_avg(buf, n, (braid_dtype_t)dt, BRAID_AVG, 0);
             braid_kernel_finish_avg(buf, n, (braid_dtype_t)dt, BRAID_AVG, -3);
-            CHECK(memcmp(buf, orig, bytes) == 0, "finish_avg %s n=%zu changed "
-                  "the buffer for a non-AVG op or n <= 0", dt_name[dt], n);
+            CHECK(memcmp(buf, orig, bytes) == 0,
+                  "finish_avg %s n=%zu changed "
+                  "the buffer for a non-AVG op or n <= 0",
+                  dt_name[dt], n);
             free(buf), free(orig);
         }
     }
@@ -773,7 +808,7 @@ static void test_finish_avg(void)
 
 static void run(const char *name, void (*fn)(void))
 {
-    clock_t t0 = clock();
+    clock_t t0     = clock();
     long    failed = n_failed;
     fn();
     printf("  %-22s %s (%.2f s)\n", name, n_failed == failed ? "ok" : "FAILED",

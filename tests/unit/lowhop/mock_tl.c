@@ -44,8 +44,8 @@ typedef struct mock_rmem {
 static uint64_t rnd(mock_tl_t *t)
 {
     uint64_t z = (t->rng += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z          = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
     return z ^ (z >> 31);
 }
 
@@ -90,10 +90,7 @@ long mock_world_errors(const mock_world_t *w)
     return __atomic_load_n(&w->errors, __ATOMIC_RELAXED);
 }
 
-void mock_world_barrier(mock_world_t *w)
-{
-    pthread_barrier_wait(&w->bar);
-}
+void mock_world_barrier(mock_world_t *w) { pthread_barrier_wait(&w->bar); }
 
 mock_tl_t *mock_tl_new(mock_world_t *w, int rank)
 {
@@ -121,7 +118,7 @@ static void deliver(mock_tl_t *t, mock_op_t *op)
 /* Delivers each pending put with probability 1/2: late and out of order. */
 static braid_status_t mock_progress(void *tcomm)
 {
-    mock_tl_t  *t = tcomm;
+    mock_tl_t  *t  = tcomm;
     mock_op_t **pp = &t->pending;
     while (*pp != NULL) {
         mock_op_t *op = *pp;
@@ -143,7 +140,7 @@ void mock_tl_free(mock_tl_t *t)
         world_error(t->w, "rank %d: put still pending at teardown", t->rank);
     while (t->pending != NULL) {
         mock_op_t *op = t->pending;
-        t->pending = op->next;
+        t->pending    = op->next;
         free(op);
     }
     if (t->live != 0)
@@ -155,8 +152,8 @@ long mock_tl_allocs(const mock_tl_t *t) { return t->allocs; }
 long mock_tl_live_areas(const mock_tl_t *t) { return t->live; }
 
 static braid_status_t mock_comm_create(const braid_transport_t *self,
-                                       const braid_services_t *svc,
-                                       const braid_oob_t *oob,
+                                       const braid_services_t  *svc,
+                                       const braid_oob_t       *oob,
                                        const braid_topo_t *topo, void **tcomm)
 {
     (void)self, (void)svc, (void)oob, (void)topo, (void)tcomm;
@@ -168,8 +165,8 @@ static void mock_comm_destroy(void *tcomm) { (void)tcomm; }
 static void mock_link(void *tcomm, braid_link_t *link)
 {
     (void)tcomm;
-    link->alpha_us  = 1.0;
-    link->beta_gbps = 10.0;
+    link->alpha_us      = 1.0;
+    link->beta_gbps     = 10.0;
     link->put_alpha_us  = 1.0;
     link->put_beta_gbps = 10.0;
 }
@@ -180,9 +177,9 @@ static void mock_link(void *tcomm, braid_link_t *link)
 static braid_status_t mock_mem_alloc(void *tcomm, size_t len,
                                      braid_rmem_t *mem)
 {
-    mock_tl_t    *t = tcomm;
-    mock_world_t *w = t->w;
-    size_t        alen = (len + 63) / 64 * 64;
+    mock_tl_t     *t    = tcomm;
+    mock_world_t  *w    = t->w;
+    size_t         alen = (len + 63) / 64 * 64;
     unsigned char *area = aligned_alloc(64, alen ? alen : 64);
     mock_rmem_t   *rm   = calloc(1, sizeof(*rm));
 
@@ -202,8 +199,10 @@ static braid_status_t mock_mem_alloc(void *tcomm, size_t len,
     pthread_barrier_wait(&w->bar);
     if (!ok || rm == NULL) {
         if (!ok)
-            world_error(w, "rank %d: mem_alloc of %zu bytes: ranks disagree "
-                        "on the size or one is out of memory", t->rank, len);
+            world_error(w,
+                        "rank %d: mem_alloc of %zu bytes: ranks disagree "
+                        "on the size or one is out of memory",
+                        t->rank, len);
         free(area);
         free(rm);
         return BRAID_ERR_MISMATCH;
@@ -242,9 +241,10 @@ static braid_status_t mock_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
         flag_off > mem->len || mem->len - flag_off < 8 || flag_off % 8 != 0 ||
         (flag_off < dst_off + len && dst_off < flag_off + 8) ||
         (len > 0 && src == NULL)) {
-        world_error(t->w, "rank %d: bad put_signal to %d: %zu bytes at %zu, "
-                    "flag at %zu, area %zu", t->rank, peer, len, dst_off,
-                    flag_off, mem->len);
+        world_error(t->w,
+                    "rank %d: bad put_signal to %d: %zu bytes at %zu, "
+                    "flag at %zu, area %zu",
+                    t->rank, peer, len, dst_off, flag_off, mem->len);
         return BRAID_ERR_INVALID_ARG;
     }
     mock_op_t *op = calloc(1, sizeof(*op));

@@ -27,8 +27,8 @@ extern const braid_transport_t mock_transport;
 mock_world_t *mock_world_new(int n, uint64_t seed, int chaos);
 void          mock_world_free(mock_world_t *w);
 /* Problems the world saw (ranks disagreeing on mem_alloc, bad puts). */
-long          mock_world_errors(const mock_world_t *w);
-void          mock_world_barrier(mock_world_t *w);
+long mock_world_errors(const mock_world_t *w);
+void mock_world_barrier(mock_world_t *w);
 
 /* Rank's endpoint (the tcomm handed to the transport's functions). */
 mock_tl_t *mock_tl_new(mock_world_t *w, int rank);

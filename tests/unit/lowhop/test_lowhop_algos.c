@@ -35,13 +35,13 @@
 #include "mock_tl.h"
 #include "reference.h"
 
-#define NALGOS      4
-#define GUARD       64
-#define GUARD_BYTE  0xA5
-#define JUNK_BYTE   0xEE
-#define BIG_COUNT   ((size_t)(1u << 20) + 3u)
+#define NALGOS       4
+#define GUARD        64
+#define GUARD_BYTE   0xA5
+#define JUNK_BYTE    0xEE
+#define BIG_COUNT    ((size_t)(1u << 20) + 3u)
 #define CALL_LIMIT_S 30.0
-#define MAX_REPORTS 20
+#define MAX_REPORTS  20
 
 static const braid_algo_t *const algos[NALGOS] = {
     &braid_lowhop_oneshot_algo,
@@ -51,12 +51,12 @@ static const braid_algo_t *const algos[NALGOS] = {
 };
 static const char *const algo_names[NALGOS] = {
     "oneshot", "twoshot", "allgather:direct", "reduce_scatter:direct"};
-static const braid_dtype_t dtypes[] = {BRAID_F32, BRAID_I32, BRAID_F16,
-                                       BRAID_BF16, BRAID_U8, BRAID_F64,
-                                       BRAID_I64};
-static const char *const dtype_names[] = {"f32", "f64", "f16", "bf16",
-                                          "i32", "i64", "u8"};
-static const char *const op_names[] = {"sum", "prod", "min", "max", "avg"};
+static const braid_dtype_t dtypes[]      = {BRAID_F32,  BRAID_I32, BRAID_F16,
+                                            BRAID_BF16, BRAID_U8,  BRAID_F64,
+                                            BRAID_I64};
+static const char *const   dtype_names[] = {"f32", "f64", "f16", "bf16",
+                                            "i32", "i64", "u8"};
+static const char *const   op_names[] = {"sum", "prod", "min", "max", "avg"};
 #define NDTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
 
 static struct {
@@ -105,10 +105,8 @@ static void gen_elem(void *buf, size_t pos, braid_dtype_t dt, braid_op_t op,
     }
     case BRAID_F16:
     case BRAID_BF16: {
-        float v = op == BRAID_PROD ? (float)nr
-                                   : (float)(f / 8388608.0 * 8.0);
-        uint16_t b = dt == BRAID_F16 ? ref_f32_to_f16(v)
-                                     : ref_f32_to_bf16(v);
+        float v = op == BRAID_PROD ? (float)nr : (float)(f / 8388608.0 * 8.0);
+        uint16_t b = dt == BRAID_F16 ? ref_f32_to_f16(v) : ref_f32_to_bf16(v);
         memcpy((char *)buf + pos * 2, &b, 2);
         break;
     }
@@ -117,11 +115,9 @@ static void gen_elem(void *buf, size_t pos, braid_dtype_t dt, braid_op_t op,
         memcpy((char *)buf + pos * 4, &v, 4);
         break;
     }
-    case BRAID_I64:
-        memcpy((char *)buf + pos * 8, &h, 8);
-        break;
+    case BRAID_I64: memcpy((char *)buf + pos * 8, &h, 8); break;
     default: {
-        unsigned char v = (unsigned char)h;
+        unsigned char v             = (unsigned char)h;
         ((unsigned char *)buf)[pos] = v;
         break;
     }
@@ -148,34 +144,35 @@ static void ref_reduce(void *out, void *tmp, braid_dtype_t dt, braid_op_t op,
     ref_finish_avg(out, count, dt, op, n);
 }
 
-/* -------------------------------------------------------------------- ranks */
+/* -------------------------------------------------------------------- ranks
+ */
 
 typedef struct world {
     int           n;
     mock_world_t *mw;
     /* large cases: inputs and reference built together (barriers) */
-    void         *big_in[MOCK_MAX_RANKS];
-    void         *big_ref;
-    long          mm_ended[NALGOS]; /* mismatch phase: ranks done (atomic) */
+    void *big_in[MOCK_MAX_RANKS];
+    void *big_ref;
+    long  mm_ended[NALGOS]; /* mismatch phase: ranks done (atomic) */
 } world_t;
 
 typedef struct rank {
-    world_t   *w;
-    int        rank;
-    mock_tl_t *tcomm;
-    braid_tl_t tl;
-    void      *state[NALGOS];
+    world_t     *w;
+    int          rank;
+    mock_tl_t   *tcomm;
+    braid_tl_t   tl;
+    void        *state[NALGOS];
     braid_res_t *res[NALGOS]; /* the core's, per algorithm */
-    uint64_t   seq;
-    uint64_t   rng;  /* this rank's own: speed jitter only */
-    long       failures;
+    uint64_t     seq;
+    uint64_t     rng; /* this rank's own: speed jitter only */
+    long         failures;
 } rank_t;
 
 typedef struct call_case {
     int           algo;
     braid_dtype_t dtype;
     braid_op_t    op;
-    size_t        count;   /* as in the public call */
+    size_t        count; /* as in the public call */
     int           inplace;
     uint64_t      seed;
     uint64_t      seq_gap; /* calls of other candidates before this one */
@@ -207,7 +204,7 @@ static void failf(rank_t *r, const call_case_t *c, const char *fmt, ...)
     r->failures++;
     if (__atomic_add_fetch(&g.failures, 1, __ATOMIC_RELAXED) > MAX_REPORTS)
         return;
-    char d[200], what[400];
+    char    d[200], what[400];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
@@ -223,22 +220,22 @@ static void task_init(braid_task_t *t, rank_t *r, const call_case_t *c,
     const braid_algo_t *a = algos[c->algo];
     memset(t, 0, sizeof(*t));
     t->struct_size = sizeof(*t);
-    t->algo       = a;
-    t->coll       = a->coll;
-    t->sendbuf    = sendbuf;
-    t->recvbuf    = recvbuf;
-    t->count      = c->count;
-    t->dtype      = c->dtype;
-    t->op         = c->op;
-    t->dtsize     = ref_size(c->dtype);
-    t->rank       = r->rank;
-    t->size       = r->w->n;
-    t->seq        = r->seq;
-    t->sig32      = c->sig32;
-    t->tl         = &r->tl;
-    t->svc        = tu_svc();
-    t->comm_state = &r->state[c->algo];
-    t->res        = r->res[c->algo];
+    t->algo        = a;
+    t->coll        = a->coll;
+    t->sendbuf     = sendbuf;
+    t->recvbuf     = recvbuf;
+    t->count       = c->count;
+    t->dtype       = c->dtype;
+    t->op          = c->op;
+    t->dtsize      = ref_size(c->dtype);
+    t->rank        = r->rank;
+    t->size        = r->w->n;
+    t->seq         = r->seq;
+    t->sig32       = c->sig32;
+    t->tl          = &r->tl;
+    t->svc         = tu_svc();
+    t->comm_state  = &r->state[c->algo];
+    t->res         = r->res[c->algo];
 }
 
 /* Runs one call to completion as the core would: start, progress until
@@ -247,7 +244,7 @@ static braid_status_t run_call(rank_t *r, const call_case_t *c,
                                const void *sendbuf, void *recvbuf)
 {
     const braid_algo_t *a = algos[c->algo];
-    braid_task_t t;
+    braid_task_t        t;
     task_init(&t, r, c, sendbuf, recvbuf);
     if (a->coll == BRAID_COLL_ALLGATHER)
         t.op = BRAID_SUM;
@@ -263,7 +260,6 @@ static braid_status_t run_call(rank_t *r, const call_case_t *c,
     return st;
 }
 
-
 /* Sizes (bytes) of the send and receive spans of a case. */
 static void spans(const call_case_t *c, int n, size_t *sb, size_t *rb)
 {
@@ -277,9 +273,7 @@ static void spans(const call_case_t *c, int n, size_t *sb, size_t *rb)
         *sb = block * (size_t)n;
         *rb = block;
         break;
-    default:
-        *sb = *rb = block;
-        break;
+    default: *sb = *rb = block; break;
     }
 }
 
@@ -312,8 +306,8 @@ static void make_expected(const rank_t *r, const call_case_t *c, void *exp,
     switch (algos[c->algo]->coll) {
     case BRAID_COLL_ALLGATHER:
         for (int p = 0; p < n; p++)
-            gen_block((char *)exp + (size_t)p * c->count * ds, c->dtype,
-                      c->op, c->seed, p, 0, c->count);
+            gen_block((char *)exp + (size_t)p * c->count * ds, c->dtype, c->op,
+                      c->seed, p, 0, c->count);
         break;
     case BRAID_COLL_REDUCE_SCATTER:
         ref_reduce(exp, tmp, c->dtype, c->op, c->seed, n,
@@ -334,8 +328,9 @@ static void report_diff(rank_t *r, const call_case_t *c, const void *got,
             uint64_t gv = 0, ev = 0;
             memcpy(&gv, (const char *)got + i, ds);
             memcpy(&ev, (const char *)exp + i, ds);
-            failf(r, c, "element %zu: got bits 0x%" PRIx64 ", expected 0x%"
-                  PRIx64, i / ds, gv, ev);
+            failf(r, c,
+                  "element %zu: got bits 0x%" PRIx64 ", expected 0x%" PRIx64,
+                  i / ds, gv, ev);
             return;
         }
     }
@@ -361,10 +356,10 @@ static void run_case(rank_t *r, const call_case_t *c)
     r->seq += c->seq_gap;
 
     /* Regions: [send span][guard] and [recv span][guard]. */
-    unsigned char *sreg = malloc(sb + GUARD);
-    unsigned char *rreg = malloc(rb + GUARD);
-    unsigned char *exp  = malloc(rb + 1);
-    unsigned char *tmp  = malloc(c->count * ds + 1);
+    unsigned char *sreg  = malloc(sb + GUARD);
+    unsigned char *rreg  = malloc(rb + GUARD);
+    unsigned char *exp   = malloc(rb + 1);
+    unsigned char *tmp   = malloc(c->count * ds + 1);
     unsigned char *scopy = malloc(sb + 1);
     if (sreg == NULL || rreg == NULL || exp == NULL || tmp == NULL ||
         scopy == NULL) {
@@ -413,10 +408,9 @@ static void run_case(rank_t *r, const call_case_t *c)
 
     if (rb > 0) {
         make_expected(r, c, exp, tmp);
-        const unsigned char *got = coll == BRAID_COLL_REDUCE_SCATTER &&
-                                           c->inplace
-                                       ? sreg + me_off
-                                       : rreg;
+        const unsigned char *got =
+            coll == BRAID_COLL_REDUCE_SCATTER && c->inplace ? sreg + me_off
+                                                            : rreg;
         if (memcmp(got, exp, rb) != 0)
             report_diff(r, c, got, exp, rb);
     }
@@ -442,11 +436,10 @@ static int is_reduction(int algo) { return algo != 2; }
 static void phase_matrix(rank_t *r)
 {
     static const size_t counts[] = {0, 1, 7, 1031};
-    uint64_t k = 0;
+    uint64_t            k        = 0;
     for (int a = 0; a < NALGOS; a++)
         for (size_t d = 0; d < NDTYPES; d++)
-            for (int op = 0; op < (is_reduction(a) ? BRAID_OP_COUNT : 1);
-                 op++)
+            for (int op = 0; op < (is_reduction(a) ? BRAID_OP_COUNT : 1); op++)
                 for (size_t ci = 0; ci < 4; ci++)
                     for (int ip = 0; ip < 2; ip++) {
                         if (g.quick && (k % 3) != 0 && counts[ci] > 7) {
@@ -454,9 +447,12 @@ static void phase_matrix(rank_t *r)
                             continue;
                         }
                         call_case_t c = {
-                            .algo = a, .dtype = dtypes[d],
-                            .op = (braid_op_t)op, .count = counts[ci],
-                            .inplace = ip, .seed = ref_mix(g.seed ^ ++k),
+                            .algo    = a,
+                            .dtype   = dtypes[d],
+                            .op      = (braid_op_t)op,
+                            .count   = counts[ci],
+                            .inplace = ip,
+                            .seed    = ref_mix(g.seed ^ ++k),
                         };
                         run_case(r, &c);
                     }
@@ -472,8 +468,8 @@ static void run_big(rank_t *r, call_case_t *c)
     size_t   sb, rb;
     spans(c, n, &sb, &rb);
     braid_coll_t coll = algos[c->algo]->coll;
-    size_t ref_elems = coll == BRAID_COLL_ALLREDUCE ? c->count
-                                                    : c->count * (size_t)n;
+    size_t       ref_elems =
+        coll == BRAID_COLL_ALLREDUCE ? c->count : c->count * (size_t)n;
 
     w->big_in[r->rank] = malloc(sb);
     if (r->rank == 0)
@@ -484,8 +480,9 @@ static void run_big(rank_t *r, call_case_t *c)
     /* reference slice of this rank */
     size_t per   = (ref_elems + (size_t)n - 1) / (size_t)n;
     size_t first = per * (size_t)r->rank;
-    size_t cnt   = first >= ref_elems ? 0
-                   : ref_elems - first < per ? ref_elems - first : per;
+    size_t cnt   = first >= ref_elems        ? 0
+                   : ref_elems - first < per ? ref_elems - first
+                                             : per;
     char  *out   = (char *)w->big_ref + first * ds;
     if (coll == BRAID_COLL_ALLGATHER) {
         for (size_t i = 0; i < cnt; i++) {
@@ -517,20 +514,26 @@ static void phase_large(rank_t *r)
 {
     /* oneshot, allgather and reduce_scatter hold a whole block per peer, up
      * to 4 MiB: 1M+3 elements of 1 and 2 bytes; twoshot takes 32 MiB. */
-    static const struct { int algo; braid_dtype_t dt; braid_op_t op; int ip; }
-    cases[] = {
-        {0, BRAID_F16, BRAID_SUM, 0},  {0, BRAID_BF16, BRAID_AVG, 1},
-        {1, BRAID_F32, BRAID_SUM, 1},  {1, BRAID_I32, BRAID_AVG, 0},
-        {2, BRAID_U8, BRAID_SUM, 1},   {3, BRAID_BF16, BRAID_SUM, 1},
+    static const struct {
+        int           algo;
+        braid_dtype_t dt;
+        braid_op_t    op;
+        int           ip;
+    } cases[] = {
+        {0, BRAID_F16, BRAID_SUM, 0}, {0, BRAID_BF16, BRAID_AVG, 1},
+        {1, BRAID_F32, BRAID_SUM, 1}, {1, BRAID_I32, BRAID_AVG, 0},
+        {2, BRAID_U8, BRAID_SUM, 1},  {3, BRAID_BF16, BRAID_SUM, 1},
     };
     int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
     for (int i = 0; i < ncases; i++) {
         if (g.quick && i % 3 != 0)
             continue;
-        call_case_t c = {.algo = cases[i].algo, .dtype = cases[i].dt,
-                         .op = cases[i].op, .count = BIG_COUNT,
+        call_case_t c = {.algo    = cases[i].algo,
+                         .dtype   = cases[i].dt,
+                         .op      = cases[i].op,
+                         .count   = BIG_COUNT,
                          .inplace = cases[i].ip,
-                         .seed = ref_mix(g.seed ^ 0xb16ull ^ (uint64_t)i)};
+                         .seed    = ref_mix(g.seed ^ 0xb16ull ^ (uint64_t)i)};
         run_big(r, &c);
     }
 }
@@ -538,7 +541,7 @@ static void phase_large(rank_t *r)
 /* Same sequence on every rank (it depends on the seed only). */
 static void phase_stress(rank_t *r, int iters)
 {
-    uint64_t s = ref_mix(g.seed ^ 0x57e55ull ^ (uint64_t)r->w->n);
+    uint64_t s    = ref_mix(g.seed ^ 0x57e55ull ^ (uint64_t)r->w->n);
     int      algo = 0;
     for (int it = 0; it < iters; it++) {
         s = ref_mix(s);
@@ -555,13 +558,14 @@ static void phase_stress(rank_t *r, int iters)
         c.inplace = (int)((s >> 24) & 1);
         /* as if calls of other candidates ran in between: seq parity and
          * bank parity part ways */
-        c.seq_gap = (s >> 25) % 2 == 0 ? 1 + (s >> 27) % 2 : 0;
+        c.seq_gap     = (s >> 25) % 2 == 0 ? 1 + (s >> 27) % 2 : 0;
         unsigned band = (unsigned)((s >> 32) % 10);
         uint64_t v    = s >> 36;
-        c.count  = band < 7 ? 1 + v % 300 : band < 9 ? 300 + v % 5000
-                                                     : 5000 + v % 40000;
-        c.seed   = ref_mix(s ^ 0xabcdefull);
-        c.jitter = 1;
+        c.count       = band < 7   ? 1 + v % 300
+                        : band < 9 ? 300 + v % 5000
+                                   : 5000 + v % 40000;
+        c.seed        = ref_mix(s ^ 0xabcdefull);
+        c.jitter      = 1;
         run_case(r, &c);
     }
 }
@@ -574,7 +578,7 @@ static braid_status_t run_mismatched(rank_t *r, const call_case_t *c,
                                      const void *sendbuf, void *recvbuf)
 {
     const braid_algo_t *a = algos[c->algo];
-    braid_task_t t;
+    braid_task_t        t;
     task_init(&t, r, c, sendbuf, recvbuf);
 
     braid_wait_t   wait = BRAID_WAIT_LOCAL;
@@ -627,8 +631,10 @@ static void phase_mismatch(rank_t *r)
         braid_status_t st = run_mismatched(r, &c, sbuf, rbuf);
         if (st != BRAID_ERR_MISMATCH ||
             strstr(tu_last_error(), "another signature") == NULL)
-            failf(r, &c, "a call whose signature differs on rank %d gave "
-                  "%d: %s", n - 1, (int)st, tu_last_error());
+            failf(r, &c,
+                  "a call whose signature differs on rank %d gave "
+                  "%d: %s",
+                  n - 1, (int)st, tu_last_error());
         r->seq++;
         free(sbuf);
         free(rbuf);
@@ -637,7 +643,7 @@ static void phase_mismatch(rank_t *r)
 
 static void *rank_main(void *arg)
 {
-    rank_t *r = arg;
+    rank_t *r  = arg;
     double  t0 = cpu_now();
     phase_matrix(r);
     double t1 = cpu_now();
@@ -647,7 +653,8 @@ static void *rank_main(void *arg)
     phase_mismatch(r);
     if (g.verbose && r->rank == 0)
         printf("n=%d: process cpu time: matrix %.2f s, large %.2f s, stress "
-               "%.2f s\n", r->w->n, t1 - t0, t2 - t1, cpu_now() - t2);
+               "%.2f s\n",
+               r->w->n, t1 - t0, t2 - t1, cpu_now() - t2);
     for (int a = 0; a < NALGOS; a++) {
         if (r->state[a] != NULL)
             algos[a]->comm_state_free(r->state[a], &r->tl);
@@ -668,16 +675,16 @@ static long run_world(int n)
     pthread_t th[MOCK_MAX_RANKS];
     memset(ranks, 0, sizeof(ranks));
     for (int i = 0; i < n; i++) {
-        rank_t *r    = &ranks[i];
-        r->w         = &w;
-        r->rank      = i;
-        r->tcomm     = mock_tl_new(w.mw, i);
+        rank_t *r              = &ranks[i];
+        r->w                   = &w;
+        r->rank                = i;
+        r->tcomm               = mock_tl_new(w.mw, i);
         r->tl.struct_size      = sizeof(r->tl);
         r->tl.link.struct_size = sizeof(r->tl.link);
-        r->tl.ops    = &mock_transport;
-        r->tl.tcomm  = r->tcomm;
+        r->tl.ops              = &mock_transport;
+        r->tl.tcomm            = r->tcomm;
         mock_transport.link(r->tcomm, &r->tl.link);
-        r->rng       = ref_mix(g.seed ^ (uint64_t)(i + 77));
+        r->rng = ref_mix(g.seed ^ (uint64_t)(i + 77));
         for (int a = 0; a < NALGOS; a++)
             if ((r->res[a] = braid_res_create()) == NULL)
                 abort();
@@ -695,8 +702,8 @@ static long run_world(int n)
     long errs = mock_world_errors(w.mw);
     mock_world_free(w.mw);
     printf("n=%d: %s, %ld area allocations on rank 0..n-1 in all, "
-           "%.2f s\n", n, fails + errs ? "FAILED" : "ok", allocs,
-           tu_now() - t0);
+           "%.2f s\n",
+           n, fails + errs ? "FAILED" : "ok", allocs, tu_now() - t0);
     fflush(stdout);
     if (errs > 0)
         fprintf(stderr, "n=%d: the mock transport saw %ld errors\n", n, errs);
@@ -715,8 +722,10 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
             g.seed = strtoull(argv[++i], NULL, 0);
         else {
-            fprintf(stderr, "usage: %s [--quick] [--n N] [--seed S] "
-                            "[--verbose]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--quick] [--n N] [--seed S] "
+                    "[--verbose]\n",
+                    argv[0]);
             return 2;
         }
     }

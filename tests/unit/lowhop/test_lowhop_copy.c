@@ -27,8 +27,10 @@ static void check_copy(size_t n, size_t dalign, size_t salign, int stream)
     unsigned char *d = dst + GUARD + dalign;
     braid_lowhop_copy_out(d, src + salign, n, stream);
     if (memcmp(d, src + salign, n) != 0) {
-        fprintf(stderr, "FAIL: %zu bytes, dst+%zu src+%zu stream %d: "
-                "wrong bytes\n", n, dalign, salign, stream);
+        fprintf(stderr,
+                "FAIL: %zu bytes, dst+%zu src+%zu stream %d: "
+                "wrong bytes\n",
+                n, dalign, salign, stream);
         failures++;
     }
     for (unsigned char *p = dst; p < d; p++)
@@ -61,7 +63,7 @@ static void check_rule(void)
     a.nmates = 1;               /* two ranks on this CPU: 32 MiB */
     if (!braid_lowhop_stream_ok(&t, &a, (size_t)4 << 20)) {
         fprintf(stderr, "FAIL: 16 MiB, 2 ranks a CPU, 4 MiB blocks: want "
-                "streaming\n");
+                        "streaming\n");
         failures++;
     }
     if (braid_lowhop_stream_ok(&t, &a, 4096)) {

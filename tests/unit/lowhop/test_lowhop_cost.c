@@ -58,7 +58,7 @@ static who_t cheapest(const braid_cost_in_t *in)
 {
     double t[3] = {braid_lowhop_cost_oneshot(in), ring_allreduce(in),
                    braid_lowhop_cost_twoshot(in)};
-    who_t best = RING;
+    who_t  best = RING;
     for (int i = 0; i < 3; i++)
         if (t[i] >= 0 && t[i] < t[best])
             best = (who_t)i;
@@ -66,21 +66,20 @@ static who_t cheapest(const braid_cost_in_t *in)
 }
 
 static braid_cost_in_t setup(int n, int nnodes, int ppn,
-                             braid_topo_kind_t topo, double alpha,
-                             double beta)
+                             braid_topo_kind_t topo, double alpha, double beta)
 {
     braid_cost_in_t in;
     memset(&in, 0, sizeof(in));
-    in.coll           = BRAID_COLL_ALLREDUCE;
-    in.nranks         = n;
-    in.nnodes         = nnodes;
-    in.ppn            = ppn;
-    in.topo           = topo;
-    in.link.alpha_us  = alpha; /* the ring's two-sided path */
-    in.link.beta_gbps = beta;
+    in.coll               = BRAID_COLL_ALLREDUCE;
+    in.nranks             = n;
+    in.nnodes             = nnodes;
+    in.ppn                = ppn;
+    in.topo               = topo;
+    in.link.alpha_us      = alpha; /* the ring's two-sided path */
+    in.link.beta_gbps     = beta;
     in.link.put_alpha_us  = alpha; /* the same link for put_signal here */
     in.link.put_beta_gbps = beta;
-    in.reduce_gbps    = GAMMA_GBPS;
+    in.reduce_gbps        = GAMMA_GBPS;
     return in;
 }
 
@@ -128,12 +127,12 @@ static double near(double a, double b) { return fabs(a - b) <= 0.01 * b + 2; }
 /* The scan and the crossovers of one configuration; returns m1. */
 static double crossovers(const char *label, braid_cost_in_t in)
 {
-    int    n = in.nranks;
+    int    n     = in.nranks;
     double alpha = in.link.alpha_us;
     double b = 1.0 / (in.link.beta_gbps * 1e3), g = 1.0 / (GAMMA_GBPS * 1e3);
 
     /* Winners along a geometric scan: oneshot+, twoshot*, ring+. */
-    who_t prev = ONESHOT;
+    who_t prev         = ONESHOT;
     int   seen_twoshot = 0, order_ok = 1;
     for (double m = 1; m <= 32.0 * 1024 * 1024; m *= 1.05) {
         in.bytes = (size_t)m;
@@ -162,13 +161,17 @@ static double crossovers(const char *label, braid_cost_in_t in)
         if (braid_lowhop_alltoall_load(&in) == n - 1) {
             double c1 = alpha * n / ((n - 1.0) * (n - 2.0) * (b + g));
             double c2 = 2.0 * (n - 2) * alpha * n / ((n - 1.0) * g);
-            check(near(m1, c1), "%s: oneshot/twoshot at %.0f B, closed form "
-                  "%.0f", label, m1, c1);
-            check(near(m2, c2), "%s: twoshot/ring at %.0f B, closed form "
-                  "%.0f", label, m2, c2);
+            check(near(m1, c1),
+                  "%s: oneshot/twoshot at %.0f B, closed form "
+                  "%.0f",
+                  label, m1, c1);
+            check(near(m2, c2),
+                  "%s: twoshot/ring at %.0f B, closed form "
+                  "%.0f",
+                  label, m2, c2);
         }
-        printf("  %-28s oneshot < %9.0f B < twoshot < %9.0f B < ring\n",
-               label, m1, m2);
+        printf("  %-28s oneshot < %9.0f B < twoshot < %9.0f B < ring\n", label,
+               m1, m2);
     } else {
         m2 = bisect(in, ring_cheaper_than_oneshot, 0, 64.0 * 1024 * 1024);
         double c = 2.0 * alpha / g;
@@ -183,58 +186,64 @@ static double crossovers(const char *label, braid_cost_in_t in)
 static void test_crossovers(void)
 {
     static const int ns[] = {2, 4, 8};
-    char label[64];
+    char             label[64];
     printf("crossovers (gamma %.0f GB/s):\n", GAMMA_GBPS);
     for (int i = 0; i < 3; i++) {
         int n = ns[i];
         snprintf(label, sizeof(label), "n=%d one host", n);
         crossovers(label, setup(n, 1, n, BRAID_TOPO_SINGLE_HOST, 0.6, 6.0));
         snprintf(label, sizeof(label), "n=%d switch", n);
-        double sw = crossovers(label,
-                               setup(n, n, 1, BRAID_TOPO_SWITCH, 10.0, 1.5));
+        double sw =
+            crossovers(label, setup(n, n, 1, BRAID_TOPO_SWITCH, 10.0, 1.5));
         if (n < 4)
             continue;
         snprintf(label, sizeof(label), "n=%d ring of hosts", n);
         braid_cost_in_t ring = setup(n, n, 1, BRAID_TOPO_RING, 10.0, 1.5);
-        double rg = crossovers(label, ring);
-        check(rg < sw, "n=%d: a ring of hosts does not move the "
-              "oneshot/twoshot crossover down (%.0f vs %.0f)", n, rg, sw);
+        double          rg   = crossovers(label, ring);
+        check(rg < sw,
+              "n=%d: a ring of hosts does not move the "
+              "oneshot/twoshot crossover down (%.0f vs %.0f)",
+              n, rg, sw);
     }
     /* Ranks sharing a NIC: 8 ranks on 2 hosts against 8 hosts. */
     double shared = crossovers("n=8 2 hosts x 4, switch",
                                setup(8, 2, 4, BRAID_TOPO_SWITCH, 10.0, 1.5));
     double alone  = crossovers("n=8 8 hosts x 1, switch (again)",
                                setup(8, 8, 1, BRAID_TOPO_SWITCH, 10.0, 1.5));
-    check(shared < alone, "ranks sharing a NIC do not move the "
-          "oneshot/twoshot crossover down (%.0f vs %.0f)", shared, alone);
+    check(shared < alone,
+          "ranks sharing a NIC do not move the "
+          "oneshot/twoshot crossover down (%.0f vs %.0f)",
+          shared, alone);
 }
 
 static void test_load(void)
 {
     static const struct {
-        int n, nnodes, ppn;
+        int               n, nnodes, ppn;
         braid_topo_kind_t topo;
-        double want;
+        double            want;
     } cases[] = {
         {1, 1, 1, BRAID_TOPO_SINGLE_HOST, 0},
         {8, 1, 8, BRAID_TOPO_SINGLE_HOST, 7},
         {8, 8, 1, BRAID_TOPO_SWITCH, 7},
-        {4, 4, 1, BRAID_TOPO_RING, 4},   /* 1 + 2 + 1 */
-        {3, 3, 1, BRAID_TOPO_RING, 2},   /* all adjacent: as a switch */
+        {4, 4, 1, BRAID_TOPO_RING, 4}, /* 1 + 2 + 1 */
+        {3, 3, 1, BRAID_TOPO_RING, 2}, /* all adjacent: as a switch */
         {2, 2, 1, BRAID_TOPO_RING, 1},
-        {8, 8, 1, BRAID_TOPO_RING, 16},  /* 1+2+3+4+3+2+1 */
-        {5, 5, 1, BRAID_TOPO_RING, 6},   /* 1+2+2+1 */
+        {8, 8, 1, BRAID_TOPO_RING, 16},   /* 1+2+3+4+3+2+1 */
+        {5, 5, 1, BRAID_TOPO_RING, 6},    /* 1+2+2+1 */
         {8, 2, 4, BRAID_TOPO_SWITCH, 16}, /* 4 ranks x 4 remote ranks */
         {16, 4, 4, BRAID_TOPO_RING, 64},
-        {4, 1, 4, BRAID_TOPO_RING, 3},   /* one host: no links */
+        {4, 1, 4, BRAID_TOPO_RING, 3}, /* one host: no links */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         braid_cost_in_t in = setup(cases[i].n, cases[i].nnodes, cases[i].ppn,
                                    cases[i].topo, 1, 1);
-        double l = braid_lowhop_alltoall_load(&in);
-        check(l == cases[i].want, "all-to-all load n=%d nodes=%d ppn=%d "
-              "topo=%d: %.1f, expected %.1f", cases[i].n, cases[i].nnodes,
-              cases[i].ppn, (int)cases[i].topo, l, cases[i].want);
+        double          l  = braid_lowhop_alltoall_load(&in);
+        check(l == cases[i].want,
+              "all-to-all load n=%d nodes=%d ppn=%d "
+              "topo=%d: %.1f, expected %.1f",
+              cases[i].n, cases[i].nnodes, cases[i].ppn, (int)cases[i].topo, l,
+              cases[i].want);
     }
 }
 
@@ -242,7 +251,7 @@ static void test_caps(void)
 {
     static const struct {
         double (*f)(const braid_cost_in_t *);
-        size_t cap;
+        size_t      cap;
         const char *name;
     } algs[] = {
         {braid_lowhop_cost_oneshot, BRAID_LOWHOP_ONESHOT_MAX_BYTES, "oneshot"},
@@ -254,7 +263,7 @@ static void test_caps(void)
     };
     for (size_t i = 0; i < sizeof(algs) / sizeof(algs[0]); i++) {
         braid_cost_in_t in = setup(4, 1, 4, BRAID_TOPO_SINGLE_HOST, 0.6, 6);
-        in.bytes = algs[i].cap;
+        in.bytes           = algs[i].cap;
         check(algs[i].f(&in) > 0, "%s: no estimate at its cap", algs[i].name);
         in.bytes = algs[i].cap + 1;
         check(algs[i].f(&in) < 0, "%s: estimate above its cap", algs[i].name);
@@ -269,11 +278,11 @@ static void test_caps(void)
         in.link.put_alpha_us  = NAN;
         check(algs[i].f(&in) < 0, "%s: estimate with a NaN latency",
               algs[i].name);
-        in = setup(1, 1, 1, BRAID_TOPO_SINGLE_HOST, 0.6, 6);
+        in       = setup(1, 1, 1, BRAID_TOPO_SINGLE_HOST, 0.6, 6);
         in.bytes = 1024;
         check(algs[i].f(&in) == 0, "%s: one rank costs something",
               algs[i].name);
-        in = setup(4, 1, 4, BRAID_TOPO_SINGLE_HOST, 0.6, 6);
+        in             = setup(4, 1, 4, BRAID_TOPO_SINGLE_HOST, 0.6, 6);
         in.reduce_gbps = 0; /* unknown: communication alone */
         in.bytes       = 1024;
         check(algs[i].f(&in) > 0, "%s: no estimate without gamma",
@@ -281,7 +290,7 @@ static void test_caps(void)
     }
     /* The direct one-stage collectives: one alpha against the ring's n-1. */
     braid_cost_in_t in = setup(8, 8, 1, BRAID_TOPO_SWITCH, 10, 1.5);
-    in.bytes = 64;
+    in.bytes           = 64;
     check(braid_lowhop_cost_allgather_direct(&in) < 7 * 10.0 + 1,
           "allgather direct slower than the ring's latency at 64 bytes");
 }
@@ -300,16 +309,17 @@ static void test_start_cap(void)
     svc.error = no_error;
     static const struct {
         const braid_algo_t *a;
-        size_t cap;
+        size_t              cap;
     } algs[] = {
         {&braid_lowhop_oneshot_algo, BRAID_LOWHOP_ONESHOT_MAX_BYTES},
         {&braid_lowhop_twoshot_algo, BRAID_LOWHOP_TWOSHOT_MAX_BYTES},
-        {&braid_lowhop_allgather_direct_algo, BRAID_LOWHOP_ALLGATHER_MAX_BYTES},
+        {&braid_lowhop_allgather_direct_algo,
+         BRAID_LOWHOP_ALLGATHER_MAX_BYTES},
         {&braid_lowhop_reduce_scatter_direct_algo,
          BRAID_LOWHOP_REDUCE_SCATTER_MAX_BYTES},
     };
     for (size_t i = 0; i < sizeof(algs) / sizeof(algs[0]); i++) {
-        void *state = NULL;
+        void        *state = NULL;
         braid_task_t t;
         memset(&t, 0, sizeof(t));
         t.coll       = algs[i].a->coll;
@@ -321,10 +331,8 @@ static void test_start_cap(void)
         t.comm_state = &state;
         braid_wait_t   wait;
         braid_status_t st = algs[i].a->start(&t, &wait);
-        check(st == BRAID_ERR_NOT_SUPPORTED && t.priv == NULL &&
-                  state == NULL,
-              "%s: start above the cap returned %d", algs[i].a->name,
-              (int)st);
+        check(st == BRAID_ERR_NOT_SUPPORTED && t.priv == NULL && state == NULL,
+              "%s: start above the cap returned %d", algs[i].a->name, (int)st);
         check(algs[i].a->needs_caps == BRAID_CAP_PUT_SIGNAL &&
                   algs[i].a->transport == NULL &&
                   algs[i].a->comm_state_free != NULL,
@@ -338,18 +346,20 @@ static void test_start_cap(void)
 static void test_stage(void)
 {
     braid_cost_in_t in = setup(4, 1, 4, BRAID_TOPO_SINGLE_HOST, 0.1, 10);
-    in.bytes = 4096;
-    double one0 = braid_lowhop_cost_oneshot(&in);
-    double two0 = braid_lowhop_cost_twoshot(&in);
-    double m1_0 = bisect(in, twoshot_cheaper, 0, 64.0 * 1024 * 1024);
-    in.stage_us = 2.0;
+    in.bytes           = 4096;
+    double one0        = braid_lowhop_cost_oneshot(&in);
+    double two0        = braid_lowhop_cost_twoshot(&in);
+    double m1_0        = bisect(in, twoshot_cheaper, 0, 64.0 * 1024 * 1024);
+    in.stage_us        = 2.0;
     check(fabs(braid_lowhop_cost_oneshot(&in) - one0 - 2.0) < 1e-9,
           "oneshot: one stage must add stage_us once");
     check(fabs(braid_lowhop_cost_twoshot(&in) - two0 - 4.0) < 1e-9,
           "twoshot: two stages must add stage_us twice");
     double m1_2 = bisect(in, twoshot_cheaper, 0, 64.0 * 1024 * 1024);
-    check(m1_2 > 4.0 * m1_0, "oneshot/twoshot crossover %.0f B with stages "
-          "of 2 us, %.0f B without: should move up", m1_2, m1_0);
+    check(m1_2 > 4.0 * m1_0,
+          "oneshot/twoshot crossover %.0f B with stages "
+          "of 2 us, %.0f B without: should move up",
+          m1_2, m1_0);
     in.bytes = 1u << 30;
     check(braid_lowhop_cost_barrier_direct(&in) == in.link.put_alpha_us + 2.0,
           "barrier: one stage, no data term, at any byte count");

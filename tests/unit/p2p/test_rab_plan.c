@@ -34,10 +34,10 @@ static int plan_phase(const braid_p2p_rab_plan_t *pl, int id)
 
 static void run(int n, size_t count, size_t seg_bytes)
 {
-    braid_p2p_rab_plan_t *pl = calloc((size_t)n, sizeof(*pl));
-    part_t **buf  = calloc((size_t)n, sizeof(part_t *));
-    part_t **send = calloc((size_t)n, sizeof(part_t *));
-    int maxid = 0;
+    braid_p2p_rab_plan_t *pl    = calloc((size_t)n, sizeof(*pl));
+    part_t              **buf   = calloc((size_t)n, sizeof(part_t *));
+    part_t              **send  = calloc((size_t)n, sizeof(part_t *));
+    int                   maxid = 0;
     for (int r = 0; r < n; r++) {
         CHECK(braid_p2p_rab_plan(&pl[r], n, r, count, 4, seg_bytes) == 0,
               "n %d: plan refused", n);
@@ -54,8 +54,8 @@ static void run(int n, size_t count, size_t seg_bytes)
         /* Tags stay within BRAID_TAG's 16 bits. */
         for (int i = 0; i < pl[r].nphases; i++) {
             const braid_p2p_rab_phase_t *ph = &pl[r].ph[i];
-            size_t len = ph->send_len > ph->recv_len ? ph->send_len
-                                                     : ph->recv_len;
+            size_t                       len =
+                ph->send_len > ph->recv_len ? ph->send_len : ph->recv_len;
             CHECK(braid_p2p_rab_nseg(&pl[r], len) <= (size_t)pl[r].maxseg &&
                       (long)(ph->id + 1) * pl[r].maxseg <= BRAID_P2P_MAX_STEPS,
                   "n %d rank %d phase %d: tags overflow", n, r, ph->id);
@@ -63,8 +63,8 @@ static void run(int n, size_t count, size_t seg_bytes)
     }
     /* Phases in id order; within one id, all sends read the state before
      * any receive of that id lands (the exchanges are simultaneous). */
-    part_t **out = calloc((size_t)n, sizeof(part_t *));
-    int bad_overlap = 0;
+    part_t **out         = calloc((size_t)n, sizeof(part_t *));
+    int      bad_overlap = 0;
     for (int r = 0; r < n; r++)
         out[r] = calloc(count ? count : 1, sizeof(part_t));
     for (int id = 0; id <= maxid; id++) {
@@ -78,7 +78,8 @@ static void run(int n, size_t count, size_t seg_bytes)
                       pl[q].ph[k].recv_lo == ph->send_lo &&
                       pl[q].ph[k].recv_len == ph->send_len,
                   "n %d count %zu: rank %d's send of phase %d has no "
-                  "matching receive on rank %d", n, count, r, id, q);
+                  "matching receive on rank %d",
+                  n, count, r, id, q);
             const part_t *src = ph->from_send ? send[r] : buf[r];
             memcpy(out[r] + ph->send_lo, src + ph->send_lo,
                    ph->send_len * sizeof(part_t));
@@ -88,34 +89,38 @@ static void run(int n, size_t count, size_t seg_bytes)
             if (i < 0 || pl[r].ph[i].recv_peer < 0)
                 continue;
             const braid_p2p_rab_phase_t *ph = &pl[r].ph[i];
-            int q = ph->recv_peer;
-            for (size_t e = ph->recv_lo; e < ph->recv_lo + ph->recv_len;
-                 e++) {
+            int                          q  = ph->recv_peer;
+            for (size_t e = ph->recv_lo; e < ph->recv_lo + ph->recv_len; e++) {
                 part_t theirs = out[q][e];
                 if (!ph->reduce) {
                     buf[r][e] = theirs;
                     continue;
                 }
                 part_t mine = ph->from_send ? send[r][e] : buf[r][e];
-                part_t lo = ph->mine_lower ? mine : theirs;
-                part_t hi = ph->mine_lower ? theirs : mine;
+                part_t lo   = ph->mine_lower ? mine : theirs;
+                part_t hi   = ph->mine_lower ? theirs : mine;
                 if ((lo.set & hi.set) != 0 && bad_overlap++ < 5)
-                    CHECK(0, "n %d: element %zu reduced twice from one "
-                          "rank (phase %d, rank %d)", n, e, id, r);
+                    CHECK(0,
+                          "n %d: element %zu reduced twice from one "
+                          "rank (phase %d, rank %d)",
+                          n, e, id, r);
                 buf[r][e] = (part_t){lo.set | hi.set, mix(lo.expr, hi.expr)};
             }
         }
     }
     uint32_t all = n >= 32 ? UINT32_MAX : (1u << n) - 1;
-    int bad = 0;
+    int      bad = 0;
     for (int r = 0; r < n && count > 0 && n > 1; r++)
         for (size_t e = 0; e < count && bad < 5; e++)
             if (buf[r][e].set != all || buf[r][e].expr != buf[0][e].expr) {
                 bad++;
-                CHECK(0, "n %d count %zu: rank %d element %zu holds ranks "
-                      "0x%x%s", n, count, r, e, buf[r][e].set,
+                CHECK(0,
+                      "n %d count %zu: rank %d element %zu holds ranks "
+                      "0x%x%s",
+                      n, count, r, e, buf[r][e].set,
                       buf[r][e].set == all ? " combined otherwise than on "
-                                             "rank 0" : "");
+                                             "rank 0"
+                                           : "");
             }
     for (int r = 0; r < n; r++) {
         free(buf[r]);
@@ -139,8 +144,7 @@ int main(void)
     /* A huge count still fits the tag space (larger segments). */
     braid_p2p_rab_plan_t pl;
     CHECK(braid_p2p_rab_plan(&pl, 8, 3, (size_t)1 << 34, 4, 4096) == 0 &&
-              braid_p2p_rab_nseg(&pl, (size_t)1 << 34) <=
-                  (size_t)pl.maxseg,
+              braid_p2p_rab_nseg(&pl, (size_t)1 << 34) <= (size_t)pl.maxseg,
           "2^34 elements: %zu segments of %zu, %d allowed",
           braid_p2p_rab_nseg(&pl, (size_t)1 << 34), pl.seg, pl.maxseg);
     return check_summary("p2p_rab_plan");

@@ -40,7 +40,7 @@
 
 #define SKIP_RC     77
 #define MAX_RANKS   16
-#define OOB_SLOT    (64 * 1024) /* bytes per rank per allgather */
+#define OOB_SLOT    (64 * 1024)  /* bytes per rank per allgather */
 #define SLOT        (128 * 1024) /* data slot per source rank */
 #define FLAG_STRIDE 64
 #define BURST       600
@@ -58,22 +58,22 @@ static tu_board_t *board;
 /* ----------------------------------------------------------- checking */
 
 static const braid_transport_t *tl;
-static int                         g_rank = -1;
+static int                      g_rank = -1;
 
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "test_roce FAIL (rank %d) %s:%d: ", g_rank,    \
-                    __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fprintf(stderr, "\n  last error: %s\n", tu_last_error());      \
-            if (board != NULL)                                             \
-                tu_board_abort(board);                                     \
-            exit(1);                                                       \
-        }                                                                  \
+#define CHECK(cond, ...)                                                      \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "test_roce FAIL (rank %d) %s:%d: ", g_rank,       \
+                    __FILE__, __LINE__);                                      \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, "\n  last error: %s\n", tu_last_error());         \
+            if (board != NULL)                                                \
+                tu_board_abort(board);                                        \
+            exit(1);                                                          \
+        }                                                                     \
     } while (0)
 
-#define CHECK_OK(st, what)                                                 \
+#define CHECK_OK(st, what)                                                    \
     CHECK((st) == BRAID_OK, "%s returned %d", what, (int)(st))
 
 static uint8_t pattern(int src, int dst, uint64_t it, size_t i)
@@ -106,9 +106,9 @@ static size_t area_len(int n) { return scratch_off(n, n); }
 
 static uint64_t flag_load(const braid_rmem_t *m, int src)
 {
-    return __atomic_load_n((const uint64_t *)((const uint8_t *)m->local +
-                                              flag_off(src)),
-                           __ATOMIC_ACQUIRE);
+    return __atomic_load_n(
+        (const uint64_t *)((const uint8_t *)m->local + flag_off(src)),
+        __ATOMIC_ACQUIRE);
 }
 
 static void wait_reqs(void *tc, braid_treq_t *reqs, int n, const char *what)
@@ -117,16 +117,15 @@ static void wait_reqs(void *tc, braid_treq_t *reqs, int n, const char *what)
     for (int i = 0; i < n; i++) {
         braid_status_t st;
         while ((st = tl->test(tc, &reqs[i])) == BRAID_INPROGRESS)
-            CHECK(tu_now() - t0 < timeout_s, "%s: request %d stuck", what,
-                  i);
+            CHECK(tu_now() - t0 < timeout_s, "%s: request %d stuck", what, i);
         CHECK_OK(st, what);
         CHECK(!reqs[i].active, "%s: test OK but request still active", what);
     }
 }
 
 /* Waits until src's flag in m reaches want; checks it never overtakes. */
-static void wait_flag(void *tc, const braid_rmem_t *m, int src,
-                      uint64_t want, int exact)
+static void wait_flag(void *tc, const braid_rmem_t *m, int src, uint64_t want,
+                      int exact)
 {
     double   t0 = tu_now();
     uint64_t v, prev = 0;
@@ -134,13 +133,14 @@ static void wait_flag(void *tc, const braid_rmem_t *m, int src,
     while ((v = flag_load(m, src)) != want) {
         CHECK(v >= prev, "flag of rank %d went back from %llu to %llu", src,
               (unsigned long long)prev, (unsigned long long)v);
-        CHECK(!exact || v < want, "flag of rank %d is %llu, beyond %llu",
-              src, (unsigned long long)v, (unsigned long long)want);
+        CHECK(!exact || v < want, "flag of rank %d is %llu, beyond %llu", src,
+              (unsigned long long)v, (unsigned long long)want);
         prev = v;
         CHECK_OK(tl->progress(tc), "progress");
-        CHECK(tu_now() - t0 < timeout_s, "flag %llu of rank %d not seen "
-              "(still %llu)", (unsigned long long)want, src,
-              (unsigned long long)v);
+        CHECK(tu_now() - t0 < timeout_s,
+              "flag %llu of rank %d not seen "
+              "(still %llu)",
+              (unsigned long long)want, src, (unsigned long long)v);
     }
 }
 
@@ -161,16 +161,20 @@ static void *open_comm(int rank, int n)
 
 static void bad_args(void *tc, braid_rmem_t *m, int n, int rank)
 {
-    braid_treq_t req = {.handle = (void *)1, .active = 1};
+    braid_treq_t req   = {.handle = (void *)1, .active = 1};
     uint8_t      b[16] = {0};
-    int          peer = (rank + 1) % n;
+    int          peer  = (rank + 1) % n;
 
     CHECK(tl->put_signal(tc, m, peer, 0, b, 8, 4, 1, &req) ==
-          BRAID_ERR_INVALID_ARG && !req.active, "misaligned flag accepted");
+                  BRAID_ERR_INVALID_ARG &&
+              !req.active,
+          "misaligned flag accepted");
     CHECK(tl->put_signal(tc, m, peer, m->len - 4, b, 8, 0, 1, &req) ==
-          BRAID_ERR_INVALID_ARG, "put past the area accepted");
+              BRAID_ERR_INVALID_ARG,
+          "put past the area accepted");
     CHECK(tl->put_signal(tc, m, n, 0, b, 8, 0, 1, &req) ==
-          BRAID_ERR_INVALID_ARG, "peer out of range accepted");
+              BRAID_ERR_INVALID_ARG,
+          "peer out of range accepted");
     CHECK(strstr(tu_last_error(), "roce") != NULL,
           "message does not name roce: %s", tu_last_error());
     CHECK(tl->test(tc, &req) == BRAID_OK, "test of an inactive request");
@@ -185,36 +189,36 @@ static void pairs_phase(void *tc, braid_rmem_t area[2], int n, int rank,
     for (int it = first; it <= last; it++) {
         braid_rmem_t *m = &area[it % 2]; /* double buffered, see below */
         for (int k = 0; k < n; k++) {
-            int      p   = (rank + 1 + k) % n;
-            size_t   len = sizes[((size_t)it + (size_t)p + (size_t)rank) %
-                                 NSIZES];
+            int    p = (rank + 1 + k) % n;
+            size_t len =
+                sizes[((size_t)it + (size_t)p + (size_t)rank) % NSIZES];
             int      kind = (it + p) % 3;
             uint8_t *src;
-            if (kind == 1)       /* registered: zero copy */
+            if (kind == 1) /* registered: zero copy */
                 src = (uint8_t *)m->local + scratch_off(n, p);
-            else if (kind == 2)  /* heap, odd address */
+            else if (kind == 2) /* heap, odd address */
                 src = heap[p] + 1;
             else
                 src = heap[p];
             fill(src, len, rank, p, (uint64_t)it);
-            braid_status_t st = tl->put_signal(tc, m, p, data_off(n, rank),
-                                               src, len, flag_off(rank),
-                                               (uint64_t)it, &reqs[p]);
+            braid_status_t st =
+                tl->put_signal(tc, m, p, data_off(n, rank), src, len,
+                               flag_off(rank), (uint64_t)it, &reqs[p]);
             CHECK_OK(st, "put_signal");
         }
         /* A source can be at most one iteration ahead of us: its next put
          * into this area (two iterations on) needs our put of the next
          * one, which we post only after checking this one. */
         for (int s = 0; s < n; s++) {
-            size_t         len = sizes[((size_t)it + (size_t)rank +
-                                        (size_t)s) % NSIZES];
+            size_t len =
+                sizes[((size_t)it + (size_t)rank + (size_t)s) % NSIZES];
             const uint8_t *d = (const uint8_t *)m->local + data_off(n, s);
             wait_flag(tc, m, s, (uint64_t)it, 1);
             for (size_t i = 0; i < len; i++)
                 CHECK(d[i] == pattern(s, rank, (uint64_t)it, i),
                       "iteration %d: byte %zu of %zu from rank %d is %#x, "
-                      "expected %#x", it, i, len, s, d[i],
-                      pattern(s, rank, (uint64_t)it, i));
+                      "expected %#x",
+                      it, i, len, s, d[i], pattern(s, rank, (uint64_t)it, i));
         }
         wait_reqs(tc, reqs, n, "put_signal completion");
     }
@@ -226,8 +230,8 @@ static void pairs_phase(void *tc, braid_rmem_t area[2], int n, int rank,
 static void burst_phase(void *tc, braid_rmem_t *m, int n, int rank,
                         uint8_t *heap)
 {
-    int           to = (rank + 1) % n, from = (rank + n - 1) % n;
-    braid_treq_t *reqs = calloc(BURST, sizeof(*reqs));
+    int                      to = (rank + 1) % n, from = (rank + n - 1) % n;
+    braid_treq_t            *reqs = calloc(BURST, sizeof(*reqs));
     const volatile uint64_t *data =
         (const uint64_t *)((uint8_t *)m->local + data_off(n, from));
     double t0 = tu_now();
@@ -276,7 +280,7 @@ static int rank_main(int rank, int n, int iters)
               "mem_alloc: area of %zu bytes at %p", area[i].len,
               area[i].local);
         CHECK(((uintptr_t)area[i].local & 4095) == 0, "area not page "
-              "aligned");
+                                                      "aligned");
         for (size_t b = 0; b < area[i].len; b += 4093)
             CHECK(((uint8_t *)area[i].local)[b] == 0, "area not zeroed");
     }
@@ -313,23 +317,23 @@ static int rank_main(int rank, int n, int iters)
         free(heap[p]);
     if (rank == 0)
         printf("test_roce: %d rank(s): %d iterations of all-pairs puts%s "
-               "in %.1f s\n", n, iters,
-               n > 1 ? " + burst" : "", tu_now() - t0);
+               "in %.1f s\n",
+               n, iters, n > 1 ? " + burst" : "", tu_now() - t0);
     return 0;
 }
 
 /* Rank 1 dies after setup; rank 0's put to it must fail naming it. */
 static int dead_peer_main(int rank, int n)
 {
-    braid_rmem_t m;
-    braid_treq_t req;
-    uint64_t     v = 42;
-    void        *tc;
-    double       t0;
+    braid_rmem_t   m;
+    braid_treq_t   req;
+    uint64_t       v = 42;
+    void          *tc;
+    double         t0;
     braid_status_t st;
 
     g_rank = rank;
-    tc = open_comm(rank, n);
+    tc     = open_comm(rank, n);
     CHECK_OK(tl->mem_alloc(tc, 4096, &m), "mem_alloc");
     CHECK_OK(tu_barrier(board, rank), "barrier");
     if (rank == 1)
@@ -354,8 +358,8 @@ static int dead_peer_main(int rank, int n)
           "dead peer: status %d", (int)st);
     CHECK(strstr(tu_last_error(), "rank 1") != NULL,
           "error does not name rank 1: %s", tu_last_error());
-    printf("test_roce: dead peer detected after %.1f s: %s\n",
-           tu_now() - t0, tu_last_error());
+    printf("test_roce: dead peer detected after %.1f s: %s\n", tu_now() - t0,
+           tu_last_error());
     CHECK(tl->progress(tc) != BRAID_OK, "progress after a failure is OK");
     tl->mem_free(tc, &m);
     tl->comm_destroy(tc);
@@ -394,12 +398,12 @@ static int cancel_main(int rank, int n)
             tl->cancel(tc, &reqs[i]);
         for (int i = 0; i < CANCEL_PUTS; i++)
             CHECK(!reqs[i].active, "request %d still active after cancel", i);
-        CHECK(tu_now() - t0 < timeout_s, "cancel took %.1f s",
-              tu_now() - t0);
+        CHECK(tu_now() - t0 < timeout_s, "cancel took %.1f s", tu_now() - t0);
         printf("test_roce: %d puts cancelled in %.3f s\n", CANCEL_PUTS,
                tu_now() - t0);
         CHECK(tl->put_signal(tc, &m, 1, 1024, m.local, 8, 0, 1, &reqs[0]) !=
-                  BRAID_OK, "put_signal after a cancel succeeded");
+                  BRAID_OK,
+              "put_signal after a cancel succeeded");
     }
     CHECK_OK(tu_barrier(board, rank), "barrier");
     tl->mem_free(tc, &m);
@@ -420,7 +424,7 @@ static int large_main(int rank, int n)
     size_t       words = LARGE_BYTES / 8;
     uint64_t    *src = malloc(LARGE_BYTES), seed = 0x1234567ull * (rank + 1);
     void        *tc;
-    double       t0 = tu_now();
+    double       t0   = tu_now();
     int          peer = 1 - rank;
 
     g_rank = rank;
@@ -453,14 +457,14 @@ static int large_main(int rank, int n)
  * communicator stays usable after the refused mem_alloc. */
 static int refuse_main(int rank, int n)
 {
-    int          to = (rank + 1) % n, from = (rank + n - 1) % n;
-    braid_oob_t  oob;
-    int          nodes[MAX_RANKS];
-    braid_topo_t topo = tu_topo(n, nodes);
-    braid_rmem_t m;
-    braid_treq_t req;
-    uint64_t     v = 7;
-    void        *tc = NULL;
+    int            to = (rank + 1) % n, from = (rank + n - 1) % n;
+    braid_oob_t    oob;
+    int            nodes[MAX_RANKS];
+    braid_topo_t   topo = tu_topo(n, nodes);
+    braid_rmem_t   m;
+    braid_treq_t   req;
+    uint64_t       v  = 7;
+    void          *tc = NULL;
     braid_status_t st;
 
     g_rank = rank;
@@ -469,10 +473,12 @@ static int refuse_main(int rank, int n)
         setenv("BRAID_ROCE_DEV", "nosuch0", 1);
     st = tl->comm_create(tl, tu_svc(), &oob, &topo, &tc);
     unsetenv("BRAID_ROCE_DEV");
-    CHECK(st == BRAID_ERR_UNAVAILABLE && tc == NULL, "comm_create with a "
-          "refusing rank 1 gave %d", (int)st);
+    CHECK(st == BRAID_ERR_UNAVAILABLE && tc == NULL,
+          "comm_create with a "
+          "refusing rank 1 gave %d",
+          (int)st);
     CHECK(strstr(tu_last_error(), rank == 1 ? "no such RDMA device"
-                                     : "rank 1 could not") != NULL,
+                                            : "rank 1 could not") != NULL,
           "refusal message: %s", tu_last_error());
 
     tc = open_comm(rank, n);
@@ -483,7 +489,8 @@ static int refuse_main(int rank, int n)
           tu_last_error());
     CHECK_OK(tl->mem_alloc(tc, 4096, &m), "mem_alloc after a mismatch");
     CHECK_OK(tl->put_signal(tc, &m, to, 1024 + 8 * (size_t)rank, &v, 8,
-                            flag_off(rank), 5, &req), "put_signal");
+                            flag_off(rank), 5, &req),
+             "put_signal");
     wait_flag(tc, &m, from, 5, 1);
     CHECK(((uint64_t *)((uint8_t *)m.local + 1024))[from] == 7,
           "data after a refused mem_alloc");
@@ -498,9 +505,7 @@ static int refuse_main(int rank, int n)
 
 /* ----------------------------------------------------------- processes */
 
-enum {
-    PHASE_PUTS, PHASE_DEAD_PEER, PHASE_REFUSE, PHASE_LARGE, PHASE_CANCEL
-};
+enum { PHASE_PUTS, PHASE_DEAD_PEER, PHASE_REFUSE, PHASE_LARGE, PHASE_CANCEL };
 
 typedef struct phase_arg {
     int iters, phase;
@@ -511,10 +516,10 @@ static int run_rank(int rank, int n, void *arg)
     const phase_arg_t *pa = arg;
     switch (pa->phase) {
     case PHASE_DEAD_PEER: return dead_peer_main(rank, n);
-    case PHASE_REFUSE:    return refuse_main(rank, n);
-    case PHASE_LARGE:     return large_main(rank, n);
-    case PHASE_CANCEL:    return cancel_main(rank, n);
-    default:              return rank_main(rank, n, pa->iters);
+    case PHASE_REFUSE: return refuse_main(rank, n);
+    case PHASE_LARGE: return large_main(rank, n);
+    case PHASE_CANCEL: return cancel_main(rank, n);
+    default: return rank_main(rank, n, pa->iters);
     }
 }
 
@@ -524,7 +529,7 @@ static int run_rank(int rank, int n, void *arg)
 static int run_ranks(int n, int iters, int phase)
 {
     phase_arg_t pa = {iters, phase};
-    board = tu_board_new(n, OOB_SLOT);
+    board          = tu_board_new(n, OOB_SLOT);
     CHECK(board != NULL, "board: %s", strerror(errno));
     int failed = tu_fork(n, run_rank, &pa, (unsigned)(4 * timeout_s + 30),
                          "test_roce", NULL);
@@ -553,11 +558,11 @@ static int have_rdma_device(void)
 static void expect_refused(const char *var, const char *value,
                            braid_status_t want, const char *needle)
 {
-    tu_board_t  *one = tu_board_new(1, OOB_SLOT);
-    braid_oob_t  oob;
-    int          nodes[1];
-    braid_topo_t topo = tu_topo(1, nodes);
-    void        *tc   = (void *)1;
+    tu_board_t    *one = tu_board_new(1, OOB_SLOT);
+    braid_oob_t    oob;
+    int            nodes[1];
+    braid_topo_t   topo = tu_topo(1, nodes);
+    void          *tc   = (void *)1;
     braid_status_t st;
 
     CHECK(one != NULL, "out of memory");
@@ -568,8 +573,10 @@ static void expect_refused(const char *var, const char *value,
     unsetenv(var);
     CHECK(st == want && tc == NULL, "%s='%s': comm_create gave %d (want %d)",
           var, value, (int)st, (int)want);
-    CHECK(strstr(tu_last_error(), needle) != NULL, "%s='%s': message '%s' "
-          "lacks '%s'", var, value, tu_last_error(), needle);
+    CHECK(strstr(tu_last_error(), needle) != NULL,
+          "%s='%s': message '%s' "
+          "lacks '%s'",
+          var, value, tu_last_error(), needle);
     tu_board_free(one);
 }
 
@@ -604,7 +611,7 @@ static void env_checks(int device)
                    "GID entries");
     setenv("BRAID_ROCE_GBPS", "fast", 1);
     CHECK(tl->probe(tl, tu_svc(), why, sizeof(why)) == BRAID_ERR_PARSE &&
-          strstr(why, "BRAID_ROCE_GBPS") != NULL,
+              strstr(why, "BRAID_ROCE_GBPS") != NULL,
           "probe accepts BRAID_ROCE_GBPS=fast: %s", why);
     unsetenv("BRAID_ROCE_GBPS");
 }
@@ -623,7 +630,7 @@ static const braid_transport_t *find_roce(const char *path)
 int main(int argc, char **argv)
 {
     int  n = 4, iters = 60, require = 0, large = 0, puts_only = 0, device;
-    char why[256] = "";
+    char why[256]      = "";
     const char *plugin = NULL;
 
     for (int i = 1; i < argc; i++) {
@@ -642,14 +649,17 @@ int main(int argc, char **argv)
         else if (argv[i][0] != '-' && plugin == NULL)
             plugin = argv[i];
         else {
-            fprintf(stderr, "usage: test_roce PLUGIN.so [-n RANKS] "
+            fprintf(stderr,
+                    "usage: test_roce PLUGIN.so [-n RANKS] "
                     "[--iters N] [--require] [--large] [--puts-only] [-v]\n");
             return 2;
         }
     }
     if (plugin == NULL || n < 2 || n > MAX_RANKS || iters < 2) {
-        fprintf(stderr, "test_roce: need PLUGIN.so, 2 <= RANKS <= %d, "
-                "iters >= 2\n", MAX_RANKS);
+        fprintf(stderr,
+                "test_roce: need PLUGIN.so, 2 <= RANKS <= %d, "
+                "iters >= 2\n",
+                MAX_RANKS);
         return 2;
     }
     if (getenv("BRAID_TIMEOUT") != NULL)
@@ -659,8 +669,8 @@ int main(int argc, char **argv)
     tl = find_roce(plugin);
     CHECK(tl->caps & BRAID_CAP_PUT_SIGNAL, "roce lacks PUT_SIGNAL");
     CHECK(tl->put_signal && tl->mem_alloc && tl->mem_free && tl->test &&
-          tl->progress && tl->cancel && tl->link && tl->comm_create &&
-          tl->comm_destroy,
+              tl->progress && tl->cancel && tl->link && tl->comm_create &&
+              tl->comm_destroy,
           "roce transport has NULL entry points");
 
     device = have_rdma_device();
@@ -668,8 +678,10 @@ int main(int argc, char **argv)
     braid_status_t st = tl->probe(tl, tu_svc(), why, sizeof(why));
     if (st != BRAID_OK) {
         if (!device)
-            CHECK(strstr(why, "no RDMA device") != NULL, "no device, but "
-                  "probe says '%s'", why);
+            CHECK(strstr(why, "no RDMA device") != NULL,
+                  "no device, but "
+                  "probe says '%s'",
+                  why);
         printf("test_roce: SKIP: roce transport unavailable: %s\n", why);
         return require ? 1 : SKIP_RC;
     }

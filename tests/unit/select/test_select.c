@@ -5,23 +5,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../check.h"
 #include "comm/comm.h"
 #include "loader/loader.h"
-#include "../check.h"
 #include "select/select.h"
 #include "select/spec.h"
-
 
 static void test_algo_ok(void)
 {
     braid_algo_spec_t s;
-    braid_status_t st = braid_algo_spec_parse(
-        &s, "allreduce:0-16K=oneshot,16K-=ring@ucx;allgather:ring");
+    braid_status_t    st = braid_algo_spec_parse(
+           &s, "allreduce:0-16K=oneshot,16K-=ring@ucx;allgather:ring");
     CHECK(st == BRAID_OK, "issue example parses: %s", braid_last_error());
     CHECK(s.n == 3, "3 rules, got %d", s.n);
     CHECK(s.rules[0].coll == BRAID_COLL_ALLREDUCE && s.rules[0].lo == 0 &&
-              s.rules[0].hi == 16384 && !strcmp(s.rules[0].cands[0].algo,
-                                                "oneshot") &&
+              s.rules[0].hi == 16384 &&
+              !strcmp(s.rules[0].cands[0].algo, "oneshot") &&
               s.rules[0].cands[0].tl[0] == '\0',
           "rule 0");
     CHECK(s.rules[1].lo == 16384 && s.rules[1].hi == SIZE_MAX &&
@@ -30,9 +29,11 @@ static void test_algo_ok(void)
     CHECK(s.rules[2].coll == BRAID_COLL_ALLGATHER && s.rules[2].lo == 0 &&
               s.rules[2].hi == SIZE_MAX,
           "rule 2");
-    CHECK(braid_algo_spec_match(&s, BRAID_COLL_ALLREDUCE, 16383) == &s.rules[0],
+    CHECK(braid_algo_spec_match(&s, BRAID_COLL_ALLREDUCE, 16383) ==
+              &s.rules[0],
           "16383 in first range");
-    CHECK(braid_algo_spec_match(&s, BRAID_COLL_ALLREDUCE, 16384) == &s.rules[1],
+    CHECK(braid_algo_spec_match(&s, BRAID_COLL_ALLREDUCE, 16384) ==
+              &s.rules[1],
           "16384 in second range (half-open)");
     CHECK(braid_algo_spec_match(&s, BRAID_COLL_BROADCAST, 8) == NULL,
           "no rule for broadcast");
@@ -68,8 +69,8 @@ static void test_algo_bad(void)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         braid_algo_spec_t s;
-        braid_status_t st = braid_algo_spec_parse(&s, bad[i].text);
-        char want[32];
+        braid_status_t    st = braid_algo_spec_parse(&s, bad[i].text);
+        char              want[32];
         snprintf(want, sizeof(want), "position %zu", bad[i].pos);
         CHECK(st == BRAID_ERR_PARSE, "'%s' refused", bad[i].text);
         CHECK(strstr(braid_last_error(), want) != NULL,
@@ -96,7 +97,7 @@ static void test_long_input(void)
     memset(text, 'a', sizeof(text));
     for (int i = 0; i < 20; i++)
         text[2 * i + 1] = ',';
-    text[41] = ' ';
+    text[41]               = ' ';
     text[sizeof(text) - 1] = '\0';
     CHECK(braid_plugin_filter_parse(&f, text) == BRAID_ERR_PARSE &&
               strstr(braid_last_error(), "position 41"),
@@ -106,7 +107,8 @@ static void test_long_input(void)
 static void test_filter(void)
 {
     braid_plugin_filter_t f;
-    CHECK(braid_plugin_filter_parse(&f, "ucx,lowhop") == BRAID_OK, "keep list");
+    CHECK(braid_plugin_filter_parse(&f, "ucx,lowhop") == BRAID_OK,
+          "keep list");
     CHECK(braid_plugin_filter_keeps(&f, "ucx") &&
               braid_plugin_filter_keeps(&f, "lowhop") &&
               !braid_plugin_filter_keeps(&f, "nccl"),
@@ -132,15 +134,15 @@ static void test_filter(void)
 static void test_tune(void)
 {
     braid_tune_t t;
-    const char *text = "# coll nranks nnodes min max cand\n"
-                       "allreduce 4 1 0 16K oneshot@shm   # small\n"
-                       "\n"
-                       "allreduce * * 16K inf ring\n";
+    const char  *text = "# coll nranks nnodes min max cand\n"
+                        "allreduce 4 1 0 16K oneshot@shm   # small\n"
+                        "\n"
+                        "allreduce * * 16K inf ring\n";
     CHECK(braid_tune_parse(&t, text, "t.tune") == BRAID_OK, "parse: %s",
           braid_last_error());
     CHECK(t.n == 2, "2 rows, got %d", t.n);
-    const braid_tune_row_t *r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 4, 1,
-                                                 BRAID_TOPO_SINGLE_HOST, 8);
+    const braid_tune_row_t *r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 4,
+                                                 1, BRAID_TOPO_SINGLE_HOST, 8);
     CHECK(r == &t.rows[0] && !strcmp(r->cand.tl, "shm"), "row 0 matches");
     r = braid_tune_match(&t, BRAID_COLL_ALLREDUCE, 8, 1,
                          BRAID_TOPO_SINGLE_HOST, 8);
@@ -150,8 +152,10 @@ static void test_tune(void)
     CHECK(r == &t.rows[1], "wildcards match");
     braid_tune_free(&t);
 
-    CHECK(braid_tune_parse(&t, "allreduce 4 1 0 16K ring\nallreduce x 1 0 1K "
-                           "ring\n", "t.tune") == BRAID_ERR_PARSE &&
+    CHECK(braid_tune_parse(&t,
+                           "allreduce 4 1 0 16K ring\nallreduce x 1 0 1K "
+                           "ring\n",
+                           "t.tune") == BRAID_ERR_PARSE &&
               strstr(braid_last_error(), "t.tune:2") &&
               strstr(braid_last_error(), "position 10"),
           "line and column: %s", braid_last_error());
@@ -191,11 +195,16 @@ static double est_never(const braid_algo_t *self, const braid_cost_in_t *in)
 /* A selector of 4 ranks on one host over mock candidates, initialised. */
 static braid_selector_t mock_selector(braid_candidate_t *cands, int n,
                                       const braid_algo_spec_t *over,
-                                      const braid_tune_t *tune)
+                                      const braid_tune_t      *tune)
 {
-    braid_selector_t sel = {.ncands = n, .cands = cands, .override = over,
-                            .tune = tune, .nranks = 4, .nnodes = 1,
-                            .ppn = 4, .rank = 1};
+    braid_selector_t sel = {.ncands   = n,
+                            .cands    = cands,
+                            .override = over,
+                            .tune     = tune,
+                            .nranks   = 4,
+                            .nnodes   = 1,
+                            .ppn      = 4,
+                            .rank     = 1};
     braid_selector_init(&sel);
     return sel;
 }
@@ -203,13 +212,14 @@ static braid_selector_t mock_selector(braid_candidate_t *cands, int n,
 static void test_dispatch(void)
 {
     braid_transport_t ucx = {.name = "ucx"}, shm = {.name = "shm"};
-    braid_tl_t tl_ucx = {.ops = &ucx}, tl_shm = {.ops = &shm};
-    braid_algo_t ring = {.name = "ring", .coll = BRAID_COLL_ALLREDUCE,
-                            .estimate = est_flat};
-    braid_algo_t oneshot = {.name = "oneshot", .coll = BRAID_COLL_ALLREDUCE,
-                               .estimate = est_steep};
-    braid_algo_t broken = {.name = "broken", .coll = BRAID_COLL_ALLREDUCE,
-                              .estimate = est_never};
+    braid_tl_t        tl_ucx = {.ops = &ucx}, tl_shm = {.ops = &shm};
+    braid_algo_t      ring = {
+             .name = "ring", .coll = BRAID_COLL_ALLREDUCE, .estimate = est_flat};
+    braid_algo_t oneshot = {.name     = "oneshot",
+                            .coll     = BRAID_COLL_ALLREDUCE,
+                            .estimate = est_steep};
+    braid_algo_t broken  = {
+         .name = "broken", .coll = BRAID_COLL_ALLREDUCE, .estimate = est_never};
     braid_candidate_t cands[] = {
         {"broken@ucx", &broken, &tl_ucx, "ucx", HOST_MEM, NULL, NULL},
         {"oneshot@shm", &oneshot, &tl_shm, "shm", HOST_MEM, NULL, NULL},
@@ -219,7 +229,7 @@ static void test_dispatch(void)
     braid_algo_spec_t none, over;
     braid_tune_t      tune = {0};
     braid_algo_spec_parse(&none, NULL);
-    braid_selector_t sel = mock_selector(cands, 3, &none, &tune);
+    braid_selector_t   sel = mock_selector(cands, 3, &none, &tune);
     braid_candidate_t *c;
     CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, host) == BRAID_OK &&
               c == &cands[1],
@@ -234,7 +244,8 @@ static void test_dispatch(void)
 
     /* The tuning file beats the cost model... */
     CHECK(braid_tune_parse(&tune, "allreduce * * 0 inf ring@ucx\n", "t") ==
-              BRAID_OK, "tune parse");
+              BRAID_OK,
+          "tune parse");
     braid_selector_init(&sel);
     char name[80], why[200];
     CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 8, host, name,
@@ -242,7 +253,8 @@ static void test_dispatch(void)
               !strcmp(name, "ring@ucx") &&
               !strcmp(why, "tuning file line 1 (cost model: oneshot@shm)"),
           "tuning file wins, naming its line and the cost model's choice: "
-          "%s by %s", name, why);
+          "%s by %s",
+          name, why);
     /* ...and the override beats the tuning file. */
     CHECK(braid_algo_spec_parse(&over, "allreduce:oneshot") == BRAID_OK, "ov");
     sel.override = &over;
@@ -255,7 +267,7 @@ static void test_dispatch(void)
     CHECK(braid_algo_spec_parse(&over, "allreduce:broken") == BRAID_OK, "ov2");
     braid_selector_init(&sel);
     CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, host) ==
-              BRAID_ERR_NOT_SUPPORTED &&
+                  BRAID_ERR_NOT_SUPPORTED &&
               strstr(braid_last_error(), "broken") &&
               strstr(braid_last_error(), "ring@ucx"),
           "forced impossible candidate: %s", braid_last_error());
@@ -265,7 +277,8 @@ static void test_dispatch(void)
     CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, host) == BRAID_OK &&
               c == &cands[2],
           "second listed candidate is used when the first is absent");
-    CHECK(braid_algo_spec_parse(&over, "allreduce:ring@shm") == BRAID_OK, "ov4");
+    CHECK(braid_algo_spec_parse(&over, "allreduce:ring@shm") == BRAID_OK,
+          "ov4");
     braid_selector_init(&sel);
     CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, host) ==
               BRAID_ERR_NOT_SUPPORTED,
@@ -279,24 +292,27 @@ static void test_dispatch(void)
  * memory is. */
 static void test_memory(void)
 {
-    braid_transport_t shm = {.name = "shm"};
-    braid_tl_t        tl_shm = {.ops = &shm};
-    braid_algo_t oneshot = {.name = "oneshot", .coll = BRAID_COLL_ALLREDUCE,
-                            .estimate = est_steep};
-    braid_algo_t gpu = {.name = "gpu", .coll = BRAID_COLL_ALLREDUCE,
-                        .flags = BRAID_ALGO_BACKEND, .estimate = est_flat,
-                        .mem_types = HOST_MEM | CUDA_MEM};
+    braid_transport_t shm     = {.name = "shm"};
+    braid_tl_t        tl_shm  = {.ops = &shm};
+    braid_algo_t      oneshot = {.name     = "oneshot",
+                                 .coll     = BRAID_COLL_ALLREDUCE,
+                                 .estimate = est_steep};
+    braid_algo_t      gpu     = {.name      = "gpu",
+                                 .coll      = BRAID_COLL_ALLREDUCE,
+                                 .flags     = BRAID_ALGO_BACKEND,
+                                 .estimate  = est_flat,
+                                 .mem_types = HOST_MEM | CUDA_MEM};
     braid_candidate_t cands[] = {
         {"gpu", &gpu, NULL, "gpu", HOST_MEM | CUDA_MEM, NULL, NULL},
         {"oneshot@shm", &oneshot, &tl_shm, "shm", HOST_MEM, NULL, NULL},
     };
-    const uint32_t host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
-    const uint32_t dev  = braid_mem_need(BRAID_MEM_CUDA, BRAID_MEM_CUDA);
-    const uint32_t mix  = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_CUDA);
+    const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    const uint32_t    dev  = braid_mem_need(BRAID_MEM_CUDA, BRAID_MEM_CUDA);
+    const uint32_t    mix  = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_CUDA);
     braid_algo_spec_t none, over;
     braid_tune_t      tune = {0};
     braid_algo_spec_parse(&none, NULL);
-    braid_selector_t sel = mock_selector(cands, 2, &none, &tune);
+    braid_selector_t   sel = mock_selector(cands, 2, &none, &tune);
     braid_candidate_t *c;
     CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 8, host) == BRAID_OK &&
               c == &cands[1],
@@ -336,10 +352,11 @@ static void test_memory(void)
 static void test_ties(void)
 {
     braid_transport_t ucx = {.name = "ucx"}, shm = {.name = "shm"};
-    braid_tl_t tl_ucx = {.ops = &ucx}, tl_shm = {.ops = &shm};
-    braid_algo_t ring = {.name = "ring", .coll = BRAID_COLL_ALLREDUCE,
-                         .estimate = est_flat};
-    braid_candidate_t cands[] = { /* sorted by name, as the core keeps them */
+    braid_tl_t        tl_ucx = {.ops = &ucx}, tl_shm = {.ops = &shm};
+    braid_algo_t      ring = {
+             .name = "ring", .coll = BRAID_COLL_ALLREDUCE, .estimate = est_flat};
+    braid_candidate_t cands[] = {
+        /* sorted by name, as the core keeps them */
         {"ring@shm", &ring, &tl_shm, "shm", HOST_MEM, NULL, NULL},
         {"ring@ucx", &ring, &tl_ucx, "ucx", HOST_MEM, NULL, NULL},
     };
@@ -347,9 +364,9 @@ static void test_ties(void)
     braid_algo_spec_t none;
     braid_tune_t      tune = {0};
     braid_algo_spec_parse(&none, NULL);
-    braid_selector_t sel = mock_selector(cands, 2, &none, &tune);
+    braid_selector_t   sel = mock_selector(cands, 2, &none, &tune);
     braid_candidate_t *c;
-    char name[80], why[200];
+    char               name[80], why[200];
     CHECK(braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, 64, host) == BRAID_OK &&
               c == &cands[0],
           "tie: the first name wins");
@@ -376,10 +393,9 @@ static void test_ties(void)
                                sizeof(name), why, sizeof(why)) == BRAID_OK &&
               !strcmp(name, "ring@ucx") && !strstr(why, "tie"),
           "a forced candidate ties with nothing: %s by %s", name, why);
-    sel.override = &none;
-    cands[1].algo = &(braid_algo_t){.name = "ring",
-                                     .coll = BRAID_COLL_ALLREDUCE,
-                                     .estimate = est_steep};
+    sel.override  = &none;
+    cands[1].algo = &(braid_algo_t){
+        .name = "ring", .coll = BRAID_COLL_ALLREDUCE, .estimate = est_steep};
     braid_selector_init(&sel); /* new choices: a new table */
     CHECK(braid_select_explain(&sel, BRAID_COLL_ALLREDUCE, 64, host, name,
                                sizeof(name), why, sizeof(why)) == BRAID_OK &&
@@ -400,14 +416,14 @@ static double est_mid(const braid_algo_t *self, const braid_cost_in_t *in)
  * braid_select_row_format prints it as BRAID_ALGO ranges. */
 static void test_table(void)
 {
-    braid_transport_t shm = {.name = "shm"};
-    braid_tl_t        tl  = {.ops = &shm};
-    braid_algo_t flat  = {.name = "flat", .coll = BRAID_COLL_ALLREDUCE,
-                          .estimate = est_flat};
-    braid_algo_t mid   = {.name = "mid", .coll = BRAID_COLL_ALLREDUCE,
-                          .estimate = est_mid};
-    braid_algo_t steep = {.name = "steep", .coll = BRAID_COLL_ALLREDUCE,
-                          .estimate = est_steep};
+    braid_transport_t shm  = {.name = "shm"};
+    braid_tl_t        tl   = {.ops = &shm};
+    braid_algo_t      flat = {
+             .name = "flat", .coll = BRAID_COLL_ALLREDUCE, .estimate = est_flat};
+    braid_algo_t mid = {
+        .name = "mid", .coll = BRAID_COLL_ALLREDUCE, .estimate = est_mid};
+    braid_algo_t steep = {
+        .name = "steep", .coll = BRAID_COLL_ALLREDUCE, .estimate = est_steep};
     braid_candidate_t cands[] = {
         {"flat@shm", &flat, &tl, "shm", HOST_MEM, NULL, NULL},
         {"mid@shm", &mid, &tl, "shm", HOST_MEM, NULL, NULL},
@@ -423,8 +439,8 @@ static void test_table(void)
 
     /* steep up to 666 B, mid to 1666 B, flat from 1667 B on. */
     int                    n;
-    const braid_sel_row_t *r = braid_select_rows(&n, &sel,
-                                                 BRAID_COLL_ALLREDUCE, host);
+    const braid_sel_row_t *r =
+        braid_select_rows(&n, &sel, BRAID_COLL_ALLREDUCE, host);
     CHECK(n == 3 && r[0].lo == 1 && r[0].pick.idx == 2 && r[1].lo == 667 &&
               r[1].pick.idx == 1 && r[2].lo == 1667 && r[2].pick.idx == 0,
           "crossovers to the byte: %d rows, from %zu, %zu, %zu", n,
@@ -442,10 +458,11 @@ static void test_table(void)
 
     /* Odd bounds of an override and a tuning row; then every size agrees
      * with the direct decision. */
-    CHECK(braid_algo_spec_parse(&over, "allreduce:100-300=flat") ==
-              BRAID_OK, "ov");
+    CHECK(braid_algo_spec_parse(&over, "allreduce:100-300=flat") == BRAID_OK,
+          "ov");
     CHECK(braid_tune_parse(&tune, "allreduce * * 3000 3500 steep@shm\n",
-                           "t") == BRAID_OK, "tune");
+                           "t") == BRAID_OK,
+          "tune");
     sel.override = &over;
     braid_selector_init(&sel);
     unsigned long long x    = 88172645463325252ull;
@@ -454,20 +471,23 @@ static void test_table(void)
     for (size_t i = 0; i < 30000; i++) {
         /* 1..10000 B in order, then random sizes up to 2^40. */
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        size_t b = i < 10000 ? i + 1 : (size_t)(x >> 24);
+        size_t                  b = i < 10000 ? i + 1 : (size_t)(x >> 24);
         braid_candidate_t      *c;
         const braid_tune_row_t *sk;
-        braid_pick_t want = braid_select_decide(&sel, BRAID_COLL_ALLREDUCE, b,
-                                                host, &sk);
+        braid_pick_t            want =
+            braid_select_decide(&sel, BRAID_COLL_ALLREDUCE, b, host, &sk);
         if (braid_select(&c, &sel, BRAID_COLL_ALLREDUCE, b, host) !=
-                BRAID_OK || c != &cands[want.idx]) {
+                BRAID_OK ||
+            c != &cands[want.idx]) {
             if (bad++ == 0)
                 when = b;
         }
     }
-    CHECK(bad == 0, "table and direct decision differ at %d sizes (first "
-          "%zu B)", bad, when);
-    r = braid_select_rows(&n, &sel, BRAID_COLL_ALLREDUCE, host);
+    CHECK(bad == 0,
+          "table and direct decision differ at %d sizes (first "
+          "%zu B)",
+          bad, when);
+    r          = braid_select_rows(&n, &sel, BRAID_COLL_ALLREDUCE, host);
     int cut100 = 0, cut300 = 0, cut3000 = 0, cut3500 = 0;
     for (int i = 0; i < n; i++) {
         cut100 |= r[i].lo == 100 && r[i].pick.why == BRAID_WHY_OVERRIDE;
@@ -475,9 +495,10 @@ static void test_table(void)
         cut3000 |= r[i].lo == 3000 && r[i].pick.why == BRAID_WHY_TUNE;
         cut3500 |= r[i].lo == 3500;
     }
-    CHECK(cut100 && cut300 && cut3000 && cut3500, "rows cut at the rule's "
-          "and the tuning row's bounds (%d %d %d %d)", cut100, cut300,
-          cut3000, cut3500);
+    CHECK(cut100 && cut300 && cut3000 && cut3500,
+          "rows cut at the rule's "
+          "and the tuning row's bounds (%d %d %d %d)",
+          cut100, cut300, cut3000, cut3500);
     braid_selector_fini(&sel);
     braid_tune_free(&tune);
 }
@@ -486,13 +507,17 @@ static void test_topo(void)
 {
     braid_topo_kind_t k;
     CHECK(braid_topo_kind_parse(&k, NULL, 1) == BRAID_OK &&
-              k == BRAID_TOPO_SINGLE_HOST, "unset, one host");
+              k == BRAID_TOPO_SINGLE_HOST,
+          "unset, one host");
     CHECK(braid_topo_kind_parse(&k, "auto", 4) == BRAID_OK &&
-              k == BRAID_TOPO_SWITCH, "auto, several hosts: switch");
+              k == BRAID_TOPO_SWITCH,
+          "auto, several hosts: switch");
     CHECK(braid_topo_kind_parse(&k, "ring", 8) == BRAID_OK &&
-              k == BRAID_TOPO_RING, "ring");
+              k == BRAID_TOPO_RING,
+          "ring");
     CHECK(braid_topo_kind_parse(&k, "ring", 1) == BRAID_OK &&
-              k == BRAID_TOPO_SINGLE_HOST, "one host has no cabling");
+              k == BRAID_TOPO_SINGLE_HOST,
+          "one host has no cabling");
     CHECK(braid_topo_kind_parse(&k, "switchy", 4) == BRAID_ERR_PARSE &&
               strstr(braid_last_error(), "position 6"),
           "switchy: %s", braid_last_error());

@@ -13,13 +13,13 @@
 static void test_v2_rows(void)
 {
     braid_tune_t t;
-    const char *text =
+    const char  *text =
         "# braid tuning table\n"
         "allreduce 4 1 single 0 2896 oneshot@shm at 2048 oneshot@shm=5.1 "
         "twoshot@shm=6.90 ring@shm=12\n"
         "allreduce 4 1 single 2896 inf twoshot@shm # no measurements\n"
         "allreduce 4 2 switch 0 inf ring@ucx at 64K ring@ucx=100.5\n"
-        "allgather 4 1 0 inf direct@shm\n"          /* v1: any topology */
+        "allgather 4 1 0 inf direct@shm\n" /* v1: any topology */
         "barrier 4 1 * 0 inf direct@shm at 0 direct@shm=2.5\n";
     CHECK(braid_tune_parse(&t, text, "t.tune") == BRAID_OK, "parse: %s",
           braid_last_error());
@@ -63,7 +63,7 @@ static void test_v2_rows(void)
 static void refused(const char *text, int line, const char *want)
 {
     braid_tune_t t;
-    char where[32];
+    char         where[32];
     snprintf(where, sizeof(where), "t.tune:%d", line);
     braid_status_t st = braid_tune_parse(&t, text, "t.tune");
     CHECK(st == BRAID_ERR_PARSE && strstr(braid_last_error(), where) &&
@@ -77,15 +77,14 @@ static void refused(const char *text, int line, const char *want)
 static void test_errors(void)
 {
     const char *ok = "allreduce 4 1 single 0 inf ring@shm\n";
-    char text[512];
+    char        text[512];
     /* The line number counts comments and blank lines too. */
-    snprintf(text, sizeof(text), "# header\n\n%sallreduce 4 1 hub 0 inf ring\n",
-             ok);
+    snprintf(text, sizeof(text),
+             "# header\n\n%sallreduce 4 1 hub 0 inf ring\n", ok);
     refused(text, 4, "a topology (single, switch, ring or '*')");
     refused("allreduce 4 1 single 0 1K ring at 2K ring=1\n", 1,
             "a measured size inside the row's range");
-    refused("allreduce 4 1 single 0 1K ring at 512\n", 1,
-            "a candidate name");
+    refused("allreduce 4 1 single 0 1K ring at 512\n", 1, "a candidate name");
     refused("allreduce 4 1 single 0 1K ring at 512 ring\n", 1,
             "'=' and the candidate's time");
     refused("allreduce 4 1 single 0 1K ring at 512 ring=\n", 1,

@@ -31,12 +31,12 @@
 #include "harness.h"
 
 typedef struct bench {
-    int         pin;
+    int            pin;
     unsigned char *raw; /* MAP_SHARED page of the raw-* tests */
-    const char *test;
-    int         iters;
-    int         batches;
-    double     *result; /* shared: rank 0 writes batches' per-iteration us */
+    const char    *test;
+    int            iters;
+    int            batches;
+    double *result; /* shared: rank 0 writes batches' per-iteration us */
 } bench_t;
 
 static double *mmap_shared_doubles(size_t n)
@@ -96,10 +96,10 @@ static void step(th_rank_t *r, void *tc, const bench_t *b, braid_rmem_t *mem,
                  uint64_t it, unsigned char *sbuf, unsigned char *rbuf,
                  size_t len)
 {
-    const int     n = r->size, me = r->rank;
+    const int      n = r->size, me = r->rank;
     unsigned char *base = mem->local;
-    braid_treq_t  req[2];
-    uint64_t      v = it, acc = 0;
+    braid_treq_t   req[2];
+    uint64_t       v = it, acc = 0;
 
     if (strncmp(b->test, "raw-", 4) == 0) {
         /* line (dst*n + src) of the shared page: flag at 0, data at 8 */
@@ -109,7 +109,8 @@ static void step(th_rank_t *r, void *tc, const bench_t *b, braid_rmem_t *mem,
             if (two && me == 1) {
                 break;
             }
-            unsigned char *line = b->raw + ((size_t)peer * (size_t)n + me) * 64;
+            unsigned char *line =
+                b->raw + ((size_t)peer * (size_t)n + me) * 64;
             memcpy(line + 8, &v, 8);
             __atomic_store_n((uint64_t *)(void *)line, it, __ATOMIC_RELEASE);
         }
@@ -193,7 +194,7 @@ static int body(th_rank_t *r, void *arg)
     braid_rmem_t   mem;
     size_t         len  = strcmp(b->test, "sr-bw") == 0 ? (size_t)8 << 20 : 8;
     unsigned char *sbuf = calloc(1, len), *rbuf = calloc(1, len);
-    uint64_t       it   = 0;
+    uint64_t       it = 0;
 
     if (b->pin) {
         cpu_set_t set;
@@ -233,15 +234,17 @@ static int body(th_rank_t *r, void *arg)
 int main(int argc, char **argv)
 {
     static const char *all[] = {"raw-pingpong", "put-pingpong", "raw-exchange",
-                                "put-exchange", "sr-pingpong", "sr-ring",
+                                "put-exchange", "sr-pingpong",  "sr-ring",
                                 "sr-bw"};
-    const char *tests[8];
-    int         ntests = 0, n = 2, iters = 1000, batches = 201, pin = 0;
+    const char        *tests[8];
+    int                ntests = 0, n = 2, iters = 1000, batches = 201, pin = 0;
     const braid_transport_t *tl;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: %s PLUGIN.so [-n RANKS] [-i ITERS] "
-                "[-b BATCHES] [TEST...]\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s PLUGIN.so [-n RANKS] [-i ITERS] "
+                "[-b BATCHES] [TEST...]\n",
+                argv[0]);
         return 2;
     }
     tl = th_load(argv[1]);
@@ -270,9 +273,9 @@ int main(int argc, char **argv)
     double        *res = mmap_shared_doubles((size_t)batches);
     unsigned char *raw = (unsigned char *)mmap_shared_doubles(65536 / 8);
     for (int t = 0; t < ntests; t++) {
-        int     two  = strstr(tests[t], "pingpong") || strstr(tests[t], "bw");
-        int     nr   = two ? 2 : n;
-        bench_t b    = {pin, raw, tests[t], iters, batches, res};
+        int     two = strstr(tests[t], "pingpong") || strstr(tests[t], "bw");
+        int     nr  = two ? 2 : n;
+        bench_t b   = {pin, raw, tests[t], iters, batches, res};
         memset(raw, 0, 65536);
         if (strcmp(tests[t], "sr-bw") == 0) {
             b.iters = iters / 200 + 2;

@@ -77,12 +77,15 @@ static int run_rank(int rank, int n, void *p)
 {
     run_arg_t *ra   = p;
     long       ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    th_rank_t  r    = {.rank = rank, .size = n, .board = ra->board,
+    th_rank_t  r    = {.rank    = rank,
+                       .size    = n,
+                       .board   = ra->board,
                        .oversub = n > (ncpu > 0 ? ncpu : 1),
-                       .svc = tu_svc(), .tl = ra->tl};
+                       .svc     = tu_svc(),
+                       .tl      = ra->tl};
     tu_oob(&r.oob, ra->board, rank);
     th_failures = 0;
-    int f = ra->body(&r, ra->arg) + th_failures;
+    int f       = ra->body(&r, ra->arg) + th_failures;
     if (f != 0)
         tu_board_abort(ra->board); /* peers fail instead of waiting */
     return f;
@@ -96,15 +99,17 @@ int th_run(const braid_transport_t *tl, int n, th_body_fn body, void *arg,
         perror("board");
         exit(1);
     }
-    long *pids   = calloc((size_t)n, sizeof(long));
+    long *pids = calloc((size_t)n, sizeof(long));
     if (pids == NULL)
         exit(1);
     int failed = tu_fork(n, run_rank, &ra, (unsigned)timeout_s, label, pids);
     for (int i = 0; i < n; i++) {
         if (th_count_shm_names(pids[i]) != 0) {
             failed++;
-            fprintf(stderr, "FAIL %s n=%d: rank %d (pid %ld) left segments "
-                    "in /dev/shm\n", label, n, i, pids[i]);
+            fprintf(stderr,
+                    "FAIL %s n=%d: rank %d (pid %ld) left segments "
+                    "in /dev/shm\n",
+                    label, n, i, pids[i]);
         }
     }
     free(pids);
@@ -168,7 +173,7 @@ int th_count_shm_names(long pid)
 braid_status_t th_wait(th_rank_t *r, void *tcomm, braid_treq_t *reqs, int n)
 {
     double   deadline = th_now() + 15.0;
-    unsigned polls    = 0, idle = 0;
+    unsigned polls = 0, idle = 0;
 
     for (;;) {
         int pending = 0;

@@ -27,11 +27,11 @@ typedef int (*th_body_fn)(th_rank_t *r, void *arg);
 
 extern int th_failures; /* this process's failed checks */
 
-#define TH_CHECK(cond, ...)                                                 \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            th_fail(__FILE__, __LINE__, __VA_ARGS__);                       \
-        }                                                                   \
+#define TH_CHECK(cond, ...)                                                   \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            th_fail(__FILE__, __LINE__, __VA_ARGS__);                         \
+        }                                                                     \
     } while (0)
 
 void th_fail(const char *file, int line, const char *fmt, ...)

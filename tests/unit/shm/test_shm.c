@@ -72,7 +72,8 @@ static size_t data_off(int n, int par, int src)
 static size_t flag_off(int n, int par, int src)
 {
     /* Flags on their own lines, after all data slots. */
-    return 2 * (size_t)n * SLOT_BYTES + ((size_t)par * (size_t)n + (size_t)src) * 64;
+    return 2 * (size_t)n * SLOT_BYTES +
+           ((size_t)par * (size_t)n + (size_t)src) * 64;
 }
 
 static void wait_flag(th_rank_t *r, void *tc, const volatile void *p,
@@ -122,22 +123,26 @@ static void test_put_signal(th_rank_t *r, void *tc)
         for (int k = 0; k < n; k++) {
             int peer = (r->rank + k) % n; /* spread the writers */
             fill(src, sizeof(src), r->rank, peer, it);
-            req.active = 1;
+            req.active        = 1;
             braid_status_t st = r->tl->put_signal(
                 tc, &mem, peer, data_off(n, par, r->rank), src, sizeof(src),
                 flag_off(n, par, r->rank), it, &req);
-            TH_CHECK(st == BRAID_OK && req.active == 0, "put_signal to %d", peer);
+            TH_CHECK(st == BRAID_OK && req.active == 0, "put_signal to %d",
+                     peer);
         }
         for (int s = 0; s < n; s++) {
             unsigned char *base = mem.local;
             wait_flag(r, tc, base + flag_off(n, par, s), it, "put_signal");
-            uint64_t f = __atomic_load_n((uint64_t *)(void *)(base +
-                                         flag_off(n, par, s)), __ATOMIC_ACQUIRE);
-            long at = verify(base + data_off(n, par, s), SLOT_BYTES, s,
-                             r->rank, it);
+            uint64_t f = __atomic_load_n(
+                (uint64_t *)(void *)(base + flag_off(n, par, s)),
+                __ATOMIC_ACQUIRE);
+            long at =
+                verify(base + data_off(n, par, s), SLOT_BYTES, s, r->rank, it);
             if ((f != it || at >= 0) && bad++ < 5) {
-                TH_CHECK(0, "rank %d iter %llu from %d: flag %llu, byte %ld "
-                         "wrong", r->rank, (unsigned long long)it, s,
+                TH_CHECK(0,
+                         "rank %d iter %llu from %d: flag %llu, byte %ld "
+                         "wrong",
+                         r->rank, (unsigned long long)it, s,
                          (unsigned long long)f, at);
             }
         }
@@ -146,13 +151,17 @@ static void test_put_signal(th_rank_t *r, void *tc)
     /* Bad arguments are refused, not written. */
     req.active = 1;
     TH_CHECK(r->tl->put_signal(tc, &mem, n, 0, src, 8, 64, 1, &req) ==
-                 BRAID_ERR_INVALID_ARG, "peer out of range refused");
+                 BRAID_ERR_INVALID_ARG,
+             "peer out of range refused");
     TH_CHECK(r->tl->put_signal(tc, &mem, 0, 0, src, 8, 12, 1, &req) ==
-                 BRAID_ERR_INVALID_ARG, "misaligned flag refused");
+                 BRAID_ERR_INVALID_ARG,
+             "misaligned flag refused");
     TH_CHECK(r->tl->put_signal(tc, &mem, 0, len - 4, src, 8, 0, 1, &req) ==
-                 BRAID_ERR_INVALID_ARG, "data past the end refused");
+                 BRAID_ERR_INVALID_ARG,
+             "data past the end refused");
     TH_CHECK(r->tl->put_signal(tc, &mem, 0, 0, src, 8, len, 1, &req) ==
-                 BRAID_ERR_INVALID_ARG, "flag past the end refused");
+                 BRAID_ERR_INVALID_ARG,
+             "flag past the end refused");
     th_barrier(r);
     r->tl->mem_free(tc, &mem);
     TH_CHECK(mem.impl == NULL && mem.local == NULL, "mem_free clears");
@@ -165,9 +174,10 @@ static void test_put_signal(th_rank_t *r, void *tc)
     for (int k = 0; k < n; k++) {
         int peer = (r->rank + k) % n;
         fill(big, chunk, r->rank, peer, 77);
-        TH_CHECK(r->tl->put_signal(tc, &mem, peer, (size_t)r->rank * chunk, big,
-                                   chunk, (size_t)n * chunk +
-                                   (size_t)r->rank * 64, 5, &req) == BRAID_OK,
+        TH_CHECK(r->tl->put_signal(tc, &mem, peer, (size_t)r->rank * chunk,
+                                   big, chunk,
+                                   (size_t)n * chunk + (size_t)r->rank * 64, 5,
+                                   &req) == BRAID_OK,
                  "big put_signal");
     }
     for (int s = 0; s < n; s++) {
@@ -191,15 +201,15 @@ static void test_put_signal(th_rank_t *r, void *tc)
  * request is BRAID_OK at once. */
 static void test_zero_and_inline(th_rank_t *r, void *tc)
 {
-    const int      n = r->size, to = (r->rank + 1) % n,
-                   from = (r->rank + n - 1) % n;
+    const int n = r->size, to = (r->rank + 1) % n,
+              from = (r->rank + n - 1) % n;
     braid_treq_t   reqs[2];
     uint64_t       v = 42, got = 0;
     braid_status_t st;
 
     memset(reqs, 0, sizeof(reqs));
     TH_CHECK(r->tl->irecv(tc, from, BRAID_TAG(1, 9), NULL, 0, &reqs[0]) ==
-                 BRAID_OK &&
+                     BRAID_OK &&
                  r->tl->isend(tc, to, BRAID_TAG(1, 9), NULL, 0, &reqs[1]) ==
                      BRAID_OK,
              "zero-length isend/irecv with NULL buffers");
@@ -240,18 +250,21 @@ static void test_all_pairs(th_rank_t *r, void *tc)
             int from = (r->rank - k + n) % n, to = (r->rank + k) % n;
             memset(rbuf[from], 0xEE, 70002);
             TH_CHECK(r->tl->irecv(tc, from, tag, rbuf[from], len,
-                                  &reqs[2 * k]) == BRAID_OK, "irecv");
+                                  &reqs[2 * k]) == BRAID_OK,
+                     "irecv");
             fill(sbuf[to], len, r->rank, to, (uint64_t)it);
             TH_CHECK(r->tl->isend(tc, to, tag, sbuf[to], len,
-                                  &reqs[2 * k + 1]) == BRAID_OK, "isend");
+                                  &reqs[2 * k + 1]) == BRAID_OK,
+                     "isend");
         }
         braid_status_t st = th_wait(r, tc, reqs, 2 * n);
         TH_CHECK(st == BRAID_OK, "all-pairs round %d (%zu bytes): %s", it, len,
                  th_status_str(st));
         for (int p = 0; p < n; p++) {
             long at = verify(rbuf[p], len, p, r->rank, (uint64_t)it);
-            TH_CHECK(at < 0, "all-pairs round %d from %d (%zu bytes): byte %ld",
-                     it, p, len, at);
+            TH_CHECK(at < 0,
+                     "all-pairs round %d from %d (%zu bytes): byte %ld", it, p,
+                     len, at);
             TH_CHECK(rbuf[p][len] == 0xEE, "all-pairs: wrote past %zu bytes",
                      len);
         }
@@ -266,16 +279,16 @@ static void test_all_pairs(th_rank_t *r, void *tc)
 }
 
 #define NMSG 9
-static const size_t msg_sizes[NMSG] = {8, 0, 100000, 16353, 1, 700000, 64,
-                                        16352, 3};
+static const size_t msg_sizes[NMSG] = {8,      0,  100000, 16353, 1,
+                                       700000, 64, 16352,  3};
 
 /* Messages to the right neighbour with tags 0..NMSG-1; the receiver posts
  * them in reverse order, either before the sender starts (all posted) or
  * after it finished (all unexpected, the large ones wrapping the ring). */
 static void test_reverse_order(th_rank_t *r, void *tc, int posted_first)
 {
-    const int      n = r->size, right = (r->rank + 1) % n,
-                   left = (r->rank - 1 + n) % n;
+    const int n = r->size, right = (r->rank + 1) % n,
+              left = (r->rank - 1 + n) % n;
     braid_treq_t   sreq[NMSG], rreq[NMSG];
     unsigned char *sbuf[NMSG], *rbuf[NMSG];
 
@@ -313,8 +326,8 @@ static void test_reverse_order(th_rank_t *r, void *tc, int posted_first)
     TH_CHECK(th_wait(r, tc, rreq, NMSG) == BRAID_OK, "receives");
     TH_CHECK(th_wait(r, tc, sreq, NMSG) == BRAID_OK, "sends");
     for (int m = 0; m < NMSG; m++) {
-        long at = verify(rbuf[m], msg_sizes[m], left, r->rank,
-                         (uint64_t)m + 100);
+        long at =
+            verify(rbuf[m], msg_sizes[m], left, r->rank, (uint64_t)m + 100);
         TH_CHECK(at < 0 && rbuf[m][msg_sizes[m]] == 0xEE,
                  "reverse order (%s): message %d (%zu bytes) byte %ld wrong",
                  posted_first ? "posted first" : "unexpected", m, msg_sizes[m],
@@ -328,19 +341,21 @@ static void test_reverse_order(th_rank_t *r, void *tc, int posted_first)
 /* Same (peer, tag) several times: delivered in the order sent. */
 static void test_same_tag_fifo(th_rank_t *r, void *tc)
 {
-    const int      n = r->size, right = (r->rank + 1) % n,
-                   left = (r->rank - 1 + n) % n;
-    braid_treq_t   sreq[4], rreq[4];
-    unsigned char  sbuf[4][300], rbuf[4][300];
+    const int n = r->size, right = (r->rank + 1) % n,
+              left = (r->rank - 1 + n) % n;
+    braid_treq_t  sreq[4], rreq[4];
+    unsigned char sbuf[4][300], rbuf[4][300];
 
     for (int m = 0; m < 4; m++) {
         fill(sbuf[m], 300, r->rank, right, (uint64_t)m + 500);
         TH_CHECK(r->tl->isend(tc, right, 42, sbuf[m], 300, &sreq[m]) ==
-                     BRAID_OK, "isend");
+                     BRAID_OK,
+                 "isend");
     }
     th_barrier(r); /* first two arrive unexpected, the rest posted */
     for (int m = 0; m < 4; m++) {
-        TH_CHECK(r->tl->irecv(tc, left, 42, rbuf[m], 300, &rreq[m]) == BRAID_OK,
+        TH_CHECK(r->tl->irecv(tc, left, 42, rbuf[m], 300, &rreq[m]) ==
+                     BRAID_OK,
                  "irecv");
     }
     TH_CHECK(th_wait(r, tc, rreq, 4) == BRAID_OK, "fifo receives");
@@ -355,8 +370,8 @@ static void test_same_tag_fifo(th_rank_t *r, void *tc)
 /* 8 MiB to the right neighbour twice: receive posted first, then late. */
 static void test_big(th_rank_t *r, void *tc)
 {
-    const int      n = r->size, right = (r->rank + 1) % n,
-                   left = (r->rank - 1 + n) % n;
+    const int n = r->size, right = (r->rank + 1) % n,
+              left      = (r->rank - 1 + n) % n;
     unsigned char *sbuf = malloc(BIG), *rbuf = malloc(BIG);
     braid_treq_t   req[2];
 
@@ -365,10 +380,12 @@ static void test_big(th_rank_t *r, void *tc)
         memset(rbuf, 0, BIG);
         if (!late) {
             TH_CHECK(r->tl->irecv(tc, left, BRAID_TAG(2, 0), rbuf, BIG,
-                                  &req[0]) == BRAID_OK, "irecv big");
+                                  &req[0]) == BRAID_OK,
+                     "irecv big");
         }
-        TH_CHECK(r->tl->isend(tc, right, BRAID_TAG(2, 0), sbuf, BIG, &req[1]) ==
-                     BRAID_OK, "isend big");
+        TH_CHECK(r->tl->isend(tc, right, BRAID_TAG(2, 0), sbuf, BIG,
+                              &req[1]) == BRAID_OK,
+                 "isend big");
         if (late) {
             /* Let most of it land in the unexpected queue first. */
             unsigned polls = 0;
@@ -377,7 +394,8 @@ static void test_big(th_rank_t *r, void *tc)
                 th_relax(r, &polls);
             }
             TH_CHECK(r->tl->irecv(tc, left, BRAID_TAG(2, 0), rbuf, BIG,
-                                  &req[0]) == BRAID_OK, "irecv big late");
+                                  &req[0]) == BRAID_OK,
+                     "irecv big late");
         }
         TH_CHECK(th_wait(r, tc, req, 2) == BRAID_OK, "big exchange");
         long at = verify(rbuf, BIG, left, r->rank, 9);
@@ -393,8 +411,8 @@ static void test_big(th_rank_t *r, void *tc)
  * but other check bits, fails that receive only; the stream stays usable. */
 static void test_mismatch(th_rank_t *r, void *tc)
 {
-    const int      n = r->size, right = (r->rank + 1) % n,
-                   left = (r->rank - 1 + n) % n;
+    const int n = r->size, right = (r->rank + 1) % n,
+              left = (r->rank - 1 + n) % n;
     unsigned char  sbuf[64], rbuf[64];
     braid_treq_t   sreq, rreq;
     braid_status_t st;
@@ -409,13 +427,14 @@ static void test_mismatch(th_rank_t *r, void *tc)
              th_status_str(st));
     TH_CHECK(strstr(th_last_error(), "32 bytes") != NULL,
              "mismatch message names the length");
-    TH_CHECK(th_wait(r, tc, &sreq, 1) == BRAID_OK, "mismatched send completes");
+    TH_CHECK(th_wait(r, tc, &sreq, 1) == BRAID_OK,
+             "mismatched send completes");
     TH_CHECK(r->tl->isend(tc, right, 8, sbuf, 64, &sreq) == BRAID_OK, "isend");
     TH_CHECK(r->tl->irecv(tc, left, 8, rbuf, 64, &rreq) == BRAID_OK, "irecv");
     TH_CHECK(th_wait(r, tc, &rreq, 1) == BRAID_OK, "after mismatch");
     TH_CHECK(th_wait(r, tc, &sreq, 1) == BRAID_OK, "after mismatch send");
     TH_CHECK(verify(rbuf, 64, left, r->rank, 1) < 0, "stream intact after a "
-             "mismatch");
+                                                     "mismatch");
 
     /* The same match bits (seq, step) with other check bits (another
      * call's signature, plugin.h): the receive fails, posted before the
@@ -426,12 +445,12 @@ static void test_mismatch(th_rank_t *r, void *tc)
         uint64_t theirs = BRAID_TAG_CHECKED(40 + late, 2, 0x2222);
         unsigned polls  = 0;
         if (!late) {
-            TH_CHECK(r->tl->irecv(tc, left, mine, rbuf, 16, &rreq) ==
-                         BRAID_OK, "irecv");
+            TH_CHECK(r->tl->irecv(tc, left, mine, rbuf, 16, &rreq) == BRAID_OK,
+                     "irecv");
         }
         th_barrier(r);
-        TH_CHECK(r->tl->isend(tc, right, theirs, sbuf, 16, &sreq) ==
-                     BRAID_OK, "isend");
+        TH_CHECK(r->tl->isend(tc, right, theirs, sbuf, 16, &sreq) == BRAID_OK,
+                 "isend");
         th_barrier(r);
         if (late) { /* the message into the unexpected queue */
             for (int i = 0; i < 2000; i++) {
@@ -448,15 +467,16 @@ static void test_mismatch(th_rank_t *r, void *tc)
         TH_CHECK(st == BRAID_ERR_MISMATCH &&
                      strstr(th_last_error(), "another signature") != NULL,
                  "other check bits (%s receive) reported: %s: %s",
-                 late ? "late" : "posted", th_status_str(st),
-                 th_last_error());
+                 late ? "late" : "posted", th_status_str(st), th_last_error());
         TH_CHECK(th_wait(r, tc, &sreq, 1) == BRAID_OK, "isend completes");
     }
     fill(sbuf, 64, r->rank, right, 2);
     TH_CHECK(r->tl->isend(tc, right, BRAID_TAG_CHECKED(42, 2, 0x1111), sbuf,
-                          64, &sreq) == BRAID_OK, "isend");
-    TH_CHECK(r->tl->irecv(tc, left, BRAID_TAG_CHECKED(42, 2, 0x1111), rbuf,
-                          64, &rreq) == BRAID_OK, "irecv");
+                          64, &sreq) == BRAID_OK,
+             "isend");
+    TH_CHECK(r->tl->irecv(tc, left, BRAID_TAG_CHECKED(42, 2, 0x1111), rbuf, 64,
+                          &rreq) == BRAID_OK,
+             "irecv");
     TH_CHECK(th_wait(r, tc, &rreq, 1) == BRAID_OK &&
                  th_wait(r, tc, &sreq, 1) == BRAID_OK &&
                  verify(rbuf, 64, left, r->rank, 2) < 0,
@@ -467,7 +487,8 @@ static void test_mismatch(th_rank_t *r, void *tc)
     TH_CHECK(r->tl->irecv(tc, -1, 1, rbuf, 1, &rreq) == BRAID_ERR_INVALID_ARG,
              "receive from rank -1 refused");
     TH_CHECK(r->tl->isend(tc, right, UINT64_C(1) << 50, sbuf, 1, &sreq) ==
-                 BRAID_ERR_INVALID_ARG, "tag beyond BRAID_TAG_BITS refused");
+                 BRAID_ERR_INVALID_ARG,
+             "tag beyond BRAID_TAG_BITS refused");
     th_barrier(r);
 }
 
@@ -480,8 +501,8 @@ static void test_mismatch(th_rank_t *r, void *tc)
 static void test_cancel(th_rank_t *r, void *tc)
 {
     const braid_transport_t *tl = r->tl;
-    const int      n = r->size, right = (r->rank + 1) % n,
-                   left = (r->rank - 1 + n) % n;
+    const int                n = r->size, right = (r->rank + 1) % n,
+              left      = (r->rank - 1 + n) % n;
     unsigned char *sbuf = malloc(CANCEL_LEN), *rbuf = malloc(CANCEL_LEN);
     unsigned char *gone = malloc(64), small[64], got[64];
     braid_treq_t   sreq, rreq, req[2], idle = {0};
@@ -504,7 +525,8 @@ static void test_cancel(th_rank_t *r, void *tc)
     free(sbuf);
     fill(small, sizeof(small), r->rank, right, 51);
     TH_CHECK(tl->isend(tc, right, 51, small, sizeof(small), &req[0]) ==
-                 BRAID_OK, "isend small");
+                 BRAID_OK,
+             "isend small");
     TH_CHECK(tl->irecv(tc, left, 50, rbuf, CANCEL_LEN, &req[1]) == BRAID_OK,
              "irecv");
     TH_CHECK(th_wait(r, tc, req, 2) == BRAID_OK, "cancelled send arrives: %s",
@@ -528,18 +550,18 @@ static void test_cancel(th_rank_t *r, void *tc)
     tl->cancel(tc, &rreq);
     TH_CHECK(!rreq.active, "cancelled receive inactive");
     free(rbuf);
-    TH_CHECK(th_wait(r, tc, &sreq, 1) == BRAID_OK, "send whose receive was "
-             "cancelled completes: %s", th_last_error());
+    TH_CHECK(th_wait(r, tc, &sreq, 1) == BRAID_OK,
+             "send whose receive was "
+             "cancelled completes: %s",
+             th_last_error());
     free(sbuf);
     fill(small, sizeof(small), r->rank, right, 53);
-    TH_CHECK(tl->isend(tc, right, 53, small, sizeof(small), &req[0]) ==
-                 BRAID_OK &&
-                 tl->irecv(tc, left, 53, got, sizeof(got), &req[1]) ==
-                     BRAID_OK &&
-                 th_wait(r, tc, req, 2) == BRAID_OK &&
-                 verify(got, sizeof(got), left, r->rank, 53) < 0,
-             "the ring carries on after a cancelled receive: %s",
-             th_last_error());
+    TH_CHECK(
+        tl->isend(tc, right, 53, small, sizeof(small), &req[0]) == BRAID_OK &&
+            tl->irecv(tc, left, 53, got, sizeof(got), &req[1]) == BRAID_OK &&
+            th_wait(r, tc, req, 2) == BRAID_OK &&
+            verify(got, sizeof(got), left, r->rank, 53) < 0,
+        "the ring carries on after a cancelled receive: %s", th_last_error());
     th_progress_barrier(r, tc);
 }
 
@@ -548,12 +570,12 @@ static void test_cancel(th_rank_t *r, void *tc)
  * comm_destroy must free all of it (LeakSanitizer checks at exit). */
 static unsigned char *test_abandon(th_rank_t *r, void *tc)
 {
-    const int      n = r->size, right = (r->rank + 1) % n,
-                   left = (r->rank - 1 + n) % n;
-    size_t         len = (size_t)2 << 20;
-    unsigned char *big = calloc(1, len);
+    const int n = r->size, right = (r->rank + 1) % n,
+              left           = (r->rank - 1 + n) % n;
+    size_t               len = (size_t)2 << 20;
+    unsigned char       *big = calloc(1, len);
     static unsigned char small[16]; /* outlives the queued ops */
-    braid_treq_t   req[3];
+    braid_treq_t         req[3];
 
     /* Usually still queued at comm_destroy (a busy peer may have drained
      * it all already). */
@@ -562,7 +584,8 @@ static unsigned char *test_abandon(th_rank_t *r, void *tc)
     TH_CHECK(r->tl->isend(tc, right, 998, small, 16, &req[1]) == BRAID_OK,
              "small send behind it");
     TH_CHECK(r->tl->irecv(tc, left, 997, small, 16, &req[2]) == BRAID_OK &&
-                 req[2].active, "receive never matched");
+                 req[2].active,
+             "receive never matched");
     for (int i = 0; i < 100; i++) {
         r->tl->test(tc, &req[0]);
     }
@@ -579,8 +602,8 @@ static unsigned char *test_abandon(th_rank_t *r, void *tc)
 static void test_get(th_rank_t *r, void *tc)
 {
     const braid_transport_t *tl = r->tl;
-    const int     n   = r->size;
-    const size_t  len = (size_t)3 << 20; /* several page-pinning batches */
+    const int                n  = r->size;
+    const size_t   len  = (size_t)3 << 20; /* several page-pinning batches */
     unsigned char *mine = malloc(len), *got = malloc(len);
     braid_rkey_t   key, *keys = calloc((size_t)n, sizeof(braid_rkey_t));
     void          *handle = (void *)1;
@@ -595,9 +618,10 @@ static void test_get(th_rank_t *r, void *tc)
     TH_CHECK(tl->mem_expose(tc, mine, len, &key, &handle) == BRAID_OK &&
                  key.addr == (uint64_t)(uintptr_t)mine && key.len == len,
              "mem_expose");
-    TH_CHECK(r->oob.allgather(r->oob.ctx, &key, keys, sizeof(key)) ==
-                 BRAID_OK, "key exchange");
-    static const size_t offs[][2] = {{0, 0}, {0, 1}, {4095, 2}, {1, 4097},
+    TH_CHECK(r->oob.allgather(r->oob.ctx, &key, keys, sizeof(key)) == BRAID_OK,
+             "key exchange");
+    static const size_t offs[][2] = {{0, 0},          {0, 1},
+                                     {4095, 2},       {1, 4097},
                                      {12345, 700000}, {0, (size_t)3 << 20}};
     for (int k = 1; k < n; k++) {
         int peer = (r->rank + k) % n;
@@ -605,10 +629,12 @@ static void test_get(th_rank_t *r, void *tc)
             size_t off = offs[i][0], cnt = offs[i][1];
             memset(got, 0, cnt ? cnt : 1);
             req.active = 1;
-            braid_status_t st = tl->get(tc, peer, &keys[peer], off, got, cnt,
-                                        &req);
-            TH_CHECK(st == BRAID_OK && !req.active, "get %zu at %zu from %d: "
-                     "%s", cnt, off, peer, th_last_error());
+            braid_status_t st =
+                tl->get(tc, peer, &keys[peer], off, got, cnt, &req);
+            TH_CHECK(st == BRAID_OK && !req.active,
+                     "get %zu at %zu from %d: "
+                     "%s",
+                     cnt, off, peer, th_last_error());
             /* fill() writes pattern(src, dst, k, i) at byte i. */
             for (size_t b = 0; b < cnt; b++)
                 if (got[b] != pattern(peer, 0, 3, off + b)) {
@@ -619,16 +645,16 @@ static void test_get(th_rank_t *r, void *tc)
         }
         req.active = 1;
         TH_CHECK(tl->get(tc, peer, &keys[peer], len - 4, got, 8, &req) ==
-                     BRAID_ERR_INVALID_ARG &&
+                         BRAID_ERR_INVALID_ARG &&
                      strstr(th_last_error(), "outside") != NULL,
                  "a get past the exposed range is refused: %s",
                  th_last_error());
     }
     if (n > 1)
         TH_CHECK(tl->get(tc, n, &keys[0], 0, got, 8, &req) ==
-                     BRAID_ERR_INVALID_ARG && tl->get(tc, r->rank, &keys[0],
-                                                      0, got, 8, &req) ==
-                     BRAID_ERR_INVALID_ARG,
+                         BRAID_ERR_INVALID_ARG &&
+                     tl->get(tc, r->rank, &keys[0], 0, got, 8, &req) ==
+                         BRAID_ERR_INVALID_ARG,
                  "a get from no peer (or from itself) is refused");
     th_barrier(r); /* nobody reads `mine` any more */
     tl->mem_unexpose(tc, handle);
@@ -643,23 +669,24 @@ static void test_get(th_rank_t *r, void *tc)
  * comm_create, pointing at the position. */
 static int no_get(th_rank_t *r, void *arg)
 {
-    const braid_transport_t *tl = r->tl;
-    const char   *how = arg;
-    int           nodes[16];
-    braid_topo_t  topo = one_host(r, nodes);
-    void         *tc = NULL;
-    double        alpha = 1, beta = 1;
-    char          why[160] = "";
-    braid_rkey_t  key = {.addr = 4096, .len = 8};
-    braid_treq_t  req;
-    unsigned char buf[8];
+    const braid_transport_t *tl  = r->tl;
+    const char              *how = arg;
+    int                      nodes[16];
+    braid_topo_t             topo  = one_host(r, nodes);
+    void                    *tc    = NULL;
+    double                   alpha = 1, beta = 1;
+    char                     why[160] = "";
+    braid_rkey_t             key      = {.addr = 4096, .len = 8};
+    braid_treq_t             req;
+    unsigned char            buf[8];
 
     if (strcmp(how, "off") == 0) {
         setenv("BRAID_SHM_CMA", "off", 1);
     } else if (strcmp(how, "bad") == 0) {
         setenv("BRAID_SHM_CMA", "offf", 1);
         TH_CHECK(tl->comm_create(tl, r->svc, &r->oob, &topo, &tc) ==
-                     BRAID_ERR_PARSE && tc == NULL &&
+                         BRAID_ERR_PARSE &&
+                     tc == NULL &&
                      strstr(th_last_error(), "position 3") != NULL,
                  "a malformed BRAID_SHM_CMA fails comm_create: %s",
                  th_last_error());
@@ -674,7 +701,7 @@ static int no_get(th_rank_t *r, void *arg)
             caps[0].effective &= ~(1u << CAP_SYS_PTRACE);
             caps[0].permitted &= ~(1u << CAP_SYS_PTRACE);
             TH_CHECK(syscall(SYS_capset, &hdr, caps) == 0, "drop "
-                     "CAP_SYS_PTRACE");
+                                                           "CAP_SYS_PTRACE");
         }
     }
     TH_CHECK(tl->comm_create(tl, r->svc, &r->oob, &topo, &tc) == BRAID_OK,
@@ -694,8 +721,8 @@ static int no_get(th_rank_t *r, void *arg)
                      ? strstr(why, "BRAID_SHM_CMA=off") != NULL
                      : strstr(why, "not permitted") != NULL,
                  "and why: %s", why);
-        TH_CHECK(tl->get(tc, (r->rank + 1) % r->size, &key, 0, buf, 8,
-                         &req) == BRAID_ERR_NOT_SUPPORTED,
+        TH_CHECK(tl->get(tc, (r->rank + 1) % r->size, &key, 0, buf, 8, &req) ==
+                     BRAID_ERR_NOT_SUPPORTED,
                  "get refuses");
     }
     th_barrier(r);
@@ -710,19 +737,21 @@ static int no_get(th_rank_t *r, void *arg)
 static int scenario(th_rank_t *r, void *arg)
 {
     const braid_transport_t *tl = r->tl;
-    int          nodes[16], two_hosts[16];
-    char         why[256] = "";
-    void        *tc = NULL;
-    braid_topo_t topo = one_host(r, nodes);
-    int          fds0 = th_count_fds();
-    braid_link_t link = {.struct_size = sizeof(braid_link_t)};
+    int                      nodes[16], two_hosts[16];
+    char                     why[256] = "";
+    void                    *tc       = NULL;
+    braid_topo_t             topo     = one_host(r, nodes);
+    int                      fds0     = th_count_fds();
+    braid_link_t             link     = {.struct_size = sizeof(braid_link_t)};
 
     if (arg != NULL) {
         th_set_sleep_polls((unsigned)atoi(arg));
     }
-    TH_CHECK(tl->probe(tl, r->svc, why, sizeof(why)) == BRAID_OK, "probe: %s", why);
-    TH_CHECK(tl->caps == (BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV |
-                          BRAID_CAP_GET), "caps");
+    TH_CHECK(tl->probe(tl, r->svc, why, sizeof(why)) == BRAID_OK, "probe: %s",
+             why);
+    TH_CHECK(tl->caps ==
+                 (BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV | BRAID_CAP_GET),
+             "caps");
 
     braid_topo_t multi = tu_topo(r->size, two_hosts);
     for (int i = 0; i < r->size; i++) {
@@ -731,9 +760,10 @@ static int scenario(th_rank_t *r, void *arg)
     multi.kind   = BRAID_TOPO_SWITCH;
     multi.nnodes = 2;
     multi.ppn    = (r->size + 1) / 2;
-    tc = (void *)1;
+    tc           = (void *)1;
     TH_CHECK(tl->comm_create(tl, r->svc, &r->oob, &multi, &tc) ==
-                 BRAID_ERR_UNAVAILABLE && tc == NULL,
+                     BRAID_ERR_UNAVAILABLE &&
+                 tc == NULL,
              "comm_create refuses 2 hosts");
     TH_CHECK(strstr(th_last_error(), "2 hosts") != NULL, "refusal says why");
 
@@ -774,8 +804,8 @@ static int scenario(th_rank_t *r, void *arg)
 static int failure_paths(th_rank_t *r, void *arg)
 {
     const braid_transport_t *tl = r->tl;
-    int           nodes[16];
-    braid_topo_t  topo = one_host(r, nodes);
+    int                      nodes[16];
+    braid_topo_t             topo = one_host(r, nodes);
     int           fds0 = th_count_fds(), victim = r->rank == r->size - 1;
     int           maps1 = 0, fds1 = fds0;
     struct rlimit old;
@@ -792,9 +822,9 @@ static int failure_paths(th_rank_t *r, void *arg)
             close(fd);
             setrlimit(RLIMIT_NOFILE, &low);
         }
-        braid_status_t st = step == 0
-                                ? tl->comm_create(tl, r->svc, &r->oob, &topo, &tc)
-                                : tl->mem_alloc(tc, 4096, &mem);
+        braid_status_t st =
+            step == 0 ? tl->comm_create(tl, r->svc, &r->oob, &topo, &tc)
+                      : tl->mem_alloc(tc, 4096, &mem);
         if (victim) {
             setrlimit(RLIMIT_NOFILE, &old);
         }
@@ -805,11 +835,14 @@ static int failure_paths(th_rank_t *r, void *arg)
                  "error names the cause: %s", th_last_error());
         TH_CHECK(th_count_shm_maps() == maps1, "mappings after the failed %s",
                  step ? "mem_alloc" : "comm_create");
-        TH_CHECK(th_count_fds() == fds1, "fds after the failure: %d, "
-                 "expected %d", th_count_fds(), fds1);
+        TH_CHECK(th_count_fds() == fds1,
+                 "fds after the failure: %d, "
+                 "expected %d",
+                 th_count_fds(), fds1);
         TH_CHECK(th_count_shm_names(getpid()) == 0, "names after the failure");
         if (step == 0) {
-            TH_CHECK(tl->comm_create(tl, r->svc, &r->oob, &topo, &tc) == BRAID_OK,
+            TH_CHECK(tl->comm_create(tl, r->svc, &r->oob, &topo, &tc) ==
+                         BRAID_OK,
                      "comm_create after a failed one");
             maps1 = th_count_shm_maps(); /* the fifo segments */
             fds1  = th_count_fds();      /* and a pidfd per peer */
@@ -817,7 +850,7 @@ static int failure_paths(th_rank_t *r, void *arg)
         }
     }
     TH_CHECK(tl->mem_alloc(tc, 4096, &mem) == BRAID_OK, "mem_alloc after a "
-             "failed one");
+                                                        "failed one");
     tl->mem_free(tc, &mem);
     tl->comm_destroy(tc);
     TH_CHECK(th_count_shm_maps() == 0 && th_count_fds() == fds0, "clean end");
@@ -829,16 +862,16 @@ static int failure_paths(th_rank_t *r, void *arg)
 static int dead_peer(th_rank_t *r, void *arg)
 {
     const braid_transport_t *tl = r->tl;
-    int            nodes[16];
-    braid_topo_t   topo = one_host(r, nodes);
-    void          *tc   = NULL;
-    braid_rmem_t   mem;
-    braid_treq_t   req;
-    unsigned char  buf[8];
-    braid_status_t st;
-    double         t0;
-    unsigned       polls = 0;
-    const int      dead = r->size - 1;
+    int                      nodes[16];
+    braid_topo_t             topo = one_host(r, nodes);
+    void                    *tc   = NULL;
+    braid_rmem_t             mem;
+    braid_treq_t             req;
+    unsigned char            buf[8];
+    braid_status_t           st;
+    double                   t0;
+    unsigned                 polls = 0;
+    const int                dead  = r->size - 1;
 
     (void)arg;
     if (tl->comm_create(tl, r->svc, &r->oob, &topo, &tc) != BRAID_OK ||
@@ -860,8 +893,10 @@ static int dead_peer(th_rank_t *r, void *arg)
         st = tl->progress(tc);
         th_relax(r, &polls);
     } while (st == BRAID_OK && th_now() - t0 < 15);
-    TH_CHECK(st == BRAID_ERR_PEER, "progress while polling a flag the dead "
-             "rank never writes: %s", th_status_str(st));
+    TH_CHECK(st == BRAID_ERR_PEER,
+             "progress while polling a flag the dead "
+             "rank never writes: %s",
+             th_status_str(st));
     TH_CHECK(th_now() - t0 < 10, "found within seconds (%.1f s)",
              th_now() - t0);
     tl->mem_free(tc, &mem);
@@ -871,10 +906,10 @@ static int dead_peer(th_rank_t *r, void *arg)
 
 int main(int argc, char **argv)
 {
-    int    counts[16] = {1, 2, 3, 4, 8}, ncounts = 5;
+    int                      counts[16] = {1, 2, 3, 4, 8}, ncounts = 5;
     const braid_transport_t *tl;
-    int    failed = 0;
-    double t0     = th_now();
+    int                      failed = 0;
+    double                   t0     = th_now();
 
     if (argc < 2) {
         fprintf(stderr, "usage: %s libbraid-shm.so [ranks...]\n", argv[0]);
@@ -903,7 +938,8 @@ int main(int argc, char **argv)
     if (argc == 2) {
         int f = th_run(tl, 8, scenario, "2", 60, "scenario, sleep polls 2");
         printf("%s scenario with 8 ranks, futex sleep on (wait() after 2 "
-               "idle polls)\n", f ? "FAIL" : "ok");
+               "idle polls)\n",
+               f ? "FAIL" : "ok");
         failed += f;
     }
     if (argc == 2) {

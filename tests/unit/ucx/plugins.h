@@ -20,9 +20,8 @@ typedef struct th_plugin {
 /* Exits when a plugin does not load (tu_plugin_open); -1 without "ucx". */
 int  th_plugin_load(th_plugin_t *p, const char *path, const char *algo_path);
 void th_plugin_unload(th_plugin_t *p);
-static inline const braid_algo_t *th_find_algo(const th_plugin_t *p,
-                                               braid_coll_t coll,
-                                               const char *name)
+static inline const braid_algo_t *
+th_find_algo(const th_plugin_t *p, braid_coll_t coll, const char *name)
 {
     return tu_algo(p->adesc, coll, name);
 }

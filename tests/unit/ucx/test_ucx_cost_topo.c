@@ -11,7 +11,7 @@
 #include "plugins.h"
 
 #define ALPHA 10.0
-#define BETA  1.5  /* GB/s: B(x) = x / 1500 us */
+#define BETA  1.5 /* GB/s: B(x) = x / 1500 us */
 #define GAMMA 8.0
 
 static const th_plugin_t *plug;
@@ -19,7 +19,7 @@ static const th_plugin_t *plug;
 static double est(braid_coll_t coll, const char *name, int n, int nnodes,
                   int ppn, braid_topo_kind_t topo, double bytes)
 {
-    braid_cost_in_t in = {0};
+    braid_cost_in_t in    = {0};
     in.struct_size        = sizeof(in);
     in.coll               = coll;
     in.bytes              = (size_t)bytes;
@@ -44,14 +44,16 @@ static int near(double a, double b)
 
 int main(int argc, char **argv)
 {
-    th_plugin_t p;
-    const braid_coll_t AR = BRAID_COLL_ALLREDUCE, RS = BRAID_COLL_REDUCE_SCATTER,
-                       AG = BRAID_COLL_ALLGATHER;
+    th_plugin_t        p;
+    const braid_coll_t AR       = BRAID_COLL_ALLREDUCE,
+                       RS       = BRAID_COLL_REDUCE_SCATTER,
+                       AG       = BRAID_COLL_ALLGATHER;
     const braid_topo_kind_t ONE = BRAID_TOPO_SINGLE_HOST,
                             SW = BRAID_TOPO_SWITCH, RING = BRAID_TOPO_RING;
     const double m = 1e6, B = m / (BETA * 1e3), G = m / (GAMMA * 1e3);
     if (argc != 3 || th_plugin_load(&p, argv[1], argv[2]) != 0) {
-        fprintf(stderr, "usage: %s PATH/libbraid-ucx.so PATH/libbraid-p2p.so\n",
+        fprintf(stderr,
+                "usage: %s PATH/libbraid-ucx.so PATH/libbraid-p2p.so\n",
                 argv[0]);
         return 2;
     }
@@ -62,8 +64,7 @@ int main(int argc, char **argv)
      * is two links away, both carrying two streams: B + 2B. */
     CHECK(near(est(AR, "recdbl", 4, 4, 1, SW, m), 2 * (ALPHA + B + G)),
           "recdbl, switch of 4: %f", est(AR, "recdbl", 4, 4, 1, SW, m));
-    CHECK(near(est(AR, "recdbl", 4, 4, 1, RING, m),
-               2 * ALPHA + 3 * B + 2 * G),
+    CHECK(near(est(AR, "recdbl", 4, 4, 1, RING, m), 2 * ALPHA + 3 * B + 2 * G),
           "recdbl, ring of 4: %f", est(AR, "recdbl", 4, 4, 1, RING, m));
     CHECK(near(est(AR, "recdbl", 4, 1, 4, ONE, m), 2 * (ALPHA + B + G)),
           "recdbl, one host: unchanged");
@@ -92,29 +93,31 @@ int main(int argc, char **argv)
               est(RS, "recdbl", 8, 8, 1, SW, m),
           "reduce_scatter recdbl: ring not dearer than switch");
     CHECK(near(est(RS, "recdbl", 8, 1, 8, ONE, m),
-               3 * ALPHA + 7.0 / 8 * 8 * m * (1 / (BETA * 1e3) + 1 /
-                                                  (GAMMA * 1e3))),
+               3 * ALPHA +
+                   7.0 / 8 * 8 * m * (1 / (BETA * 1e3) + 1 / (GAMMA * 1e3))),
           "reduce_scatter recdbl, one host: unchanged");
     /* Allgather: (n-1) B(m) on one host, whatever n; more on a ring. */
     CHECK(near(est(AG, "recdbl", 6, 1, 6, ONE, m), 3 * ALPHA + 5 * B),
           "allgather recdbl (Bruck), one host");
     CHECK(near(est(AG, "recdbl", 8, 8, 1, RING, m),
                3 * ALPHA + (1 + 2 * 2 + 4 * 4) * B),
-          "allgather recdbl, ring of 8: %f", est(AG, "recdbl", 8, 8, 1, RING,
-                                                 m));
+          "allgather recdbl, ring of 8: %f",
+          est(AG, "recdbl", 8, 8, 1, RING, m));
 
     /* Where the model says the choice moves: on 4 hosts of one rank the
      * ring algorithm overtakes recursive doubling at a smaller size on a
      * ring of hosts than behind a switch; and on 4 hosts than on 2. */
     double at = 65536;
-    CHECK(est(AR, "recdbl", 4, 4, 1, SW, at) < est(AR, "ring", 4, 4, 1, SW, at)
-              && est(AR, "ring", 4, 4, 1, RING, at) <
-                     est(AR, "recdbl", 4, 4, 1, RING, at),
+    CHECK(est(AR, "recdbl", 4, 4, 1, SW, at) <
+                  est(AR, "ring", 4, 4, 1, SW, at) &&
+              est(AR, "ring", 4, 4, 1, RING, at) <
+                  est(AR, "recdbl", 4, 4, 1, RING, at),
           "64 KiB on 4 hosts: recdbl behind a switch, ring on a ring");
     at = 131072;
-    CHECK(est(AR, "recdbl", 2, 2, 1, SW, at) < est(AR, "ring", 2, 2, 1, SW, at)
-              && est(AR, "ring", 4, 4, 1, SW, at) <
-                     est(AR, "recdbl", 4, 4, 1, SW, at),
+    CHECK(est(AR, "recdbl", 2, 2, 1, SW, at) <
+                  est(AR, "ring", 2, 2, 1, SW, at) &&
+              est(AR, "ring", 4, 4, 1, SW, at) <
+                  est(AR, "recdbl", 4, 4, 1, SW, at),
           "128 KiB: recdbl on 2 hosts, ring on 4");
 
     th_plugin_unload(&p);

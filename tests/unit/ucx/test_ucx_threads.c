@@ -1,11 +1,11 @@
 /* Unit test of the ucx transport plugin with the p2p algorithms over it: N
  * threads (1..8) act as ranks of one communicator each, over the shared
  * harness's out-of-band board (tests/unit/common), with the core's own
- * services, and run every p2p algorithm over every collective, checking results against a reference
- * computed locally from deterministic per-rank inputs (exact for integers
- * and for the float inputs chosen to sum exactly, within a tolerance
- * otherwise), bitwise equality across ranks, untouched send buffers, and
- * put_signal ordering.
+ * services, and run every p2p algorithm over every collective, checking
+ * results against a reference computed locally from deterministic per-rank
+ * inputs (exact for integers and for the float inputs chosen to sum exactly,
+ * within a tolerance otherwise), bitwise equality across ranks, untouched send
+ * buffers, and put_signal ordering.
  *
  * UCX with several workers in one process (UCX 1.13.1, Debian): the default
  * configuration works.  The plugin asks for UCP_ERR_HANDLING_MODE_PEER, which
@@ -36,11 +36,11 @@
 
 typedef struct tcase {
     const braid_algo_t *algo;
-    braid_dtype_t          dt;
-    braid_op_t             op;
-    size_t                 count;
-    int                    inplace;
-    int                    root;
+    braid_dtype_t       dt;
+    braid_op_t          op;
+    size_t              count;
+    int                 inplace;
+    int                 root;
 } tcase_t;
 
 typedef struct caselist {
@@ -87,8 +87,9 @@ static void fail(world_t *w, int rank, const tcase_t *c, const char *fmt, ...)
         return;
     }
     if (c != NULL) {
-        fprintf(stderr, "FAIL n=%d rank %d: %s %s %s %s count=%zu %s root=%d: ",
-                w->n, rank, coll_names[c->algo->coll], c->algo->name,
+        fprintf(stderr,
+                "FAIL n=%d rank %d: %s %s %s %s count=%zu %s root=%d: ", w->n,
+                rank, coll_names[c->algo->coll], c->algo->name,
                 dt_names[c->dt], op_names[c->op], c->count,
                 c->inplace ? "in-place" : "out-of-place", c->root);
     } else {
@@ -116,13 +117,14 @@ static inline uint64_t input_bits(int q, size_t i, braid_dtype_t dt,
                                   braid_op_t op)
 {
     return ref_mix(((uint64_t)q << 48) ^ (i * 0x100000001b3ull) ^
-               ((uint64_t)dt << 40) ^ ((uint64_t)op << 44));
+                   ((uint64_t)dt << 40) ^ ((uint64_t)op << 44));
 }
 
 static inline double float_input(uint64_t h, braid_op_t op)
 {
     static const double pw[6] = {-2, -1, -0.5, 0.5, 1, 2};
-    return op == BRAID_PROD ? pw[h % 6] : ((double)(h % 20001) - 10000.0) / 7.0;
+    return op == BRAID_PROD ? pw[h % 6]
+                            : ((double)(h % 20001) - 10000.0) / 7.0;
 }
 
 /* Elements first .. first+len-1 of rank q's input (one loop per dtype: the
@@ -132,32 +134,27 @@ static void gen(void *buf, int q, size_t first, size_t len, braid_dtype_t dt,
 {
     static const double sm[4] = {-2, -1, 1, 2};
 
-#define GEN_LOOP(expr)                                      \
-    for (size_t i = 0; i < len; i++) {                      \
-        uint64_t h = input_bits(q, first + i, dt, op);      \
-        expr;                                               \
+#define GEN_LOOP(expr)                                                        \
+    for (size_t i = 0; i < len; i++) {                                        \
+        uint64_t h = input_bits(q, first + i, dt, op);                        \
+        expr;                                                                 \
     }
     switch (dt) {
     case BRAID_F32:
         GEN_LOOP(((float *)buf)[i] = (float)float_input(h, op));
         break;
-    case BRAID_F64:
-        GEN_LOOP(((double *)buf)[i] = float_input(h, op));
-        break;
+    case BRAID_F64: GEN_LOOP(((double *)buf)[i] = float_input(h, op)); break;
     case BRAID_F16:
     case BRAID_BF16:
         GEN_LOOP(ref_store_f(dt, buf, i,
-                        op == BRAID_PROD ? sm[h % 4] : (double)(h % 17) - 8.0));
+                             op == BRAID_PROD ? sm[h % 4]
+                                              : (double)(h % 17) - 8.0));
         break;
     case BRAID_I32:
         GEN_LOOP(((int32_t *)buf)[i] = (int32_t)(uint32_t)h);
         break;
-    case BRAID_I64:
-        GEN_LOOP(((int64_t *)buf)[i] = (int64_t)h);
-        break;
-    default:
-        GEN_LOOP(((uint8_t *)buf)[i] = (uint8_t)h);
-        break;
+    case BRAID_I64: GEN_LOOP(((int64_t *)buf)[i] = (int64_t)h); break;
+    default: GEN_LOOP(((uint8_t *)buf)[i] = (uint8_t)h); break;
     }
 #undef GEN_LOOP
 }
@@ -167,7 +164,7 @@ static void gen(void *buf, int q, size_t first, size_t len, braid_dtype_t dt,
 typedef struct job {
     tcase_t      c;
     size_t       dts, in_el, out_el;
-    char        *block;  /* in place: the one buffer */
+    char        *block; /* in place: the one buffer */
     char        *sbuf, *rbuf, *scopy;
     braid_task_t task;
 } job_t;
@@ -183,9 +180,9 @@ static void *xmalloc(size_t bytes)
     return p;
 }
 
-static void job_prepare(job_t *j, const tcase_t *c, int n, int r,
-                        uint64_t seq, braid_tl_t *tl, void **state,
-                        braid_res_t *res, const braid_topo_t *topo)
+static void job_prepare(job_t *j, const tcase_t *c, int n, int r, uint64_t seq,
+                        braid_tl_t *tl, void **state, braid_res_t *res,
+                        const braid_topo_t *topo)
 {
     const braid_coll_t coll = c->algo->coll;
 
@@ -194,9 +191,7 @@ static void job_prepare(job_t *j, const tcase_t *c, int n, int r,
     j->dts = ref_size(c->dt);
     switch (coll) {
     case BRAID_COLL_ALLREDUCE:
-    case BRAID_COLL_BROADCAST:
-        j->in_el = j->out_el = c->count;
-        break;
+    case BRAID_COLL_BROADCAST: j->in_el = j->out_el = c->count; break;
     case BRAID_COLL_REDUCE_SCATTER:
         j->in_el  = (size_t)n * c->count;
         j->out_el = c->count;
@@ -205,8 +200,7 @@ static void job_prepare(job_t *j, const tcase_t *c, int n, int r,
         j->in_el  = c->count;
         j->out_el = (size_t)n * c->count;
         break;
-    default:
-        break;
+    default: break;
     }
     if (c->inplace) {
         size_t own = (size_t)r * c->count * j->dts;
@@ -217,8 +211,7 @@ static void job_prepare(job_t *j, const tcase_t *c, int n, int r,
         } else {
             j->block = xmalloc(j->out_el * j->dts);
             j->rbuf  = j->block;
-            j->sbuf  = coll == BRAID_COLL_ALLGATHER ? j->block + own
-                                                    : j->block;
+            j->sbuf = coll == BRAID_COLL_ALLGATHER ? j->block + own : j->block;
         }
         if (coll == BRAID_COLL_ALLGATHER) {
             memset(j->block, 0xa5, j->out_el * j->dts);
@@ -235,23 +228,23 @@ static void job_prepare(job_t *j, const tcase_t *c, int n, int r,
     }
 
     j->task.struct_size = sizeof(j->task);
-    j->task.algo       = c->algo;
-    j->task.coll       = coll;
-    j->task.sendbuf    = j->sbuf;
-    j->task.recvbuf    = j->rbuf;
-    j->task.count      = c->count;
-    j->task.dtype      = c->dt;
-    j->task.op         = c->op;
-    j->task.root       = c->root;
-    j->task.dtsize     = j->dts;
-    j->task.rank       = r;
-    j->task.size       = n;
-    j->task.seq        = seq;
-    j->task.topo       = topo;
-    j->task.tl         = tl;
-    j->task.svc        = tu_svc();
-    j->task.comm_state = state;
-    j->task.res        = res;
+    j->task.algo        = c->algo;
+    j->task.coll        = coll;
+    j->task.sendbuf     = j->sbuf;
+    j->task.recvbuf     = j->rbuf;
+    j->task.count       = c->count;
+    j->task.dtype       = c->dt;
+    j->task.op          = c->op;
+    j->task.root        = c->root;
+    j->task.dtsize      = j->dts;
+    j->task.rank        = r;
+    j->task.size        = n;
+    j->task.seq         = seq;
+    j->task.topo        = topo;
+    j->task.tl          = tl;
+    j->task.svc         = tu_svc();
+    j->task.comm_state  = state;
+    j->task.res         = res;
 }
 
 static void job_free(job_t *j)
@@ -267,14 +260,13 @@ static void job_free(job_t *j)
 
 static void check_reduction(world_t *w, int r, const job_t *j)
 {
-    const tcase_t *c     = &j->c;
-    const int      n     = w->n;
-    size_t         first = c->algo->coll == BRAID_COLL_REDUCE_SCATTER
-                               ? (size_t)r * c->count
-                               : 0;
-    size_t         len   = c->count;
-    char          *ref   = xmalloc(len * j->dts);
-    char          *tmp   = xmalloc(len * j->dts);
+    const tcase_t *c = &j->c;
+    const int      n = w->n;
+    size_t         first =
+        c->algo->coll == BRAID_COLL_REDUCE_SCATTER ? (size_t)r * c->count : 0;
+    size_t len = c->count;
+    char  *ref = xmalloc(len * j->dts);
+    char  *tmp = xmalloc(len * j->dts);
 
     if (tolerant(c->dt, c->op)) {
         double  tol  = c->dt == BRAID_F32 ? 1e-5 : 1e-13;
@@ -282,8 +274,8 @@ static void check_reduction(world_t *w, int r, const job_t *j)
         double *sabs = calloc(len ? len : 1, sizeof(double));
         for (int q = 0; q < n; q++) {
             for (size_t i = 0; i < len; i++) {
-                double v = float_input(input_bits(q, first + i, c->dt, c->op),
-                                       c->op);
+                double v =
+                    float_input(input_bits(q, first + i, c->dt, c->op), c->op);
                 if (c->dt == BRAID_F32) {
                     v = (float)v; /* what the rank actually sent */
                 }
@@ -362,17 +354,14 @@ static void job_check(world_t *w, int r, const job_t *j, braid_status_t st)
             check_reduction(w, r, j);
         }
         break;
-    case BRAID_COLL_REDUCE_SCATTER:
-        check_reduction(w, r, j);
-        break;
+    case BRAID_COLL_REDUCE_SCATTER: check_reduction(w, r, j); break;
     case BRAID_COLL_ALLGATHER:
     case BRAID_COLL_BROADCAST:
         if (r == 0) {
             check_copy(w, r, j);
         }
         break;
-    default:
-        break;
+    default: break;
     }
     if (j->scopy != NULL &&
         memcmp(j->scopy, j->sbuf, j->in_el * j->dts) != 0) {
@@ -421,7 +410,7 @@ static void run_cases(world_t *w, int r, braid_tl_t *tl, void **state,
         job_prepare(&j, c, w->n, r, (*seq)++, tl, &state[ai], res[ai],
                     &w->topo);
         double t0 = tu_now();
-        st = tu_drive(c->algo, &j.task, 2 * TH_TIMEOUT_S);
+        st        = tu_drive(c->algo, &j.task, 2 * TH_TIMEOUT_S);
         if (r == 0 && getenv("UCX_TEST_TIMES") != NULL) {
             printf("  %s %s count=%zu %s: %.3f s\n", coll_names[c->algo->coll],
                    c->algo->name, c->count, c->inplace ? "in" : "out",
@@ -437,8 +426,8 @@ static void run_cases(world_t *w, int r, braid_tl_t *tl, void **state,
  * share the algorithm's comm_state (the second must not take the first's
  * scratch) and must not mix up their messages. */
 static void run_overlap(world_t *w, int r, braid_tl_t *tl, void **state,
-                        braid_res_t **res,
-                        uint64_t *seq, const braid_algo_t *algo)
+                        braid_res_t **res, uint64_t *seq,
+                        const braid_algo_t *algo)
 {
     tcase_t        ca = {algo, BRAID_I32, BRAID_SUM, 1007, 0, 0};
     tcase_t        cb = {algo, BRAID_F32, BRAID_SUM, 300001, 1, 0};
@@ -448,10 +437,8 @@ static void run_overlap(world_t *w, int r, braid_tl_t *tl, void **state,
     double         deadline = tu_now() + 2 * TH_TIMEOUT_S;
     int            ai       = algo_index(w->plug, algo);
 
-    job_prepare(&a, &ca, w->n, r, (*seq)++, tl, &state[ai], res[ai],
-                &w->topo);
-    job_prepare(&b, &cb, w->n, r, (*seq)++, tl, &state[ai], res[ai],
-                &w->topo);
+    job_prepare(&a, &ca, w->n, r, (*seq)++, tl, &state[ai], res[ai], &w->topo);
+    job_prepare(&b, &cb, w->n, r, (*seq)++, tl, &state[ai], res[ai], &w->topo);
     braid_wait_t wait;
     sa     = algo->start(&a.task, &wait);
     sb     = algo->start(&b.task, &wait);
@@ -491,14 +478,14 @@ static void run_overlap(world_t *w, int r, braid_tl_t *tl, void **state,
  * once the flag is. */
 static void run_put_signal(world_t *w, int r, braid_tl_t *tl)
 {
-    const int    n         = w->n;
-    const size_t blk       = 70001;
-    const size_t flag_base = (n * blk + 7) / 8 * 8;
-    braid_rmem_t mem;
-    braid_treq_t reqs[MAX_RANKS];
-    char        *src = xmalloc(blk * (size_t)n);
-    int          seen[MAX_RANKS] = {0}, nseen = 0, ndone = 0;
-    double       deadline = tu_now() + 2 * TH_TIMEOUT_S;
+    const int      n         = w->n;
+    const size_t   blk       = 70001;
+    const size_t   flag_base = (n * blk + 7) / 8 * 8;
+    braid_rmem_t   mem;
+    braid_treq_t   reqs[MAX_RANKS];
+    char          *src             = xmalloc(blk * (size_t)n);
+    int            seen[MAX_RANKS] = {0}, nseen = 0, ndone = 0;
+    double         deadline = tu_now() + 2 * TH_TIMEOUT_S;
     braid_status_t st;
 
     memset(reqs, 0, sizeof(reqs));
@@ -554,8 +541,10 @@ static void run_put_signal(world_t *w, int r, braid_tl_t *tl)
             }
             for (size_t i = 0; i < blk; i++) {
                 if (d[i] != (char)(q * 31 + r * 7 + i * 13)) {
-                    fail(w, r, NULL, "put from %d: byte %zu wrong once the "
-                         "flag was seen", q, i);
+                    fail(w, r, NULL,
+                         "put from %d: byte %zu wrong once the "
+                         "flag was seen",
+                         q, i);
                     break;
                 }
             }
@@ -618,10 +607,10 @@ static void run_check_bits(world_t *w, int r, braid_tl_t *tl)
     braid_status_t st[2];
 
     for (int pass = 0; pass < 2; pass++) {
-        uint64_t mine   = BRAID_TAG_CHECKED(seq, 3 + pass, 0x1111);
-        uint64_t theirs = BRAID_TAG_CHECKED(seq, 3 + pass,
-                                            pass == 0 ? 0x2222 : 0x1111);
-        double   t0     = tu_now();
+        uint64_t mine = BRAID_TAG_CHECKED(seq, 3 + pass, 0x1111);
+        uint64_t theirs =
+            BRAID_TAG_CHECKED(seq, 3 + pass, pass == 0 ? 0x2222 : 0x1111);
+        double t0 = tu_now();
         memset(sbuf, 'a' + r, sizeof(sbuf));
         memset(rbuf, 0, sizeof(rbuf));
         st[0] = tl->ops->irecv(tl->tcomm, left, mine, rbuf, sizeof(rbuf),
@@ -638,9 +627,9 @@ static void run_check_bits(world_t *w, int r, braid_tl_t *tl)
                 sched_yield();
             }
         }
-        if (pass == 0 && (st[0] != BRAID_ERR_MISMATCH ||
-                          strstr(tu_last_error(), "another signature") ==
-                              NULL)) {
+        if (pass == 0 &&
+            (st[0] != BRAID_ERR_MISMATCH ||
+             strstr(tu_last_error(), "another signature") == NULL)) {
             fail(w, r, NULL, "check bits: other check bits gave %d: %s",
                  (int)st[0], tu_last_error());
         }
@@ -675,8 +664,8 @@ static void run_cancel(world_t *w, int r, braid_tl_t *tl)
         memset(&mem, 0, sizeof(mem));
     }
     pthread_barrier_wait(&w->bar);
-    if (tl->ops->irecv(tl->tcomm, left, BRAID_TAG(seq, 1), rbuf, 64,
-                       &rreq) != BRAID_OK ||
+    if (tl->ops->irecv(tl->tcomm, left, BRAID_TAG(seq, 1), rbuf, 64, &rreq) !=
+            BRAID_OK ||
         tl->ops->isend(tl->tcomm, right, BRAID_TAG(seq, 2), sbuf, big,
                        &sreq) != BRAID_OK ||
         (mem.impl != NULL &&
@@ -707,16 +696,18 @@ static void run_cancel(world_t *w, int r, braid_tl_t *tl)
      * request now can never complete, and is withdrawn all the same. */
     pthread_barrier_wait(&w->bar);
     rbuf = xmalloc(big);
-    if (tl->ops->irecv(tl->tcomm, left, BRAID_TAG(seq, 2), rbuf, big,
-                       &rreq) == BRAID_OK) {
+    if (tl->ops->irecv(tl->tcomm, left, BRAID_TAG(seq, 2), rbuf, big, &rreq) ==
+        BRAID_OK) {
         for (int i = 0; i < 100; i++) {
             (void)tl->ops->progress(tl->tcomm);
         }
         t0 = tu_now();
         tl->ops->cancel(tl->tcomm, &rreq);
         if (rreq.active || tu_now() - t0 > 5.0) {
-            fail(w, r, NULL, "cancel of a matched receive: active %d after "
-                 "%.1f s", rreq.active, tu_now() - t0);
+            fail(w, r, NULL,
+                 "cancel of a matched receive: active %d after "
+                 "%.1f s",
+                 rreq.active, tu_now() - t0);
         }
     }
     free(rbuf);
@@ -731,15 +722,15 @@ static void run_cancel(world_t *w, int r, braid_tl_t *tl)
 
 static void *rank_main(void *arg)
 {
-    rank_arg_t  *ra   = arg;
-    world_t     *w    = ra->w;
-    const int    r    = ra->rank;
-    braid_oob_t  oob;
-    braid_tl_t   tl    = {.struct_size = sizeof(braid_tl_t),
-                          .link = {.struct_size = sizeof(braid_link_t)}};
-    void        *state[32] = {0};
-    braid_res_t *res[32]   = {0}; /* the core's, per algorithm */
-    uint64_t     seq   = 1;
+    rank_arg_t    *ra = arg;
+    world_t       *w  = ra->w;
+    const int      r  = ra->rank;
+    braid_oob_t    oob;
+    braid_tl_t     tl        = {.struct_size = sizeof(braid_tl_t),
+                                .link        = {.struct_size = sizeof(braid_link_t)}};
+    void          *state[32] = {0};
+    braid_res_t   *res[32]   = {0}; /* the core's, per algorithm */
+    uint64_t       seq       = 1;
     braid_status_t st;
 
     tu_oob(&oob, w->board, r);
@@ -756,10 +747,10 @@ static void *rank_main(void *arg)
             abort();
     run_cases(w, r, &tl, state, res, &seq);
     if (w->n > 1) {
-        run_overlap(w, r, &tl, state, res, &seq, th_find_algo(w->plug,
-                    BRAID_COLL_ALLREDUCE, "ring"));
-        run_overlap(w, r, &tl, state, res, &seq, th_find_algo(w->plug,
-                    BRAID_COLL_ALLREDUCE, "recdbl"));
+        run_overlap(w, r, &tl, state, res, &seq,
+                    th_find_algo(w->plug, BRAID_COLL_ALLREDUCE, "ring"));
+        run_overlap(w, r, &tl, state, res, &seq,
+                    th_find_algo(w->plug, BRAID_COLL_ALLREDUCE, "recdbl"));
     }
     run_put_signal(w, r, &tl);
     run_zero(w, r, &tl);
@@ -801,15 +792,15 @@ static void add(caselist_t *l, const braid_algo_t *a, braid_dtype_t dt,
 
 static void build_cases(caselist_t *l, const th_plugin_t *p, int n)
 {
-    static const braid_dtype_t dts[] = {BRAID_F32, BRAID_I32, BRAID_F16,
-                                        BRAID_U8};
-    static const braid_op_t    ops[] = {BRAID_SUM, BRAID_MAX, BRAID_AVG};
+    static const braid_dtype_t dts[]    = {BRAID_F32, BRAID_I32, BRAID_F16,
+                                           BRAID_U8};
+    static const braid_op_t    ops[]    = {BRAID_SUM, BRAID_MAX, BRAID_AVG};
     static const size_t        counts[] = {0, 1, 7};
 
     for (int ai = 0; ai < p->adesc->n_algos; ai++) {
         const braid_algo_t *a   = p->adesc->algos[ai];
-        int                    red = a->coll == BRAID_COLL_ALLREDUCE ||
-                                     a->coll == BRAID_COLL_REDUCE_SCATTER;
+        int                 red = a->coll == BRAID_COLL_ALLREDUCE ||
+                  a->coll == BRAID_COLL_REDUCE_SCATTER;
 
         if (a->coll == BRAID_COLL_BARRIER) {
             for (int k = 0; k < 3; k++) {
@@ -893,12 +884,11 @@ static void run_world(world_t *w, const th_plugin_t *p, int n, int nnodes,
     for (int r = 0; r < n; r++) {
         w->node_of_rank[r] = r * nnodes / n;
     }
-    w->topo.struct_size  = sizeof(w->topo);
-    w->topo.size         = n;
-    w->topo.kind         = nnodes == 1 ? BRAID_TOPO_SINGLE_HOST
-                                       : BRAID_TOPO_SWITCH;
-    w->topo.nnodes       = nnodes;
-    w->topo.ppn          = (n + nnodes - 1) / nnodes;
+    w->topo.struct_size = sizeof(w->topo);
+    w->topo.size        = n;
+    w->topo.kind   = nnodes == 1 ? BRAID_TOPO_SINGLE_HOST : BRAID_TOPO_SWITCH;
+    w->topo.nnodes = nnodes;
+    w->topo.ppn    = (n + nnodes - 1) / nnodes;
     w->topo.node_of_rank = w->node_of_rank;
     for (int r = 0; r < n; r++) {
         args[r] = (rank_arg_t){w, r};
@@ -913,16 +903,16 @@ static void run_world(world_t *w, const th_plugin_t *p, int n, int nnodes,
 
 /* -------------------------------------------------------- link & env */
 
-static braid_link_t seen_link[MAX_RANKS];
+static braid_link_t   seen_link[MAX_RANKS];
 static braid_status_t seen_status[MAX_RANKS];
 static char           seen_error[MAX_RANKS][256];
 
 static void *link_main(void *arg)
 {
-    rank_arg_t  *ra = arg;
-    world_t     *w  = ra->w;
-    braid_oob_t  oob;
-    void        *tcomm = NULL;
+    rank_arg_t *ra = arg;
+    world_t    *w  = ra->w;
+    braid_oob_t oob;
+    void       *tcomm = NULL;
 
     tu_oob(&oob, w->board, ra->rank);
     seen_status[ra->rank] = w->plug->tl->comm_create(w->plug->tl, tu_svc(),
@@ -949,8 +939,10 @@ static int check_links(const th_plugin_t *p)
             seen_link[r].beta_gbps != 1.0 ||
             seen_link[r].put_alpha_us != 15.0 ||
             seen_link[r].put_beta_gbps != 0.5) {
-            fprintf(stderr, "FAIL link one host: rank %d st %d %g us %g GB/s "
-                    "(%s)\n", r, seen_status[r], seen_link[r].alpha_us,
+            fprintf(stderr,
+                    "FAIL link one host: rank %d st %d %g us %g GB/s "
+                    "(%s)\n",
+                    r, seen_status[r], seen_link[r].alpha_us,
                     seen_link[r].beta_gbps, seen_error[r]);
             bad++;
         }
@@ -959,8 +951,8 @@ static int check_links(const th_plugin_t *p)
     for (int r = 0; r < 2; r++) {
         if (seen_status[r] != BRAID_OK || seen_link[r].alpha_us != 10.0 ||
             seen_link[r].beta_gbps != 1.5) {
-            fprintf(stderr, "FAIL link two hosts: rank %d: %g us %g GB/s\n",
-                    r, seen_link[r].alpha_us, seen_link[r].beta_gbps);
+            fprintf(stderr, "FAIL link two hosts: rank %d: %g us %g GB/s\n", r,
+                    seen_link[r].alpha_us, seen_link[r].beta_gbps);
             bad++;
         }
     }
@@ -970,8 +962,8 @@ static int check_links(const th_plugin_t *p)
         if (seen_status[r] != BRAID_OK || seen_link[r].beta_gbps != 12.5 ||
             seen_link[r].alpha_us != 5.0 ||
             seen_link[r].put_beta_gbps != 6.25) {
-            fprintf(stderr, "FAIL BRAID_UCX_GBPS=12.5: rank %d: %g GB/s\n",
-                    r, seen_link[r].beta_gbps);
+            fprintf(stderr, "FAIL BRAID_UCX_GBPS=12.5: rank %d: %g GB/s\n", r,
+                    seen_link[r].beta_gbps);
             bad++;
         }
     }
@@ -982,8 +974,10 @@ static int check_links(const th_plugin_t *p)
     for (int r = 0; r < 2; r++) {
         if (seen_status[r] != BRAID_ERR_PARSE ||
             strstr(seen_error[r], "position 4") == NULL) {
-            fprintf(stderr, "FAIL BRAID_UCX_ALPHA_US=1.5us: rank %d: st %d "
-                    "'%s'\n", r, seen_status[r], seen_error[r]);
+            fprintf(stderr,
+                    "FAIL BRAID_UCX_ALPHA_US=1.5us: rank %d: st %d "
+                    "'%s'\n",
+                    r, seen_status[r], seen_error[r]);
             bad++;
         }
     }
@@ -1006,7 +1000,7 @@ static void *loss_main(void *arg)
     rank_arg_t  *ra = arg;
     world_t     *w  = ra->w;
     braid_oob_t  oob;
-    braid_tl_t   tl = {.struct_size = sizeof(braid_tl_t)};
+    braid_tl_t   tl  = {.struct_size = sizeof(braid_tl_t)};
     braid_treq_t req = {0};
     char         buf[64];
     double       t0;
@@ -1070,11 +1064,15 @@ static double est(const th_plugin_t *p, braid_coll_t coll, const char *name,
                   int n, size_t bytes)
 {
     const braid_algo_t *a  = th_find_algo(p, coll, name);
-    braid_cost_in_t     in = {
-        .struct_size = sizeof(in), .coll = coll, .bytes = bytes, .nranks = n,
-        .nnodes = 1, .ppn = n, .topo = BRAID_TOPO_SINGLE_HOST,
-        .link = {sizeof(braid_link_t), 0.6, 6.0, 1.8, 3.0},
-        .reduce_gbps = 10.0};
+    braid_cost_in_t     in = {.struct_size = sizeof(in),
+                              .coll        = coll,
+                              .bytes       = bytes,
+                              .nranks      = n,
+                              .nnodes      = 1,
+                              .ppn         = n,
+                              .topo        = BRAID_TOPO_SINGLE_HOST,
+                              .link = {sizeof(braid_link_t), 0.6, 6.0, 1.8, 3.0},
+                              .reduce_gbps = 10.0};
     double              t  = a->estimate(a, &in);
 
     if (a->estimate(a, &in) != t) {
@@ -1087,12 +1085,12 @@ static int check_costs(const th_plugin_t *p)
 {
     int bad = 0;
 
-#define EXPECT(cond)                                              \
-    do {                                                          \
-        if (!(cond)) {                                            \
-            fprintf(stderr, "FAIL cost model: %s\n", #cond);      \
-            bad++;                                                \
-        }                                                         \
+#define EXPECT(cond)                                                          \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "FAIL cost model: %s\n", #cond);                  \
+            bad++;                                                            \
+        }                                                                     \
     } while (0)
     EXPECT(est(p, BRAID_COLL_ALLREDUCE, "recdbl", 8, 64) <
            est(p, BRAID_COLL_ALLREDUCE, "ring", 8, 64));
@@ -1110,18 +1108,22 @@ static int check_costs(const th_plugin_t *p)
            est(p, BRAID_COLL_ALLGATHER, "ring", 8, 8));
     /* 2(n-1) alpha + 2(n-1)/n m/beta + (n-1)/n m/gamma, n=4, m=1e6 B. */
     {
-        double t = est(p, BRAID_COLL_ALLREDUCE, "ring", 4, 1000000);
+        double t    = est(p, BRAID_COLL_ALLREDUCE, "ring", 4, 1000000);
         double want = 6 * 0.6 + 1.5 * 1e6 / 6e3 + 0.75 * 1e6 / 10e3;
         EXPECT(t > want - 1e-9 && t < want + 1e-9);
     }
     for (int i = 0; i < p->adesc->n_algos; i++) {
-        const braid_algo_t *a = p->adesc->algos[i];
-        braid_cost_in_t in = {
-            .struct_size = sizeof(in), .coll = a->coll, .bytes = 1024,
-            .nranks = 4, .nnodes = 1, .ppn = 4,
-            .topo = BRAID_TOPO_SINGLE_HOST,
-            .link = {sizeof(braid_link_t), 0.6, 0.0, 1.8, 0.0},
-            .reduce_gbps = 10.0};
+        const braid_algo_t *a  = p->adesc->algos[i];
+        braid_cost_in_t     in = {
+                .struct_size = sizeof(in),
+                .coll        = a->coll,
+                .bytes       = 1024,
+                .nranks      = 4,
+                .nnodes      = 1,
+                .ppn         = 4,
+                .topo        = BRAID_TOPO_SINGLE_HOST,
+                .link        = {sizeof(braid_link_t), 0.6, 0.0, 1.8, 0.0},
+                .reduce_gbps = 10.0};
         EXPECT(a->estimate(a, &in) < 0); /* no bandwidth */
         EXPECT(est(p, p->adesc->algos[i]->coll, p->adesc->algos[i]->name, 5,
                    4096) > 0);
@@ -1141,8 +1143,10 @@ int main(int argc, char **argv)
     double      t0 = tu_now();
 
     if (argc != 3) {
-        fprintf(stderr, "usage: %s PATH/libbraid-ucx.so PATH/libbraid-p2p.so"
-                "\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s PATH/libbraid-ucx.so PATH/libbraid-p2p.so"
+                "\n",
+                argv[0]);
         return 2;
     }
     setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 0);
@@ -1169,9 +1173,8 @@ int main(int argc, char **argv)
         build_cases(&cases, &plug, n);
         filter_cases(&cases);
         run_world(&w, &plug, n, 1, &cases, rank_main);
-        printf("n=%d: %d cases, %d checks, %d failures, %.2f s\n", n,
-               cases.n, atomic_load(&w.checks), atomic_load(&w.failures),
-               tu_now() - t);
+        printf("n=%d: %d cases, %d checks, %d failures, %.2f s\n", n, cases.n,
+               atomic_load(&w.checks), atomic_load(&w.failures), tu_now() - t);
         fflush(stdout);
         failures += atomic_load(&w.failures);
         total += atomic_load(&w.checks);
