@@ -651,6 +651,9 @@ static void *rank_main(void *arg)
     double t2 = cpu_now();
     phase_stress(r, g.quick ? 50 : 200);
     phase_mismatch(r);
+    /* Every rank has finished (cancelled its puts) before any frees the
+     * areas those puts were still landing in. */
+    mock_world_barrier(r->w->mw);
     if (g.verbose && r->rank == 0)
         printf("n=%d: process cpu time: matrix %.2f s, large %.2f s, stress "
                "%.2f s\n",
