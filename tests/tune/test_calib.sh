@@ -58,7 +58,7 @@ grep -q "^world why: link figures: measured at creation .*(the cache file could 
   fail "a damaged cache was not measured again: $(cat "$tmp/d")"
 grep -q '^reduce_gbps [0-9]' "$world_file" || fail "the damaged file was not rewritten"
 
-# 5. Off: the transports' declared figures (shm declares 0.4 us, 2 GB/s).
+# 5. Off: the transports' declared figures (what the shm plugin's link() declares).
 BRAID_CALIBRATE=0 run 2 "$tmp/e" || fail "BRAID_CALIBRATE=0: $(cat "$tmp/e.err")"
 grep -q "^world why: link figures: declared by the transports (BRAID_CALIBRATE=0)" "$tmp/e" ||
   fail "BRAID_CALIBRATE=0: $(cat "$tmp/e")"

@@ -96,13 +96,6 @@ static size_t credit_off(const pipe_comm_t *pc, int kind, int s)
            ((size_t)kind * (size_t)pc->n + (size_t)s) * BRAID_BW_LINE;
 }
 
-static uint64_t flag_at(const pipe_comm_t *pc, size_t off)
-{
-    return __atomic_load_n(
-        (const uint64_t *)(const void *)((const char *)pc->mem.local + off),
-        __ATOMIC_ACQUIRE);
-}
-
 /* ------------------------------------------------------------- state */
 
 static void pipe_comm_free(void *state, braid_tl_t *tl)
@@ -254,7 +247,7 @@ static int put_chunk(braid_task_t *task, pipe_t *s, int kind, int j,
     braid_treq_t *req = &pc->dreq[kind][(size_t)j * DEPTH + pos % DEPTH];
 
     *st = BRAID_OK;
-    if (pos >= flag_at(pc, credit_off(pc, kind, j)) + DEPTH)
+    if (pos >= braid_bw_flag_at(&pc->mem, credit_off(pc, kind, j)) + DEPTH)
         return 0; /* j has not read the slot's last message yet */
     if (req->active) {
         *st = task->tl->ops->test(task->tl->tcomm, req);
@@ -280,7 +273,7 @@ static const char *head(pipe_t *s, int kind, int src)
     const pipe_comm_t *pc   = s->pc;
     uint64_t           pos  = pc->got[kind][src];
     size_t             slot = inbox_off(pc, kind, src, pos);
-    uint64_t           f    = flag_at(pc, slot);
+    uint64_t           f    = braid_bw_flag_at(&pc->mem, slot);
     uint64_t           want = ((pos + 1) & POS_MASK) | s->sig;
     if (f != want) {
         if ((f & POS_MASK) == (want & POS_MASK))

@@ -104,13 +104,6 @@ static size_t done_off(int n, int r)
     return (size_t)n * (HELLO_STRIDE + FLAG_STRIDE) + (size_t)r * FLAG_STRIDE;
 }
 
-static uint64_t flag_at(const pull_comm_t *pc, size_t off)
-{
-    return __atomic_load_n(
-        (const uint64_t *)(const void *)((const char *)pc->mem.local + off),
-        __ATOMIC_ACQUIRE);
-}
-
 /* ------------------------------------------------------------ the state */
 
 static void pull_comm_free(void *state, braid_tl_t *tl)
@@ -278,7 +271,7 @@ static int hellos_in(braid_task_t *task, pull_t *s)
     for (int r = 0; r < n && s->nhave < n - 1; r++) {
         if (r == task->rank || s->have[r])
             continue;
-        uint64_t f = flag_at(s->pc, hello_off(r));
+        uint64_t f = braid_bw_flag_at(&s->pc->mem, hello_off(r));
         if (f != s->hello_id) {
             if ((f & ((UINT64_C(1) << ID_BITS) - 1)) != s->id)
                 continue; /* not here yet */
@@ -399,7 +392,7 @@ static size_t finished(braid_task_t *task, pull_t *s, int j)
 {
     if (s->plan.coll == BRAID_COLL_ALLGATHER)
         return braid_bw_nchunks(&s->plan, j); /* inputs: all ready */
-    uint64_t v = flag_at(s->pc, prog_off(task->size, j));
+    uint64_t v = braid_bw_flag_at(&s->pc->mem, prog_off(task->size, j));
     if (v >> (64 - ID_BITS) != s->id)
         return 0;
     return (size_t)(v & ((UINT64_C(1) << (64 - ID_BITS)) - 1));
@@ -576,7 +569,7 @@ static braid_status_t pull_progress(braid_task_t *task, braid_wait_t *wait)
     }
     for (int r = 0; r < n && s->ndone < n - 1; r++)
         if (r != task->rank && !s->dseen[r] &&
-            flag_at(s->pc, done_off(n, r)) == s->id) {
+            braid_bw_flag_at(&s->pc->mem, done_off(n, r)) == s->id) {
             s->dseen[r] = 1;
             s->ndone++;
         }

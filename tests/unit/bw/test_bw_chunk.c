@@ -112,7 +112,7 @@ static void check_cost(void)
         in.link.put_beta_gbps = 0;
         CHECK(braid_bw_cost_pull(&in) < 0 && braid_bw_cost_pipe(&in) < 0,
               "no put bandwidth");
-        /* With shm's declared links (put 10 GB/s, get 4): the copy path
+        /* With shm's declared links (put faster than get): the copy path
          * leads while the buffers stay in cache, the single copy once
          * they do not (4 ranks: 1 MiB all-reduce, 64 MiB). */
         in                    = cost_in(c, 4, (size_t)1 << 20, 4.0);
