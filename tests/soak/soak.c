@@ -7,8 +7,12 @@
  * (by braid_comm_split) under a different BRAID_ALGO.  Every rank draws the
  * same random sequence, so all make the same calls.  Inputs are small
  * integers, so every dtype and op has one exact answer to compare with.
- * Resident memory is sampled after a warm-up and at the end: growth beyond a
- * bound fails the run (a leak per call shows up as steady growth). */
+ * Memory is sampled after a warm-up, halfway and at the end.  The second
+ * half replays the first half's calls (the same seed), so every buffer that
+ * grows to the largest call it has seen -- scratch, a widened integer
+ * average, a transport pool -- reached its high-water mark in the first
+ * half; heap growth in the second half beyond a bound is a leak, which grows
+ * there as it did before. */
 #include <dirent.h>
 #include <malloc.h>
 #include <stdint.h>
@@ -269,8 +273,10 @@ int main(int argc, char **argv)
             return 1;
         }
         checked += (long)nout;
-        if (it == iters / 2)
-            mid = usage_now();
+        if (it + 1 == iters / 2) {
+            mid       = usage_now();
+            rng_state = seed; /* replay: see the top of the file */
+        }
         if (getenv("SOAK_TRACE") && (it + 1) % (iters / 8) == 0 && rank == 0) {
             usage_t u = usage_now();
             printf("soak: after %ld calls heap %ld KiB segments %ld\n", it + 1,
@@ -280,10 +286,12 @@ int main(int argc, char **argv)
     usage_t end = usage_now();
     /* After the warm-up a flat process keeps no new shared-memory segment
      * and no new descriptor.  Its heap can still take one-time steps (a
-     * scratch buffer or transport pool reaching its high-water mark at a
-     * rare size), so a leak is judged on the second half of a long run: a
-     * leak grows there as it did before, a high-water mark does not.  Short
-     * runs only report the heap; LeakSanitizer covers them in the ASan run. */
+     * scratch buffer reaching its high-water mark at a size the warm-up did
+     * not make, such as an integer average widened to twice the elements),
+     * so the heap is judged on the second half of a long run, which repeats
+     * the first half's calls: a leak grows there as it did before, a
+     * high-water mark does not.  Short runs only report the heap;
+     * LeakSanitizer covers them in the ASan run. */
     int leak = end.maps > warm.maps || end.fds > warm.fds ||
                (iters >= 4000 && end.heap_kib - mid.heap_kib > 1024);
 #if defined(__SANITIZE_ADDRESS__)
