@@ -93,6 +93,15 @@ static int print_plugins(void)
     return n;
 }
 
+/* A path's out-of-cache figure, where the calibration measured one: what
+ * the cost model moves toward for calls whose buffers leave the caches. */
+static void print_out(const braid_bw_curve_t *c)
+{
+    if (c->out_gbps > 0)
+        printf(" (%.3g GB/s at %.0f MiB per rank)", c->out_gbps,
+               c->out_ws / 2 / (1024.0 * 1024.0));
+}
+
 /* The cost model's inputs: where they came from and what they are. */
 static void print_links(const braid_comm_t *comm)
 {
@@ -100,20 +109,31 @@ static void print_links(const braid_comm_t *comm)
     braid_calib_describe(comm, line, sizeof(line));
     printf("%s\n", line);
     for (int i = 0; i < comm->ntls; i++) {
-        const braid_link_t *l = &comm->tls[i].link;
+        const braid_link_t   *l  = &comm->tls[i].link;
+        const braid_sel_bw_t *bw = NULL, none = {0};
+        for (int b = 0; b < comm->sel.nbw; b++)
+            if (comm->sel.bw[b].tl == &comm->tls[i])
+                bw = &comm->sel.bw[b];
+        if (bw == NULL)
+            bw = &none;
         printf("  %-6s", comm->tls[i].ops->name);
-        if (comm->tls[i].ops->caps & BRAID_CAP_SENDRECV)
+        if (comm->tls[i].ops->caps & BRAID_CAP_SENDRECV) {
             printf("  send/recv %.3g us + %.3g GB/s", l->alpha_us,
                    l->beta_gbps);
-        if (comm->tls[i].ops->caps & BRAID_CAP_PUT_SIGNAL)
+            print_out(&bw->sr);
+        }
+        if (comm->tls[i].ops->caps & BRAID_CAP_PUT_SIGNAL) {
             printf("  put %.3g us + %.3g GB/s", l->put_alpha_us,
                    l->put_beta_gbps);
+            print_out(&bw->put);
+        }
 #ifdef BRAID_CAP_GET
         if (BRAID_HAS(&comm->tls[i], braid_tl_t, get_beta_gbps) &&
-            comm->tls[i].get_beta_gbps > 0)
+            comm->tls[i].get_beta_gbps > 0) {
             printf("  get %.3g us + %.3g GB/s", comm->tls[i].get_alpha_us,
                    comm->tls[i].get_beta_gbps);
-        else if (comm->tl_get_why[i][0] != '\0')
+            print_out(&bw->get);
+        } else if (comm->tl_get_why[i][0] != '\0')
             printf("  get unavailable: %s", comm->tl_get_why[i]);
 #endif
         printf("\n");

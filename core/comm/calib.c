@@ -121,7 +121,8 @@ static const char *topo_word(braid_topo_kind_t k)
                                     : "single";
 }
 
-/* The communicator's shape, as the cache's key: hosts (in node order, name
+/* The communicator's shape, as the cache's key, after the file format's
+ * version (calib_cache.c): hosts (in node order, name
  * and boot id), ranks, hosts, ranks per host, topology, CPUs, pinning. */
 static void make_key(char *key, size_t len, const braid_comm_t *comm,
                      const hello_t *all)
@@ -139,7 +140,7 @@ static void make_key(char *key, size_t len, const braid_comm_t *comm,
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     snprintf(key, len,
-             "v1 hosts=%s ranks=%d nodes=%d ppn=%d machine_ppn=%d "
+             "v2 hosts=%s ranks=%d nodes=%d ppn=%d machine_ppn=%d "
              "topo=%s cpus=%ld pinned=%s",
              hosts, comm->size, comm->topo.nnodes, comm->topo.ppn,
              comm->machine_ppn, topo_word(comm->topo.kind), ncpu,
@@ -228,6 +229,11 @@ static void combine_path(braid_calib_path_t *out, const result_t *all, int n,
         if (p->beta_gbps > 0 &&
             (out->beta_gbps == 0 || p->beta_gbps < out->beta_gbps))
             out->beta_gbps = p->beta_gbps;
+        if (p->big_beta_gbps > 0 &&
+            (out->big_beta_gbps == 0 || p->big_beta_gbps < out->big_beta_gbps))
+            out->big_beta_gbps = p->big_beta_gbps;
+        out->bytes     = p->bytes; /* the same on every rank */
+        out->big_bytes = p->big_bytes;
     }
 }
 
@@ -236,15 +242,19 @@ static braid_status_t measure(braid_comm_t *comm, unsigned need,
 {
     result_t mine;
     memset(&mine, 0, sizeof(mine));
-    double         t0 = braid_now_s();
-    braid_status_t st = BRAID_OK;
+    double t0 = braid_now_s();
+    /* Rank 0's cache size decides the out-of-cache exchange for all: the
+     * ranks must exchange messages of one size. */
+    uint64_t big =
+        braid_calib_big_bytes(braid_calib_llc_bytes(), comm->machine_ppn);
+    braid_status_t st = braid_bootstrap_bcast(comm->bs, &big, sizeof(big), 0);
     for (int i = 0; i < comm->ntls && st == BRAID_OK; i++) {
         if (!(need >> i & 1))
             continue;
         braid_calib_tl_t *t = &mine.values.tl[mine.values.ntl++];
         snprintf(t->name, sizeof(t->name), "%s", comm->tls[i].ops->name);
         tl_version(comm, comm->tls[i].ops, t->version, sizeof(t->version));
-        st = braid_calib_measure_tl(comm, &comm->tls[i], t);
+        st = braid_calib_measure_tl(comm, &comm->tls[i], (size_t)big, t);
     }
     if (st == BRAID_OK && want_reduce)
         st = braid_calib_measure_reduce(comm, &mine.values.reduce_gbps);
@@ -327,10 +337,42 @@ static braid_status_t round_trip(braid_calib_t *c, const char *key)
     return st;
 }
 
+/* A measured path as the selector's curve: the working set of an exchange
+ * is its send and its receive buffer (or the peer's area it writes). */
+static braid_bw_curve_t curve(const braid_calib_path_t *p)
+{
+    braid_bw_curve_t c = {0};
+    if (p->big_beta_gbps <= 0 || p->big_bytes <= p->bytes)
+        return c;
+    c.in_gbps  = p->beta_gbps;
+    c.in_ws    = 2.0 * p->bytes;
+    c.out_gbps = p->big_beta_gbps;
+    c.out_ws   = 2.0 * p->big_bytes;
+    return c;
+}
+
+/* The selector's size-dependent bandwidth of tls[i] (select/bw_curve.c). */
+static void apply_curves(braid_comm_t *comm, int i, const braid_calib_tl_t *t)
+{
+    braid_selector_t *sel = &comm->sel;
+    if (sel->nbw >= BRAID_SEL_MAX_BW)
+        return;
+    braid_sel_bw_t *b = &sel->bw[sel->nbw++];
+    memset(b, 0, sizeof(*b));
+    b->tl = &comm->tls[i];
+    if (t->has_sr)
+        b->sr = curve(&t->sr);
+    if (t->has_put)
+        b->put = curve(&t->put);
+    if (t->has_get)
+        b->get = curve(&t->get);
+}
+
 /* Sets the links and the selector from cs->values. */
 static void apply(braid_comm_t *comm, braid_calib_state_t *cs)
 {
-    double stage = -1;
+    double stage  = -1;
+    comm->sel.nbw = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < comm->ntls && i < 32; i++) {
             if (cs->pinned >> i & 1)
@@ -341,6 +383,8 @@ static void apply(braid_comm_t *comm, braid_calib_state_t *cs)
                 braid_calib_find(&cs->values, comm->tls[i].ops->name, ver);
             if (t == NULL)
                 continue;
+            if (pass == 1)
+                apply_curves(comm, i, t);
 #ifdef BRAID_CAP_GET
             /* Reads wait for nobody: their latency is a read's, with no
              * hand-off in it, and stays out of the stage term. */

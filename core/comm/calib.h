@@ -2,17 +2,18 @@
  *
  * Each transport path (two-sided send/receive, put-with-signal) is measured
  * when a communicator is created -- a neighbour exchange over every rank at
- * once, small messages for the latency and large ones for the bandwidth,
- * and a pair of ranks alone for the latency without contention -- together
- * with the reduction kernels' throughput.  The figures are agreed through
- * the bootstrap channel, so every rank feeds the cost model the same
- * numbers, and rank 0 keeps them in a cache file keyed by the hosts (name
- * and boot id), ranks, ranks per host, topology, CPUs and pinning, and the
- * transports' versions: a later communicator of the same shape reads them
- * instead of measuring.  BRAID_CALIBRATE=0 keeps the transports' declared
- * figures, =1 (the default) reads the cache or measures, =force measures
- * and rewrites the cache; BRAID_CALIB_DIR names the cache's folder.
- * docs/tuning.md explains the procedure and what each figure means. */
+ * once, small messages for the latency and large ones for the bandwidth
+ * (once in the caches, once beyond the last-level cache), and a pair of ranks
+ * alone for the latency without contention -- together with the reduction
+ * kernels' throughput.  The figures are agreed through the bootstrap channel,
+ * so every rank feeds the cost model the same numbers, and rank 0 keeps them
+ * in a cache file keyed by the hosts (name and boot id), ranks, ranks per
+ * host, topology, CPUs and pinning, and the transports' versions: a later
+ * communicator of the same shape reads them instead of measuring.
+ * BRAID_CALIBRATE=0 keeps the transports' declared figures, =1 (the default)
+ * reads the cache or measures, =force measures and rewrites the cache;
+ * BRAID_CALIB_DIR names the cache's folder. docs/tuning.md explains the
+ * procedure and what each figure means. */
 #ifndef BRAID_CORE_CALIB_H
 #define BRAID_CORE_CALIB_H
 
@@ -24,12 +25,20 @@
 #define BRAID_CALIB_NAME    32
 #define BRAID_CALIB_KEY     1024
 
-/* One path of one transport.  All microseconds or GB/s; 0 when not
- * measured. */
+/* One path of one transport.  All microseconds, GB/s or bytes; 0 when not
+ * measured.  The bandwidth is measured twice, every rank exchanging at
+ * once: with messages whose buffers stay in the caches (beta_gbps, at
+ * bytes), and with messages whose buffers on all ranks of a host together
+ * exceed its last-level cache several times (big_beta_gbps, at
+ * big_bytes); the cost model interpolates between them by a call's size
+ * (select/bw_curve.c). */
 typedef struct braid_calib_path {
     double pair_us;   /* small message between two ranks, the others idle */
     double all_us;    /* small message, every rank exchanging at once */
-    double beta_gbps; /* large messages, every rank exchanging at once */
+    double beta_gbps; /* large messages in the caches */
+    double bytes;     /* their size */
+    double big_beta_gbps; /* larger messages beyond the caches */
+    double big_bytes;     /* their size */
 } braid_calib_path_t;
 
 typedef struct braid_calib_tl {
@@ -118,10 +127,16 @@ void braid_calib_describe(const struct braid_comm *comm, char *buf,
 
 /* ---------------------------------------------------- calib_measure.c */
 
-/* This rank's measurements of tl (sizes and repetitions in the file);
- * every rank of the communicator calls it in the same order. */
+/* The size of the out-of-cache exchange for a host of ppn ranks whose
+ * last-level cache holds llc bytes (0: unknown): a pure rule, see the
+ * file.  The LLC of this machine: sysfs, else sysconf, else 0. */
+size_t braid_calib_big_bytes(size_t llc, int ppn);
+size_t braid_calib_llc_bytes(void);
+/* This rank's measurements of tl (sizes and repetitions in the file; the
+ * out-of-cache exchange moves big bytes, the same on every rank); every
+ * rank of the communicator calls it in the same order. */
 braid_status_t braid_calib_measure_tl(struct braid_comm *comm, braid_tl_t *tl,
-                                      braid_calib_tl_t *out);
+                                      size_t big, braid_calib_tl_t *out);
 /* The reduction kernels' throughput on this rank (f32 sum, GB/s of the
  * operand), with every rank reducing at once. */
 braid_status_t braid_calib_measure_reduce(struct braid_comm *comm,

@@ -5,10 +5,14 @@
  *   key <the communicator's shape, one line>
  *   measured <seconds since the epoch> took <seconds>
  *   reduce_gbps <GB/s>
- *   tl <name> <version> sr <pair_us> <all_us> <gbps> put <pair_us> <all_us>
- * <gbps>
- *
- *                [get <pair_us> <all_us> <gbps>]
+ *   tl <name> <version> sr <path> put <path> [get <path>]
+ * where each <path> is
+ *   <pair_us> <all_us> <gbps> <bytes> <big_gbps> <big_bytes>
+ * (the latencies, the bandwidth in the caches and the message size it was
+ * measured with, the bandwidth beyond the last-level cache and its size).
+ * The key starts with the format's version (v2 since the out-of-cache
+ * figures came): a file of another version has another key, hence another
+ * name, and is never read; one whose lines lack fields is refused.
  * A path a transport lacks is written "sr -" or "put -"; the get path
  * (single-copy reads) is written only where the communicator has one.  The
  * file is braid's own, but it sits in the user's folder and may be damaged: a
@@ -29,7 +33,7 @@
 #include "util/log.h"
 
 #define CACHE_MAX_BYTES 65536 /* a cache file is a few hundred bytes */
-#define MAX_TOKENS      16
+#define MAX_TOKENS      32
 
 braid_status_t braid_calib_mode_parse(braid_calib_mode_t *mode,
                                       const char         *value)
@@ -121,8 +125,9 @@ static void append_path(char *buf, size_t len, size_t *off, const char *tag,
                         int has, const braid_calib_path_t *p)
 {
     if (has)
-        append(buf, len, off, " %s %.6g %.6g %.6g", tag, p->pair_us, p->all_us,
-               p->beta_gbps);
+        append(buf, len, off, " %s %.6g %.6g %.6g %.0f %.6g %.0f", tag,
+               p->pair_us, p->all_us, p->beta_gbps, p->bytes, p->big_beta_gbps,
+               p->big_bytes);
     else
         append(buf, len, off, " %s -", tag);
 }
@@ -184,7 +189,7 @@ static braid_status_t number(const line_t *ln, int i, double max, double *out)
     return braid_parse_double(name, ln->tok[i], 0.0, max, out);
 }
 
-/* "sr", "put" or "get" at tok[*i], then "-" or three numbers. */
+/* "sr", "put" or "get" at tok[*i], then "-" or six numbers. */
 static braid_status_t parse_path(const line_t *ln, int *i, const char *tag,
                                  int *has, braid_calib_path_t *p)
 {
@@ -202,14 +207,25 @@ static braid_status_t parse_path(const line_t *ln, int *i, const char *tag,
     braid_status_t st;
     if ((st = number(ln, *i, 1e9, &p->pair_us)) != BRAID_OK ||
         (st = number(ln, *i + 1, 1e9, &p->all_us)) != BRAID_OK ||
-        (st = number(ln, *i + 2, 1e6, &p->beta_gbps)) != BRAID_OK)
+        (st = number(ln, *i + 2, 1e6, &p->beta_gbps)) != BRAID_OK ||
+        (st = number(ln, *i + 3, 1e12, &p->bytes)) != BRAID_OK ||
+        (st = number(ln, *i + 4, 1e6, &p->big_beta_gbps)) != BRAID_OK ||
+        (st = number(ln, *i + 5, 1e12, &p->big_bytes)) != BRAID_OK)
         return st;
-    if (p->beta_gbps <= 0.0) {
+    int zero = p->beta_gbps <= 0.0 ? 3 : p->big_beta_gbps <= 0.0 ? 5 : 0;
+    if (zero) {
         snprintf(msg, sizeof(msg), "field %d: a bandwidth must be above 0",
-                 *i + 3);
+                 *i + zero);
         return bad(ln, msg);
     }
-    *i += 3;
+    if (p->bytes <= 0.0 || p->big_bytes <= p->bytes) {
+        snprintf(msg, sizeof(msg),
+                 "fields %d and %d: the sizes must be above 0, the second "
+                 "above the first",
+                 *i + 4, *i + 6);
+        return bad(ln, msg);
+    }
+    *i += 6;
     *has = 1;
     return BRAID_OK;
 }

@@ -13,7 +13,13 @@
  *   big    the same with BIG_BYTES: the bandwidth of a rank while every
  *          rank moves data, which is what a collective's stages get (the
  *          ranks of a host share its memory and cores; across hosts the
- *          cost models add the network's own contention).
+ *          cost models add the network's own contention);
+ *   out    the same again with messages so large that the buffers of all
+ *          ranks of a host exceed its last-level cache several times
+ *          (braid_calib_big_bytes): the bandwidth of a call whose data
+ *          comes from and goes to memory.  Few repetitions: each moves
+ *          megabytes, and the cost of a communicator's creation must stay
+ *          a fraction of a second.
  * The get path (single-copy reads, where the transport has one and the
  * header declares it) is timed alike: each rank reads its left neighbour's
  * exposed buffer; nobody waits for anybody, so `all` is a read's latency
@@ -35,6 +41,7 @@
  * host has more ranks than cores, else spin a while first. */
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,7 +70,24 @@
 #define SMALL_REPEATS 3
 #define BIG_WARMUP    1
 #define BIG_ITERS     7
-#define SPIN_S        20e-6
+/* The out-of-cache exchange: the buffers of a host's ranks together
+ * OUT_LLC_TIMES its last-level cache, so that most of what a rank reads
+ * was evicted since it was written; each rank's message at least
+ * OUT_MIN_TIMES the in-cache one, so the two points differ even where the
+ * cache is unknown or tiny, and at most OUT_MAX_BYTES, so that measuring
+ * stays cheap on a host of few ranks with a large cache (a send/receive
+ * path through bounded cells on a host with more ranks than cores moves
+ * well under 1 GB/s per rank).  Every buffer is written before (a buffer
+ * never written maps the kernel's shared zero page, which always hits the
+ * cache; a page touched first during a repetition pays its fault there),
+ * so no warm-up is needed: the faster of OUT_ITERS is kept. */
+#define OUT_LLC_TIMES   2
+#define OUT_MIN_TIMES   8
+#define OUT_MAX_BYTES   ((size_t)16 << 20)
+#define OUT_DEFAULT_LLC ((size_t)32 << 20)
+#define OUT_WARMUP      0
+#define OUT_ITERS       2
+#define SPIN_S          20e-6
 /* A measurement that has not finished by then has met something wrong. */
 #define DEADLINE_MAX_S 20.0
 /* Tags of the calibration: a call number no call reaches before the
@@ -306,23 +330,106 @@ static braid_status_t measure_small(path_run_t *p, braid_comm_t *comm,
     return st;
 }
 
-/* The large exchange of one path, after its small ones. */
-static braid_status_t measure_big(path_run_t *p, braid_comm_t *comm,
-                                  braid_tl_t *tl, const void *sbuf, void *rbuf)
+/* A large exchange of one path (len bytes), after its small ones: the
+ * bandwidth in *gbps. */
+static braid_status_t measure_big(double *gbps, path_run_t *p,
+                                  braid_comm_t *comm, braid_tl_t *tl,
+                                  const void *sbuf, void *rbuf, size_t len,
+                                  int warmup, int iters)
 {
     double big_us = 0;
     setup(&p->x, comm, tl, 0);
-    braid_status_t st = run(&big_us, &p->x, &p->flag, sbuf, rbuf, BIG_BYTES,
-                            BIG_WARMUP, BIG_ITERS, 1, &p->step);
+    braid_status_t st = run(&big_us, &p->x, &p->flag, sbuf, rbuf, len, warmup,
+                            iters, 1, &p->step);
     /* The slope between the small and the large exchange; a large one no
      * slower than a small one (noise) leaves the bandwidth of the large
      * one alone. */
     double extra = big_us - p->out->all_us;
-    double bytes = (double)(BIG_BYTES - SMALL_BYTES);
+    double bytes = (double)(len - SMALL_BYTES);
     if (extra <= 0.0)
         extra = big_us > 0.0 ? big_us : 1.0;
-    p->out->beta_gbps = bytes / extra / 1e3;
+    *gbps = bytes / extra / 1e3;
     return st;
+}
+
+size_t braid_calib_big_bytes(size_t llc, int ppn)
+{
+    if (llc == 0)
+        llc = OUT_DEFAULT_LLC;
+    if (ppn < 1)
+        ppn = 1;
+    /* Each rank holds a send and a receive buffer of the message. */
+    size_t b = OUT_LLC_TIMES * llc / 2 / (size_t)ppn;
+    if (b < OUT_MIN_TIMES * BIG_BYTES)
+        b = OUT_MIN_TIMES * BIG_BYTES;
+    if (b > OUT_MAX_BYTES)
+        b = OUT_MAX_BYTES;
+    return b & ~(size_t)4095;
+}
+
+/* "32768K" and the like, as sysfs writes a cache's size. */
+static size_t parse_size(const char *s)
+{
+    char         *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (end == s)
+        return 0;
+    return (size_t)v * (*end == 'K' ? 1024 : *end == 'M' ? 1024 * 1024 : 1);
+}
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return -1;
+    int ok = fgets(buf, (int)len, f) != NULL;
+    fclose(f);
+    buf[strcspn(buf, "\n")] = '\0';
+    return ok ? 0 : -1;
+}
+
+/* sysfs first: it describes the cache a CPU sees (sysconf may sum a
+ * virtual machine host's); the highest level that holds data. */
+size_t braid_calib_llc_bytes(void)
+{
+    size_t best       = 0;
+    int    best_level = 0;
+    for (int i = 0; i < 16; i++) {
+        char path[128], buf[64];
+        int  level;
+        snprintf(path, sizeof(path),
+                 "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        if (read_line(path, buf, sizeof(buf)) != 0)
+            break;
+        level = atoi(buf);
+        snprintf(path, sizeof(path),
+                 "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if (read_line(path, buf, sizeof(buf)) != 0 ||
+            strcmp(buf, "Instruction") == 0)
+            continue;
+        snprintf(path, sizeof(path),
+                 "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (read_line(path, buf, sizeof(buf)) != 0)
+            continue;
+        size_t size = parse_size(buf);
+        if (size > 0 && level > best_level) {
+            best_level = level;
+            best       = size;
+        }
+    }
+    if (best > 0)
+        return best;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (l3 > 0)
+        return (size_t)l3;
+#endif
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (l2 > 0)
+        return (size_t)l2;
+#endif
+    return 0;
 }
 
 #ifdef BRAID_CAP_GET
@@ -331,7 +438,7 @@ static braid_status_t measure_big(path_run_t *p, braid_comm_t *comm,
  * it failed; the caller unexposes it after a barrier). */
 static braid_status_t expose_get(braid_rkey_t **keys, void **handle,
                                  braid_comm_t *comm, braid_tl_t *tl,
-                                 const void *sbuf)
+                                 const void *sbuf, size_t len)
 {
     const braid_transport_t *ops = tl->ops;
     braid_rkey_t             mine;
@@ -340,8 +447,7 @@ static braid_status_t expose_get(braid_rkey_t **keys, void **handle,
     *keys   = calloc((size_t)comm->size, sizeof(**keys));
     if (*keys == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "calibration: out of memory");
-    braid_status_t st =
-        ops->mem_expose(tl->tcomm, sbuf, BIG_BYTES, &mine, handle);
+    braid_status_t st = ops->mem_expose(tl->tcomm, sbuf, len, &mine, handle);
     if (st != BRAID_OK)
         *handle = NULL;
     /* Every rank takes part in the allgather, exposed or not: a rank
@@ -354,7 +460,7 @@ static braid_status_t expose_get(braid_rkey_t **keys, void **handle,
     if (ast != BRAID_OK)
         return ast;
     for (int r = 0; r < comm->size; r++)
-        if ((*keys)[r].len != BIG_BYTES)
+        if ((*keys)[r].len != len)
             return braid_error(BRAID_ERR_TRANSPORT,
                                "calibration of %s: "
                                "rank %d could not expose its buffer",
@@ -367,7 +473,7 @@ static braid_status_t expose_get(braid_rkey_t **keys, void **handle,
  * so that a busy moment of the machine falls on one repeat of every path
  * rather than on every repeat of one; then the large ones. */
 braid_status_t braid_calib_measure_tl(braid_comm_t *comm, braid_tl_t *tl,
-                                      braid_calib_tl_t *out)
+                                      size_t big, braid_calib_tl_t *out)
 {
     const braid_transport_t *ops      = tl->ops;
     braid_status_t           st       = BRAID_OK;
@@ -379,12 +485,16 @@ braid_status_t braid_calib_measure_tl(braid_comm_t *comm, braid_tl_t *tl,
     braid_rkey_t *keys   = NULL;
     void         *handle = NULL;
 #endif
-    unsigned char *sbuf = calloc(1, BIG_BYTES), *rbuf = calloc(1, BIG_BYTES);
+    if (big < BIG_BYTES)
+        big = BIG_BYTES;
+    unsigned char *sbuf = malloc(big), *rbuf = malloc(big);
     memset(pr, 0, sizeof(pr));
     if (sbuf == NULL || rbuf == NULL) {
         st = braid_error(BRAID_ERR_NO_MEMORY, "calibration: out of memory");
         goto out;
     }
+    memset(sbuf, 0x5a, big);
+    memset(rbuf, 0, big);
     out->has_sr  = (ops->caps & BRAID_CAP_SENDRECV) != 0;
     out->has_put = (ops->caps & BRAID_CAP_PUT_SIGNAL) != 0 &&
                    ops->mem_alloc != NULL && ops->put_signal != NULL;
@@ -392,10 +502,10 @@ braid_status_t braid_calib_measure_tl(braid_comm_t *comm, braid_tl_t *tl,
         pr[np++] = (path_run_t){.x = {.path = PATH_SR}, .out = &out->sr};
     if (out->has_put) {
         /* Collective on every rank, as the algorithms allocate. */
-        if ((st = ops->mem_alloc(tl->tcomm, DATA_OFF + BIG_BYTES, &mem)) !=
-            BRAID_OK)
+        if ((st = ops->mem_alloc(tl->tcomm, DATA_OFF + big, &mem)) != BRAID_OK)
             goto out;
         have_mem = 1;
+        memset(mem.local, 0, DATA_OFF + big); /* its pages, before timing */
         pr[np++] = (path_run_t){.x   = {.path = PATH_PUT, .mem = &mem},
                                 .out = &out->put};
     }
@@ -405,7 +515,7 @@ braid_status_t braid_calib_measure_tl(braid_comm_t *comm, braid_tl_t *tl,
     out->has_get =
         BRAID_HAS(tl, braid_tl_t, caps) && (tl->caps & BRAID_CAP_GET) != 0;
     if (out->has_get) {
-        if ((st = expose_get(&keys, &handle, comm, tl, sbuf)) != BRAID_OK)
+        if ((st = expose_get(&keys, &handle, comm, tl, sbuf, big)) != BRAID_OK)
             goto out;
         pr[np++] = (path_run_t){.x   = {.path = PATH_GET, .keys = keys},
                                 .out = &out->get};
@@ -414,8 +524,16 @@ braid_status_t braid_calib_measure_tl(braid_comm_t *comm, braid_tl_t *tl,
     for (int k = 0; k < SMALL_REPEATS && st == BRAID_OK; k++)
         for (int i = 0; i < np && st == BRAID_OK; i++)
             st = measure_small(&pr[i], comm, tl, sbuf, rbuf, k);
-    for (int i = 0; i < np && st == BRAID_OK; i++)
-        st = measure_big(&pr[i], comm, tl, sbuf, rbuf);
+    for (int i = 0; i < np && st == BRAID_OK; i++) {
+        st = measure_big(&pr[i].out->beta_gbps, &pr[i], comm, tl, sbuf, rbuf,
+                         BIG_BYTES, BIG_WARMUP, BIG_ITERS);
+        pr[i].out->bytes = (double)BIG_BYTES;
+    }
+    for (int i = 0; i < np && st == BRAID_OK && big > BIG_BYTES; i++) {
+        st = measure_big(&pr[i].out->big_beta_gbps, &pr[i], comm, tl, sbuf,
+                         rbuf, big, OUT_WARMUP, OUT_ITERS);
+        pr[i].out->big_bytes = (double)big;
+    }
 out:;
     /* Nobody may still write into the area or read the buffer when they
      * go. */

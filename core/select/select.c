@@ -34,6 +34,28 @@ static braid_mem_t cost_mem(uint32_t mem)
     return BRAID_MEM_HOST;
 }
 
+/* The link of cand's transport for a call of bytes: where the calibration
+ * measured its paths in and out of the caches, each path's bandwidth at
+ * the call's working set (bw_curve.c).  Only the table's construction and
+ * explanations come here, never a call that finds its size in the table. */
+static void sized_link(braid_cost_in_t *in, const braid_selector_t *sel,
+                       const braid_candidate_t *cand)
+{
+    const braid_sel_bw_t *bw = NULL;
+    for (int i = 0; i < sel->nbw && bw == NULL; i++)
+        if (sel->bw[i].tl == cand->tl)
+            bw = &sel->bw[i];
+    if (bw == NULL)
+        return;
+    double ws = braid_call_working_set(in->coll, in->bytes, in->nranks);
+    if (bw->sr.in_gbps > 0)
+        in->link.beta_gbps = braid_bw_at(&bw->sr, ws);
+    if (bw->put.in_gbps > 0)
+        in->link.put_beta_gbps = braid_bw_at(&bw->put, ws);
+    if (bw->get.in_gbps > 0 && in->get_beta_gbps > 0)
+        in->get_beta_gbps = braid_bw_at(&bw->get, ws);
+}
+
 double braid_candidate_estimate(const braid_selector_t  *sel,
                                 const braid_candidate_t *cand,
                                 braid_coll_t coll, size_t bytes, uint32_t mem)
@@ -57,6 +79,8 @@ double braid_candidate_estimate(const braid_selector_t  *sel,
           .get_alpha_us  = cand->tl != NULL ? cand->tl->get_alpha_us : 0.0,
           .get_beta_gbps = cand->tl != NULL ? cand->tl->get_beta_gbps : 0.0,
     };
+    if (cand->tl != NULL)
+        sized_link(&in, sel, cand);
     if (sel->link_share > 1) {
         in.link.beta_gbps /= sel->link_share;
         in.link.put_beta_gbps /= sel->link_share;

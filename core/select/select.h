@@ -49,6 +49,23 @@ typedef struct braid_pick {
     const braid_cand_ref_t *ref;
 } braid_pick_t;
 
+/* A path's bandwidth against the working set of a call (bw_curve.c):
+ * in_gbps measured with in_ws bytes per rank held by the exchange (inside
+ * the caches), out_gbps with out_ws (beyond them).  All 0: not measured,
+ * the link's figure stands. */
+typedef struct braid_bw_curve {
+    double in_gbps, in_ws;
+    double out_gbps, out_ws;
+} braid_bw_curve_t;
+
+/* The curves of one transport's paths, for its candidates' estimates. */
+typedef struct braid_sel_bw {
+    const braid_tl_t *tl;
+    braid_bw_curve_t  sr, put, get;
+} braid_sel_bw_t;
+
+#define BRAID_SEL_MAX_BW 8
+
 /* A row of a selection table: byte counts from lo up to the next row's lo
  * go to pick. */
 typedef struct braid_sel_row {
@@ -88,7 +105,12 @@ typedef struct braid_selector {
     int (*describe)(const braid_candidate_t *c, braid_coll_t coll,
                     size_t bytes, char *buf, size_t len);
     braid_topo_kind_t topo;
-    int               rank; /* rank 0 prints the tables at info */
+    /* Size-dependent bandwidth of the calibrated transports (comm/calib.c):
+     * an estimate for a call sees its transport's beta at the call's
+     * working set.  Transports not in it keep their link's figures. */
+    int            nbw;
+    braid_sel_bw_t bw[BRAID_SEL_MAX_BW];
+    int            rank; /* rank 0 prints the tables at info */
     /* Built once per memory need (table.c), read by every call. */
     int               ntables;
     braid_sel_table_t tables[BRAID_SEL_TABLES];
@@ -164,5 +186,10 @@ int braid_select_cheapest(const braid_selector_t *sel, braid_coll_t coll,
 double braid_candidate_estimate(const braid_selector_t  *sel,
                                 const braid_candidate_t *cand,
                                 braid_coll_t coll, size_t bytes, uint32_t mem);
+
+/* bw_curve.c: the bandwidth of curve c for a call holding ws bytes per
+ * rank (GB/s), and the bytes a call's buffers hold on one rank. */
+double braid_bw_at(const braid_bw_curve_t *c, double ws);
+double braid_call_working_set(braid_coll_t coll, size_t bytes, int nranks);
 
 #endif

@@ -10,7 +10,10 @@
  * direct decision gives, provided no candidate wins only strictly inside a
  * power-of-two piece whose ends both go to another one -- true of
  * alpha-beta-gamma estimates, whose differences are linear in the size
- * within a piece; the unit test compares the two at many sizes. */
+ * within a piece (with the bandwidth by working set, bw_curve.c, nearly
+ * so: it moves with log size, by at most the ratio of two calibrated
+ * figures over many pieces); the unit test compares the two at many
+ * sizes. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

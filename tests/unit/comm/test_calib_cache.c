@@ -41,20 +41,21 @@ static braid_calib_t sample(void)
     snprintf(c.tl[0].name, sizeof(c.tl[0].name), "shm");
     snprintf(c.tl[0].version, sizeof(c.tl[0].version), "0.1");
     c.tl[0].has_sr = c.tl[0].has_put = 1;
-    c.tl[0].sr                       = (braid_calib_path_t){0.5, 2.25, 4.125};
-    c.tl[0].put                      = (braid_calib_path_t){0.0625, 1.5, 27};
-    c.tl[0].has_get                  = 1;
-    c.tl[0].get                      = (braid_calib_path_t){0.75, 1.25, 6.5};
+    c.tl[0].sr =
+        (braid_calib_path_t){0.5, 2.25, 4.125, 524288, 1.25, 16777216};
+    c.tl[0].put = (braid_calib_path_t){0.0625, 1.5, 27, 524288, 2.5, 16777216};
+    c.tl[0].has_get = 1;
+    c.tl[0].get = (braid_calib_path_t){0.75, 1.25, 6.5, 524288, 3.75, 8388608};
     snprintf(c.tl[1].name, sizeof(c.tl[1].name), "roce");
     snprintf(c.tl[1].version, sizeof(c.tl[1].version), "1.2");
     c.tl[1].has_put = 1;
-    c.tl[1].put     = (braid_calib_path_t){3, 4, 12.5};
+    c.tl[1].put     = (braid_calib_path_t){3, 4, 12.5, 524288, 11, 33554432};
     return c;
 }
 
 static void test_round_trip(void)
 {
-    const char   *key = "v1 hosts=h/boot ranks=4 nodes=1 ppn=4";
+    const char   *key = "v2 hosts=h/boot ranks=4 nodes=1 ppn=4";
     braid_calib_t c   = sample(), back;
     char          text[4096];
     int           match = -1;
@@ -74,13 +75,17 @@ static void test_round_trip(void)
     CHECK(s != NULL && s->has_get && s->get.pair_us == 0.75 &&
               s->get.all_us == 1.25 && s->get.beta_gbps == 6.5,
           "shm's get path back");
+    CHECK(s != NULL && s->sr.bytes == 524288 && s->sr.big_beta_gbps == 1.25 &&
+              s->sr.big_bytes == 16777216 && s->put.big_beta_gbps == 2.5 &&
+              s->get.big_beta_gbps == 3.75 && s->get.big_bytes == 8388608,
+          "the out-of-cache figures and both sizes back");
     const braid_calib_tl_t *r = braid_calib_find(&back, "roce", "1.2");
     CHECK(r != NULL && !r->has_sr && r->has_put && !r->has_get &&
               r->put.beta_gbps == 12.5,
           "a transport without send/recv back");
     CHECK(braid_calib_find(&back, "shm", "0.2") == NULL,
           "another version is another entry");
-    CHECK(braid_calib_parse(&back, &match, text, "v1 hosts=h/boot ranks=8",
+    CHECK(braid_calib_parse(&back, &match, text, "v2 hosts=h/boot ranks=8",
                             "c.txt") == BRAID_OK &&
               match == 0,
           "another shape's key does not match");
@@ -112,15 +117,26 @@ static void test_damage(void)
     damaged("measured 1\n", 2, "expected 'measured SECONDS took SECONDS'");
     snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2\n", head);
     damaged(body, 4, "before field 7");
-    snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2 0 put -\n", head);
-    damaged(body, 4, "a bandwidth must be above 0");
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2 0 9 1 99 put -\n", head);
+    damaged(body, 4, "field 7: a bandwidth must be above 0");
+    /* The format before the out-of-cache figures: three numbers a path. */
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2 3 put 1 2 3\n", head);
+    damaged(body, 4, "field 8");
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2 3 9 0 99 put -\n", head);
+    damaged(body, 4, "field 9: a bandwidth must be above 0");
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2 3 99 1 99 put -\n",
+             head);
+    damaged(body, 4, "fields 8 and 10");
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2 3 0 1 99 put -\n", head);
+    damaged(body, 4, "fields 8 and 10");
     snprintf(body, sizeof(body), "%stl shm 0.1 put -\n", head);
     damaged(body, 4, "expected 'sr'");
     snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - extra\n", head);
     damaged(body, 4, "unexpected fields");
-    snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - get 1 2 0\n", head);
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - get 1 2 0 1 1 2\n",
+             head);
     damaged(body, 4, "a bandwidth must be above 0");
-    snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - get 1 2 3 x\n",
+    snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - get 1 2 3 1 1 2 x\n",
              head);
     damaged(body, 4, "unexpected fields");
     snprintf(body, sizeof(body),
@@ -138,6 +154,28 @@ static void test_damage(void)
                             "c.txt") == BRAID_ERR_PARSE &&
               strstr(braid_last_error(), "lacks the reduce_gbps line"),
           "a missing line is named: %s", braid_last_error());
+}
+
+/* A cache written before the out-of-cache figures (key v1, three numbers a
+ * path) is another shape's to this version: not used, so measured again;
+ * under the current key its lines are refused with their place. */
+static void test_old_format(void)
+{
+    const char   *old = "key v1 hosts=h/boot ranks=2\nmeasured 1 took 0.1\n"
+                        "reduce_gbps 8\ntl shm 0.1 sr 1 2 3 put 1 2 30\n";
+    braid_calib_t c;
+    int           match = 1;
+    CHECK(braid_calib_parse(&c, &match, old, "v2 hosts=h/boot ranks=2",
+                            "old.txt") != BRAID_OK ||
+              match == 0,
+          "a v1 cache is not taken for a v2 one");
+    char text[512];
+    snprintf(text, sizeof(text), "key v2 k\n%s", strchr(old, '\n') + 1);
+    CHECK(braid_calib_parse(&c, &match, text, "v2 k", "old.txt") ==
+                  BRAID_ERR_PARSE &&
+              match == 0 && strstr(braid_last_error(), "old.txt:4"),
+          "v1 path fields under a v2 key refused at the line: %s",
+          braid_last_error());
 }
 
 static void test_files(void)
@@ -183,6 +221,7 @@ int main(void)
     test_mode();
     test_round_trip();
     test_damage();
+    test_old_format();
     test_files();
     return check_summary("calib-cache");
 }
