@@ -32,6 +32,15 @@ static int figures(const braid_comm_t *c, double *f)
     }
     f[n++] = c->sel.stage_us;
     f[n++] = c->sel.reduce_gbps;
+    /* The out-of-cache points the estimates interpolate toward. */
+    for (int b = 0; b < c->sel.nbw && n + 6 <= MAX_FIG; b++) {
+        const braid_bw_curve_t *k[3] = {&c->sel.bw[b].sr, &c->sel.bw[b].put,
+                                        &c->sel.bw[b].get};
+        for (int j = 0; j < 3; j++) {
+            f[n++] = k[j]->out_gbps;
+            f[n++] = k[j]->out_ws;
+        }
+    }
     return n;
 }
 
@@ -64,6 +73,11 @@ static int check_same(braid_comm_t *c, const char *label)
         for (int i = 0; i < n; i++)
             printf(" %.17g", f[i]);
         printf("\n");
+        for (int b = 0; b < c->sel.nbw; b++)
+            printf("%s out: %s sr %.6g put %.6g get %.6g at %.0f\n", label,
+                   c->sel.bw[b].tl->ops->name, c->sel.bw[b].sr.out_gbps,
+                   c->sel.bw[b].put.out_gbps, c->sel.bw[b].get.out_gbps,
+                   c->sel.bw[b].put.out_ws);
         fflush(stdout);
     }
     return bad;

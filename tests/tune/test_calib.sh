@@ -29,6 +29,13 @@ grep -q "^even why: link figures: measured at creation" "$tmp/a" ||
   fail "expected 2 cache files (3 ranks, 2 ranks): $(ls "$BRAID_CALIB_DIR")"
 grep -q '^tl shm ' "$BRAID_CALIB_DIR"/calib-*.txt ||
   fail "no shm entry in the cache"
+# Each path: latencies, the in-cache bandwidth and size, the out-of-cache
+# bandwidth and size (larger); the selector was given the latter.
+num='[0-9][0-9.e+-]*'
+grep -Eq "^tl shm [^ ]+ sr( $num){6} put( $num){6}" "$BRAID_CALIB_DIR"/calib-*.txt ||
+  fail "shm's cache entry lacks the out-of-cache figures: $(cat "$BRAID_CALIB_DIR"/calib-*.txt)"
+grep -Eq "^world out: shm sr [1-9e.0-9-]+ put [0-9]*[1-9]" "$tmp/a" ||
+  fail "the selector has no out-of-cache figures for shm: $(cat "$tmp/a")"
 
 # 2. The second run reads the cache: the same figures, bit for bit.
 run 3 "$tmp/b" --split || fail "second run: $(cat "$tmp/b" "$tmp/b.err")"
@@ -38,6 +45,8 @@ grep -q "^world why: link figures: from the calibration cache $BRAID_CALIB_DIR/c
   fail "cached figures differ: $(figs world "$tmp/a") / $(figs world "$tmp/b")"
 [ "$(figs even "$tmp/a")" = "$(figs even "$tmp/b")" ] ||
   fail "the split's cached figures differ"
+[ "$(grep '^world out:' "$tmp/a")" = "$(grep '^world out:' "$tmp/b")" ] ||
+  fail "cached out-of-cache figures differ: $(grep out: "$tmp/a" "$tmp/b")"
 
 # 3. force measures again and rewrites the file.
 world_file=$(grep -l 'ranks=3 ' "$BRAID_CALIB_DIR"/calib-*.txt)
@@ -57,6 +66,15 @@ grep -q "calib-.*\.txt:5 field 2" "$tmp/d.err" ||
 grep -q "^world why: link figures: measured at creation .*(the cache file could not be used)" "$tmp/d" ||
   fail "a damaged cache was not measured again: $(cat "$tmp/d")"
 grep -q '^reduce_gbps [0-9]' "$world_file" || fail "the damaged file was not rewritten"
+
+# 4b. A path in the format before the out-of-cache figures (three numbers)
+#     is refused with its line and measured again.
+sed -i -E 's/^(tl shm [^ ]+ sr [^ ]+ [^ ]+ [^ ]+) [^ ]+ [^ ]+ [^ ]+ /\1 /' "$world_file"
+run 3 "$tmp/d2" || fail "old-format path: $(cat "$tmp/d2.err")"
+grep -q "calib-.*\.txt:6 " "$tmp/d2.err" ||
+  fail "no warning naming the old-format line: $(cat "$tmp/d2.err")"
+grep -q "^world why: link figures: measured at creation .*(the cache file could not be used)" "$tmp/d2" ||
+  fail "an old-format cache was not measured again: $(cat "$tmp/d2")"
 
 # 5. Off: the transports' declared figures (what the shm plugin's link() declares).
 BRAID_CALIBRATE=0 run 2 "$tmp/e" || fail "BRAID_CALIBRATE=0: $(cat "$tmp/e.err")"
