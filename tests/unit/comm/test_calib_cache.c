@@ -178,6 +178,26 @@ static void test_old_format(void)
           braid_last_error());
 }
 
+/* The out-of-cache exchange's size: twice the cache over the host's ranks
+ * per buffer pair, within its bounds. */
+static void test_big_bytes(void)
+{
+    const size_t mib = (size_t)1 << 20;
+    CHECK(braid_calib_big_bytes(32 * mib, 4) == 8 * mib, "32 MiB, 4 ranks");
+    CHECK(braid_calib_big_bytes(32 * mib, 2) == 16 * mib, "32 MiB, 2 ranks");
+    CHECK(braid_calib_big_bytes(32 * mib, 1) == 16 * mib,
+          "capped at 16 MiB: %zu", braid_calib_big_bytes(32 * mib, 1));
+    CHECK(braid_calib_big_bytes(1 * mib, 8) == 4 * mib,
+          "at least 8 in-cache messages: %zu",
+          braid_calib_big_bytes(1 * mib, 8));
+    CHECK(braid_calib_big_bytes(0, 4) == braid_calib_big_bytes(32 * mib, 4),
+          "an unknown cache counts as 32 MiB");
+    CHECK(braid_calib_big_bytes(24 * mib + 1000, 3) % 4096 == 0,
+          "whole pages");
+    printf("this machine's last-level cache: %zu bytes\n",
+           braid_calib_llc_bytes());
+}
+
 static void test_files(void)
 {
     char dir[] = "/tmp/braid-calib-test-XXXXXX", path[1024], sub[600];
@@ -222,6 +242,7 @@ int main(void)
     test_round_trip();
     test_damage();
     test_old_format();
+    test_big_bytes();
     test_files();
     return check_summary("calib-cache");
 }
