@@ -34,7 +34,7 @@ grep -q '^tl shm ' "$BRAID_CALIB_DIR"/calib-*.txt ||
 num='[0-9][0-9.e+-]*'
 grep -Eq "^tl shm [^ ]+ sr( $num){6} put( $num){6}" "$BRAID_CALIB_DIR"/calib-*.txt ||
   fail "shm's cache entry lacks the out-of-cache figures: $(cat "$BRAID_CALIB_DIR"/calib-*.txt)"
-grep -Eq "^world out: shm sr [1-9e.0-9-]+ put [0-9]*[1-9]" "$tmp/a" ||
+grep '^world out: shm ' "$tmp/a" | awk '{ exit !($5 > 0 && $7 > 0) }' ||
   fail "the selector has no out-of-cache figures for shm: $(cat "$tmp/a")"
 
 # 2. The second run reads the cache: the same figures, bit for bit.
