@@ -57,9 +57,9 @@ braid_status_t braid_calib_mode_parse(braid_calib_mode_t *mode,
     }
     return braid_error(
         BRAID_ERR_PARSE,
-        "BRAID_CALIBRATE=" BRAID_QUOTE_FMT
+        "BRAID_CALIBRATE='%s'"
         ": %s at position %zu (expected 0, 1 or force)",
-        BRAID_QUOTE(value),
+        braid_quote(value, strlen(value), best).s,
         value[best] ? "unexpected character" : "value ends early", best);
 }
 

@@ -79,6 +79,85 @@ static void test_algo_bad(void)
     }
 }
 
+/* Every unit form of the size grammar (braid_size_scan: digits, then
+ * optionally K, M, G or T in any case, an 'i' after it, and a final 'B'),
+ * as BRAID_ALGO's upper bound; a wrong one is refused at its position. */
+static void test_algo_units(void)
+{
+    static const struct {
+        const char *bound;
+        size_t      bytes;
+    } ok[] = {
+        {"4", 4},
+        {"4B", 4},
+        {"4b", 4},
+        {"4K", 4ull << 10},
+        {"4k", 4ull << 10},
+        {"4Ki", 4ull << 10},
+        {"4KiB", 4ull << 10},
+        {"4kib", 4ull << 10},
+        {"4KB", 4ull << 10},
+        {"4kB", 4ull << 10},
+        {"4M", 4ull << 20},
+        {"4MiB", 4ull << 20},
+        {"4mb", 4ull << 20},
+        {"4G", 4ull << 30},
+        {"4gi", 4ull << 30},
+        {"4GiB", 4ull << 30},
+        {"4T", 4ull << 40},
+        {"4TiB", 4ull << 40},
+        {"4tB", 4ull << 40},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char text[64];
+        snprintf(text, sizeof(text), "allreduce:0-%s=oneshot@shm",
+                 ok[i].bound);
+        braid_algo_spec_t s;
+        braid_status_t    st = braid_algo_spec_parse(&s, text);
+        CHECK(st == BRAID_OK && s.n == 1 && s.rules[0].lo == 0 &&
+                  s.rules[0].hi == ok[i].bytes &&
+                  !strcmp(s.rules[0].cands[0].algo, "oneshot") &&
+                  !strcmp(s.rules[0].cands[0].tl, "shm"),
+              "'%s': bound %zu, want %zu (%s)", text,
+              st == BRAID_OK ? s.rules[0].hi : 0, ok[i].bytes,
+              braid_last_error());
+    }
+    /* "allreduce:0-" is 12 characters: the unit starts at position 13. */
+    static const struct {
+        const char *text;
+        size_t      pos;
+        const char *found;
+    } bad[] = {
+        {"allreduce:0-4Q=ring", 13, "found 'Q'"},
+        {"allreduce:0-4KI=ring", 14, "found 'I'"},
+        {"allreduce:0-4iB=ring", 13, "found 'i'"},
+        {"allreduce:0-4KiBB=ring", 16, "found 'B'"},
+        {"allreduce:0-4Bi=ring", 14, "found 'i'"},
+        {"allreduce:0-4\x01=ring", 13, "found byte 0x01"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        braid_algo_spec_t s;
+        char              want[32];
+        snprintf(want, sizeof(want), "at position %zu", bad[i].pos);
+        CHECK(braid_algo_spec_parse(&s, bad[i].text) == BRAID_ERR_PARSE &&
+                  strstr(braid_last_error(), want) &&
+                  strstr(braid_last_error(), bad[i].found),
+              "'%s' refused naming %s and %s: %s", bad[i].text, bad[i].found,
+              want, braid_last_error());
+    }
+    braid_algo_spec_t s;
+    CHECK(braid_algo_spec_parse(&s, "allreduce:0-4Q=ring") ==
+                  BRAID_ERR_PARSE &&
+              !strcmp(braid_last_error(),
+                      "BRAID_ALGO: expected '=' after the size range, found "
+                      "'Q' at position 13: 'allreduce:0-4Q=ring'"),
+          "whole message: %s", braid_last_error());
+    CHECK(braid_algo_spec_parse(&s, "allreduce:0-4\x01=ring") ==
+                  BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "'allreduce:0-4\\x01=ring'"),
+          "control byte quoted visibly: %s", braid_last_error());
+}
+
 /* Found by fuzzing: a long value pushed the position out of the message. */
 static void test_long_input(void)
 {
@@ -534,6 +613,7 @@ int main(void)
     test_topo();
     test_algo_ok();
     test_algo_bad();
+    test_algo_units();
     test_long_input();
     test_filter();
     test_tune();
