@@ -126,7 +126,7 @@ static void test_quote(void)
     for (int i = 0; i < 300; i++)
         ctl[i] = (char)(i % 3 ? 0x01 : 0xfe);
     for (size_t pos = 0; pos <= sizeof(ctl); pos++) {
-        q = braid_quote(ctl, sizeof(ctl), pos);
+        q        = braid_quote(ctl, sizeof(ctl), pos);
         size_t n = strlen(q.s);
         CHECK(n < sizeof(q.s) && all_printable(q.s));
         /* 7 escapes (28 columns) before the fault, 8 from it on */
@@ -204,8 +204,9 @@ static void test_parse_int(void)
     longv[590] = 'z';
     CHECK_STATUS(braid_parse_int("BRAID_LONG", longv, 0, 100, &v),
                  BRAID_ERR_PARSE);
-    CHECK_MSG("BRAID_LONG='...00000000000000000000000000000000000000000000000000"
-              "z000000000': unexpected 'z' at position 590");
+    CHECK_MSG(
+        "BRAID_LONG='...00000000000000000000000000000000000000000000000000"
+        "z000000000': unexpected 'z' at position 590");
     CHECK(strlen(braid_last_error()) < 200);
     v = 5;
     CHECK_STATUS(braid_parse_int("X", "7", 0, 3, &v), BRAID_ERR_PARSE);
