@@ -45,11 +45,9 @@ static braid_status_t scan_digits(const char *name, const char *value,
     for (size_t i = *pos; value[i] >= '0' && value[i] <= '9'; i++) {
         unsigned d = (unsigned)(value[i] - '0');
         if (*acc > (limit - d) / 10)
-            return braid_error(BRAID_ERR_PARSE,
-                               "%s='%s': "
-                               "number too large at position %zu",
-                               name, braid_quote(value, strlen(value), i).s,
-                               i);
+            return braid_error(
+                BRAID_ERR_PARSE, "%s='%s': number too large at position %zu",
+                name, braid_quote(value, strlen(value), i).s, i);
         *acc = *acc * 10 + d;
         (*ndigits)++;
         *pos = i + 1;
@@ -86,8 +84,7 @@ braid_status_t braid_parse_int(const char *name, const char *value,
         v = (long long)acc;
     if (v < min || v > max)
         return braid_error(BRAID_ERR_PARSE,
-                           "%s='%s': "
-                           "%lld (at position 0) is out of range "
+                           "%s='%s': %lld (at position 0) is out of range "
                            "[%lld, %lld]",
                            name, braid_quote(value, strlen(value), 0).s, v,
                            min, max);
@@ -151,10 +148,8 @@ braid_status_t braid_parse_size(const char *name, const char *value,
     if (braid_size_scan(value, strlen(value), &pos, &v, &fault) != BRAID_OK) {
         if (strcmp(fault, "too large") == 0)
             return braid_error(BRAID_ERR_PARSE,
-                               "%s='%s': "
-                               "size too large at position %zu",
-                               name, braid_quote(value, strlen(value), pos).s,
-                               pos);
+                               "%s='%s': size too large at position %zu", name,
+                               braid_quote(value, strlen(value), pos).s, pos);
         return unexpected(name, value, pos, fault);
     }
     if (value[pos] != '\0')
@@ -163,8 +158,7 @@ braid_status_t braid_parse_size(const char *name, const char *value,
                           "value");
     if (v < min || v > max)
         return braid_error(BRAID_ERR_PARSE,
-                           "%s='%s': "
-                           "%zu bytes (at position 0) is out of "
+                           "%s='%s': %zu bytes (at position 0) is out of "
                            "range [%zu, %zu]",
                            name, braid_quote(value, strlen(value), 0).s, v,
                            min, max);
@@ -224,8 +218,7 @@ braid_status_t braid_parse_double(const char *name, const char *value,
                            braid_quote(value, strlen(value), 0).s);
     if (v < min || v > max)
         return braid_error(BRAID_ERR_PARSE,
-                           "%s='%s': "
-                           "%g (at position 0) is out of range "
+                           "%s='%s': %g (at position 0) is out of range "
                            "[%g, %g]",
                            name, braid_quote(value, strlen(value), 0).s, v,
                            min, max);

@@ -46,14 +46,14 @@ braid_status_t braid_error(braid_status_t status, const char *fmt, ...)
 braid_status_t braid_verror(braid_status_t status, const char *fmt,
                             va_list ap);
 void           braid_error_clear(void);
-/* The one way error messages quote user input: up to 60 columns of text[0,
- * text_len) around the fault at pos (from the start when the message names no
- * position: pos 0), with "..." on each side where the text is cut, so that a
- * long input never hides the fault.  Bytes outside printable ASCII become \xNN
- * (4 columns), so a terminal or log never sees a raw control byte.  Returned
- * by value so a call site can write braid_error(st, "%s='%s': ...", name,
- * braid_quote(v, strlen(v), pos).s) (the array lives until the end of the full
- * expression).  One byte: braid_quote(v + pos, 1, 0). */
+/* The one way error messages quote user input: up to 60 columns of the
+ * text around the fault at pos (from the start when the message names no
+ * position: pos 0), "..." on each side where the text is cut, so that a long
+ * input never hides the fault, and \xNN (4 columns) for each byte outside
+ * printable ASCII, so that a terminal or log never sees a raw control byte.
+ * One byte: braid_quote(v + i, 1, 0).  Returned by value, its array living
+ * until the end of the full expression, for call sites such as
+ *   braid_error(st, "%s='%s': ...", name, braid_quote(v, n, pos).s); */
 typedef struct braid_quote {
     char s[3 + 60 + 3 + 1]; /* "..." window "..." NUL */
 } braid_quote_t;
