@@ -81,8 +81,8 @@ static braid_status_t parse(const braid_kv_rdv_t *r, char *v, char *host,
         v[used] != '\0' || p < 1 || p > 65535 || strlen(h) >= n)
         return braid_error(BRAID_ERR_PEER,
                            "'%s' in the key-value store is "
-                           "not a braid rendezvous address: '%.80s'",
-                           r->key, v);
+                           "not a braid rendezvous address: '%s'",
+                           r->key, braid_quote(v, strlen(v), 0).s);
     snprintf(host, n, "%s", h);
     *port    = p;
     *has_key = strcmp(k, "-") != 0;

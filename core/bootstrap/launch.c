@@ -24,7 +24,7 @@ braid_status_t braid_parse_job_key(const char *name, const char *value,
                            "%s='': empty value, expected 32 "
                            "hex digits",
                            name);
-    size_t i;
+    size_t i, n = strlen(value);
     for (i = 0; value[i] != '\0' && i < 32; i++) {
         char c = value[i];
         int  d = (c >= '0' && c <= '9')   ? c - '0'
@@ -33,11 +33,10 @@ braid_status_t braid_parse_job_key(const char *name, const char *value,
                                           : -1;
         if (d < 0)
             return braid_error(BRAID_ERR_PARSE,
-                               "%s=" BRAID_QUOTE_FMT
-                               ": unexpected '%c' at position %zu "
+                               "%s='%s': unexpected '%s' at position %zu "
                                "(expected a hex digit)",
-                               name, BRAID_QUOTE(value),
-                               (c >= 0x20 && c < 0x7f) ? c : '?', i);
+                               name, braid_quote(value, n, i).s,
+                               braid_quote(value + i, 1, 0).s, i);
         if (i % 2 == 0)
             key[i / 2] = (uint8_t)(d << 4);
         else
@@ -45,14 +44,15 @@ braid_status_t braid_parse_job_key(const char *name, const char *value,
     }
     if (i < 32)
         return braid_error(BRAID_ERR_PARSE,
-                           "%s=" BRAID_QUOTE_FMT ": ends at position %zu, "
+                           "%s='%s': ends at position %zu, "
                            "expected 32 hex digits",
-                           name, BRAID_QUOTE(value), i);
+                           name, braid_quote(value, n, i).s, i);
     if (value[32] != '\0')
         return braid_error(BRAID_ERR_PARSE,
-                           "%s=" BRAID_QUOTE_FMT ": unexpected '%c' at "
+                           "%s='%s': unexpected '%s' at "
                            "position 32 (expected exactly 32 hex digits)",
-                           name, BRAID_QUOTE(value), value[32]);
+                           name, braid_quote(value, n, 32).s,
+                           braid_quote(value + 32, 1, 0).s);
     return BRAID_OK;
 }
 
@@ -135,9 +135,10 @@ static braid_status_t rank_size(braid_launch_t *l, const char *rank_var,
         return st;
     if (rank >= size)
         return braid_error(BRAID_ERR_PARSE,
-                           "%s=" BRAID_QUOTE_FMT ": rank %lld (at position "
+                           "%s='%s': rank %lld (at position "
                            "0) is not below %s=%lld",
-                           rank_var, BRAID_QUOTE(rs), rank, size_var, size);
+                           rank_var, braid_quote(rs, strlen(rs), 0).s, rank,
+                           size_var, size);
     l->rank = (int)rank;
     l->size = (int)size;
     return BRAID_OK;
@@ -148,20 +149,19 @@ static braid_status_t parse_addr(const char *name, const char *value,
                                  braid_launch_t *l)
 {
     const char *colon, *host = value;
-    size_t      hlen;
+    size_t      hlen, n      = strlen(value);
     if (value[0] == '[') {
         const char *close = strchr(value, ']');
         if (close == NULL)
             return braid_error(BRAID_ERR_PARSE,
-                               "%s=" BRAID_QUOTE_FMT ": '[' at position 0 "
+                               "%s='%s': '[' at position 0 "
                                "is never closed by ']'",
-                               name, BRAID_QUOTE(value));
+                               name, braid_quote(value, n, 0).s);
+        size_t at = (size_t)(close + 1 - value);
         if (close[1] != ':')
             return braid_error(BRAID_ERR_PARSE,
-                               "%s=" BRAID_QUOTE_FMT ": expected ':' at "
-                               "position %zu",
-                               name, BRAID_QUOTE(value),
-                               (size_t)(close + 1 - value));
+                               "%s='%s': expected ':' at position %zu", name,
+                               braid_quote(value, n, at).s, at);
         host  = value + 1;
         hlen  = (size_t)(close - host);
         colon = close + 1;
@@ -169,40 +169,40 @@ static braid_status_t parse_addr(const char *name, const char *value,
         colon = strrchr(value, ':');
         if (colon == NULL)
             return braid_error(BRAID_ERR_PARSE,
-                               "%s=" BRAID_QUOTE_FMT ": expected 'host:port'"
-                               ", no ':' up to position %zu",
-                               name, BRAID_QUOTE(value), strlen(value));
+                               "%s='%s': expected 'host:port', no ':' up to "
+                               "position %zu",
+                               name, braid_quote(value, n, n).s, n);
         hlen = (size_t)(colon - value);
     }
+    size_t hpos = (size_t)(host - value);
     if (hlen == 0)
         return braid_error(BRAID_ERR_PARSE,
-                           "%s=" BRAID_QUOTE_FMT ": empty host at position "
-                           "%zu",
-                           name, BRAID_QUOTE(value), (size_t)(host - value));
+                           "%s='%s': empty host at position %zu", name,
+                           braid_quote(value, n, hpos).s, hpos);
     if (hlen >= sizeof(l->host))
         return braid_error(BRAID_ERR_PARSE,
-                           "%s='%.40s...': host longer than "
-                           "%zu characters",
-                           name, value, sizeof(l->host) - 1);
+                           "%s='%s': host longer than %zu characters", name,
+                           braid_quote(value, n, hpos).s, sizeof(l->host) - 1);
     size_t ppos = (size_t)(colon + 1 - value);
     if (colon[1] == '\0')
         return braid_error(BRAID_ERR_PARSE,
-                           "%s=" BRAID_QUOTE_FMT ": expected a port at "
+                           "%s='%s': expected a port at "
                            "position %zu",
-                           name, BRAID_QUOTE(value), ppos);
+                           name, braid_quote(value, n, ppos).s, ppos);
     for (size_t i = ppos; value[i] != '\0'; i++) {
         if (value[i] < '0' || value[i] > '9')
             return braid_error(BRAID_ERR_PARSE,
-                               "%s=" BRAID_QUOTE_FMT ": unexpected '%c' at "
+                               "%s='%s': unexpected '%s' at "
                                "position %zu (expected a port number)",
-                               name, BRAID_QUOTE(value), value[i], i);
+                               name, braid_quote(value, n, i).s,
+                               braid_quote(value + i, 1, 0).s, i);
     }
     long long port = atoll(colon + 1);
     if (strlen(colon + 1) > 5 || port < 1 || port > 65535)
         return braid_error(BRAID_ERR_PARSE,
-                           "%s=" BRAID_QUOTE_FMT ": port at position %zu is "
+                           "%s='%s': port at position %zu is "
                            "out of range [1, 65535]",
-                           name, BRAID_QUOTE(value), ppos);
+                           name, braid_quote(value, n, ppos).s, ppos);
     memcpy(l->host, host, hlen);
     l->host[hlen] = '\0';
     l->port       = (int)port;
@@ -329,9 +329,10 @@ braid_status_t braid_launch_from_env(braid_launch_t *l)
             return st;
         if (strlen(master) >= sizeof(l->host))
             return braid_error(BRAID_ERR_PARSE,
-                               "MASTER_ADDR='%.40s...': "
+                               "MASTER_ADDR='%s': "
                                "longer than %zu characters",
-                               master, sizeof(l->host) - 1);
+                               braid_quote(master, strlen(master), 0).s,
+                               sizeof(l->host) - 1);
         snprintf(l->host, sizeof(l->host), "%s", master);
         l->port = (int)p;
         snprintf(l->addr_from, sizeof(l->addr_from),
@@ -358,22 +359,22 @@ braid_status_t braid_launch_from_env(braid_launch_t *l)
         if (inet_pton(AF_INET, v, buf) != 1 &&
             inet_pton(AF_INET6, v, buf) != 1)
             return braid_error(BRAID_ERR_PARSE,
-                               "BRAID_IFADDR=" BRAID_QUOTE_FMT ": not a "
+                               "BRAID_IFADDR='%s': not a "
                                "numeric IPv4 or IPv6 address (from position "
                                "0)",
-                               BRAID_QUOTE(v));
+                               braid_quote(v, strlen(v), 0).s);
         if (strlen(v) >= sizeof(l->ifaddr))
-            return braid_error(BRAID_ERR_PARSE,
-                               "BRAID_IFADDR=" BRAID_QUOTE_FMT ": too long",
-                               BRAID_QUOTE(v));
+            return braid_error(BRAID_ERR_PARSE, "BRAID_IFADDR='%s': too long",
+                               braid_quote(v, strlen(v), 0).s);
         snprintf(l->ifaddr, sizeof(l->ifaddr), "%s", v);
     }
     if ((v = braid_env_get("BRAID_RENDEZVOUS_DIR")) != NULL) {
         if (strlen(v) >= sizeof(l->rendezvous_dir))
             return braid_error(BRAID_ERR_PARSE,
-                               "BRAID_RENDEZVOUS_DIR='%.40s"
-                               "...': longer than %zu characters",
-                               v, sizeof(l->rendezvous_dir) - 1);
+                               "BRAID_RENDEZVOUS_DIR='%s': longer "
+                               "than %zu characters",
+                               braid_quote(v, strlen(v), 0).s,
+                               sizeof(l->rendezvous_dir) - 1);
         snprintf(l->rendezvous_dir, sizeof(l->rendezvous_dir), "%s", v);
     }
 

@@ -120,8 +120,8 @@ static braid_status_t parse(const char *path, char *text, char *host, size_t n,
         (size_t)(sp1 - text) >= n)
         return braid_error(BRAID_ERR_PARSE,
                            "rendezvous file %s: expected "
-                           "'host port key', got '%.80s'",
-                           path, text);
+                           "'host port key', got '%s'",
+                           path, braid_quote(text, strlen(text), 0).s);
     *sp1 = *sp2 = *nl = '\0';
     memcpy(host, text, (size_t)(sp1 - text) + 1);
     long long      p;

@@ -61,9 +61,8 @@ braid_status_t braid_calib_mode_parse(braid_calib_mode_t *mode,
     }
     return braid_error(
         BRAID_ERR_PARSE,
-        "BRAID_CALIBRATE=" BRAID_QUOTE_FMT
-        ": %s at position %zu (expected 0, 1 or force)",
-        BRAID_QUOTE(value),
+        "BRAID_CALIBRATE='%s': %s at position %zu (expected 0, 1 or force)",
+        braid_quote(value, strlen(value), best).s,
         value[best] ? "unexpected character" : "value ends early", best);
 }
 

@@ -7,6 +7,7 @@
 #include "comm/comm.h"
 #include "util/api.h"
 #include "util/log.h"
+#include "util/names.h"
 
 static int overlaps(const void *a, size_t alen, const void *b, size_t blen)
 {
@@ -92,7 +93,7 @@ static braid_status_t validate(braid_comm_t *comm, const char *fn,
                            "%s: root %d is not a rank "
                            "of this %d-rank communicator",
                            fn, root, comm->size);
-    size_t dtsize = braid_dtype_size(dtype);
+    size_t dtsize = braid_dtsize(dtype);
     if ((st = spans(&send_len, &recv_len, comm, coll, count, dtsize, fn)) !=
         BRAID_OK)
         return st;
@@ -129,8 +130,7 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
      * nothing to ask in a process that can have no device memory. */
     if (st == BRAID_OK && (on_stream || braid_devptr_possible()))
         st = braid_route_call(&route, coll, sendbuf, recvbuf,
-                              count * braid_dtype_size(dtype), on_stream,
-                              stream);
+                              count * braid_dtsize(dtype), on_stream, stream);
     if (comm->check) {
         /* Every rank takes part, valid or not, so that nobody waits for a
          * rank that already returned; its own error message wins. */
@@ -172,7 +172,7 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
     /* Every field a plugin may read starts at zero, those added later
      * included: copied from a zero task (vector moves) and then set. */
     static const braid_task_t zero_task;
-    size_t                    dtsize = braid_dtype_size(dtype);
+    size_t                    dtsize = braid_dtsize(dtype);
     braid_task_t             *t      = &call->task;
     *t                               = zero_task;
     t->struct_size                   = sizeof(*t);
@@ -189,7 +189,7 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
     t->seq                           = comm->seq++;
     t->sig32                         = braid_sig_hash32(&sig, t->seq);
     t->topo                          = &comm->topo;
-    t->svc                           = braid_core_services();
+    t->svc                           = &braid_services;
     braid_progress_enter(comm->progress, t->seq, &sig);
 
     size_t bytes = count * dtsize;
@@ -229,7 +229,7 @@ braid_status_t braid_coll_run(braid_comm_t *comm, braid_api_t api,
 {
     braid_call_t   call;
     braid_status_t st;
-    const char    *fn = braid_coll_name(coll);
+    const char    *fn = braid_coll_str(coll);
     braid_error_clear();
     if (comm == NULL)
         return braid_error(BRAID_ERR_INVALID_ARG, "%s: comm is NULL", fn);

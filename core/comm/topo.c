@@ -76,13 +76,12 @@ braid_status_t braid_topo_kind_parse(braid_topo_kind_t *kind, const char *s,
             if (i > best)
                 best = i;
         }
-        char ex[80];
-        braid_excerpt(ex, sizeof(ex), s, strlen(s), best);
-        return braid_error(
-            BRAID_ERR_PARSE,
-            "BRAID_TOPO: %s at position %zu: "
-            "'%s' (expected auto, switch or ring)",
-            s[best] ? "unexpected character" : "value ends early", best, ex);
+        return braid_error(BRAID_ERR_PARSE,
+                           "BRAID_TOPO: %s at position %zu: "
+                           "'%s' (expected auto, switch or ring)",
+                           s[best] ? "unexpected character"
+                                   : "value ends early",
+                           best, braid_quote(s, strlen(s), best).s);
     }
     if (nnodes == 1)
         *kind = BRAID_TOPO_SINGLE_HOST; /* one host has no cabling to model */

@@ -12,12 +12,10 @@ static int is_name_char(char c)
 
 static braid_status_t fail(const char *spec, size_t pos, const char *what)
 {
-    char ex[80];
-    braid_excerpt(ex, sizeof(ex), spec, strlen(spec), pos);
     return braid_error(BRAID_ERR_PARSE,
                        "BRAID_PLUGINS: %s at position %zu: "
                        "'%s'",
-                       what, pos, ex);
+                       what, pos, braid_quote(spec, strlen(spec), pos).s);
 }
 
 braid_status_t braid_plugin_filter_parse(braid_plugin_filter_t *filter,

@@ -88,6 +88,8 @@ void braid_services_log(braid_log_level_t level, const char *component,
                         const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 const braid_services_t *braid_core_services(void);
+/* The same table, for the call path to take without a call. */
+extern const braid_services_t braid_services;
 /* svc->cpu_mates: mate[r] = 1 for every other rank pinned to rank's CPU on
  * its host; their number, or -1 (all 0) when rank is not pinned. */
 int braid_cpu_mates(const braid_topo_t *topo, int rank, unsigned char *mate);

@@ -60,7 +60,7 @@ static unsigned services_sleep_polls(void)
     return (unsigned)v;
 }
 
-static const braid_services_t services = {
+const braid_services_t braid_services = {
     .struct_size = sizeof(braid_services_t),
     .log         = braid_services_log,
     .error       = braid_services_error,
@@ -80,4 +80,4 @@ static const braid_services_t services = {
     .reqs_cancel = braid_reqs_cancel,
 };
 
-const braid_services_t *braid_core_services(void) { return &services; }
+const braid_services_t *braid_core_services(void) { return &braid_services; }

@@ -42,23 +42,22 @@ size_t braid_lex_name(braid_lex_t *lx, const char **start)
 
 braid_status_t braid_lex_fail(braid_lex_t *lx, const char *expected)
 {
-    char ex[80];
-    braid_excerpt(ex, sizeof(ex), lx->text, lx->end, lx->pos);
+    braid_quote_t ex = braid_quote(lx->text, lx->end, lx->pos);
     if (lx->pos >= lx->end)
         return braid_error(BRAID_ERR_PARSE,
                            "%s: expected %s at position %zu "
                            "(end of input): '%s'",
-                           lx->where, expected, lx->pos, ex);
+                           lx->where, expected, lx->pos, ex.s);
     unsigned char c = (unsigned char)lx->text[lx->pos];
     if (isprint(c))
         return braid_error(BRAID_ERR_PARSE,
                            "%s: expected %s, found '%c' at "
                            "position %zu: '%s'",
-                           lx->where, expected, c, lx->pos, ex);
+                           lx->where, expected, c, lx->pos, ex.s);
     return braid_error(BRAID_ERR_PARSE,
                        "%s: expected %s, found byte 0x%02x at "
                        "position %zu: '%s'",
-                       lx->where, expected, c, lx->pos, ex);
+                       lx->where, expected, c, lx->pos, ex.s);
 }
 
 braid_status_t braid_lex_size(braid_lex_t *lx, size_t *out)

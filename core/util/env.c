@@ -17,39 +17,15 @@ const char *braid_env_get(const char *name)
     return (v == NULL || *v == '\0') ? NULL : v;
 }
 
-#define QUOTE_MAX 64
-
-int braid_quote_len(const char *value)
-{
-    size_t n = strlen(value);
-    return n > QUOTE_MAX ? QUOTE_MAX - 4 : (int)n;
-}
-
-const char *braid_quote_more(const char *value)
-{
-    return strlen(value) > QUOTE_MAX ? "..." : "";
-}
-
-/* Printable rendering of one character for messages: 'x', or \xNN. */
-static const char *char_repr(char c, char buf[8])
-{
-    unsigned char u = (unsigned char)c;
-    if (u >= 0x20 && u < 0x7f)
-        snprintf(buf, 8, "%c", c);
-    else
-        snprintf(buf, 8, "\\x%02x", u);
-    return buf;
-}
-
 static braid_status_t unexpected(const char *name, const char *value,
                                  size_t pos, const char *expected)
 {
-    char c[8];
-    return braid_error(BRAID_ERR_PARSE,
-                       "%s=" BRAID_QUOTE_FMT
-                       ": unexpected '%s' at position %zu (expected %s)",
-                       name, BRAID_QUOTE(value), char_repr(value[pos], c), pos,
-                       expected);
+    size_t n = strlen(value);
+    return braid_error(
+        BRAID_ERR_PARSE,
+        "%s='%s': unexpected '%s' at position %zu (expected %s)", name,
+        braid_quote(value, n, pos).s, braid_quote(value + pos, 1, 0).s, pos,
+        expected);
 }
 
 static braid_status_t empty(const char *name, const char *expected)
@@ -69,10 +45,9 @@ static braid_status_t scan_digits(const char *name, const char *value,
     for (size_t i = *pos; value[i] >= '0' && value[i] <= '9'; i++) {
         unsigned d = (unsigned)(value[i] - '0');
         if (*acc > (limit - d) / 10)
-            return braid_error(BRAID_ERR_PARSE,
-                               "%s=" BRAID_QUOTE_FMT
-                               ": number too large at position %zu",
-                               name, BRAID_QUOTE(value), i);
+            return braid_error(
+                BRAID_ERR_PARSE, "%s='%s': number too large at position %zu",
+                name, braid_quote(value, strlen(value), i).s, i);
         *acc = *acc * 10 + d;
         (*ndigits)++;
         *pos = i + 1;
@@ -109,10 +84,10 @@ braid_status_t braid_parse_int(const char *name, const char *value,
         v = (long long)acc;
     if (v < min || v > max)
         return braid_error(BRAID_ERR_PARSE,
-                           "%s=" BRAID_QUOTE_FMT
-                           ": %lld (at position 0) is out of range "
+                           "%s='%s': %lld (at position 0) is out of range "
                            "[%lld, %lld]",
-                           name, BRAID_QUOTE(value), v, min, max);
+                           name, braid_quote(value, strlen(value), 0).s, v,
+                           min, max);
     *out = v;
     return BRAID_OK;
 }
@@ -173,9 +148,8 @@ braid_status_t braid_parse_size(const char *name, const char *value,
     if (braid_size_scan(value, strlen(value), &pos, &v, &fault) != BRAID_OK) {
         if (strcmp(fault, "too large") == 0)
             return braid_error(BRAID_ERR_PARSE,
-                               "%s=" BRAID_QUOTE_FMT
-                               ": size too large at position %zu",
-                               name, BRAID_QUOTE(value), pos);
+                               "%s='%s': size too large at position %zu", name,
+                               braid_quote(value, strlen(value), pos).s, pos);
         return unexpected(name, value, pos, fault);
     }
     if (value[pos] != '\0')
@@ -184,10 +158,10 @@ braid_status_t braid_parse_size(const char *name, const char *value,
                           "value");
     if (v < min || v > max)
         return braid_error(BRAID_ERR_PARSE,
-                           "%s=" BRAID_QUOTE_FMT
-                           ": %zu bytes (at position 0) is out of "
+                           "%s='%s': %zu bytes (at position 0) is out of "
                            "range [%zu, %zu]",
-                           name, BRAID_QUOTE(value), v, min, max);
+                           name, braid_quote(value, strlen(value), 0).s, v,
+                           min, max);
     *out = v;
     return BRAID_OK;
 }
@@ -240,15 +214,14 @@ braid_status_t braid_parse_double(const char *name, const char *value,
     double v = c_locale != (locale_t)0 ? strtod_l(value, NULL, c_locale)
                                        : strtod(value, NULL);
     if (!isfinite(v))
-        return braid_error(BRAID_ERR_PARSE,
-                           "%s=" BRAID_QUOTE_FMT ": number too large", name,
-                           BRAID_QUOTE(value));
+        return braid_error(BRAID_ERR_PARSE, "%s='%s': number too large", name,
+                           braid_quote(value, strlen(value), 0).s);
     if (v < min || v > max)
         return braid_error(BRAID_ERR_PARSE,
-                           "%s=" BRAID_QUOTE_FMT
-                           ": %g (at position 0) is out of range "
+                           "%s='%s': %g (at position 0) is out of range "
                            "[%g, %g]",
-                           name, BRAID_QUOTE(value), v, min, max);
+                           name, braid_quote(value, strlen(value), 0).s, v,
+                           min, max);
     *out = v;
     return BRAID_OK;
 }
@@ -307,12 +280,13 @@ braid_status_t braid_env_timeout(double *seconds)
         timeout_status = braid_env_double(
             "BRAID_TIMEOUT", BRAID_TIMEOUT_DEFAULT_S, 0.0, TIMEOUT_MAX_S, &v);
         if (timeout_status == BRAID_OK && v <= 0.0) {
-            const char *text = getenv("BRAID_TIMEOUT");
-            timeout_status   = braid_error(BRAID_ERR_PARSE,
-                                           "BRAID_TIMEOUT=" BRAID_QUOTE_FMT
-                                           ": value at position 0 must be > 0 "
-                                             "seconds",
-                                           BRAID_QUOTE(text));
+            const char   *text = getenv("BRAID_TIMEOUT");
+            braid_quote_t q    = braid_quote(text, strlen(text), 0);
+            timeout_status =
+                braid_error(BRAID_ERR_PARSE,
+                            "BRAID_TIMEOUT='%s': value at position 0 must be "
+                            "> 0 seconds",
+                            q.s);
         }
         if (timeout_status == BRAID_OK) {
             timeout_value = v;

@@ -2,7 +2,8 @@
  *
  * Every parser names the variable, quotes the value and points at the
  * character that is wrong, e.g. "BRAID_RANK='1x': unexpected 'x' at position
- * 1", and returns BRAID_ERR_PARSE (recorded for braid_last_error).  The
+ * 1", and returns BRAID_ERR_PARSE (recorded for braid_last_error); the
+ * value is quoted with braid_quote (util/log.h) around that position.  The
  * braid_parse_* functions take the text directly (name is only used in
  * messages); the braid_env_* functions read the variable and use dflt when it
  * is unset or empty. */
@@ -12,14 +13,6 @@
 #include <stddef.h>
 
 #include <braid/braid.h>
-
-/* Messages quote long values as their first 60 characters and "...", so
- * that the position after the quote always fits in the message:
- *   braid_error(st, "%s=" BRAID_QUOTE_FMT ": ...", name, BRAID_QUOTE(v)) */
-#define BRAID_QUOTE_FMT "'%.*s%s'"
-#define BRAID_QUOTE(v)  braid_quote_len(v), (v), braid_quote_more(v)
-int         braid_quote_len(const char *value);
-const char *braid_quote_more(const char *value);
 
 /* Value of name, or NULL when unset or empty. */
 const char *braid_env_get(const char *name);

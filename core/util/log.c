@@ -118,31 +118,58 @@ braid_status_t braid_error(braid_status_t status, const char *fmt, ...)
     return status;
 }
 
-const char *braid_excerpt(char *buf, size_t len, const char *text,
-                          size_t text_len, size_t pos)
+#define QUOTE_COLS 60
+_Static_assert(sizeof(((braid_quote_t *)0)->s) == 3 + QUOTE_COLS + 3 + 1,
+               "braid_quote_t holds \"...\", the window, \"...\" and a NUL");
+
+/* Columns one byte takes in a quote. */
+static size_t quote_cols(unsigned char c)
 {
-    size_t from = pos > 30 ? pos - 30 : 0;
-    size_t to   = text_len - from > 60 ? from + 60 : text_len;
-    size_t o    = 0;
-    if (len < 8) {
-        if (len)
-            buf[0] = '\0';
-        return buf;
-    }
-    if (from > 0) {
-        memcpy(buf, "...", 3);
-        o = 3;
-    }
-    for (size_t i = from; i < to && o + 4 < len; i++) {
+    return c >= 0x20 && c < 0x7f ? 1 : 4;
+}
+
+braid_quote_t braid_quote(const char *text, size_t text_len, size_t pos)
+{
+    braid_quote_t q = {{0}};
+    if (text == NULL)
+        text_len = 0;
+    if (pos > text_len)
+        pos = text_len;
+    /* Half the width before the fault, the rest from it on; a side that
+     * runs out of text leaves its columns to the other. */
+    size_t from = pos, to = pos, left = 0, used;
+    while (from > 0 &&
+           left + quote_cols((unsigned char)text[from - 1]) <= QUOTE_COLS / 2)
+        left += quote_cols((unsigned char)text[--from]);
+    used = left;
+    while (to < text_len &&
+           used + quote_cols((unsigned char)text[to]) <= QUOTE_COLS)
+        used += quote_cols((unsigned char)text[to++]);
+    while (from > 0 &&
+           used + quote_cols((unsigned char)text[from - 1]) <= QUOTE_COLS)
+        used += quote_cols((unsigned char)text[--from]);
+
+    static const char hex[] = "0123456789abcdef";
+    size_t            o     = 0;
+    if (from > 0)
+        for (int k = 0; k < 3; k++)
+            q.s[o++] = '.';
+    for (size_t i = from; i < to; i++) {
         unsigned char c = (unsigned char)text[i];
-        buf[o++]        = c >= 0x20 && c < 0x7f ? (char)c : '?';
+        if (quote_cols(c) == 1) {
+            q.s[o++] = (char)c;
+            continue;
+        }
+        q.s[o++] = '\\';
+        q.s[o++] = 'x';
+        q.s[o++] = hex[c >> 4];
+        q.s[o++] = hex[c & 15];
     }
-    if (to < text_len && o + 4 <= len) {
-        memcpy(buf + o, "...", 3);
-        o += 3;
-    }
-    buf[o] = '\0';
-    return buf;
+    if (to < text_len)
+        for (int k = 0; k < 3; k++)
+            q.s[o++] = '.';
+    q.s[o] = '\0';
+    return q;
 }
 
 void braid_error_clear(void) { last_error[0] = '\0'; }

@@ -46,11 +46,18 @@ braid_status_t braid_error(braid_status_t status, const char *fmt, ...)
 braid_status_t braid_verror(braid_status_t status, const char *fmt,
                             va_list ap);
 void           braid_error_clear(void);
-/* Up to ~60 characters of text around pos, with "..." where cut and
- * non-printable bytes shown as '?', for error messages that quote user input
- * after having named the position (so a long input never hides it). */
-const char *braid_excerpt(char *buf, size_t len, const char *text,
-                          size_t text_len, size_t pos);
+/* The one way error messages quote user input: up to 60 columns of the
+ * text around the fault at pos (from the start when the message names no
+ * position: pos 0), "..." on each side where the text is cut, so that a long
+ * input never hides the fault, and \xNN (4 columns) for each byte outside
+ * printable ASCII, so that a terminal or log never sees a raw control byte.
+ * One byte: braid_quote(v + i, 1, 0).  Returned by value, its array living
+ * until the end of the full expression, for call sites such as
+ *   braid_error(st, "%s='%s': ...", name, braid_quote(v, n, pos).s); */
+typedef struct braid_quote {
+    char s[3 + 60 + 3 + 1]; /* "..." window "..." NUL */
+} braid_quote_t;
+braid_quote_t braid_quote(const char *text, size_t text_len, size_t pos);
 /* Prefix of every log line: "braid[rank]"; set once the rank is known. */
 void braid_log_set_rank(int rank);
 

@@ -88,9 +88,9 @@ static braid_status_t area_resize(braid_lowhop_area_t *a, braid_task_t *task,
     return BRAID_OK;
 }
 
-braid_status_t braid_lowhop_area_get(braid_lowhop_area_t **area,
-                                     braid_task_t *task, size_t need,
-                                     size_t limit)
+braid_status_t braid_lowhop_area_get_slow(braid_lowhop_area_t **area,
+                                          braid_task_t *task, size_t need,
+                                          size_t limit)
 {
     braid_lowhop_area_t *a  = NULL;
     braid_status_t       st = area_state(&a, task);
@@ -130,21 +130,6 @@ int braid_lowhop_mates_in(const braid_lowhop_area_t *a,
         if (a->mate[k] && !got[k])
             return 0;
     return 1;
-}
-
-braid_status_t braid_lowhop_put(braid_task_t *task, braid_lowhop_area_t *a,
-                                int peer, int bank, const void *src,
-                                size_t len, uint64_t flag, braid_treq_t *req)
-{
-    const braid_tl_t *tl = task->tl;
-    int    slot = braid_lowhop_slot_index(task->rank, peer, task->size);
-    size_t off  = braid_lowhop_slot_off(a, bank, slot);
-
-    /* A failing transport has already said what and why (svc->error);
-     * re-raising here would replace its message with a vaguer one. */
-    return tl->ops->put_signal(tl->tcomm, a->mem, peer,
-                               off + BRAID_LOWHOP_FLAG_BYTES, src, len, off,
-                               flag, req);
 }
 
 braid_status_t braid_lowhop_tl_progress(braid_task_t *task)

@@ -88,9 +88,23 @@ typedef struct braid_lowhop_area {
  * grown (collectively) so that a slot holds need bytes; limit is the largest
  * need the algorithm can ever have (growth rounds up to a power of two but
  * not past it). */
-braid_status_t braid_lowhop_area_get(braid_lowhop_area_t **area,
-                                     braid_task_t *task, size_t need,
-                                     size_t limit);
+braid_status_t braid_lowhop_area_get_slow(braid_lowhop_area_t **area,
+                                          braid_task_t *task, size_t need,
+                                          size_t limit);
+static inline braid_status_t braid_lowhop_area_get(braid_lowhop_area_t **area,
+                                                   braid_task_t         *task,
+                                                   size_t need, size_t limit)
+{
+    braid_lowhop_area_t *a = *task->comm_state;
+    /* Every call but the first few of a communicator: nothing to create or
+     * grow, and no call out of the plugin before its first put. */
+    if (a != NULL && a->mem != NULL && a->slot_bytes >= need &&
+        a->nslots == task->size - 1) {
+        *area = a;
+        return BRAID_OK;
+    }
+    return braid_lowhop_area_get_slow(area, task, need, limit);
+}
 /* comm_state_free of every lowhop algorithm (the core frees the area). */
 void braid_lowhop_area_free(void *state, braid_tl_t *tl);
 
@@ -154,10 +168,24 @@ braid_status_t braid_lowhop_mismatch(const braid_task_t        *task,
                                      int slot, uint64_t flag);
 
 /* Writes len bytes of src into this rank's slot of bank in peer's area, then
- * the flag; src must stay unchanged until req completes. */
-braid_status_t braid_lowhop_put(braid_task_t *task, braid_lowhop_area_t *a,
-                                int peer, int bank, const void *src,
-                                size_t len, uint64_t flag, braid_treq_t *req);
+ * the flag; src must stay unchanged until req completes.  Inline: it is on
+ * the path from a call's entry to its first byte leaving. */
+static inline braid_status_t braid_lowhop_put(braid_task_t        *task,
+                                              braid_lowhop_area_t *a, int peer,
+                                              int bank, const void *src,
+                                              size_t len, uint64_t flag,
+                                              braid_treq_t *req)
+{
+    const braid_tl_t *tl = task->tl;
+    int    slot = braid_lowhop_slot_index(task->rank, peer, task->size);
+    size_t off  = braid_lowhop_slot_off(a, bank, slot);
+
+    /* A failing transport has already said what and why (svc->error);
+     * re-raising here would replace its message with a vaguer one. */
+    return tl->ops->put_signal(tl->tcomm, a->mem, peer,
+                               off + BRAID_LOWHOP_FLAG_BYTES, src, len, off,
+                               flag, req);
+}
 
 /* One round of transport progress, so that puts aimed at this rank land
  * (UCX over TCP needs the target to progress). */

@@ -41,6 +41,132 @@ static void clear_env(void)
         unsetenv(launcher_vars[i]);
 }
 
+/* The window braid_quote must show for printable text, worked out the
+ * plain way: 30 characters before pos and the rest after it, shifted when
+ * one side runs out of text, "..." where cut. */
+static void expected_window(char *out, const char *text, size_t len,
+                            size_t pos)
+{
+    size_t from = pos > 30 ? pos - 30 : 0;
+    size_t to   = from + 60 < len ? from + 60 : len;
+    if (to - from < 60)
+        from = to > 60 ? to - 60 : 0;
+    snprintf(out, 80, "%s%.*s%s", from > 0 ? "..." : "", (int)(to - from),
+             text + from, to < len ? "..." : "");
+}
+
+/* Every byte of s is printable ASCII: nothing raw reaches a terminal. */
+static int all_printable(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+            return 0;
+    return 1;
+}
+
+static void test_quote(void)
+{
+    /* Short text: whole, whatever the position (past the end included). */
+    CHECK(strcmp(braid_quote("abc", 3, 0).s, "abc") == 0);
+    CHECK(strcmp(braid_quote("abc", 3, 2).s, "abc") == 0);
+    CHECK(strcmp(braid_quote("abc", 3, 99).s, "abc") == 0);
+    CHECK(strcmp(braid_quote("", 0, 0).s, "") == 0);
+    CHECK(strcmp(braid_quote(NULL, 5, 3).s, "") == 0);
+    /* Exactly 60 characters still fit; 61 are cut. */
+    char t[201];
+    for (int i = 0; i < 200; i++)
+        t[i] = (char)('A' + i % 26 + (i / 26 % 2) * ('a' - 'A'));
+    t[200] = '\0';
+    CHECK(strlen(braid_quote(t, 60, 0).s) == 60);
+    CHECK(strcmp(braid_quote(t, 61, 0).s + 60, "...") == 0);
+
+    /* Long text: from the start, cut at the end only... */
+    braid_quote_t q = braid_quote(t, 100, 0);
+    CHECK(strncmp(q.s, t, 60) == 0 && strcmp(q.s + 60, "...") == 0);
+    /* ...near the start: still from the start. */
+    q = braid_quote(t, 100, 10);
+    CHECK(strncmp(q.s, t, 60) == 0 && strcmp(q.s + 60, "...") == 0);
+    /* ...in the middle: cut on both sides, 30 before the fault. */
+    q = braid_quote(t, 100, 50);
+    CHECK(strncmp(q.s, "...", 3) == 0 && strncmp(q.s + 3, t + 20, 60) == 0 &&
+          strcmp(q.s + 63, "...") == 0);
+    /* ...near and at the end: the last 60, cut at the start only. */
+    q = braid_quote(t, 100, 95);
+    CHECK(strncmp(q.s, "...", 3) == 0 && strncmp(q.s + 3, t + 40, 60) == 0 &&
+          strlen(q.s) == 63);
+    q = braid_quote(t, 100, 100);
+    CHECK(strncmp(q.s, "...", 3) == 0 && strncmp(q.s + 3, t + 40, 60) == 0 &&
+          strlen(q.s) == 63);
+    /* Every position of every length against the plain rule. */
+    char want[80];
+    for (size_t len = 0; len <= 200; len += 7)
+        for (size_t pos = 0; pos <= len; pos++) {
+            char tt[201];
+            memcpy(tt, t, len);
+            tt[len] = '\0';
+            expected_window(want, tt, len, pos);
+            q = braid_quote(tt, len, pos);
+            if (strcmp(q.s, want) != 0) {
+                fprintf(stderr, "quote len %zu pos %zu: '%s', want '%s'\n",
+                        len, pos, q.s, want);
+                test_failures++;
+            }
+        }
+
+    /* Control characters and bytes >= 0x80 become \xNN. */
+    CHECK(strcmp(braid_quote("a\tb\x1b[2J", 7, 1).s, "a\\x09b\\x1b[2J") == 0);
+    CHECK(strcmp(braid_quote("\xff\x80\x7f", 3, 0).s, "\\xff\\x80\\x7f") == 0);
+    CHECK(strcmp(braid_quote("x\n", 2, 1).s, "x\\x0a") == 0);
+    /* One byte, the NUL at the end of a string included. */
+    CHECK(strcmp(braid_quote("q", 1, 0).s, "q") == 0);
+    CHECK(strcmp(braid_quote("", 1, 0).s, "\\x00") == 0);
+    /* Escapes count 4 columns, so text of nothing but control bytes never
+     * passes the buffer, at any position, and the fault stays in view. */
+    char ctl[300];
+    for (int i = 0; i < 300; i++)
+        ctl[i] = (char)(i % 3 ? 0x01 : 0xfe);
+    for (size_t pos = 0; pos <= sizeof(ctl); pos++) {
+        q        = braid_quote(ctl, sizeof(ctl), pos);
+        size_t n = strlen(q.s);
+        CHECK(n < sizeof(q.s) && all_printable(q.s));
+        /* 7 escapes (28 columns) before the fault, 8 from it on */
+        if (pos >= 8 && pos + 8 < sizeof(ctl))
+            CHECK(strncmp(q.s, "...", 3) == 0 &&
+                  strcmp(q.s + n - 3, "...") == 0);
+    }
+    /* A mix where a 4-column escape does not fit the last columns left. */
+    char mix[120];
+    memset(mix, 'a', sizeof(mix));
+    mix[56] = '\x07';
+    q       = braid_quote(mix, sizeof(mix), 0);
+    CHECK(strlen(q.s) == 56 + 4 + 3 && strcmp(q.s + 56, "\\x07...") == 0);
+    mix[56] = 'a';
+    mix[57] = '\x07';
+    q       = braid_quote(mix, sizeof(mix), 0);
+    CHECK(strlen(q.s) == 57 + 3 && strcmp(q.s + 57, "...") == 0);
+
+    /* Through the parsers: a hostile value never reaches the message raw,
+     * and a long one shows the window around its fault. */
+    long long v;
+    CHECK_STATUS(braid_parse_int("X", "1\x1b[2J", 0, 100, &v),
+                 BRAID_ERR_PARSE);
+    CHECK_MSG("X='1\\x1b[2J': unexpected '\\x1b' at position 1");
+    CHECK(all_printable(braid_last_error()));
+    char longv[301], msg[160];
+    memset(longv, '0', 300); /* zeros: no overflow first */
+    longv[300] = '\0';
+    memcpy(longv + 150, "?!", 2);
+    CHECK_STATUS(braid_parse_int("X", longv, 0, 100, &v), BRAID_ERR_PARSE);
+    snprintf(msg, sizeof(msg),
+             "X='...%.30s?!%.28s...': unexpected '?' at position 150", longv,
+             longv);
+    CHECK_MSG(msg);
+    size_t sz;
+    CHECK_STATUS(braid_parse_size("S", "4K\xc3\xa9", 0, SIZE_MAX, &sz),
+                 BRAID_ERR_PARSE);
+    CHECK_MSG("S='4K\\xc3\\xa9': unexpected '\\xc3' at position 2");
+}
+
 static void test_parse_int(void)
 {
     long long v = 0;
@@ -70,14 +196,17 @@ static void test_parse_int(void)
         braid_parse_int("X", "-9223372036854775809", LLONG_MIN, 0, &v),
         BRAID_ERR_PARSE);
     CHECK_MSG("too large at position 19");
-    /* A long value is quoted shortened: the position must survive. */
+    /* A long value is quoted as the window around its fault, which stays
+     * in view, and the position must survive. */
     char longv[601];
     memset(longv, '0', 600); /* zeros: no overflow first */
     longv[600] = '\0';
     longv[590] = 'z';
     CHECK_STATUS(braid_parse_int("BRAID_LONG", longv, 0, 100, &v),
                  BRAID_ERR_PARSE);
-    CHECK_MSG("...': unexpected 'z' at position 590");
+    CHECK_MSG(
+        "BRAID_LONG='...00000000000000000000000000000000000000000000000000"
+        "z000000000': unexpected 'z' at position 590");
     CHECK(strlen(braid_last_error()) < 200);
     v = 5;
     CHECK_STATUS(braid_parse_int("X", "7", 0, 3, &v), BRAID_ERR_PARSE);
@@ -237,6 +366,10 @@ static void test_launch_braidrun(void)
     launch_fails(BRAID_ERR_PARSE, "expected a port at position 5");
     setenv("BRAID_ADDR", "[::1:5000", 1);
     launch_fails(BRAID_ERR_PARSE, "never closed");
+    setenv("BRAID_ADDR", "127.0.0.1:50\r0", 1);
+    launch_fails(BRAID_ERR_PARSE,
+                 "BRAID_ADDR='127.0.0.1:50\\x0d0': unexpected '\\x0d' "
+                 "at position 12");
     setenv("BRAID_ADDR", "127.0.0.1:5000", 1);
 
     setenv("BRAID_JOB_KEY", "000102030405060708090a0b0c0d0e", 1);
@@ -248,6 +381,9 @@ static void test_launch_braidrun(void)
                  "': unexpected 'g' at position 5");
     setenv("BRAID_JOB_KEY", "000102030405060708090a0b0c0d0e0f0", 1);
     launch_fails(BRAID_ERR_PARSE, "unexpected '0' at position 32");
+    setenv("BRAID_JOB_KEY", "000102030405060708090a0b0c0d0e0f\x7f", 1);
+    launch_fails(BRAID_ERR_PARSE, "0e0f\\x7f': unexpected '\\x7f' at "
+                                  "position 32");
     setenv("BRAID_JOB_KEY", "000102030405060708090a0b0c0d0e0f", 1);
 
     /* Once a bootstrap took the inherited socket, the number is stale. */
@@ -525,6 +661,7 @@ static void test_rendezvous_file(void)
 
 int main(void)
 {
+    test_quote();
     test_parse_int();
     test_parse_size();
     test_parse_double();

@@ -11,6 +11,12 @@
 #include "select/select.h"
 #include "select/spec.h"
 
+/* A value and the number it must give: a position or a byte count. */
+typedef struct {
+    const char *text;
+    size_t      n;
+} text_n_t;
+
 static void test_algo_ok(void)
 {
     braid_algo_spec_t s;
@@ -51,10 +57,7 @@ static void test_algo_ok(void)
 /* Each malformed value fails with BRAID_ERR_PARSE and names the position. */
 static void test_algo_bad(void)
 {
-    static const struct {
-        const char *text;
-        size_t      pos;
-    } bad[] = {
+    static const text_n_t bad[] = {
         {"allreduce:0-16K=oneshot,,16K-=ring", 24},
         {"allreduce;", 9},
         {"allreduce:5K-1K=ring", 10},
@@ -66,17 +69,80 @@ static void test_algo_bad(void)
         {"allreduce:ring;;allgather:ring", 15},
         {"allreduce:ring$", 14},
         {":ring", 0},
+        /* Units: "allreduce:0-4" is 13 characters. */
+        {"allreduce:0-4Q=ring", 13},
+        {"allreduce:0-4KI=ring", 14},
+        {"allreduce:0-4iB=ring", 13},
+        {"allreduce:0-4KiBB=ring", 16},
+        {"allreduce:0-4Bi=ring", 14},
+        {"allreduce:0-4\x01=ring", 13},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         braid_algo_spec_t s;
         braid_status_t    st = braid_algo_spec_parse(&s, bad[i].text);
         char              want[32];
-        snprintf(want, sizeof(want), "position %zu", bad[i].pos);
+        snprintf(want, sizeof(want), "position %zu", bad[i].n);
         CHECK(st == BRAID_ERR_PARSE, "'%s' refused", bad[i].text);
         CHECK(strstr(braid_last_error(), want) != NULL,
               "'%s': message names %s: %s", bad[i].text, want,
               braid_last_error());
     }
+}
+
+/* Every unit form of the size grammar (braid_size_scan: digits, then
+ * optionally K, M, G or T in any case, an 'i' after it, and a final 'B'),
+ * as BRAID_ALGO's upper bound. */
+static void test_algo_units(void)
+{
+    static const text_n_t ok[] = {
+        {"4", 4},
+        {"4B", 4},
+        {"4b", 4},
+        {"4K", 4ull << 10},
+        {"4k", 4ull << 10},
+        {"4Ki", 4ull << 10},
+        {"4KiB", 4ull << 10},
+        {"4kib", 4ull << 10},
+        {"4KB", 4ull << 10},
+        {"4kB", 4ull << 10},
+        {"4M", 4ull << 20},
+        {"4MiB", 4ull << 20},
+        {"4mb", 4ull << 20},
+        {"4G", 4ull << 30},
+        {"4gi", 4ull << 30},
+        {"4GiB", 4ull << 30},
+        {"4T", 4ull << 40},
+        {"4TiB", 4ull << 40},
+        {"4tB", 4ull << 40},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char text[64];
+        snprintf(text, sizeof(text), "allreduce:0-%s=oneshot@shm", ok[i].text);
+        braid_algo_spec_t s;
+        braid_status_t    st = braid_algo_spec_parse(&s, text);
+        CHECK(st == BRAID_OK && s.n == 1 && s.rules[0].lo == 0 &&
+                  s.rules[0].hi == ok[i].n &&
+                  !strcmp(s.rules[0].cands[0].algo, "oneshot") &&
+                  !strcmp(s.rules[0].cands[0].tl, "shm"),
+              "'%s': bound %zu, want %zu (%s)", text,
+              st == BRAID_OK ? s.rules[0].hi : 0, ok[i].n, braid_last_error());
+    }
+    braid_algo_spec_t s;
+    CHECK(braid_algo_spec_parse(&s, "allreduce:1kiB-2Mb=ring") == BRAID_OK &&
+              s.rules[0].lo == 1024 && s.rules[0].hi == 2u << 20,
+          "units on both bounds: %s", braid_last_error());
+    /* A wrong unit is refused at its position (test_algo_bad), with the
+     * whole message quoting the value, a control byte visibly. */
+    CHECK(braid_algo_spec_parse(&s, "allreduce:0-4Q=ring") ==
+                  BRAID_ERR_PARSE &&
+              !strcmp(braid_last_error(),
+                      "BRAID_ALGO: expected '=' after the size range, found "
+                      "'Q' at position 13: 'allreduce:0-4Q=ring'"),
+          "whole message: %s", braid_last_error());
+    CHECK(braid_algo_spec_parse(&s, "allreduce:0-4\x01=ring") ==
+                  BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "'allreduce:0-4\\x01=ring'"),
+          "control byte quoted visibly: %s", braid_last_error());
 }
 
 /* Found by fuzzing: a long value pushed the position out of the message. */
@@ -100,8 +166,11 @@ static void test_long_input(void)
     text[41]               = ' ';
     text[sizeof(text) - 1] = '\0';
     CHECK(braid_plugin_filter_parse(&f, text) == BRAID_ERR_PARSE &&
-              strstr(braid_last_error(), "position 41"),
-          "long BRAID_PLUGINS keeps the position: %s", braid_last_error());
+              strstr(braid_last_error(), "position 41") &&
+              strstr(braid_last_error(), "'...,a,a,a,a,a,a,a,a,a,a,a,a,a,a,a"
+                                         " aaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'"),
+          "long BRAID_PLUGINS keeps the position, quoted around it: %s",
+          braid_last_error());
 }
 
 static void test_filter(void)
@@ -534,6 +603,7 @@ int main(void)
     test_topo();
     test_algo_ok();
     test_algo_bad();
+    test_algo_units();
     test_long_input();
     test_filter();
     test_tune();
