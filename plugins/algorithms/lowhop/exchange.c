@@ -86,8 +86,6 @@ braid_status_t braid_lowhop_xchg_drive(braid_task_t        *task,
     if (!x->posted &&
         (st = braid_lowhop_xchg_post(task, x, src, len, stride)) != BRAID_OK)
         return st;
-    if ((st = braid_lowhop_tl_progress(task)) != BRAID_OK)
-        return st;
     if (!x->sent) {
         st = task->svc->reqs_test(task, x->reqs, task->size - 1, NULL);
         if (st != BRAID_OK && st != BRAID_INPROGRESS)
@@ -95,6 +93,12 @@ braid_status_t braid_lowhop_xchg_drive(braid_task_t        *task,
         x->sent = st == BRAID_OK;
     }
     return BRAID_OK;
+}
+
+braid_status_t braid_lowhop_xchg_more(braid_task_t *task)
+{
+    braid_status_t st = braid_lowhop_tl_progress(task);
+    return st != BRAID_OK ? st : BRAID_INPROGRESS;
 }
 
 int braid_lowhop_xchg_mates_in(const braid_task_t        *task,

@@ -39,12 +39,19 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
 braid_status_t braid_lowhop_xchg_post(braid_task_t        *task,
                                       braid_lowhop_xchg_t *x, const void *src,
                                       size_t len, size_t stride);
-/* The transport side of one poll of an exchange: posts the puts the first
- * time (as braid_lowhop_xchg_post), drives the transport, and sets x->sent
- * once every put has completed.  BRAID_OK, or the transport's error. */
+/* The sending side of one poll of an exchange: posts the puts the first
+ * time (as braid_lowhop_xchg_post) and sets x->sent once every put has
+ * completed.  BRAID_OK, or the transport's error.  It does not drive the
+ * transport: a poll looks at the flags first and calls
+ * braid_lowhop_xchg_more only while the call goes on, so that the poll
+ * that finds the data in finishes without a round of transport progress. */
 braid_status_t braid_lowhop_xchg_drive(braid_task_t        *task,
                                        braid_lowhop_xchg_t *x, const void *src,
                                        size_t len, size_t stride);
+/* The end of a poll that leaves the call running: one round of transport
+ * progress (puts to and from this rank over UCX need it), then
+ * BRAID_INPROGRESS, or the transport's error. */
+braid_status_t braid_lowhop_xchg_more(braid_task_t *task);
 /* 1 when every peer pinned to this rank's CPU has delivered this call's
  * data (vacuously with no such peer); 0 when this rank is not pinned. */
 int braid_lowhop_xchg_mates_in(const braid_task_t        *task,
