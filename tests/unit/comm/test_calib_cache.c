@@ -115,37 +115,34 @@ static void test_damage(void)
     damaged("measured 1 took 0.1\nreduce_gbps 0\n", 3, "above 0");
     damaged("measured one took 0.1\n", 2, "field 2");
     damaged("measured 1\n", 2, "expected 'measured SECONDS took SECONDS'");
-    snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2\n", head);
-    damaged(body, 4, "before field 7");
-    snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2 0 9 1 99 put -\n", head);
-    damaged(body, 4, "field 7: a bandwidth must be above 0");
-    /* The format before the out-of-cache figures: three numbers a path. */
-    snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2 3 put 1 2 3\n", head);
-    damaged(body, 4, "field 8");
-    snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2 3 9 0 99 put -\n", head);
-    damaged(body, 4, "field 9: a bandwidth must be above 0");
-    snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2 3 99 1 99 put -\n",
-             head);
-    damaged(body, 4, "fields 8 and 10");
-    snprintf(body, sizeof(body), "%stl shm 0.1 sr 1 2 3 0 1 99 put -\n", head);
-    damaged(body, 4, "fields 8 and 10");
-    snprintf(body, sizeof(body), "%stl shm 0.1 put -\n", head);
-    damaged(body, 4, "expected 'sr'");
-    snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - extra\n", head);
-    damaged(body, 4, "unexpected fields");
-    snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - get 1 2 0 1 1 2\n",
-             head);
-    damaged(body, 4, "a bandwidth must be above 0");
-    snprintf(body, sizeof(body), "%stl shm 0.1 sr - put - get 1 2 3 1 1 2 x\n",
-             head);
-    damaged(body, 4, "unexpected fields");
-    snprintf(body, sizeof(body),
-             "%stl shm 0.1 sr - put -\ntl shm 0.1 sr - "
-             "put -\n",
-             head);
-    damaged(body, 5, "the same transport twice");
-    snprintf(body, sizeof(body), "%sbogus 1\n", head);
-    damaged(body, 4, "expected key, measured, reduce_gbps or tl");
+    /* Damaged tl lines after a valid head: what each is refused for. */
+    static const struct {
+        const char *tl, *want;
+        int         line;
+    } bad[] = {
+        {"tl shm 0.1 sr 1 2\n", "before field 7", 4},
+        {"tl shm 0.1 sr 1 2 0 9 1 99 put -\n",
+         "field 7: a bandwidth must be above 0", 4},
+        /* The format before the out-of-cache figures: three numbers a
+         * path. */
+        {"tl shm 0.1 sr 1 2 3 put 1 2 3\n", "field 8", 4},
+        {"tl shm 0.1 sr 1 2 3 9 0 99 put -\n",
+         "field 9: a bandwidth must be above 0", 4},
+        {"tl shm 0.1 sr 1 2 3 99 1 99 put -\n", "fields 8 and 10", 4},
+        {"tl shm 0.1 sr 1 2 3 0 1 99 put -\n", "fields 8 and 10", 4},
+        {"tl shm 0.1 put -\n", "expected 'sr'", 4},
+        {"tl shm 0.1 sr - put - extra\n", "unexpected fields", 4},
+        {"tl shm 0.1 sr - put - get 1 2 0 1 1 2\n",
+         "a bandwidth must be above 0", 4},
+        {"tl shm 0.1 sr - put - get 1 2 3 1 1 2 x\n", "unexpected fields", 4},
+        {"tl shm 0.1 sr - put -\ntl shm 0.1 sr - put -\n",
+         "the same transport twice", 5},
+        {"bogus 1\n", "expected key, measured, reduce_gbps or tl", 4},
+    };
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        snprintf(body, sizeof(body), "%s%s", head, bad[k].tl);
+        damaged(body, bad[k].line, bad[k].want);
+    }
     damaged("key again\n", 2, "a second key line");
 
     braid_calib_t c;
