@@ -10,10 +10,10 @@ a=${1:?$usage} b=${2:?$usage} n=${3:?$usage}
 size=${4:-8} rounds=${5:-5} timing=${6:-percall} iters=${ITERS:-3000}
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-one() { # BUILD: "time algo" of one run
+one() { # BUILD: "time algo" of one run (the CSV's three decimals)
   "$1/tools/braidrun" -n "$n" "$1/bench/braid-bench" -b "$size" -e "$size" \
-    -n "$iters" -w $((iters / 10)) -c 0 -i 0 -t "$timing" 2>/dev/null |
-    awk -v s="$size" '$2 == s { print $7, $6 }'
+    -n "$iters" -w $((iters / 10)) -c 0 -i 0 -t "$timing" --csv 2>/dev/null |
+    awk -F, -v s="$size" '$3 == s && $8 == "out-of-place" { print $9, $7 }'
 }
 as=() bs=()
 for ((r = 1; r <= rounds; r++)); do
@@ -24,5 +24,5 @@ done
 ma=$(printf '%s\n' "${as[@]}" | median)
 mb=$(printf '%s\n' "${bs[@]}" | median)
 awk -v n="$n" -v s="$size" -v t="$timing" -v a="$ma" -v b="$mb" 'BEGIN {
-  printf "%d ranks, %d B, %s: median A %.2f us, B %.2f us: B/A %.3f\n",
+  printf "%d ranks, %d B, %s: median A %.3f us, B %.3f us: B/A %.3f\n",
          n, s, t, a, b, b / a }'
