@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Alternated rounds of two braid builds at one size (an old build against a
-# new one): R rounds, each one braid-bench run of A then one of B, so that
-# both see the same machine; prints every round, the medians and B/A.
+# new one): R rounds, each one braid-bench run of A and one of B (in turn
+# first), so that both see the same machine; prints every round, the
+# medians, B/A and the median of the rounds' own B/A.
 #   bench/ab.sh BUILD_A BUILD_B RANKS [SIZE=8] [ROUNDS=5] [TIMING=percall]
 #   ITERS=3000 (calls per run)
 set -uo pipefail
@@ -17,12 +18,19 @@ one() { # BUILD: "time algo" of one run (the CSV's three decimals)
 }
 as=() bs=()
 for ((r = 1; r <= rounds; r++)); do
-  x=$(one "$a") y=$(one "$b")
+  # Who goes first alternates, so that neither build always runs in the
+  # other's wake.
+  if ((r % 2)); then x=$(one "$a") y=$(one "$b"); else y=$(one "$b") x=$(one "$a"); fi
   echo "round $r: A ${x% *} us (${x#* }), B ${y% *} us (${y#* })"
   as+=("${x%% *}") bs+=("${y%% *}")
 done
 ma=$(printf '%s\n' "${as[@]}" | median)
 mb=$(printf '%s\n' "${bs[@]}" | median)
-awk -v n="$n" -v s="$size" -v t="$timing" -v a="$ma" -v b="$mb" 'BEGIN {
-  printf "%d ranks, %d B, %s: median A %.3f us, B %.3f us: B/A %.3f\n",
-         n, s, t, a, b, b / a }'
+# The median of the rounds' own B/A as well: each round's pair saw the
+# same moment of the machine, so a drift over the session cancels there.
+mr=$(for ((i = 0; i < ${#as[@]}; i++)); do
+  awk -v a="${as[i]}" -v b="${bs[i]}" 'BEGIN { if (a > 0) printf "%.4f\n", b / a }'
+done | median)
+awk -v n="$n" -v s="$size" -v t="$timing" -v a="$ma" -v b="$mb" -v r="$mr" 'BEGIN {
+  printf "%d ranks, %d B, %s: median A %.3f us, B %.3f us: B/A %.3f, median of the rounds\047 B/A %.3f\n",
+         n, s, t, a, b, b / a, r }'
