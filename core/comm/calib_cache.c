@@ -31,6 +31,7 @@
 #include "comm/calib.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/textfile.h"
 
 #define CACHE_MAX_BYTES 65536 /* a cache file is a few hundred bytes */
 #define MAX_TOKENS      32
@@ -343,35 +344,14 @@ braid_status_t braid_calib_parse(braid_calib_t *c, int *match,
 braid_status_t braid_calib_load(braid_calib_t *c, int *match, const char *path,
                                 const char *key)
 {
+    char *text;
     memset(c, 0, sizeof(*c));
-    *match  = 0;
-    FILE *f = fopen(path, "re");
-    if (f == NULL) {
-        int            err = errno;
-        braid_status_t st  = braid_error(BRAID_ERR_IO, "%s: cannot open: %s",
-                                         path, strerror(err));
-        errno              = err;
-        return st;
-    }
-    char  *buf = malloc(CACHE_MAX_BYTES + 1);
-    size_t n   = buf ? fread(buf, 1, CACHE_MAX_BYTES + 1, f) : 0;
-    int    err = ferror(f);
-    fclose(f);
-    braid_status_t st;
-    if (buf == NULL)
-        st = braid_error(BRAID_ERR_NO_MEMORY, "%s: out of memory", path);
-    else if (err)
-        st = braid_error(BRAID_ERR_IO, "%s: read error", path);
-    else if (n > CACHE_MAX_BYTES)
-        st = braid_error(BRAID_ERR_PARSE, "%s: larger than %d bytes", path,
-                         CACHE_MAX_BYTES);
-    else if (memchr(buf, '\0', n) != NULL)
-        st = braid_error(BRAID_ERR_PARSE, "%s: contains a NUL byte", path);
-    else {
-        buf[n] = '\0';
-        st     = braid_calib_parse(c, match, buf, key, path);
-    }
-    free(buf);
+    *match            = 0;
+    braid_status_t st = braid_text_read(&text, path, path, CACHE_MAX_BYTES);
+    if (st != BRAID_OK)
+        return st; /* errno: open's, for a missing file */
+    st = braid_calib_parse(c, match, text, key, path);
+    free(text);
     errno = 0;
     return st;
 }

@@ -76,11 +76,12 @@
  * OUT_MIN_TIMES the in-cache one, so the two points differ even where the
  * cache is unknown or tiny, and at most OUT_MAX_BYTES, so that measuring
  * stays cheap on a host of few ranks with a large cache (a send/receive
- * path through bounded cells on a host with more ranks than cores moves
- * well under 1 GB/s per rank).  Every buffer is written before (a buffer
- * never written maps the kernel's shared zero page, which always hits the
- * cache; a page touched first during a repetition pays its fault there),
- * so no warm-up is needed: the faster of OUT_ITERS is kept. */
+ * path through bounded cells on a host with more ranks than cores is slow
+ * enough that a larger exchange would cost seconds per shape).  Every buffer
+ * is written before (a buffer never written maps the kernel's shared zero
+ * page, which always hits the cache; a page touched first during a repetition
+ * pays its fault there), so no warm-up is needed: the faster of OUT_ITERS is
+ * kept. */
 #define OUT_LLC_TIMES   2
 #define OUT_MIN_TIMES   8
 #define OUT_MAX_BYTES   ((size_t)16 << 20)

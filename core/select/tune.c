@@ -10,6 +10,7 @@
 #include "select/lex.h"
 #include "select/spec.h"
 #include "util/log.h"
+#include "util/textfile.h"
 
 #define TUNE_MAX_BYTES (16u << 20) /* a tuning table is small; refuse junk */
 
@@ -216,39 +217,15 @@ braid_status_t braid_tune_parse(braid_tune_t *tune, const char *text,
 
 braid_status_t braid_tune_load(braid_tune_t *tune, const char *path)
 {
+    char  label[1024]; /* the message names the path; a long one is cut */
+    char *text;
     memset(tune, 0, sizeof(*tune));
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return braid_error(BRAID_ERR_IO,
-                           "BRAID_TUNE_FILE='%s': cannot open: "
-                           "%s",
-                           path, strerror(errno));
-    char  *buf = malloc(TUNE_MAX_BYTES + 1);
-    size_t n   = buf ? fread(buf, 1, TUNE_MAX_BYTES + 1, f) : 0;
-    int    err = ferror(f);
-    fclose(f);
-    braid_status_t st;
-    if (buf == NULL)
-        st =
-            braid_error(BRAID_ERR_NO_MEMORY, "BRAID_TUNE_FILE: out of memory");
-    else if (err)
-        st = braid_error(BRAID_ERR_IO, "BRAID_TUNE_FILE='%s': read error",
-                         path);
-    else if (n > TUNE_MAX_BYTES)
-        st = braid_error(BRAID_ERR_PARSE,
-                         "BRAID_TUNE_FILE='%s': larger than "
-                         "%u bytes",
-                         path, TUNE_MAX_BYTES);
-    else if (memchr(buf, '\0', n) != NULL)
-        st = braid_error(BRAID_ERR_PARSE,
-                         "BRAID_TUNE_FILE='%s': contains a NUL "
-                         "byte at offset %zu",
-                         path, (size_t)((char *)memchr(buf, '\0', n) - buf));
-    else {
-        buf[n] = '\0';
-        st     = braid_tune_parse(tune, buf, path);
-    }
-    free(buf);
+    snprintf(label, sizeof(label), "BRAID_TUNE_FILE='%s'", path);
+    braid_status_t st = braid_text_read(&text, path, label, TUNE_MAX_BYTES);
+    if (st != BRAID_OK)
+        return st;
+    st = braid_tune_parse(tune, text, path);
+    free(text);
     return st;
 }
 

@@ -36,7 +36,7 @@
 /* Chunk sizes (bytes), from the sweep in docs/performance.md ("bw
  * plugin: chunk sizes"; bench/chunk_sweep.sh rebuilds the plugin with
  * other values): a pull chunk and its staging buffers stay in a core's
- * 2 MiB L2; a pipe chunk times the slots in flight stays in L3. */
+ * L2; a pipe chunk times the slots in flight stays in L3. */
 #ifndef BRAID_BW_PULL_CHUNK
 #define BRAID_BW_PULL_CHUNK ((size_t)256 << 10)
 #endif
@@ -141,5 +141,21 @@ extern const braid_algo_t braid_bw_pull_allgather;
 extern const braid_algo_t braid_bw_pipe_allreduce;
 extern const braid_algo_t braid_bw_pipe_reduce_scatter;
 extern const braid_algo_t braid_bw_pipe_allgather;
+
+/* The descriptor of one collective of a bw algorithm `algo` (pipe, pull),
+ * whose functions are <algo>_start, <algo>_progress, ... in its file. */
+#define BRAID_BW_ALGO(var, algo, caps, coll_)                                 \
+    const braid_algo_t var = {                                                \
+        .struct_size     = sizeof(braid_algo_t),                              \
+        .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),                     \
+        .name            = #algo,                                             \
+        .coll            = coll_,                                             \
+        .needs_caps      = caps,                                              \
+        .estimate        = algo##_estimate,                                   \
+        .start           = algo##_start,                                      \
+        .progress        = algo##_progress,                                   \
+        .finish          = algo##_finish,                                     \
+        .comm_state_free = algo##_comm_free,                                  \
+    }
 
 #endif

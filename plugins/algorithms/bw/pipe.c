@@ -540,20 +540,9 @@ static double pipe_estimate(const braid_algo_t    *self,
     return braid_bw_cost_pipe(in);
 }
 
-#define PIPE_ALGO(var, coll_)                                                 \
-    const braid_algo_t var = {                                                \
-        .struct_size     = sizeof(braid_algo_t),                              \
-        .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),                     \
-        .name            = "pipe",                                            \
-        .coll            = coll_,                                             \
-        .needs_caps      = BRAID_CAP_PUT_SIGNAL,                              \
-        .estimate        = pipe_estimate,                                     \
-        .start           = pipe_start,                                        \
-        .progress        = pipe_progress,                                     \
-        .finish          = pipe_finish,                                       \
-        .comm_state_free = pipe_comm_free,                                    \
-    }
-
-PIPE_ALGO(braid_bw_pipe_allreduce, BRAID_COLL_ALLREDUCE);
-PIPE_ALGO(braid_bw_pipe_reduce_scatter, BRAID_COLL_REDUCE_SCATTER);
-PIPE_ALGO(braid_bw_pipe_allgather, BRAID_COLL_ALLGATHER);
+BRAID_BW_ALGO(braid_bw_pipe_allreduce, pipe, BRAID_CAP_PUT_SIGNAL,
+              BRAID_COLL_ALLREDUCE);
+BRAID_BW_ALGO(braid_bw_pipe_reduce_scatter, pipe, BRAID_CAP_PUT_SIGNAL,
+              BRAID_COLL_REDUCE_SCATTER);
+BRAID_BW_ALGO(braid_bw_pipe_allgather, pipe, BRAID_CAP_PUT_SIGNAL,
+              BRAID_COLL_ALLGATHER);

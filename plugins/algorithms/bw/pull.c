@@ -616,20 +616,9 @@ static double pull_estimate(const braid_algo_t    *self,
     return braid_bw_cost_pull(in);
 }
 
-#define PULL_ALGO(var, coll_)                                                 \
-    const braid_algo_t var = {                                                \
-        .struct_size     = sizeof(braid_algo_t),                              \
-        .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),                     \
-        .name            = "pull",                                            \
-        .coll            = coll_,                                             \
-        .needs_caps      = BRAID_CAP_GET | BRAID_CAP_PUT_SIGNAL,              \
-        .estimate        = pull_estimate,                                     \
-        .start           = pull_start,                                        \
-        .progress        = pull_progress,                                     \
-        .finish          = pull_finish,                                       \
-        .comm_state_free = pull_comm_free,                                    \
-    }
-
-PULL_ALGO(braid_bw_pull_allreduce, BRAID_COLL_ALLREDUCE);
-PULL_ALGO(braid_bw_pull_reduce_scatter, BRAID_COLL_REDUCE_SCATTER);
-PULL_ALGO(braid_bw_pull_allgather, BRAID_COLL_ALLGATHER);
+BRAID_BW_ALGO(braid_bw_pull_allreduce, pull,
+              BRAID_CAP_GET | BRAID_CAP_PUT_SIGNAL, BRAID_COLL_ALLREDUCE);
+BRAID_BW_ALGO(braid_bw_pull_reduce_scatter, pull,
+              BRAID_CAP_GET | BRAID_CAP_PUT_SIGNAL, BRAID_COLL_REDUCE_SCATTER);
+BRAID_BW_ALGO(braid_bw_pull_allgather, pull,
+              BRAID_CAP_GET | BRAID_CAP_PUT_SIGNAL, BRAID_COLL_ALLGATHER);

@@ -10,6 +10,7 @@
 #include "../check.h"
 #include "comm/calib.h"
 #include "util/log.h"
+#include "util/textfile.h"
 
 static void test_mode(void)
 {
@@ -233,8 +234,41 @@ static void test_files(void)
     rmdir(dir);
 }
 
+/* The whole-file reader the cache and the tuning file share: a file read
+ * whole, one too large or holding a NUL refused with its label. */
+static void test_text_read(void)
+{
+    char dir[] = "/tmp/braid-text-test-XXXXXX", path[1024], *text;
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(path, sizeof(path), "%s/f.txt", dir);
+    CHECK(braid_text_read(&text, path, "LABEL", 16) == BRAID_ERR_IO &&
+              errno == ENOENT && text == NULL &&
+              strstr(braid_last_error(), "LABEL: cannot open"),
+          "missing: %s", braid_last_error());
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL && fwrite("abc\0def", 1, 7, f) == 7, "write");
+    fclose(f);
+    CHECK(braid_text_read(&text, path, "LABEL", 16) == BRAID_ERR_PARSE &&
+              text == NULL &&
+              strstr(braid_last_error(), "NUL byte at offset 3"),
+          "a NUL: %s", braid_last_error());
+    CHECK(braid_text_read(&text, path, "LABEL", 6) == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "LABEL: larger than 6 bytes"),
+          "too large: %s", braid_last_error());
+    f = fopen(path, "w");
+    CHECK(f != NULL && fputs("line\n", f) >= 0, "write");
+    fclose(f);
+    CHECK(braid_text_read(&text, path, "LABEL", 5) == BRAID_OK && text &&
+              strcmp(text, "line\n") == 0 && errno == 0,
+          "exactly the bound: %s", braid_last_error());
+    free(text);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
+    test_text_read();
     test_mode();
     test_round_trip();
     test_damage();
