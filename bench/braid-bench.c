@@ -131,8 +131,9 @@ static void usage(FILE *f)
         "                       into FILE (rank 0) next to the table\n"
         "  -h, --help           this text\n"
         "size is the larger buffer; time is the median over iterations (or\n"
-        "batches) of the slowest rank.  A size that a forced --algo cannot\n"
-        "run shows '-'.\n",
+        "batches) of the slowest rank; the CSV's last column, iqm_us, is\n"
+        "the mean of their middle half.  A size that a forced --algo\n"
+        "cannot run shows '-'.\n",
         BATCHES);
 }
 
@@ -538,14 +539,15 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median of the slowest rank's times, in microseconds: of single calls, or
+/* Median of the slowest rank's times, in microseconds (and in *iqm_us the
+ * mean of their middle half): of single calls, or
  * of the per-call time of back-to-back batches.  A batch is what a decode
  * loop does (one all-reduce after another, the next issued as soon as the
  * last returns), where a rank that finishes early starts the next call
  * while slower ones finish this one; single calls measure one all-reduce
  * from an aligned start. */
-static double time_call(const opts_t *o, bench_t *b, const shape_t *sh,
-                        bufs_t bf)
+static double time_call(double *iqm_us, const opts_t *o, bench_t *b,
+                        const shape_t *sh, bufs_t bf)
 {
     braid_status_t st;
     int            nt = o->batch ? BATCHES : o->iters;
@@ -573,6 +575,15 @@ static double time_call(const opts_t *o, bench_t *b, const shape_t *sh,
     size_t n = (size_t)nt;
     double med =
         n % 2 ? b->tmax[n / 2] : 0.5 * (b->tmax[n / 2 - 1] + b->tmax[n / 2]);
+    /* The clock may tick in steps as long as a small call (tens of ns on
+     * some VMs), so a median of single calls moves by whole steps; the mean
+     * of the middle half resolves below a step and still ignores the tails
+     * (preemptions, the first call after a barrier on a busy host). */
+    size_t lo = n / 4, hi = n - n / 4;
+    double sum = 0;
+    for (size_t i = lo; i < hi; i++)
+        sum += b->tmax[i];
+    *iqm_us = hi > lo ? sum / (double)(hi - lo) * 1e6 : med * 1e6;
     return med * 1e6;
 }
 
@@ -655,7 +666,8 @@ static void print_header(const opts_t *o, const bench_t *b)
 {
     if (o->csv_out != NULL)
         fprintf(o->csv_out, "coll,nranks,size,count,type,redop,algo,"
-                            "placement,time_us,algbw_gbps,busbw_gbps,wrong\n");
+                            "placement,time_us,algbw_gbps,busbw_gbps,wrong,"
+                            "iqm_us\n");
     if (o->csv)
         return;
     const char *env = getenv("BRAID_ALGO"), *pl = getenv("BRAID_PLUGINS");
@@ -726,6 +738,7 @@ static void print_ranks(const opts_t *o, bench_t *b)
 
 typedef struct {
     double  us, algbw, busbw;
+    double  iqm_us; /* mean of the middle half of the times */
     int64_t wrong;
     int     ran;
 } result_t;
@@ -738,11 +751,11 @@ static void print_row(const opts_t *o, const bench_t *b, const shape_t *sh,
         if (!res[k].ran)
             continue;
         fprintf(o->csv_out,
-                "%s,%d,%zu,%zu,%s,%s,%s,%s,%.3f,%.4f,%.4f,%" PRId64 "\n",
+                "%s,%d,%zu,%zu,%s,%s,%s,%s,%.3f,%.4f,%.4f,%" PRId64 ",%.4f\n",
                 coll_names[o->coll], b->size, sh->bytes, sh->count,
                 ref_name(o->dtype), redop, algo,
                 k ? "in-place" : "out-of-place", res[k].us, res[k].algbw,
-                res[k].busbw, res[k].wrong);
+                res[k].busbw, res[k].wrong, res[k].iqm_us);
     }
     if (o->csv)
         return;
@@ -809,7 +822,7 @@ static void run_size(const opts_t *o, bench_t *b, size_t bytes)
         bufs_t bf = place_buffers(o, b, &sh, k);
         fill_inputs(o, b, &sh, bf);
         res[k].ran = 1;
-        res[k].us  = time_call(o, b, &sh, bf);
+        res[k].us  = time_call(&res[k].iqm_us, o, b, &sh, bf);
         res[k].algbw =
             res[k].us > 0 ? (double)sh.bytes / res[k].us / 1e3 : 0.0;
         res[k].busbw = res[k].algbw * braid_bench_bus_factor(o->coll, b->size);

@@ -74,10 +74,10 @@ static braid_status_t check_aliasing(const braid_comm_t *comm,
     return BRAID_OK;
 }
 
-static braid_status_t validate(braid_comm_t *comm, const char *fn,
-                               braid_coll_t coll, const void *sendbuf,
-                               void *recvbuf, size_t count,
-                               braid_dtype_t dtype, braid_op_t op, int root)
+static inline __attribute__((always_inline)) braid_status_t
+validate(braid_comm_t *comm, const char *fn, braid_coll_t coll,
+         const void *sendbuf, void *recvbuf, size_t count, braid_dtype_t dtype,
+         braid_op_t op, int root)
 {
     size_t         send_len = 0, recv_len = 0;
     braid_status_t st;
@@ -110,12 +110,13 @@ static braid_status_t validate(braid_comm_t *comm, const char *fn,
                           count * dtsize, fn);
 }
 
-braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
-                                     const char *fn, braid_coll_t coll,
-                                     const void *sendbuf, void *recvbuf,
-                                     size_t count, braid_dtype_t dtype,
-                                     braid_op_t op, int root, int on_stream,
-                                     void *stream)
+/* Inlined into every blocking collective: on an 8-byte call, passing a
+ * dozen arguments through a call costs as much as a check or two. */
+static inline __attribute__((always_inline)) braid_status_t
+call_prepare(braid_call_t *call, braid_comm_t *comm, const char *fn,
+             braid_coll_t coll, const void *sendbuf, void *recvbuf,
+             size_t count, braid_dtype_t dtype, braid_op_t op, int root,
+             int on_stream, void *stream)
 {
     braid_status_t st;
     braid_route_t  route;
@@ -221,11 +222,21 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
     return BRAID_OK;
 }
 
-braid_status_t braid_coll_run(braid_comm_t *comm, braid_api_t api,
-                              braid_coll_t coll, const void *sendbuf,
-                              void *recvbuf, size_t count, braid_dtype_t dtype,
-                              braid_op_t op, int root, int on_stream,
-                              void *stream)
+braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
+                                     const char *fn, braid_coll_t coll,
+                                     const void *sendbuf, void *recvbuf,
+                                     size_t count, braid_dtype_t dtype,
+                                     braid_op_t op, int root, int on_stream,
+                                     void *stream)
+{
+    return call_prepare(call, comm, fn, coll, sendbuf, recvbuf, count, dtype,
+                        op, root, on_stream, stream);
+}
+
+static inline __attribute__((always_inline)) braid_status_t
+coll_run(braid_comm_t *comm, braid_api_t api, braid_coll_t coll,
+         const void *sendbuf, void *recvbuf, size_t count, braid_dtype_t dtype,
+         braid_op_t op, int root, int on_stream, void *stream)
 {
     braid_call_t   call;
     braid_status_t st;
@@ -235,8 +246,8 @@ braid_status_t braid_coll_run(braid_comm_t *comm, braid_api_t api,
         return braid_error(BRAID_ERR_INVALID_ARG, "%s: comm is NULL", fn);
     if ((st = braid_comm_enter(comm, api)) != BRAID_OK)
         return st;
-    st = braid_call_prepare_on(&call, comm, fn, coll, sendbuf, recvbuf, count,
-                               dtype, op, root, on_stream, stream);
+    st = call_prepare(&call, comm, fn, coll, sendbuf, recvbuf, count, dtype,
+                      op, root, on_stream, stream);
     if (st == BRAID_OK) {
         braid_call_enqueue(comm, &call);
         st = braid_call_wait(comm, &call);
@@ -245,12 +256,22 @@ braid_status_t braid_coll_run(braid_comm_t *comm, braid_api_t api,
     return st;
 }
 
+braid_status_t braid_coll_run(braid_comm_t *comm, braid_api_t api,
+                              braid_coll_t coll, const void *sendbuf,
+                              void *recvbuf, size_t count, braid_dtype_t dtype,
+                              braid_op_t op, int root, int on_stream,
+                              void *stream)
+{
+    return coll_run(comm, api, coll, sendbuf, recvbuf, count, dtype, op, root,
+                    on_stream, stream);
+}
+
 BRAID_API braid_status_t braid_allreduce(const void *sendbuf, void *recvbuf,
                                          size_t count, braid_dtype_t dtype,
                                          braid_op_t op, braid_comm_t *comm)
 {
-    return braid_coll_run(comm, BRAID_API_ALLREDUCE, BRAID_COLL_ALLREDUCE,
-                          sendbuf, recvbuf, count, dtype, op, 0, 0, NULL);
+    return coll_run(comm, BRAID_API_ALLREDUCE, BRAID_COLL_ALLREDUCE, sendbuf,
+                    recvbuf, count, dtype, op, 0, 0, NULL);
 }
 
 BRAID_API braid_status_t braid_reduce_scatter(const void *sendbuf,
@@ -259,30 +280,28 @@ BRAID_API braid_status_t braid_reduce_scatter(const void *sendbuf,
                                               braid_op_t    op,
                                               braid_comm_t *comm)
 {
-    return braid_coll_run(comm, BRAID_API_REDUCE_SCATTER,
-                          BRAID_COLL_REDUCE_SCATTER, sendbuf, recvbuf,
-                          recvcount, dtype, op, 0, 0, NULL);
+    return coll_run(comm, BRAID_API_REDUCE_SCATTER, BRAID_COLL_REDUCE_SCATTER,
+                    sendbuf, recvbuf, recvcount, dtype, op, 0, 0, NULL);
 }
 
 BRAID_API braid_status_t braid_allgather(const void *sendbuf, void *recvbuf,
                                          size_t sendcount, braid_dtype_t dtype,
                                          braid_comm_t *comm)
 {
-    return braid_coll_run(comm, BRAID_API_ALLGATHER, BRAID_COLL_ALLGATHER,
-                          sendbuf, recvbuf, sendcount, dtype, BRAID_SUM, 0, 0,
-                          NULL);
+    return coll_run(comm, BRAID_API_ALLGATHER, BRAID_COLL_ALLGATHER, sendbuf,
+                    recvbuf, sendcount, dtype, BRAID_SUM, 0, 0, NULL);
 }
 
 BRAID_API braid_status_t braid_broadcast(void *buf, size_t count,
                                          braid_dtype_t dtype, int root,
                                          braid_comm_t *comm)
 {
-    return braid_coll_run(comm, BRAID_API_BROADCAST, BRAID_COLL_BROADCAST, buf,
-                          buf, count, dtype, BRAID_SUM, root, 0, NULL);
+    return coll_run(comm, BRAID_API_BROADCAST, BRAID_COLL_BROADCAST, buf, buf,
+                    count, dtype, BRAID_SUM, root, 0, NULL);
 }
 
 BRAID_API braid_status_t braid_barrier(braid_comm_t *comm)
 {
-    return braid_coll_run(comm, BRAID_API_BARRIER, BRAID_COLL_BARRIER, NULL,
-                          NULL, 0, BRAID_U8, BRAID_SUM, 0, 0, NULL);
+    return coll_run(comm, BRAID_API_BARRIER, BRAID_COLL_BARRIER, NULL, NULL, 0,
+                    BRAID_U8, BRAID_SUM, 0, 0, NULL);
 }

@@ -129,9 +129,13 @@ typedef enum {
 const char *braid_api_name(braid_api_t fn);
 /* The kernel's id of the calling thread, read once per thread: it names
  * threads in messages as ps and gdb do, and is unique among live ones. */
-extern _Thread_local uint32_t braid_self_tid;
-uint32_t                      braid_thread_id_slow(void);
-static inline uint32_t        braid_thread_id(void)
+/* initial-exec: read straight from the thread pointer instead of through
+ * a TLS descriptor call on every call's entry; four bytes of the static
+ * TLS that a dlopen'd libbraid can still get. */
+extern _Thread_local uint32_t braid_self_tid
+    __attribute__((tls_model("initial-exec")));
+uint32_t               braid_thread_id_slow(void);
+static inline uint32_t braid_thread_id(void)
 {
     uint32_t t = braid_self_tid;
     return __builtin_expect(t != 0, 1) ? t : braid_thread_id_slow();
@@ -229,8 +233,17 @@ void           braid_cands_sort(braid_selector_t *sel);
 /* comm/setup.c: an out-of-band channel over bs, as plugins get it. */
 void braid_comm_oob_init(braid_oob_t *oob, braid_bootstrap_t *bs);
 
-/* comm/queue.c */
-void braid_call_enqueue(braid_comm_t *comm, braid_call_t *call);
+/* Appends call to the queue (comm/queue.c runs it); inline, as it is on
+ * every call's path. */
+static inline void braid_call_enqueue(braid_comm_t *comm, braid_call_t *call)
+{
+    call->next = NULL;
+    if (comm->tail != NULL)
+        comm->tail->next = call;
+    else
+        comm->head = call;
+    comm->tail = call;
+}
 /* Ends the head call with st (its message is braid_last_error()); a
  * failure fails the communicator.  Returns st. */
 braid_status_t braid_call_complete(braid_comm_t *comm, braid_call_t *call,

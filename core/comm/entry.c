@@ -35,7 +35,8 @@ static const char *const api_names[BRAID_API_COUNT] = {
     [BRAID_API_FINALIZE]       = "braid_finalize",
 };
 
-_Thread_local uint32_t braid_self_tid;
+_Thread_local uint32_t braid_self_tid
+    __attribute__((tls_model("initial-exec")));
 
 uint32_t braid_thread_id_slow(void)
 {

@@ -27,16 +27,6 @@ void braid_comm_fail(braid_comm_t *comm, braid_status_t status,
     braid_bootstrap_abort(comm->bs, status, msg);
 }
 
-void braid_call_enqueue(braid_comm_t *comm, braid_call_t *call)
-{
-    call->next = NULL;
-    if (comm->tail != NULL)
-        comm->tail->next = call;
-    else
-        comm->head = call;
-    comm->tail = call;
-}
-
 braid_status_t braid_call_complete(braid_comm_t *comm, braid_call_t *call,
                                    braid_status_t st)
 {

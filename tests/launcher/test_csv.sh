@@ -7,18 +7,18 @@ set -u
 braidrun=$1 bench=$2
 tmp=$(mktemp -d /tmp/braid-csv-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-header="coll,nranks,size,count,type,redop,algo,placement,time_us,algbw_gbps,busbw_gbps,wrong"
+header="coll,nranks,size,count,type,redop,algo,placement,time_us,algbw_gbps,busbw_gbps,wrong,iqm_us"
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$braidrun" -n 2 --prefix none "$bench" -b 8 -e 64 -f 8 -n 2 -w 1 --csv \
   > "$tmp/out" || fail "braidrun --prefix none braid-bench --csv exited $?"
 [ "$(head -n1 "$tmp/out")" = "$header" ] ||
   fail "first line is not the CSV header: $(head -n1 "$tmp/out")"
-# 2 sizes x 2 placements, 12 fields each, nothing else.
+# 2 sizes x 2 placements, 13 fields each, nothing else.
 [ "$(wc -l < "$tmp/out")" -eq 5 ] || fail "expected 5 lines:
 $(cat "$tmp/out")"
-awk -F, 'NR > 1 && (NF != 12 || $2 != 2) { exit 1 }' "$tmp/out" ||
-  fail "a row is not 12 fields of a 2-rank run"
+awk -F, 'NR > 1 && (NF != 13 || $2 != 2) { exit 1 }' "$tmp/out" ||
+  fail "a row is not 13 fields of a 2-rank run"
 
 "$braidrun" -n 2 "$bench" -b 8 -e 64 -f 8 -n 2 -w 1 --csv "$tmp/rows.csv" \
   > "$tmp/table" || fail "braid-bench --csv FILE exited $?"

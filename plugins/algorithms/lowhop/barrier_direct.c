@@ -32,7 +32,7 @@ static braid_status_t barrier_progress(braid_task_t *task, braid_wait_t *wait)
     int got = braid_lowhop_xchg_arrived(task, s, wait);
     if (got < 0)
         return braid_lowhop_mismatch(task, s->area, s->bank, s->odd, s->flag);
-    return got > 0 && s->sent ? BRAID_OK : braid_lowhop_xchg_more(task);
+    return got > 0 && s->sent ? BRAID_OK : braid_lowhop_xchg_more(task, s);
 }
 
 static double barrier_estimate(const braid_algo_t    *self,

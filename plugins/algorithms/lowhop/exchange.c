@@ -1,16 +1,22 @@
 /* The one-stage exchange (exchange.h): its state, the puts to every peer,
  * the arrivals, and what it tells the core's waiting policy. */
+#include <stdint.h>
 #include <string.h>
 
 #include "exchange.h"
 #include "lowhop.h"
+
+/* Arrival marks in whole words (seen is 8-byte aligned, behind the
+ * pointers), so that a call clears them with a store or two instead of a
+ * call to memset. */
+static size_t seen_bytes(int n) { return ((size_t)n + 7) & ~(size_t)7; }
 
 /* The arrays of an exchange's state, right behind it in one block of
  * xchg_size(n) bytes. */
 static size_t xchg_size(int n)
 {
     return sizeof(braid_lowhop_xchg_t) + (size_t)n * sizeof(braid_treq_t) +
-           (size_t)n * sizeof(void *) + (size_t)n;
+           (size_t)n * sizeof(void *) + seen_bytes(n);
 }
 
 static void xchg_layout(braid_lowhop_xchg_t *x, int n)
@@ -44,7 +50,9 @@ braid_status_t braid_lowhop_xchg_start(braid_task_t *task, size_t len,
          * are read, so only the counters and the arrival marks start again
          * from zero -- not the whole block. */
         x->posted = x->nseen = x->reduced = x->sent = 0;
-        memset(x->seen, 0, (size_t)n);
+        x->polls                                    = 0;
+        for (size_t i = 0, end = seen_bytes(n); i < end; i += 8)
+            memcpy(x->seen + i, &(uint64_t){0}, 8);
     }
     x->area = NULL;
     if ((len == 0 && task->coll != BRAID_COLL_BARRIER) || n == 1)
@@ -95,8 +103,11 @@ braid_status_t braid_lowhop_xchg_drive(braid_task_t        *task,
     return BRAID_OK;
 }
 
-braid_status_t braid_lowhop_xchg_more(braid_task_t *task)
+braid_status_t braid_lowhop_xchg_more(braid_task_t        *task,
+                                      braid_lowhop_xchg_t *x)
 {
+    if ((x->polls++ & (BRAID_LOWHOP_TL_POLLS - 1)) != 0)
+        return BRAID_INPROGRESS;
     braid_status_t st = braid_lowhop_tl_progress(task);
     return st != BRAID_OK ? st : BRAID_INPROGRESS;
 }

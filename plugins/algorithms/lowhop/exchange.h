@@ -21,6 +21,7 @@ typedef struct braid_lowhop_xchg {
                                         (-1: not pinned, never 0) */
     int odd;                         /* the slot whose writer called something
                                         else (xchg_arrived -1) */
+    unsigned       polls;            /* xchg_more calls */
     braid_treq_t  *reqs;             /* [n-1]: reqs[i-1] to rank+i */
     unsigned char *seen;             /* [n-1], by slot */
     const void   **src;              /* [n]: contributions in rank order */
@@ -48,10 +49,15 @@ braid_status_t braid_lowhop_xchg_post(braid_task_t        *task,
 braid_status_t braid_lowhop_xchg_drive(braid_task_t        *task,
                                        braid_lowhop_xchg_t *x, const void *src,
                                        size_t len, size_t stride);
-/* The end of a poll that leaves the call running: one round of transport
- * progress (puts to and from this rank over UCX need it), then
- * BRAID_INPROGRESS, or the transport's error. */
-braid_status_t braid_lowhop_xchg_more(braid_task_t *task);
+/* The end of a poll that leaves the call running: a round of transport
+ * progress on every BRAID_LOWHOP_TL_POLLS-th such poll, starting with the
+ * first (puts to and from this rank over UCX need it; over shm they land
+ * without it), then BRAID_INPROGRESS, or the transport's error.  The polls
+ * in between look at the flags only: the shorter a poll, the sooner the
+ * one after the data's arrival sees it. */
+#define BRAID_LOWHOP_TL_POLLS 4u /* a power of two */
+braid_status_t braid_lowhop_xchg_more(braid_task_t        *task,
+                                      braid_lowhop_xchg_t *x);
 /* 1 when every peer pinned to this rank's CPU has delivered this call's
  * data (vacuously with no such peer); 0 when this rank is not pinned. */
 int braid_lowhop_xchg_mates_in(const braid_task_t        *task,

@@ -64,7 +64,7 @@ static braid_status_t oneshot_progress(braid_task_t *task, braid_wait_t *wait)
                               task->op, n);
         s->reduced = 1;
     }
-    return s->reduced && s->sent ? BRAID_OK : braid_lowhop_xchg_more(task);
+    return s->reduced && s->sent ? BRAID_OK : braid_lowhop_xchg_more(task, s);
 }
 
 static double oneshot_estimate(const braid_algo_t    *self,
