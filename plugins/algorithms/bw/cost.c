@@ -15,21 +15,23 @@
  *                   + a_get·(n-1)·(ceil(m/(nC)) + ceil(m/(nR)))
  *     three waves (hello, progress, done); each owner reads n-1 pieces of
  *     its slice and folds them; every rank reads n-1 finished slices.
- *   reduce_scatter  2·a_put + (n-1)·Bget(m) + (n-1)·G(m) +
- * a_get·(n-1)·ceil(m/C) allgather       2·a_put + (n-1)·Bget(m) +
- * a_get·(n-1)·ceil(m/R) pipe (pipe.c), with C = BRAID_BW_PIPE_CHUNK, K =
- * ceil(m/(nC)) chunks a slice, each chunk of a slice one put per peer and
- * stage: allreduce       2·a_put·(1 + K/D) + 2(n-1)/n·Bput(m) + 2(n-1)/n·G(m)
+ *   reduce_scatter  2·a_put + (n-1)·Bget(m) + (n-1)·G(m)
+ *                   + a_get·(n-1)·ceil(m/C)
+ *   allgather       2·a_put + (n-1)·Bget(m) + a_get·(n-1)·ceil(m/R)
+ * pipe (pipe.c), with C = BRAID_BW_PIPE_CHUNK, K = ceil(m/(nC)) chunks a
+ * slice, each chunk of a slice one put per peer and stage:
+ *   allreduce       2·a_put·(1 + K/D) + 2(n-1)/n·Bput(m) + 2(n-1)/n·G(m)
  *     pieces out, fold, reduced chunks out, copy-out (G: a copy streams
  *     memory like a reduction); every D = BRAID_BW_PIPE_DEPTH chunks the
  *     writers wait for credit, a stage.
- *   reduce_scatter  a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m), K' =
- * ceil(m/C) allgather       a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m) Once
- * the host's buffers (footprint(): every rank's send and receive buffer)
- * outgrow the last-level cache, pipe's two extra copies per byte (into a slot,
- * out of it) no longer hit cached lines: Bput then runs at
- *   BRAID_BW_DRAM_COPY_GBPS.  pull copies each byte once, straight from
- *   the peer, and its get link is declared at the uncached rate already.
+ *   reduce_scatter  a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m),
+ *                   K' = ceil(m/C)
+ *   allgather       a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m)
+ * Once the host's buffers (footprint(): every rank's send and receive
+ * buffer) outgrow the last-level cache, pipe's two extra copies per byte
+ * (into a slot, out of it) no longer hit cached lines: Bput then runs at
+ * BRAID_BW_DRAM_COPY_GBPS.  pull copies each byte once, straight from the
+ * peer, and its get link is declared at the uncached rate already.
  * Both return -1 without a usable link (pull: without a get path). */
 #include <math.h>
 
