@@ -1,4 +1,5 @@
 /* See harness.h. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -274,6 +275,32 @@ const braid_algo_t *tu_algo(const braid_plugin_t *p, braid_coll_t coll,
 
 /* ------------------------------------------------------------------ ranks */
 
+int tu_clear_stale_shm_names(void)
+{
+    DIR           *d = opendir("/dev/shm");
+    struct dirent *e;
+    char           prefix[64], path[320];
+    int            n = 0;
+
+    if (d == NULL) {
+        return 0;
+    }
+    snprintf(prefix, sizeof(prefix), "braid-shm-%u-%ld-", (unsigned)getuid(),
+             (long)getpid());
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+            snprintf(path, sizeof(path), "/%s", e->d_name);
+            n += shm_unlink(path) == 0;
+        }
+    }
+    closedir(d);
+    if (n > 0) {
+        fprintf(stderr, "note: pid %ld: removed %d stale segment name(s) of "
+                "an earlier process with this id\n", (long)getpid(), n);
+    }
+    return n;
+}
+
 int tu_fork(int n, tu_rank_fn fn, void *arg, unsigned timeout_s,
             const char *label, long *pids_out)
 {
@@ -292,6 +319,7 @@ int tu_fork(int n, tu_rank_fn fn, void *arg, unsigned timeout_s,
         }
         if (pids[i] == 0) {
             alarm(timeout_s);
+            tu_clear_stale_shm_names();
             int f = fn(i, n, arg);
             fflush(NULL);
             exit(f ? 1 : 0); /* not _exit: LeakSanitizer checks here */
