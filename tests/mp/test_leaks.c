@@ -49,7 +49,7 @@ static const char *step = "start";
 /* Names with this process's id before braid_init: a dead process's whose
  * id was handed out again (a rank killed while it created its segment). */
 static long stale_shm_files;
-static char        step_buf[128];
+static char step_buf[128];
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -123,8 +123,8 @@ static void measure(const char *name, void (*path)(void), int warm, int rounds)
     usage_t b = usage_now();
 
     int grew = b.fds > a.fds || b.shm_maps > a.shm_maps ||
-               b.threads > a.threads || b.shm_files > stale_shm_files || a.fds < 0 ||
-               a.shm_maps < 0;
+               b.threads > a.threads || b.shm_files > stale_shm_files ||
+               a.fds < 0 || a.shm_maps < 0;
     printf("# rank %d: %-15s x%-4d fds %ld -> %ld, shm mappings %ld -> %ld, "
            "threads %ld -> %ld, own /dev/shm files %ld, all mappings %ld -> "
            "%ld%s\n",

@@ -12,7 +12,11 @@
  * Unexpected messages are buffered in full (malloc) rather than left in the
  * ring: an algorithm may wait for a later message of the same peer before it
  * posts the receive of an earlier one, and a ring blocked by the earlier one
- * would then deadlock. */
+ * would then deadlock.  But only the periodic sweep over every peer does
+ * that (p2p.c): a drain on behalf of a posted receive leaves a message that
+ * no receive wants yet in the ring, since a pipelined algorithm posts that
+ * receive a moment later and a buffer allocated per message costs page
+ * faults, a second copy and heap trimming on every call. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +77,30 @@ static void complete(braid_shm_op_t *op, braid_status_t status)
     op->complete = 1;
 }
 
+/* Gives u a buffer of at least len bytes: the smallest spare that holds
+ * it, else a new one.  0 when out of memory. */
+static int uxm_data(braid_shm_in_t *in, braid_shm_uxm_t *u, size_t len)
+{
+    int best = -1;
+
+    for (int i = 0; i < in->nspare; i++)
+        if (in->spare_cap[i] >= len &&
+            (best < 0 || in->spare_cap[i] < in->spare_cap[best]))
+            best = i;
+    if (best < 0) {
+        u->data = malloc(len);
+        u->cap  = len;
+        return u->data != NULL;
+    }
+    u->data = in->spare[best];
+    u->cap  = in->spare_cap[best];
+    in->spare_bytes -= u->cap;
+    in->nspare--;
+    in->spare[best]     = in->spare[in->nspare];
+    in->spare_cap[best] = in->spare_cap[in->nspare];
+    return 1;
+}
+
 /* Sets the destination of the message whose first cell this is.  Returns 0
  * when no memory was left to buffer it: the cell stays in the ring and is
  * retried by the next poll (the sender just sees a full ring). */
@@ -98,12 +126,9 @@ static int start_message(braid_shm_comm_t *comm, braid_shm_in_t *in,
         return 1;
     }
     u = calloc(1, sizeof(*u));
-    if (u != NULL && cell->msg_len != 0) {
-        u->data = malloc(cell->msg_len);
-        if (u->data == NULL) {
-            free(u);
-            u = NULL;
-        }
+    if (u != NULL && cell->msg_len != 0 && !uxm_data(in, u, cell->msg_len)) {
+        free(u);
+        u = NULL;
     }
     if (u == NULL) {
         comm->svc->log(BRAID_LOG_WARN, BRAID_SHM_COMPONENT,
@@ -155,13 +180,23 @@ static void take_cell(braid_shm_in_t *in, const braid_shm_cell_t *cell)
     }
 }
 
-size_t braid_shm_drain(braid_shm_comm_t *comm, int peer)
+static int posted_for(const braid_shm_in_t *in, uint64_t tag)
+{
+    for (const braid_shm_op_t *op = in->posted_head; op != NULL; op = op->next)
+        if (tags_match(op->tag, tag))
+            return 1;
+    return 0;
+}
+
+size_t braid_shm_drain(braid_shm_comm_t *comm, int peer, int keep_unmatched)
 {
     braid_shm_in_t   *in = &comm->in[peer];
     braid_shm_cell_t *cell;
     size_t            n = 0;
 
     while ((cell = braid_shm_ring_peek(in)) != NULL) {
+        if (!in->busy && keep_unmatched && !posted_for(in, cell->tag))
+            break;
         if (!in->busy && !start_message(comm, in, cell)) {
             break;
         }
@@ -170,6 +205,23 @@ size_t braid_shm_drain(braid_shm_comm_t *comm, int peer)
         n++;
     }
     return n;
+}
+
+/* Frees an unexpected entry and keeps its buffer as a spare while the
+ * spares stay within their bounds. */
+static void uxm_free(braid_shm_in_t *in, braid_shm_uxm_t *u)
+{
+    if (u->data != NULL && u->cap <= BRAID_SHM_SPARE_MAX &&
+        in->nspare < BRAID_SHM_SPARES &&
+        in->spare_bytes + u->cap <= BRAID_SHM_SPARE_BYTES) {
+        in->spare[in->nspare]     = u->data;
+        in->spare_cap[in->nspare] = u->cap;
+        in->spare_bytes += u->cap;
+        in->nspare++;
+    } else {
+        free(u->data);
+    }
+    free(u);
 }
 
 int braid_shm_recv_post(braid_shm_comm_t *comm, braid_shm_op_t *op)
@@ -206,8 +258,7 @@ int braid_shm_recv_post(braid_shm_comm_t *comm, braid_shm_op_t *op)
             in->uxm = NULL;
         }
     }
-    free(u->data);
-    free(u);
+    uxm_free(in, u);
     return op->complete;
 }
 
@@ -224,6 +275,10 @@ void braid_shm_recv_release(braid_shm_comm_t *comm)
             free(u->data);
             free(u);
         }
+        for (int i = 0; i < in->nspare; i++)
+            free(in->spare[i]);
+        in->nspare      = 0;
+        in->spare_bytes = 0;
         in->uxm_tail    = NULL;
         in->uxm         = NULL;
         in->op          = NULL;

@@ -138,7 +138,7 @@ braid_status_t braid_shm_irecv(void *tcomm, int peer, uint64_t tag, void *buf,
     /* Posted before looking at the ring, so that a message already there
      * lands in buf directly instead of going through the unexpected queue. */
     if (!braid_shm_recv_post(comm, op)) {
-        if (braid_shm_drain(comm, peer) != 0) {
+        if (braid_shm_drain(comm, peer, 1) != 0) {
             braid_shm_wake(comm, peer); /* its ring has room again */
         }
     }
@@ -173,7 +173,7 @@ size_t braid_shm_poll(braid_shm_comm_t *comm)
     for (int p = 0; p < comm->size; p++) {
         if (!all && comm->in[p].posted_head == NULL && !comm->in[p].busy)
             continue;
-        size_t n = braid_shm_drain(comm, p);
+        size_t n = braid_shm_drain(comm, p, !all);
         if (n != 0) {
             braid_shm_wake(comm, p);
             moved += n;

@@ -149,7 +149,17 @@ typedef struct braid_shm_uxm {
     size_t                len;
     size_t                got;
     unsigned char        *data;
+    size_t                cap; /* bytes data holds (>= len) */
 } braid_shm_uxm_t;
+
+/* Freed unexpected buffers a peer's receiving side keeps for the next
+ * unexpected messages: at most this many, of at most SPARE_MAX bytes each
+ * and SPARE_BYTES in all.  Pipelined algorithms send segments well below
+ * SPARE_MAX, and a sender whose messages are buffered as unexpected runs
+ * ahead of its receiver by many of them. */
+#define BRAID_SHM_SPARES      32
+#define BRAID_SHM_SPARE_MAX   ((size_t)1 << 20)
+#define BRAID_SHM_SPARE_BYTES ((size_t)8 << 20)
 
 /* Receiving side of the ring from one peer. */
 typedef struct braid_shm_in {
@@ -163,6 +173,12 @@ typedef struct braid_shm_in {
     braid_shm_uxm_t *uxm; /* or an unexpected entry; neither: discard */
     braid_shm_op_t  *posted_head, *posted_tail;
     braid_shm_uxm_t *uxm_head, *uxm_tail;
+    /* Freed unexpected buffers kept for the next ones: a fresh allocation
+     * of that size is fresh pages, faulted in on every message. */
+    unsigned char *spare[BRAID_SHM_SPARES];
+    size_t         spare_cap[BRAID_SHM_SPARES];
+    size_t         spare_bytes; /* their sum */
+    int            nspare;
 } braid_shm_in_t;
 
 /* Sending side of the ring to one peer. */
@@ -239,8 +255,11 @@ void            braid_shm_op_put(braid_shm_comm_t *comm, braid_shm_op_t *op);
 void            braid_shm_ops_release(braid_shm_comm_t *comm);
 
 /* match.c: the receive side. */
-/* Takes every full cell of every inbound ring; returns cells taken. */
-size_t braid_shm_drain(braid_shm_comm_t *comm, int peer);
+/* Takes the full cells of peer's inbound ring; returns cells taken.  With
+ * keep_unmatched, stops at a new message no posted receive wants (it stays
+ * in the ring for the receive about to be posted); else buffers it as
+ * unexpected. */
+size_t braid_shm_drain(braid_shm_comm_t *comm, int peer, int keep_unmatched);
 /* Matches a new receive against unexpected messages, else posts it.
  * Returns 1 when it completed at once. */
 int  braid_shm_recv_post(braid_shm_comm_t *comm, braid_shm_op_t *op);

@@ -295,8 +295,10 @@ int tu_clear_stale_shm_names(void)
     }
     closedir(d);
     if (n > 0) {
-        fprintf(stderr, "note: pid %ld: removed %d stale segment name(s) of "
-                "an earlier process with this id\n", (long)getpid(), n);
+        fprintf(stderr,
+                "note: pid %ld: removed %d stale segment name(s) of "
+                "an earlier process with this id\n",
+                (long)getpid(), n);
     }
     return n;
 }
