@@ -115,6 +115,13 @@ static int send_ready(const ring_t *g, long u)
     if (g->mode == BRAID_P2P_RING_BCAST) {
         return g->vpos == 0 || g->processed > u;
     }
+    /* No further ahead of this rank's own receives than two windows: the
+     * right neighbour, which runs about as far as this rank, has posted
+     * receives for a window of them, and a send beyond that would reach it
+     * as an unexpected message, a buffer and a copy more (a whole step of
+     * them when a neighbour falls behind on a shared core). */
+    if (u >= g->processed + 2 * WINDOW)
+        return 0;
     /* Step s+1 forwards what step s received (and reduced). */
     return u < g->nseg || g->processed > u - g->nseg;
 }
