@@ -102,10 +102,11 @@ static int uxm_data(braid_shm_in_t *in, braid_shm_uxm_t *u, size_t len)
 }
 
 /* Sets the destination of the message whose first cell this is.  Returns 0
- * when no memory was left to buffer it: the cell stays in the ring and is
- * retried by the next poll (the sender just sees a full ring). */
+ * when no posted receive wants it and keep_unmatched is set, or when no
+ * memory was left to buffer it: the cell stays in the ring and is retried
+ * by a later poll (the sender just sees a full ring). */
 static int start_message(braid_shm_comm_t *comm, braid_shm_in_t *in,
-                         const braid_shm_cell_t *cell)
+                         const braid_shm_cell_t *cell, int keep_unmatched)
 {
     braid_shm_op_t  *op = take_posted(in, cell->tag);
     braid_shm_uxm_t *u;
@@ -125,6 +126,8 @@ static int start_message(braid_shm_comm_t *comm, braid_shm_in_t *in,
         in->busy = 1;
         return 1;
     }
+    if (keep_unmatched)
+        return 0;
     u = calloc(1, sizeof(*u));
     if (u != NULL && cell->msg_len != 0 && !uxm_data(in, u, cell->msg_len)) {
         free(u);
@@ -180,14 +183,6 @@ static void take_cell(braid_shm_in_t *in, const braid_shm_cell_t *cell)
     }
 }
 
-static int posted_for(const braid_shm_in_t *in, uint64_t tag)
-{
-    for (const braid_shm_op_t *op = in->posted_head; op != NULL; op = op->next)
-        if (tags_match(op->tag, tag))
-            return 1;
-    return 0;
-}
-
 size_t braid_shm_drain(braid_shm_comm_t *comm, int peer, int keep_unmatched)
 {
     braid_shm_in_t   *in = &comm->in[peer];
@@ -195,9 +190,7 @@ size_t braid_shm_drain(braid_shm_comm_t *comm, int peer, int keep_unmatched)
     size_t            n = 0;
 
     while ((cell = braid_shm_ring_peek(in)) != NULL) {
-        if (!in->busy && keep_unmatched && !posted_for(in, cell->tag))
-            break;
-        if (!in->busy && !start_message(comm, in, cell)) {
+        if (!in->busy && !start_message(comm, in, cell, keep_unmatched)) {
             break;
         }
         take_cell(in, cell);

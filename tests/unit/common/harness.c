@@ -275,7 +275,7 @@ const braid_algo_t *tu_algo(const braid_plugin_t *p, braid_coll_t coll,
 
 /* ------------------------------------------------------------------ ranks */
 
-int tu_clear_stale_shm_names(void)
+int tu_shm_names(long pid, int and_unlink)
 {
     DIR           *d = opendir("/dev/shm");
     struct dirent *e;
@@ -286,14 +286,20 @@ int tu_clear_stale_shm_names(void)
         return 0;
     }
     snprintf(prefix, sizeof(prefix), "braid-shm-%u-%ld-", (unsigned)getuid(),
-             (long)getpid());
+             pid);
     while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
-            snprintf(path, sizeof(path), "/%s", e->d_name);
-            n += shm_unlink(path) == 0;
-        }
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        snprintf(path, sizeof(path), "/%s", e->d_name);
+        n += !and_unlink || shm_unlink(path) == 0;
     }
     closedir(d);
+    return n;
+}
+
+int tu_clear_stale_shm_names(void)
+{
+    int n = tu_shm_names((long)getpid(), 1);
     if (n > 0) {
         fprintf(stderr,
                 "note: pid %ld: removed %d stale segment name(s) of "

@@ -72,10 +72,13 @@ typedef int (*tu_rank_fn)(int rank, int n, void *arg);
  * be NULL) receives the ranks' process ids. */
 int tu_fork(int n, tu_rank_fn fn, void *arg, unsigned timeout_s,
             const char *label, long *pids);
-/* Unlinks the shm transport's names that carry this process's id, before
- * the process has made any: they are a dead process's whose id the kernel
- * has handed out again (a rank killed while it created its segment leaves
- * its name), and would read as this process's leak.  Returns how many. */
+/* The shm transport's names in /dev/shm that carry process pid's id:
+ * counts them, and unlinks them too when and_unlink is set. */
+int tu_shm_names(long pid, int and_unlink);
+/* Unlinks the names carrying this process's id before the process has
+ * made any: they are a dead process's whose id the kernel has handed out
+ * again (a rank killed while it created its segment leaves its name), and
+ * would read as this process's leak.  Returns how many. */
 int tu_clear_stale_shm_names(void);
 /* Runs n threads; returns the sum of fn's results. */
 int tu_threads(int n, tu_rank_fn fn, void *arg);

@@ -151,24 +151,7 @@ int th_count_shm_maps(void)
     return n;
 }
 
-int th_count_shm_names(long pid)
-{
-    DIR           *d = opendir("/dev/shm");
-    struct dirent *e;
-    char           prefix[64];
-    int            n = 0;
-
-    if (d == NULL) {
-        return 0;
-    }
-    snprintf(prefix, sizeof(prefix), "braid-shm-%u-%ld-", (unsigned)getuid(),
-             pid);
-    while ((e = readdir(d)) != NULL) {
-        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
-    }
-    closedir(d);
-    return n;
-}
+int th_count_shm_names(long pid) { return tu_shm_names(pid, 0); }
 
 braid_status_t th_wait(th_rank_t *r, void *tcomm, braid_treq_t *reqs, int n)
 {
