@@ -11,8 +11,9 @@
  * (the latencies, the bandwidth in the caches and the message size it was
  * measured with, the bandwidth beyond the last-level cache and its size).
  * The key starts with the format's version (v2 since the out-of-cache
- * figures came): a file of another version has another key, hence another
- * name, and is never read; one whose lines lack fields is refused.
+ * figures came, v3 since their receive buffer is faulted in before the
+ * timing): a file of another version has another key, hence another name,
+ * and is never read; one whose lines lack fields is refused.
  * A path a transport lacks is written "sr -" or "put -"; the get path
  * (single-copy reads) is written only where the communicator has one.  The
  * file is braid's own, but it sits in the user's folder and may be damaged: a
