@@ -47,7 +47,9 @@ static void sized_link(braid_cost_in_t *in, const braid_selector_t *sel,
             bw = &sel->bw[i];
     if (bw == NULL)
         return;
-    double ws = braid_call_working_set(in->coll, in->bytes, in->nranks);
+    double ws     = braid_call_working_set(in->coll, in->bytes, in->nranks);
+    in->put_curve = bw->put;
+    in->call_ws   = ws;
     if (bw->sr.in_gbps > 0)
         in->link.beta_gbps = braid_bw_at(&bw->sr, ws);
     if (bw->put.in_gbps > 0)

@@ -49,15 +49,6 @@ typedef struct braid_pick {
     const braid_cand_ref_t *ref;
 } braid_pick_t;
 
-/* A path's bandwidth against the working set of a call (bw_curve.c):
- * in_gbps measured with in_ws bytes per rank held by the exchange (inside
- * the caches), out_gbps with out_ws (beyond them).  All 0: not measured,
- * the link's figure stands. */
-typedef struct braid_bw_curve {
-    double in_gbps, in_ws;
-    double out_gbps, out_ws;
-} braid_bw_curve_t;
-
 /* The curves of one transport's paths, for its candidates' estimates. */
 typedef struct braid_sel_bw {
     const braid_tl_t *tl;
@@ -187,9 +178,9 @@ double braid_candidate_estimate(const braid_selector_t  *sel,
                                 const braid_candidate_t *cand,
                                 braid_coll_t coll, size_t bytes, uint32_t mem);
 
-/* bw_curve.c: the bandwidth of curve c for a call holding ws bytes per
- * rank (GB/s), and the bytes a call's buffers hold on one rank. */
-double braid_bw_at(const braid_bw_curve_t *c, double ws);
+/* bw_curve.c: the bytes a call's buffers hold on one rank (the working
+ * set at which braid_bw_at reads a path's curve; all 0: the link's figure
+ * stands). */
 double braid_call_working_set(braid_coll_t coll, size_t bytes, int nranks);
 
 #endif

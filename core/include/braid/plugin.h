@@ -29,6 +29,7 @@
 #ifndef BRAID_PLUGIN_H
 #define BRAID_PLUGIN_H
 
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -444,6 +445,33 @@ typedef struct braid_tl {
 
 struct braid_algo;
 
+/* A path's bandwidth against the working set of a call: in_gbps measured
+ * with in_ws bytes per rank held by the exchange (inside the caches),
+ * out_gbps with out_ws (beyond them).  All 0: not measured. */
+typedef struct braid_bw_curve {
+    double in_gbps, in_ws;
+    double out_gbps, out_ws;
+} braid_bw_curve_t;
+
+/* The bandwidth of c (GB/s) for a call whose buffers hold ws bytes on one
+ * rank.  A call moves its data at in_gbps while its working set is as
+ * small as the first exchange's, and at out_gbps once it is as large as
+ * the second one's; in between the share of its bytes that miss the cache
+ * grows with the logarithm of its size, so the time per byte (not the
+ * bandwidth) is interpolated linearly on log size.  Outside the two points
+ * the nearer figure holds: nothing beyond them was measured. */
+static inline double braid_bw_at(const braid_bw_curve_t *c, double ws)
+{
+    if (c->in_gbps <= 0.0)
+        return c->out_gbps;
+    if (c->out_gbps <= 0.0 || c->out_ws <= c->in_ws || ws <= c->in_ws)
+        return c->in_gbps;
+    if (ws >= c->out_ws)
+        return c->out_gbps;
+    double f = log(ws / c->in_ws) / log(c->out_ws / c->in_ws);
+    return 1.0 / ((1.0 - f) / c->in_gbps + f / c->out_gbps);
+}
+
 /* Inputs to an algorithm's time estimate. */
 typedef struct braid_cost_in {
     uint32_t     struct_size;
@@ -475,6 +503,13 @@ typedef struct braid_cost_in {
      * once; both 0 when this communicator has no get path. */
     double get_alpha_us;
     double get_beta_gbps;
+    /* The put path's curve as the communicator's calibration measured it
+     * (all 0: not measured).  link.put_beta_gbps is this curve read at the
+     * call's own buffers (a send and a receive buffer); an algorithm that
+     * stages whole messages in areas of its own reads it at its own working
+     * set instead, which those areas push out of the caches sooner. */
+    braid_bw_curve_t put_curve;
+    double           call_ws; /* the call's own working set, bytes a rank */
 } braid_cost_in_t;
 
 /* What a call that is not done waits for, as progress() reports it.  The

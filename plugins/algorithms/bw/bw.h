@@ -46,11 +46,12 @@
 #ifndef BRAID_BW_PIPE_DEPTH
 #define BRAID_BW_PIPE_DEPTH 4 /* slots per (writer, reader) pair */
 #endif
-/* Declared for the cost model (cost.c; docs/performance.md, "bw plugin:
- * where the choice moves"): a last-level cache the copy path's slots and
- * buffers share, and the rate of a copy whose source and destination
- * stream from memory with the host's other ranks copying at once.  The
- * same constants on every host, so that every rank ranks alike. */
+/* Declared for the cost model where no calibration measured the put path
+ * beyond the caches (cost.c; docs/performance.md, "bw plugin: where the
+ * choice moves"): a last-level cache the copy path's slots and buffers
+ * share, and the rate of a copy whose source and destination stream from
+ * memory with the host's other ranks copying at once.  The same constants
+ * on every host, so that every rank ranks alike. */
 #define BRAID_BW_CACHE_BYTES    ((size_t)32 << 20)
 #define BRAID_BW_DRAM_COPY_GBPS 3.0
 /* Smallest chunk: below it a chunk costs more in flags than it moves. */

@@ -27,9 +27,14 @@
  *   reduce_scatter  a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m),
  *                   K' = ceil(m/C)
  *   allgather       a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m)
- * Once the host's buffers (footprint(): every rank's send and receive
- * buffer) outgrow the last-level cache, pipe's two extra copies per byte
- * (into a slot, out of it) no longer hit cached lines: Bput then runs at
+ * Bput for pipe: where the calibration measured the put path beyond the
+ * caches (in->put_curve), half of each put's traffic runs at the curve's
+ * figure for the call's working set (the caller's buffers) and half at its
+ * in-cache figure (the slot, handed on while hot).  Without that
+ * measurement (BRAID_CALIBRATE=0, a declared link) the declared figure is
+ * an in-cache one, so once the host's buffers (footprint(): every rank's
+ * send and receive buffer) outgrow the last-level cache, pipe's two extra
+ * copies per byte (into a slot, out of it) are taken to run at
  * BRAID_BW_DRAM_COPY_GBPS.  pull copies each byte once, straight from the
  * peer, and its get link is declared at the uncached rate already.
  * Both return -1 without a usable link (pull: without a get path). */
@@ -110,8 +115,20 @@ double braid_bw_cost_pipe(const braid_cost_in_t *in)
         return -1.0;
     if (t.n == 1)
         return 0.0;
-    if (footprint(in, t.n, t.m) > (double)BRAID_BW_CACHE_BYTES)
+    int measured = BRAID_HAS(in, braid_cost_in_t, call_ws) &&
+                   in->put_curve.out_gbps > 0.0 && in->call_ws > 0.0;
+    if (measured) {
+        /* Every put has one end in the caller's buffers, at the call's
+         * working set, and the other in a slot that the next copy reads
+         * while it is still in the cache: half its traffic at each figure
+         * (scaled like the link's, which the core may have shared out). */
+        double at_call = braid_bw_at(&in->put_curve, in->call_ws);
+        double scale = at_call > 0.0 ? in->link.put_beta_gbps / at_call : 1.0;
+        double hot   = 1.0 / (in->put_curve.in_gbps * scale * 1e3);
+        t.bp         = 0.5 * (t.bp + hot);
+    } else if (footprint(in, t.n, t.m) > (double)BRAID_BW_CACHE_BYTES) {
         t.bp = fmax(t.bp, 1.0 / (BRAID_BW_DRAM_COPY_GBPS * 1e3));
+    }
     double f = (double)(t.n - 1) / t.n, k = t.n - 1.0;
     double d = (double)BRAID_BW_PIPE_DEPTH;
     switch (in->coll) {

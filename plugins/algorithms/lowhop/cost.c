@@ -40,6 +40,9 @@
  *   allgather direct       alpha + L·B(m) + (n-1)·G(m)   (copy-out)
  *   reduce_scatter direct  alpha + L·B(m) + (n-1)·G(m)   (fold)
  * Each is -1 above its cap (lowhop.h) so the dispatcher never picks it there.
+ * B reads the put path's curve at the call's buffers plus the receive
+ * area: (n-1)·m for the one-stage algorithms, 2(n-1)·m/n for twoshot's
+ * two stages (put_us_per_byte).
  *
  * Crossovers with L = n-1 against the ucx ring
  * (2(n-1)·alpha + 2(n-1)/n·B(m) + (n-1)/n·G(m)), writing b = 1/(beta·1e3),
@@ -68,6 +71,23 @@ typedef struct terms {
     double gus;  /* us per byte reduced or copied (0: unknown, not counted) */
     double load; /* L */
 } terms_t;
+
+/* us per byte on the put link for an algorithm whose receive area holds
+ * area bytes on each rank.  The link's figure was read at the call's own
+ * buffers; the area (a whole message from every peer) comes on top of
+ * them and pushes the call out of the caches sooner, so the curve is read
+ * again at both together, and the link's figure scaled by what that costs
+ * (the scaling keeps whatever the core applied to the figure). */
+static double put_us_per_byte(const braid_cost_in_t *in, double area)
+{
+    double bus = 1.0 / (in->link.put_beta_gbps * 1e3);
+    if (!BRAID_HAS(in, braid_cost_in_t, call_ws) ||
+        in->put_curve.in_gbps <= 0.0 || in->call_ws <= 0.0)
+        return bus;
+    double at_call = braid_bw_at(&in->put_curve, in->call_ws);
+    double at_ours = braid_bw_at(&in->put_curve, in->call_ws + area);
+    return at_ours > 0.0 && at_call > 0.0 ? bus * at_call / at_ours : bus;
+}
 
 /* 0 when the inputs are usable, -1 when they describe no usable link or
  * the message is above cap. */
@@ -115,6 +135,7 @@ static double one_stage(const braid_cost_in_t *in, size_t cap)
         return -1.0;
     if (t.n == 1)
         return 0.0;
+    t.bus = put_us_per_byte(in, (t.n - 1) * t.m); /* a block from each peer */
     return t.alpha + t.load * t.m * t.bus + (t.n - 1) * t.m * t.gus;
 }
 
@@ -132,6 +153,7 @@ double braid_lowhop_cost_twoshot(const braid_cost_in_t *in)
         return 0.0;
     double piece = t.m / t.n;
     double f     = (double)(t.n - 1) / t.n;
+    t.bus = put_us_per_byte(in, 2.0 * (t.n - 1) * piece); /* both stages */
     return 2.0 * t.alpha + 2.0 * t.load * piece * t.bus +
            2.0 * f * t.m * t.gus;
 }

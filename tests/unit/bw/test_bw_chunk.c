@@ -3,6 +3,7 @@
  * the staging size and the 24-bit chunk count), and the cost model's
  * shape (no size cap; pull needs a get path). */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,18 @@ static braid_cost_in_t cost_in(braid_coll_t coll, int n, size_t bytes,
     return in;
 }
 
+/* cost.c's pipe formula with the put link's us per byte bp. */
+static double pipe_cost(const braid_cost_in_t *in, double bp)
+{
+    double n = in->nranks, m = (double)in->bytes, g = 1.0 / (8.0 * 1e3);
+    double ap = in->link.put_alpha_us, d = BRAID_BW_PIPE_DEPTH;
+    if (in->coll == BRAID_COLL_ALLREDUCE)
+        return 2.0 * ap * (1.0 + ceil(m / n / BRAID_BW_PIPE_CHUNK) / d) +
+               2.0 * (n - 1) / n * m * (bp + g);
+    return ap * (1.0 + ceil(m / BRAID_BW_PIPE_CHUNK) / d) +
+           (n - 1) * m * (bp + g);
+}
+
 static void check_cost(void)
 {
     for (size_t i = 0; i < 3; i++) {
@@ -124,6 +137,25 @@ static void check_cost(void)
         CHECK(braid_bw_cost_pull(&in) < braid_bw_cost_pipe(&in),
               "single copy behind at 64 MiB: pull %g, pipe %g",
               braid_bw_cost_pull(&in), braid_bw_cost_pipe(&in));
+        /* A measured put curve: the core read it at the call's buffers
+         * (here 8 GB/s at 64 MiB), and each of pipe's puts runs half at
+         * that figure and half at the in-cache one (20 GB/s), instead of
+         * at the declared out-of-cache copy rate; an older core's
+         * cost_in, without the curve, still gets the declared one. */
+        in                    = cost_in(c, 4, (size_t)64 << 20, 4.0);
+        in.link.put_beta_gbps = 8.0;
+        in.put_curve    = (braid_bw_curve_t){20.0, 1 << 20, 8.0, 32 << 20};
+        in.call_ws      = 128.0 * (1 << 20);
+        double measured = braid_bw_cost_pipe(&in);
+        double want     = pipe_cost(&in, 0.5 / 8e3 + 0.5 / 20e3);
+        CHECK(fabs(measured - want) < 1e-9 * want,
+              "pipe on a measured curve %g, want %g", measured, want);
+        in.struct_size  = offsetof(braid_cost_in_t, put_curve);
+        double declared = braid_bw_cost_pipe(&in);
+        want = pipe_cost(&in, 1.0 / (BRAID_BW_DRAM_COPY_GBPS * 1e3));
+        CHECK(fabs(declared - want) < 1e-9 * want,
+              "pipe on the declared rate %g, want %g", declared, want);
+        in.struct_size = sizeof(in);
         /* An older core's cost_in (without the get fields): pull refuses. */
         in             = cost_in(c, 4, 1 << 20, 4.0);
         in.struct_size = offsetof(braid_cost_in_t, get_alpha_us);

@@ -15,6 +15,7 @@
  * Prints the crossover table; exits 1 on any failure. */
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -365,8 +366,55 @@ static void test_stage(void)
           "barrier: one stage, no data term, at any byte count");
 }
 
+/* With the put path's measured curve, each algorithm reads it at the
+ * call's buffers plus its receive area: a block from every peer for the
+ * one-stage algorithms, twoshot's two stages of pieces; an older core's
+ * cost_in (no curve) keeps the link's figure. */
+static void test_area(void)
+{
+    const double    mib = 1024.0 * 1024.0;
+    braid_cost_in_t in  = setup(4, 1, 4, BRAID_TOPO_SINGLE_HOST, 0.1, 20);
+    in.struct_size      = sizeof(in);
+    in.put_curve        = (braid_bw_curve_t){20.0, 1 * mib, 2.0, 32 * mib};
+    double m = 1 * mib, n = 4, g = 1.0 / (GAMMA_GBPS * 1e3);
+    in.bytes   = (size_t)m;
+    in.call_ws = 2 * m; /* all-reduce: a send and a receive buffer */
+    in.link.put_beta_gbps = braid_bw_at(&in.put_curve, in.call_ws);
+    double one_b = 1.0 / (braid_bw_at(&in.put_curve, 2 * m + 3 * m) * 1e3);
+    double one   = 0.1 + 3 * m * one_b + 3 * m * g;
+    check(fabs(braid_lowhop_cost_oneshot(&in) - one) < 1e-9 * one,
+          "oneshot: the curve at the call's 2 MiB and 3 MiB of area: "
+          "%g, want %g",
+          braid_lowhop_cost_oneshot(&in), one);
+    double two_b = 1.0 / (braid_bw_at(&in.put_curve, 2 * m + 1.5 * m) * 1e3);
+    double two   = 0.2 + 2 * 3 * (m / n) * two_b + 2 * 0.75 * m * g;
+    check(fabs(braid_lowhop_cost_twoshot(&in) - two) < 1e-9 * two,
+          "twoshot: the curve at the call's 2 MiB and 1.5 MiB of pieces: "
+          "%g, want %g",
+          braid_lowhop_cost_twoshot(&in), two);
+    in.coll     = BRAID_COLL_ALLGATHER;
+    in.call_ws  = 5 * m;
+    double ag_b = 1.0 / (braid_bw_at(&in.put_curve, 5 * m + 3 * m) * 1e3);
+    double ag   = 0.1 + 3 * m * ag_b + 3 * m * g;
+    in.link.put_beta_gbps = braid_bw_at(&in.put_curve, in.call_ws);
+    check(fabs(braid_lowhop_cost_allgather_direct(&in) - ag) < 1e-9 * ag,
+          "allgather direct: %g, want %g",
+          braid_lowhop_cost_allgather_direct(&in), ag);
+    double with_area = braid_lowhop_cost_allgather_direct(&in);
+    in.struct_size   = offsetof(braid_cost_in_t, put_curve);
+    double without   = braid_lowhop_cost_allgather_direct(&in);
+    check(without < with_area,
+          "an older core's cost_in: the link's figure alone (%g < %g)",
+          without, with_area);
+    in.struct_size = sizeof(in);
+    in.put_curve   = (braid_bw_curve_t){0};
+    check(braid_lowhop_cost_allgather_direct(&in) == without,
+          "no curve measured: the link's figure");
+}
+
 int main(void)
 {
+    test_area();
     test_load();
     test_caps();
     test_start_cap();

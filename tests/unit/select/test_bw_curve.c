@@ -73,6 +73,17 @@ static double est_put(const braid_algo_t *self, const braid_cost_in_t *in)
     return (double)in->bytes / (in->link.put_beta_gbps * 1e3);
 }
 
+/* What the last est_put call was handed beyond the link. */
+static braid_bw_curve_t seen_curve;
+static double           seen_ws;
+
+static double est_put_seen(const braid_algo_t *self, const braid_cost_in_t *in)
+{
+    seen_curve = in->put_curve;
+    seen_ws    = in->call_ws;
+    return est_put(self, in);
+}
+
 static double est_sr(const braid_algo_t *self, const braid_cost_in_t *in)
 {
     (void)self;
@@ -85,10 +96,11 @@ static void test_estimates(void)
     braid_tl_t        tl  = {.struct_size = sizeof(braid_tl_t), .ops = &shm};
     tl.link.beta_gbps     = 4.0; /* the in-cache figures, as calib sets */
     tl.link.put_beta_gbps = 20.0;
-    braid_algo_t direct   = {
-          .name = "direct", .coll = BRAID_COLL_ALLREDUCE, .estimate = est_put};
-    braid_algo_t ring = {
-        .name = "ring", .coll = BRAID_COLL_ALLREDUCE, .estimate = est_sr};
+    braid_algo_t direct   = {.name     = "direct",
+                             .coll     = BRAID_COLL_ALLREDUCE,
+                             .estimate = est_put_seen};
+    braid_algo_t ring     = {
+            .name = "ring", .coll = BRAID_COLL_ALLREDUCE, .estimate = est_sr};
     const uint32_t    host    = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
     braid_candidate_t cands[] = {
         {"direct@shm", &direct, &tl, "shm", BRAID_MEM_BIT(BRAID_MEM_HOST),
@@ -133,6 +145,11 @@ static void test_estimates(void)
         &sel, &cands[0], BRAID_COLL_ALLREDUCE, 64 << 20, host);
     CHECK(near(big, (double)(64 << 20) / 1e3),
           "a large call: out-of-cache put, got %g", big);
+    CHECK(seen_curve.in_gbps == 20.0 && seen_curve.out_gbps == 1.0 &&
+              seen_curve.out_ws == 32 * MIB && seen_ws == 128 * MIB,
+          "the estimate is handed the put curve and the call's working set "
+          "(got %g GB/s .. %g GB/s at %g, working set %g)",
+          seen_curve.in_gbps, seen_curve.out_gbps, seen_curve.out_ws, seen_ws);
     double ring_big = braid_candidate_estimate(
         &sel, &cands[1], BRAID_COLL_ALLREDUCE, 64 << 20, host);
     CHECK(near(ring_big, 2.0 * (double)(64 << 20) / 3e3),
