@@ -512,6 +512,23 @@ typedef struct braid_cost_in {
     double           call_ws; /* the call's own working set, bytes a rank */
 } braid_cost_in_t;
 
+/* The put link's bandwidth (GB/s) for a working set of ws bytes a rank
+ * instead of the call's own: link.put_beta_gbps scaled by what the
+ * measured curve says ws costs against call_ws (so that whatever the core
+ * applied to the link's figure is kept).  The link's figure as it is
+ * where no curve was measured or the core predates put_curve. */
+static inline double braid_cost_put_gbps_at(const braid_cost_in_t *in,
+                                            double                 ws)
+{
+    double link = in->link.put_beta_gbps;
+    if (!BRAID_HAS(in, braid_cost_in_t, call_ws) ||
+        in->put_curve.in_gbps <= 0.0 || in->call_ws <= 0.0)
+        return link;
+    double at_call = braid_bw_at(&in->put_curve, in->call_ws);
+    double at_ws   = braid_bw_at(&in->put_curve, ws);
+    return at_call > 0.0 && at_ws > 0.0 ? link * at_ws / at_call : link;
+}
+
 /* What a call that is not done waits for, as progress() reports it.  The
  * core alone decides from it whether to poll again at once, yield the CPU,
  * or sleep, and it bounds every call with BRAID_TIMEOUT

@@ -120,12 +120,10 @@ double braid_bw_cost_pipe(const braid_cost_in_t *in)
     if (measured) {
         /* Every put has one end in the caller's buffers, at the call's
          * working set, and the other in a slot that the next copy reads
-         * while it is still in the cache: half its traffic at each figure
-         * (scaled like the link's, which the core may have shared out). */
-        double at_call = braid_bw_at(&in->put_curve, in->call_ws);
-        double scale = at_call > 0.0 ? in->link.put_beta_gbps / at_call : 1.0;
-        double hot   = 1.0 / (in->put_curve.in_gbps * scale * 1e3);
-        t.bp         = 0.5 * (t.bp + hot);
+         * while it is still in the cache (the curve's in-cache point, at
+         * any working set below it): half its traffic at each figure. */
+        double hot = 1.0 / (braid_cost_put_gbps_at(in, 0.0) * 1e3);
+        t.bp       = 0.5 * (t.bp + hot);
     } else if (footprint(in, t.n, t.m) > (double)BRAID_BW_CACHE_BYTES) {
         t.bp = fmax(t.bp, 1.0 / (BRAID_BW_DRAM_COPY_GBPS * 1e3));
     }

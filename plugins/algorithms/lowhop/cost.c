@@ -76,17 +76,12 @@ typedef struct terms {
  * area bytes on each rank.  The link's figure was read at the call's own
  * buffers; the area (a whole message from every peer) comes on top of
  * them and pushes the call out of the caches sooner, so the curve is read
- * again at both together, and the link's figure scaled by what that costs
- * (the scaling keeps whatever the core applied to the figure). */
+ * again at both together (braid_cost_put_gbps_at). */
 static double put_us_per_byte(const braid_cost_in_t *in, double area)
 {
-    double bus = 1.0 / (in->link.put_beta_gbps * 1e3);
-    if (!BRAID_HAS(in, braid_cost_in_t, call_ws) ||
-        in->put_curve.in_gbps <= 0.0 || in->call_ws <= 0.0)
-        return bus;
-    double at_call = braid_bw_at(&in->put_curve, in->call_ws);
-    double at_ours = braid_bw_at(&in->put_curve, in->call_ws + area);
-    return at_ours > 0.0 && at_call > 0.0 ? bus * at_call / at_ours : bus;
+    double ws =
+        BRAID_HAS(in, braid_cost_in_t, call_ws) ? in->call_ws + area : 0.0;
+    return 1.0 / (braid_cost_put_gbps_at(in, ws) * 1e3);
 }
 
 /* 0 when the inputs are usable, -1 when they describe no usable link or

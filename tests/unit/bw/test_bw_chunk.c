@@ -138,8 +138,8 @@ static void check_cost(void)
               "single copy behind at 64 MiB: pull %g, pipe %g",
               braid_bw_cost_pull(&in), braid_bw_cost_pipe(&in));
         /* A measured put curve: the core read it at the call's buffers
-         * (here 8 GB/s at 64 MiB), and each of pipe's puts runs half at
-         * that figure and half at the in-cache one (20 GB/s), instead of
+         * (here beyond its out-of-cache point), and each of pipe's puts
+         * runs half at that figure and half at the in-cache one, instead of
          * at the declared out-of-cache copy rate; an older core's
          * cost_in, without the curve, still gets the declared one. */
         in                    = cost_in(c, 4, (size_t)64 << 20, 4.0);
