@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # braid against Open MPI and torch's Gloo, in one session: every braid
 # candidate, the automatic choice (without and with braid-tune's table),
+# the automatic choice again in a job of its own (braid-bench: one
+# communicator, as an application and the peers' benchmarks run),
 # MPI_Allreduce/MPI_Reduce_scatter_block/MPI_Allgather and Gloo's
 # all_reduce/all_gather, taking turns round after round so that a shared,
 # noisy machine hits them alike.  Prints the tables of docs/tuning.md
@@ -19,6 +21,7 @@
 #   ITERS=N            calls per round up to 256 KiB, fewer above [20]
 #   TUNE=0|1           make braid-tune's table first, time 'tuned' with it [1]
 #   MPI=0|1 GLOO=0|1   time Open MPI, Gloo [1, 1]
+#   ALONE=0|1          time the automatic choice alone (series 'alone') [1]
 #   PRUNE=F            braid-tune --prune F (0: every candidate everywhere) [0]
 #   QUICK=1            a smoke run: 2 ranks, all-reduce 8 B-4 KiB, reduce_scatter
 #                      and allgather at 64 KiB, one round of 5 calls, Gloo's
@@ -37,11 +40,13 @@ else
 fi
 rounds=${ROUNDS:-3} ar=(${AR:-8 256M 4}) rsag=(${RSAG:-1M 256M 16})
 iters=${ITERS:-20} tune=${TUNE:-1} mpi=${MPI:-1} gloo=${GLOO:-1}
+alone=${ALONE:-1}
 prune=${PRUNE:-0}
 out=${OUT:-compare-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 braidrun=$build/tools/braidrun tunebin=$build/tools/braid-tune
+benchbin=$build/bench/braid-bench
 mpibench=$build/bench/mpi-allreduce-bench
 log=$out/log.txt
 : >"$log"
@@ -50,6 +55,9 @@ say() { echo "compare.sh: $*" >&2; echo "$*" >>"$log"; }
 run() { say "+ $*"; "$@" >>"$log" 2>&1; local rc=$?; [ $rc -eq 0 ] || say "exit status $rc: $*"; return $rc; }
 
 [ -x "$tunebin" ] || { echo "compare.sh: no $tunebin (build first)" >&2; exit 1; }
+if [ "$alone" = 1 ] && [ ! -x "$benchbin" ]; then
+  say "no $benchbin: the automatic choice is not timed alone"; alone=0
+fi
 if [ "$mpi" = 1 ] && [ ! -x "$mpibench" ]; then
   say "no $mpibench (Open MPI not found at build time): Open MPI skipped"; mpi=0
 fi
@@ -80,6 +88,18 @@ for n in $ranks; do
       --csv "$out/braid-n$n-r$r-ar.csv"
     braid_tune "$n" reduce_scatter,allgather "${rsag[@]}" -r 1 "${tf[@]}" \
       --csv "$out/braid-n$n-r$r-rsag.csv"
+    # braid-tune keeps a communicator per candidate alive side by side
+    # (their areas and, for UCX, their contexts), which slows a large
+    # call down; the peers run alone, so braid's automatic choice is also
+    # timed alone, the same way (calls, warm-up, slowest rank's median).
+    if [ "$alone" = 1 ]; then
+      for c in allreduce reduce_scatter allgather; do
+        s=("${ar[@]}"); [ $c = allreduce ] || s=("${rsag[@]}")
+        run "$braidrun" -n "$n" "$benchbin" -C $c -b "${s[0]}" -e "${s[1]}" \
+          -f "${s[2]}" -n "$iters" -w 2 -c 0 -i 0 \
+          --csv "$out/alone-n$n-r$r-$c.csv"
+      done
+    fi
     if [ "$mpi" = 1 ]; then
       for c in allreduce reduce_scatter allgather; do
         s=("${ar[@]}"); [ $c = allreduce ] || s=("${rsag[@]}")
@@ -106,9 +126,14 @@ csvs=()
 for f in "$out"/braid-*.csv "$out"/mpi-*.csv "$out"/gloo-*.csv; do
   [ -s "$f" ] && csvs+=("$f")
 done
+# braid-bench's CSV names the candidate that ran; plot.sh and tune_report.py
+# take LABEL=FILE for the series name.
+for f in "$out"/alone-*.csv; do
+  [ -s "$f" ] && csvs+=("alone=$f")
+done
 [ ${#csvs[@]} -gt 0 ] || { echo "compare.sh: nothing was measured (see $log)" >&2; exit 1; }
 {
-  echo "# bench/compare.sh $build $ranks (ROUNDS=$rounds AR='${ar[*]}' RSAG='${rsag[*]}' ITERS=$iters TUNE=$tune PRUNE=$prune) on $(hostname), $(date '+%Y-%m-%d %H:%M')"
+  echo "# bench/compare.sh $build $ranks (ROUNDS=$rounds AR='${ar[*]}' RSAG='${rsag[*]}' ITERS=$iters TUNE=$tune PRUNE=$prune ALONE=$alone) on $(hostname), $(date '+%Y-%m-%d %H:%M')"
   echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
   /usr/bin/python3 "$here/tune_report.py" compare "${csvs[@]}"
 } | tee "$out/report.txt"

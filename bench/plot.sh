@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # PNG charts of time and bus bandwidth against message size, one line per
 # series: every braid candidate, the automatic choice (auto; tuned: with
-# braid-tune's file), Open MPI (ompi) and torch's Gloo (gloo).  One chart
-# per collective and rank count: DIR/<coll>-n<ranks>.png.
+# braid-tune's file; alone: in a job of its own, bench/compare.sh), Open
+# MPI (ompi) and torch's Gloo (gloo).  One chart per collective and rank
+# count: DIR/<coll>-n<ranks>.png.
 #
 #   bench/plot.sh [-o DIR] [-t TITLE] [LABEL=]FILE...
 #
@@ -77,11 +78,13 @@ sort -t, -k1,1 -k2,2n -k4,4 -k3,3n -k5,5g "$tmp/rows" | awk -F, '
   { k = $1 " " $2 " " $3 " " $4; if (k != key) { flush(); key = k }; v[++n] = $5 }
   END { flush() }' >"$tmp/med"
 
-# Series in a fixed order: candidates by name, then auto, tuned, ompi, gloo.
-rank_of() { case $1 in auto) echo 1 ;; tuned) echo 2 ;; ompi) echo 3 ;; gloo) echo 4 ;; braid-torch) echo 5 ;; *) echo 0 ;; esac; }
+# Series in a fixed order: candidates by name, then auto, alone, tuned,
+# ompi, gloo.
+rank_of() { case $1 in auto) echo 1 ;; alone) echo 2 ;; tuned) echo 3 ;; ompi) echo 4 ;; gloo) echo 5 ;; braid-torch) echo 6 ;; *) echo 0 ;; esac; }
 style_of() {
   case $1 in
     auto)  echo 'lw 3 lc rgb "#d62728" pt 7 ps 0.6' ;;
+    alone) echo 'lw 3 dt 5 lc rgb "#2ca02c" pt 7 ps 0.6' ;;
     tuned) echo 'lw 3 dt 2 lc rgb "#ff7f0e" pt 5 ps 0.6' ;;
     ompi)  echo 'lw 3 lc rgb "black" pt 9 ps 0.7' ;;
     gloo)  echo 'lw 3 dt 3 lc rgb "#1f77b4" pt 11 ps 0.7' ;;

@@ -15,6 +15,12 @@ are several files, and every figure is the median over them):
                      estimate_us,...   (series: a candidate, auto or tuned)
   plot CSV:          coll,nranks,size,series,time_us  (mpi-allreduce-bench
                      --csv, torch_allreduce.py --csv: series ompi, gloo)
+  braid-bench --csv: coll,nranks,size,...,algo,placement,time_us,...
+                     (series: LABEL of a LABEL=FILE argument, else the
+                     candidate that ran; out-of-place rows only)
+compare.sh passes its braid-bench runs of the automatic choice, each in a
+job of its own, as alone=FILE: the bus-bandwidth table sets them against
+the peers (measured the same way) where they exist.
 Sizes are nccl-tests sizes (the larger buffer); bus bandwidth is
 size/time times 2(n-1)/n (allreduce) or (n-1)/n (reduce_scatter,
 allgather).  Thresholds: DIFF (the ranking check, default 0.2), GAP
@@ -71,12 +77,18 @@ class Data:
         self.est = {}                    # estimate of what ran (us)
         self.bytes = {}
 
-    def load(self, path):
+    def load(self, path, label=None):
         with open(path, newline="") as f:
             rows = list(csv.DictReader(f))
         for r in rows:
             if not r.get("time_us"):
                 continue
+            if "placement" in r and "algo" in r:  # braid-bench
+                if r["placement"] != "out-of-place":
+                    continue
+                r["series"], r["cand"] = label or r["algo"], r["algo"]
+            elif label:
+                r["series"] = label
             key = (r["coll"], int(r["nranks"]), int(r["size"]), r["series"])
             self.times[key].append(float(r["time_us"]))
             if r.get("cand"):
@@ -106,7 +118,7 @@ class Data:
 
 
 def is_cand(series):
-    return "@" in series or series not in ("auto", "tuned") + OTHERS
+    return "@" in series or series not in ("auto", "tuned", "alone") + OTHERS
 
 
 def best_cand(row):
@@ -217,18 +229,23 @@ def gap(d):
 def compare(d):
     pts = d.points()
     print("\n## braid against Open MPI (ompi) and Gloo: bus bandwidth (GB/s)")
-    print(f"auto/peer = auto's bus bandwidth over the better of ompi and gloo;"
+    print("auto, tuned, best: braid-tune's series (every candidate's "
+          "communicator alive side by side);\nalone: the automatic choice "
+          "in a job of its own (braid-bench), as ompi and gloo run;\n"
+          "auto/peer = alone's bus bandwidth (auto's where alone was not "
+          "measured) over the better of\nompi and gloo;"
           f" wanted >= {BUS} from 16 MiB, >= 1 from 64 KiB")
-    print(f"  {'coll':15} {'ranks':>5} {'size':>6} {'auto':>8} {'tuned':>8} "
-          f"{'best':>8} {'ompi':>8} {'gloo':>8} {'auto/peer':>10}")
+    print(f"  {'coll':15} {'ranks':>5} {'size':>6} {'auto':>8} {'alone':>8} "
+          f"{'tuned':>8} {'best':>8} {'ompi':>8} {'gloo':>8} {'auto/peer':>10}")
     fails = 0
     for (coll, n, size), row in sorted(pts.items()):
         bw = {s: busbw(coll, n, size, row.get(s))
-              for s in ("auto", "tuned", "ompi", "gloo")}
+              for s in ("auto", "alone", "tuned", "ompi", "gloo")}
         tb, _ = best_cand(row)
         bw["best"] = busbw(coll, n, size, tb)
         peers = [bw[s] for s in OTHERS if bw[s]]
-        ratio = bw["auto"] / max(peers) if bw["auto"] and peers else None
+        mine = bw["alone"] or bw["auto"]
+        ratio = mine / max(peers) if mine and peers else None
         want = BUS if size >= 16 << 20 else 1.0 if size >= 64 << 10 else None
         flag = ""
         if ratio is not None and want is not None and ratio < want:
@@ -238,7 +255,7 @@ def compare(d):
         def f(x):
             return "-" if x is None else f"{x:.3f}"
         print(f"  {coll:15} {n:>5} {fmt_size(size):>6} {f(bw['auto']):>8} "
-              f"{f(bw['tuned']):>8} {f(bw['best']):>8} {f(bw['ompi']):>8} "
+              f"{f(bw['alone']):>8} {f(bw['tuned']):>8} {f(bw['best']):>8} {f(bw['ompi']):>8} "
               f"{f(bw['gloo']):>8} "
               f"{'-' if ratio is None else f'{ratio:.2f}x':>10}{flag}")
     print(f"  sizes below the target: {fails} (marked !)")
@@ -258,8 +275,11 @@ def main():
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     d = Data()
-    for path in sys.argv[2:]:
-        d.load(path)
+    for arg in sys.argv[2:]:
+        label, path = None, arg
+        if "=" in arg and not os.path.exists(arg):
+            label, path = arg.split("=", 1)
+        d.load(path, label)
     if not d.times:
         print("tune_report.py: no measurements in the files given",
               file=sys.stderr)

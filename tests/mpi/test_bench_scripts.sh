@@ -16,10 +16,10 @@ export BRAID_CALIB_DIR="$tmp/cache"
 out=$(QUICK=1 OUT="$tmp/out" bash "$src/bench/compare.sh" "$build" 2>&1)
 echo "$out"
 num='[0-9]+\.[0-9]+'
-echo "$out" | grep -Eq "^  allreduce +2 +8 +$num +$num +$num +$num +" ||
-  fail "compare.sh: no bus-bandwidth row with auto, tuned, best and Open MPI for 2 ranks, 8 B"
+echo "$out" | grep -Eq "^  allreduce +2 +8 +$num +$num +$num +$num +$num +" ||
+  fail "compare.sh: no bus-bandwidth row with auto, alone, tuned, best and Open MPI for 2 ranks, 8 B"
 if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
-  echo "$out" | grep -Eq "^  allreduce +2 +4K +$num +$num +$num +$num +$num +$num"x ||
+  echo "$out" | grep -Eq "^  allreduce +2 +4K +$num +$num +$num +$num +$num +$num +$num"x ||
     fail "compare.sh: no Gloo figure and ratio at 4 KiB"
 fi
 echo "$out" | grep -Eq "^  allreduce +2 +8 +[a-z]+@[a-z]+ +$num +[a-z]+@[a-z]+ +$num +[-+][0-9]+% ?.? +[a-z]+@[a-z]+ +$num +[-+][0-9]+%" ||
@@ -31,6 +31,8 @@ echo "$out" | grep -Eq "^  allreduce +2 +oneshot@shm +[0-9]+% +[-+][0-9]+% +4$" 
 echo "$out" | grep -q "^### Ranking: pairs measured more than 20% apart" ||
   fail "compare.sh: no ranking check"
 [ -s "$tmp/out/png/allreduce-n2.png" ] || fail "compare.sh: no chart"
+[ -s "$tmp/out/alone-n2-r1-allreduce.csv" ] ||
+  fail "compare.sh: the automatic choice was not timed alone"
 [ -s "$tmp/out/tune-n2.txt" ] || fail "compare.sh: no tuning table"
 
 out=$(ITERS=50 bash "$src/bench/rounds.sh" "$build" 2 8 2 batch 2>&1)
