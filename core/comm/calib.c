@@ -140,7 +140,7 @@ static void make_key(char *key, size_t len, const braid_comm_t *comm,
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     snprintf(key, len,
-             "v4 hosts=%s ranks=%d nodes=%d ppn=%d machine_ppn=%d "
+             "v5 hosts=%s ranks=%d nodes=%d ppn=%d machine_ppn=%d "
              "topo=%s cpus=%ld pinned=%s",
              hosts, comm->size, comm->topo.nnodes, comm->topo.ppn,
              comm->machine_ppn, topo_word(comm->topo.kind), ncpu,
@@ -248,14 +248,20 @@ static braid_status_t measure(braid_comm_t *comm, unsigned need,
     uint64_t big =
         braid_calib_big_bytes(braid_calib_llc_bytes(), comm->machine_ppn);
     braid_status_t st = braid_bootstrap_bcast(comm->bs, &big, sizeof(big), 0);
-    for (int i = 0; i < comm->ntls && st == BRAID_OK; i++) {
+    braid_tl_t    *tls[BRAID_CALIB_MAX_TLS];
+    braid_calib_tl_t *outs[BRAID_CALIB_MAX_TLS];
+    int               n = 0;
+    for (int i = 0; i < comm->ntls && n < BRAID_CALIB_MAX_TLS; i++) {
         if (!(need >> i & 1))
             continue;
         braid_calib_tl_t *t = &mine.values.tl[mine.values.ntl++];
         snprintf(t->name, sizeof(t->name), "%s", comm->tls[i].ops->name);
         tl_version(comm, comm->tls[i].ops, t->version, sizeof(t->version));
-        st = braid_calib_measure_tl(comm, &comm->tls[i], (size_t)big, t);
+        tls[n]    = &comm->tls[i];
+        outs[n++] = t;
     }
+    if (st == BRAID_OK)
+        st = braid_calib_measure_tls(comm, tls, n, (size_t)big, outs);
     if (st == BRAID_OK && want_reduce)
         st = braid_calib_measure_reduce(comm, &mine.values.reduce_gbps);
     mine.status = st;

@@ -132,11 +132,13 @@ void braid_calib_describe(const struct braid_comm *comm, char *buf,
  * file.  The LLC of this machine: sysfs, else sysconf, else 0. */
 size_t braid_calib_big_bytes(size_t llc, int ppn);
 size_t braid_calib_llc_bytes(void);
-/* This rank's measurements of tl (sizes and repetitions in the file; the
- * out-of-cache exchange moves big bytes, the same on every rank); every
- * rank of the communicator calls it in the same order. */
-braid_status_t braid_calib_measure_tl(struct braid_comm *comm, braid_tl_t *tl,
-                                      size_t big, braid_calib_tl_t *out);
+/* This rank's measurements of the transports tls[0..ntl) into
+ * out[0..ntl) (sizes and repetitions in the file; the out-of-cache
+ * exchange moves big bytes, the same on every rank).  Collective. */
+braid_status_t braid_calib_measure_tls(struct braid_comm *comm,
+                                       braid_tl_t *const *tls, int ntl,
+                                       size_t                   big,
+                                       braid_calib_tl_t *const *out);
 /* The reduction kernels' throughput on this rank (f32 sum, GB/s of the
  * operand), with every rank reducing at once. */
 braid_status_t braid_calib_measure_reduce(struct braid_comm *comm,

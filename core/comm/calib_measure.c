@@ -471,27 +471,100 @@ static braid_status_t expose_get(braid_rkey_t **keys, void **handle,
 }
 #endif
 
-/* Every path of tl: the small exchanges of all paths in turn, repeated,
- * so that a busy moment of the machine falls on one repeat of every path
- * rather than on every repeat of one; then the large ones. */
-braid_status_t braid_calib_measure_tl(braid_comm_t *comm, braid_tl_t *tl,
-                                      size_t big, braid_calib_tl_t *out)
-{
-    const braid_transport_t *ops      = tl->ops;
-    braid_status_t           st       = BRAID_OK;
-    braid_rmem_t             mem      = {0};
-    int                      have_mem = 0;
-    path_run_t               pr[3];
-    int                      np = 0;
+/* One transport being measured: its area (put), its exposed buffer (get)
+ * and its paths. */
+typedef struct tl_run {
+    braid_tl_t       *tl;
+    braid_calib_tl_t *out;
+    braid_rmem_t      mem;
+    int               have_mem;
+    path_run_t        pr[3];
+    int               np;
 #ifdef BRAID_CAP_GET
-    braid_rkey_t *keys   = NULL;
-    void         *handle = NULL;
+    braid_rkey_t *keys;
+    void         *handle;
 #endif
+} tl_run_t;
+
+/* Its area and exposed buffer; collective, as the algorithms allocate. */
+static braid_status_t tl_open(tl_run_t *r, braid_comm_t *comm, void *sbuf,
+                              size_t big)
+{
+    const braid_transport_t *ops = r->tl->ops;
+    braid_calib_tl_t        *out = r->out;
+    braid_status_t           st;
+    out->has_sr  = (ops->caps & BRAID_CAP_SENDRECV) != 0;
+    out->has_put = (ops->caps & BRAID_CAP_PUT_SIGNAL) != 0 &&
+                   ops->mem_alloc != NULL && ops->put_signal != NULL;
+    if (out->has_sr)
+        r->pr[r->np++] = (path_run_t){.x = {.path = PATH_SR}, .out = &out->sr};
+    if (out->has_put) {
+        if ((st = ops->mem_alloc(r->tl->tcomm, DATA_OFF + big, &r->mem)) !=
+            BRAID_OK)
+            return st;
+        r->have_mem = 1;
+        memset(r->mem.local, 0, DATA_OFF + big); /* its pages, before timing */
+        r->pr[r->np++] = (path_run_t){.x = {.path = PATH_PUT, .mem = &r->mem},
+                                      .out = &out->put};
+    }
+#ifdef BRAID_CAP_GET
+    /* The get path, where this communicator has one (the transport said
+     * so to every rank alike, transports.c). */
+    out->has_get = BRAID_HAS(r->tl, braid_tl_t, caps) &&
+                   (r->tl->caps & BRAID_CAP_GET) != 0;
+    if (out->has_get) {
+        if ((st = expose_get(&r->keys, &r->handle, comm, r->tl, sbuf, big)) !=
+            BRAID_OK)
+            return st;
+        r->pr[r->np++] = (path_run_t){.x = {.path = PATH_GET, .keys = r->keys},
+                                      .out = &out->get};
+    }
+#else
+    (void)comm;
+    (void)sbuf;
+#endif
+    return BRAID_OK;
+}
+
+/* Nobody may still write into the area or read the buffer when they go. */
+static braid_status_t tl_close(tl_run_t *r, braid_comm_t *comm)
+{
+    braid_status_t st     = BRAID_OK;
+    int            shared = r->have_mem;
+#ifdef BRAID_CAP_GET
+    shared |= r->keys != NULL;
+#endif
+    if (shared)
+        st = braid_bootstrap_barrier(comm->bs);
+    if (r->have_mem)
+        r->tl->ops->mem_free(r->tl->tcomm, &r->mem);
+#ifdef BRAID_CAP_GET
+    if (r->handle != NULL)
+        r->tl->ops->mem_unexpose(r->tl->tcomm, r->handle);
+    free(r->keys);
+#endif
+    return st;
+}
+
+/* Every path of every transport: the small exchanges of all of them in
+ * turn, repeated, so that a busy stretch of the machine falls on one
+ * repeat of every path rather than on every repeat of one (measured one
+ * transport after the other, a stretch of a fraction of a second on a host
+ * with more ranks than cores covered every repeat of one transport and
+ * none of the next, and made it look slower than the other at small
+ * sizes); then the large ones. */
+braid_status_t braid_calib_measure_tls(struct braid_comm *comm,
+                                       braid_tl_t *const *tls, int ntl,
+                                       size_t                   big,
+                                       braid_calib_tl_t *const *out)
+{
+    braid_status_t st    = BRAID_OK;
+    int            nopen = 0;
     if (big < BIG_BYTES)
         big = BIG_BYTES;
     unsigned char *sbuf = malloc(big), *rbuf = malloc(big);
-    memset(pr, 0, sizeof(pr));
-    if (sbuf == NULL || rbuf == NULL) {
+    tl_run_t      *runs = calloc(ntl > 0 ? (size_t)ntl : 1, sizeof(*runs));
+    if (sbuf == NULL || rbuf == NULL || runs == NULL) {
         st = braid_error(BRAID_ERR_NO_MEMORY, "calibration: out of memory");
         goto out;
     }
@@ -501,64 +574,37 @@ braid_status_t braid_calib_measure_tl(braid_comm_t *comm, braid_tl_t *tl,
      * and now and then its fastest). */
     memset(sbuf, 0x5a, big);
     memset(rbuf, 0xa5, big);
-    out->has_sr  = (ops->caps & BRAID_CAP_SENDRECV) != 0;
-    out->has_put = (ops->caps & BRAID_CAP_PUT_SIGNAL) != 0 &&
-                   ops->mem_alloc != NULL && ops->put_signal != NULL;
-    if (out->has_sr)
-        pr[np++] = (path_run_t){.x = {.path = PATH_SR}, .out = &out->sr};
-    if (out->has_put) {
-        /* Collective on every rank, as the algorithms allocate. */
-        if ((st = ops->mem_alloc(tl->tcomm, DATA_OFF + big, &mem)) != BRAID_OK)
-            goto out;
-        have_mem = 1;
-        memset(mem.local, 0, DATA_OFF + big); /* its pages, before timing */
-        pr[np++] = (path_run_t){.x   = {.path = PATH_PUT, .mem = &mem},
-                                .out = &out->put};
+    for (; nopen < ntl && st == BRAID_OK; nopen++) {
+        runs[nopen].tl  = tls[nopen];
+        runs[nopen].out = out[nopen];
+        st              = tl_open(&runs[nopen], comm, sbuf, big);
     }
-#ifdef BRAID_CAP_GET
-    /* The get path, where this communicator has one (the transport said
-     * so to every rank alike, transports.c). */
-    out->has_get =
-        BRAID_HAS(tl, braid_tl_t, caps) && (tl->caps & BRAID_CAP_GET) != 0;
-    if (out->has_get) {
-        if ((st = expose_get(&keys, &handle, comm, tl, sbuf, big)) != BRAID_OK)
-            goto out;
-        pr[np++] = (path_run_t){.x   = {.path = PATH_GET, .keys = keys},
-                                .out = &out->get};
-    }
-#endif
     for (int k = 0; k < SMALL_REPEATS && st == BRAID_OK; k++)
-        for (int i = 0; i < np && st == BRAID_OK; i++)
-            st = measure_small(&pr[i], comm, tl, sbuf, rbuf, k);
-    for (int i = 0; i < np && st == BRAID_OK; i++) {
-        st = measure_big(&pr[i].out->beta_gbps, &pr[i], comm, tl, sbuf, rbuf,
-                         BIG_BYTES, BIG_WARMUP, BIG_ITERS);
-        pr[i].out->bytes = (double)BIG_BYTES;
-    }
-    for (int i = 0; i < np && st == BRAID_OK && big > BIG_BYTES; i++) {
-        st = measure_big(&pr[i].out->big_beta_gbps, &pr[i], comm, tl, sbuf,
-                         rbuf, big, OUT_WARMUP, OUT_ITERS);
-        pr[i].out->big_bytes = (double)big;
-    }
-out:;
-    /* Nobody may still write into the area or read the buffer when they
-     * go. */
-    int shared = have_mem;
-#ifdef BRAID_CAP_GET
-    shared |= keys != NULL;
-#endif
-    if (shared) {
-        braid_status_t bst = braid_bootstrap_barrier(comm->bs);
+        for (int t = 0; t < ntl && st == BRAID_OK; t++)
+            for (int i = 0; i < runs[t].np && st == BRAID_OK; i++)
+                st = measure_small(&runs[t].pr[i], comm, runs[t].tl, sbuf,
+                                   rbuf, k);
+    for (int t = 0; t < ntl && st == BRAID_OK; t++)
+        for (int i = 0; i < runs[t].np && st == BRAID_OK; i++) {
+            path_run_t *p = &runs[t].pr[i];
+            st = measure_big(&p->out->beta_gbps, p, comm, runs[t].tl, sbuf,
+                             rbuf, BIG_BYTES, BIG_WARMUP, BIG_ITERS);
+            p->out->bytes = (double)BIG_BYTES;
+        }
+    for (int t = 0; t < ntl && st == BRAID_OK && big > BIG_BYTES; t++)
+        for (int i = 0; i < runs[t].np && st == BRAID_OK; i++) {
+            path_run_t *p = &runs[t].pr[i];
+            st = measure_big(&p->out->big_beta_gbps, p, comm, runs[t].tl, sbuf,
+                             rbuf, big, OUT_WARMUP, OUT_ITERS);
+            p->out->big_bytes = (double)big;
+        }
+out:
+    for (int t = 0; t < nopen; t++) {
+        braid_status_t cst = tl_close(&runs[t], comm);
         if (st == BRAID_OK)
-            st = bst;
+            st = cst;
     }
-    if (have_mem)
-        ops->mem_free(tl->tcomm, &mem);
-#ifdef BRAID_CAP_GET
-    if (handle != NULL)
-        ops->mem_unexpose(tl->tcomm, handle);
-    free(keys);
-#endif
+    free(runs);
     free(sbuf);
     free(rbuf);
     return st;
