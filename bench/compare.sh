@@ -88,10 +88,10 @@ for n in $ranks; do
       --csv "$out/braid-n$n-r$r-ar.csv"
     braid_tune "$n" reduce_scatter,allgather "${rsag[@]}" -r 1 "${tf[@]}" \
       --csv "$out/braid-n$n-r$r-rsag.csv"
-    # braid-tune keeps a communicator per candidate alive side by side
-    # (their areas and, for UCX, their contexts), which slows a large
-    # call down; the peers run alone, so braid's automatic choice is also
-    # timed alone, the same way (calls, warm-up, slowest rank's median).
+    # braid-tune keeps a communicator per candidate alive side by side,
+    # and a call runs slower in that company (docs/performance.md); the
+    # peers run alone, so braid's automatic choice is also timed alone,
+    # the same way (calls, warm-up, slowest rank's median).
     if [ "$alone" = 1 ]; then
       for c in allreduce reduce_scatter allgather; do
         s=("${ar[@]}"); [ $c = allreduce ] || s=("${rsag[@]}")
