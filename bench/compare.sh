@@ -72,6 +72,9 @@ braid_tune() {
       -n "$iters" --prune "$prune" "$@"
 }
 
+# MIN MAX F of a collective's sweep.
+sizes_of() { if [ "$1" = allreduce ]; then echo "${ar[@]}"; else echo "${rsag[@]}"; fi; }
+
 for n in $ranks; do
   table=$out/tune-n$n.txt
   tf=()
@@ -94,7 +97,7 @@ for n in $ranks; do
     # the same way (calls, warm-up, slowest rank's median).
     if [ "$alone" = 1 ]; then
       for c in allreduce reduce_scatter allgather; do
-        s=("${ar[@]}"); [ $c = allreduce ] || s=("${rsag[@]}")
+        s=($(sizes_of $c))
         run "$braidrun" -n "$n" "$benchbin" -C $c -b "${s[0]}" -e "${s[1]}" \
           -f "${s[2]}" -n "$iters" -w 2 -c 0 -i 0 \
           --csv "$out/alone-n$n-r$r-$c.csv"
@@ -102,7 +105,7 @@ for n in $ranks; do
     fi
     if [ "$mpi" = 1 ]; then
       for c in allreduce reduce_scatter allgather; do
-        s=("${ar[@]}"); [ $c = allreduce ] || s=("${rsag[@]}")
+        s=($(sizes_of $c))
         run mpirun --allow-run-as-root --oversubscribe -np "$n" "$mpibench" \
           -C $c -b "${s[0]}" -e "${s[1]}" -f "${s[2]}" -n "$iters" -w 2 -a 1 \
           -o "$out/mpi-n$n-r$r-$c.csv"
@@ -112,7 +115,7 @@ for n in $ranks; do
       gcolls="allreduce allgather" # Gloo has no reduce_scatter
       [ "${QUICK:-0}" = 1 ] && gcolls=allreduce
       for c in $gcolls; do
-        s=("${ar[@]}"); [ $c = allreduce ] || s=("${rsag[@]}")
+        s=($(sizes_of $c))
         run timeout 3600 /usr/bin/python3 "$here/../tools/braid-torchrun" \
           --nproc_per_node "$n" "$here/torch_allreduce.py" --backends gloo \
           --coll $c -b "${s[0]}" -e "${s[1]}" -f "${s[2]}" -n "$iters" -r 1 \

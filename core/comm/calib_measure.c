@@ -526,16 +526,18 @@ static braid_status_t tl_open(tl_run_t *r, braid_comm_t *comm, void *sbuf,
     return BRAID_OK;
 }
 
-/* Nobody may still write into the area or read the buffer when they go. */
-static braid_status_t tl_close(tl_run_t *r, braid_comm_t *comm)
+/* Whether peers may write into r's area or read its buffer. */
+static int tl_shared(const tl_run_t *r)
 {
-    braid_status_t st     = BRAID_OK;
-    int            shared = r->have_mem;
 #ifdef BRAID_CAP_GET
-    shared |= r->keys != NULL;
+    return r->have_mem || r->keys != NULL;
+#else
+    return r->have_mem;
 #endif
-    if (shared)
-        st = braid_bootstrap_barrier(comm->bs);
+}
+
+static void tl_close(tl_run_t *r)
+{
     if (r->have_mem)
         r->tl->ops->mem_free(r->tl->tcomm, &r->mem);
 #ifdef BRAID_CAP_GET
@@ -543,7 +545,6 @@ static braid_status_t tl_close(tl_run_t *r, braid_comm_t *comm)
         r->tl->ops->mem_unexpose(r->tl->tcomm, r->handle);
     free(r->keys);
 #endif
-    return st;
 }
 
 /* Every path of every transport: the small exchanges of all of them in
@@ -598,12 +599,19 @@ braid_status_t braid_calib_measure_tls(struct braid_comm *comm,
                              rbuf, big, OUT_WARMUP, OUT_ITERS);
             p->out->big_bytes = (double)big;
         }
-out:
-    for (int t = 0; t < nopen; t++) {
-        braid_status_t cst = tl_close(&runs[t], comm);
+out:;
+    /* Nobody may still write into an area or read a buffer when they go:
+     * one barrier for all (every rank opened the same transports). */
+    int shared = 0;
+    for (int t = 0; t < nopen; t++)
+        shared |= tl_shared(&runs[t]);
+    if (shared) {
+        braid_status_t bst = braid_bootstrap_barrier(comm->bs);
         if (st == BRAID_OK)
-            st = cst;
+            st = bst;
     }
+    for (int t = 0; t < nopen; t++)
+        tl_close(&runs[t]);
     free(runs);
     free(sbuf);
     free(rbuf);
