@@ -219,6 +219,9 @@ braid_status_t braid_topo_kind_parse(braid_topo_kind_t *kind, const char *s,
 /* comm/transports.c */
 braid_status_t braid_comm_open_transports(braid_comm_t *comm);
 void           braid_comm_close_transports(braid_comm_t *comm);
+/* ops->caps less what ops lacks the functions for (BRAID_CAP_LOAD without
+ * mem_peer), before any per-communicator check. */
+uint32_t braid_tl_declared_caps(const braid_transport_t *ops);
 /* *all_ok = whether ok is 1 on every rank (what names the thing, for the
  * log).  Collective over the communicator's channel. */
 braid_status_t braid_comm_agree(braid_comm_t *comm, int ok, int *all_ok,

@@ -92,6 +92,14 @@ braid_status_t braid_comm_agree(braid_comm_t *comm, int ok, int *all_ok,
     return ast; /* a bootstrap failure is fatal; a refusal is not */
 }
 
+uint32_t braid_tl_declared_caps(const braid_transport_t *ops)
+{
+    uint32_t caps = ops->caps;
+    if (!BRAID_HAS(ops, braid_transport_t, mem_peer) || ops->mem_peer == NULL)
+        caps &= ~BRAID_CAP_LOAD;
+    return caps;
+}
+
 /* Whether a transport that declares BRAID_CAP_GET has the get path on this
  * communicator (the transport decided it with its peers in comm_create, so
  * every rank hears the same): without it, tl->caps loses the bit and no
@@ -163,7 +171,7 @@ static braid_status_t open_one(braid_comm_t            *comm,
     tl->tcomm            = tcomm;
     tl->link.struct_size = sizeof(tl->link);
     ops->link(tcomm, &tl->link);
-    tl->caps = ops->caps;
+    tl->caps = braid_tl_declared_caps(ops);
     open_get_path(comm, tl, get_why);
     BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP,
               "transport %s open: alpha %.2f us, "

@@ -132,7 +132,7 @@ static braid_status_t level_open_tls(braid_comm_t *comm, braid_level_t *l,
         /* No single-copy reads inside a level: whether they opened would
          * have to be agreed per level as the communicator does (not done),
          * so the levels' steps keep to the copy paths. */
-        tl->caps = ops[i]->caps & ~BRAID_CAP_GET;
+        tl->caps = braid_tl_declared_caps(ops[i]) & ~BRAID_CAP_GET;
     }
     return BRAID_OK;
 }

@@ -80,6 +80,7 @@ double braid_candidate_estimate(const braid_selector_t  *sel,
           .comm_state    = cand->comm_state,
           .get_alpha_us  = cand->tl != NULL ? cand->tl->get_alpha_us : 0.0,
           .get_beta_gbps = cand->tl != NULL ? cand->tl->get_beta_gbps : 0.0,
+          .caps          = cand->tl != NULL ? cand->tl->caps : 0,
     };
     if (cand->tl != NULL)
         sized_link(&in, sel, cand);

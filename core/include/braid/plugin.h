@@ -18,7 +18,8 @@
  *     BRAID_HAS(ptr, type, field) says the core wrote it.
  * Revisions so far: 1, the first; 2 appended the shared algorithm machinery
  * to braid_services_t (per-call state, scratch, registered areas, request
- * sets), task->res, and topo->mates.
+ * sets), task->res, and topo->mates; 3 appended loads from peers' areas
+ * (BRAID_CAP_LOAD, transport->mem_peer) and cost_in->caps.
  * The exceptions are braid_treq_t and braid_rmem_t: callers embed them by
  * value (arrays of requests), so their layout is fixed for good; a transport
  * keeps anything more behind their handle/impl pointer.
@@ -42,7 +43,7 @@ extern "C" {
 
 #define BRAID_PLUGIN_ABI_VERSION  4u
 #define BRAID_PLUGIN_SYMBOL       "braid_plugin_v4"
-#define BRAID_PLUGIN_ABI_REVISION 2u /* of ABI 4: see "Revisions" above */
+#define BRAID_PLUGIN_ABI_REVISION 3u /* of ABI 4: see "Revisions" above */
 
 /* Whether *ptr (a struct of this header that the core filled) has field. */
 #define BRAID_HAS(ptr, type, field)                                           \
@@ -278,6 +279,13 @@ typedef struct braid_link {
  * communicator (shm: the kernel may forbid cross-memory attach); get_link
  * says which, and the core then offers no candidate needing it there. */
 #define BRAID_CAP_GET (1u << 2)
+/* Every peer's registered area (mem_alloc) is mapped in this process, so an
+ * algorithm may read a peer's area with plain loads: mem_peer.  A rank
+ * then writes a message once into its own area and every peer copies it
+ * from there, where a put would write one copy per peer.  The answer is
+ * the same on every rank of a communicator (a transport declares it only
+ * where every area is always mapped everywhere). */
+#define BRAID_CAP_LOAD (1u << 3)
 
 #define BRAID_TAG_BITS 40
 #define BRAID_TAG(seq, step)                                                  \
@@ -424,6 +432,15 @@ typedef struct braid_transport {
     braid_status_t (*get)(void *tcomm, int peer, const braid_rkey_t *key,
                           size_t off, void *dst, size_t len,
                           braid_treq_t *req);
+
+    /* ---- appended in revision 3 of ABI 4: loads (BRAID_CAP_LOAD; NULL
+     * otherwise).  Peer's area of mem (mem->len bytes) as this process
+     * maps it, valid until mem_free; peer may be this rank (mem->local).
+     * Reads follow the put_signal contract: load a flag with acquire
+     * before the data it guards; a store by the owner followed by a
+     * release store of a flag in its own area publishes like a put.
+     * NULL for a peer out of range.  Not collective. */
+    const void *(*mem_peer)(void *tcomm, const braid_rmem_t *mem, int peer);
 } braid_transport_t;
 
 /* Handle of one transport on one communicator, handed to algorithms. */
@@ -510,6 +527,10 @@ typedef struct braid_cost_in {
      * set instead, which those areas push out of the caches sooner. */
     braid_bw_curve_t put_curve;
     double           call_ws; /* the call's own working set, bytes a rank */
+    /* ---- appended in revision 3: what the transport offers on this
+     * communicator (braid_tl_t.caps; 0 for a BRAID_ALGO_BACKEND), so an
+     * estimate follows the path its algorithm will take (BRAID_CAP_LOAD). */
+    uint32_t caps;
 } braid_cost_in_t;
 
 /* The put link's bandwidth (GB/s) for a working set of ws bytes a rank

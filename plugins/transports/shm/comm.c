@@ -233,9 +233,10 @@ static void shm_link(void *tcomm, braid_link_t *link)
 }
 
 const braid_transport_t braid_shm_transport = {
-    .struct_size  = sizeof(braid_transport_t),
-    .name         = "shm",
-    .caps         = BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV | BRAID_CAP_GET,
+    .struct_size = sizeof(braid_transport_t),
+    .name        = "shm",
+    .caps        = BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV | BRAID_CAP_GET |
+            BRAID_CAP_LOAD,
     .mem_types    = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .probe        = braid_shm_probe,
     .comm_create  = shm_comm_create,
@@ -254,4 +255,5 @@ const braid_transport_t braid_shm_transport = {
     .mem_expose   = braid_shm_mem_expose,
     .mem_unexpose = braid_shm_mem_unexpose,
     .get          = braid_shm_get,
+    .mem_peer     = braid_shm_mem_peer,
 };

@@ -171,3 +171,15 @@ braid_status_t braid_shm_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
                      __ATOMIC_RELEASE);
     return BRAID_OK;
 }
+
+/* Every peer's segment is mapped here for good (segment.c), so a peer's
+ * area is readable with loads as long as the area lives. */
+const void *braid_shm_mem_peer(void *tcomm, const braid_rmem_t *mem, int peer)
+{
+    const braid_shm_comm_t *comm = tcomm;
+    if (mem == NULL || mem->impl == NULL ||
+        (unsigned)peer >= (unsigned)comm->size)
+        return NULL;
+    const braid_shm_rmem_t *r = mem->impl;
+    return r->set.base[peer];
+}

@@ -314,6 +314,7 @@ braid_status_t braid_shm_get(void *tcomm, int peer, const braid_rkey_t *key,
 /* rma.c */
 braid_status_t braid_shm_mem_alloc(void *tcomm, size_t len, braid_rmem_t *mem);
 void           braid_shm_mem_free(void *tcomm, braid_rmem_t *mem);
+const void *braid_shm_mem_peer(void *tcomm, const braid_rmem_t *mem, int peer);
 braid_status_t braid_shm_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
                                     size_t dst_off, const void *src,
                                     size_t len, size_t flag_off,

@@ -96,6 +96,35 @@ static void wait_flag(th_rank_t *r, void *tc, const volatile void *p,
     }
 }
 
+/* mem_peer (BRAID_CAP_LOAD): every rank's area as mapped here; a rank's
+ * plain stores into its own area, published by a release store of a flag
+ * there, are what every peer reads through its mapping. */
+static void test_mem_peer(th_rank_t *r, void *tc)
+{
+    const int    n = r->size;
+    braid_rmem_t mem;
+
+    TH_CHECK(r->tl->mem_alloc(tc, 64 + SLOT_BYTES, &mem) == BRAID_OK,
+             "mem_alloc");
+    TH_CHECK(r->tl->mem_peer(tc, &mem, r->rank) == mem.local, "own area");
+    TH_CHECK(r->tl->mem_peer(tc, &mem, n) == NULL &&
+                 r->tl->mem_peer(tc, &mem, -1) == NULL &&
+                 r->tl->mem_peer(tc, NULL, 0) == NULL,
+             "mem_peer out of range");
+    unsigned char *mine = mem.local;
+    fill(mine + 64, SLOT_BYTES, r->rank, 0, 7);
+    __atomic_store_n((uint64_t *)(void *)mine, 7, __ATOMIC_RELEASE);
+    for (int s = 0; s < n; s++) {
+        const unsigned char *at = r->tl->mem_peer(tc, &mem, s);
+        TH_CHECK(at != NULL, "no mapping of rank %d's area", s);
+        wait_flag(r, tc, at, 7, "mem_peer");
+        long bad = verify(at + 64, SLOT_BYTES, s, 0, 7);
+        TH_CHECK(bad < 0, "rank %d's area read here: byte %ld wrong", s, bad);
+    }
+    th_barrier(r); /* nobody reads it any more */
+    r->tl->mem_free(tc, &mem);
+}
+
 static void test_put_signal(th_rank_t *r, void *tc)
 {
     const int     n     = r->size;
@@ -832,8 +861,8 @@ static int scenario(th_rank_t *r, void *arg)
     }
     TH_CHECK(tl->probe(tl, r->svc, why, sizeof(why)) == BRAID_OK, "probe: %s",
              why);
-    TH_CHECK(tl->caps ==
-                 (BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV | BRAID_CAP_GET),
+    TH_CHECK(tl->caps == (BRAID_CAP_PUT_SIGNAL | BRAID_CAP_SENDRECV |
+                          BRAID_CAP_GET | BRAID_CAP_LOAD),
              "caps");
 
     braid_topo_t multi = tu_topo(r->size, two_hosts);
@@ -862,6 +891,7 @@ static int scenario(th_rank_t *r, void *arg)
              "link %g us %g GB/s", link.alpha_us, link.beta_gbps);
 
     test_put_signal(r, tc);
+    test_mem_peer(r, tc);
     test_get(r, tc);
     test_zero_and_inline(r, tc);
     test_all_pairs(r, tc);
