@@ -27,6 +27,9 @@
  *   reduce_scatter  a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m),
  *                   K' = ceil(m/C)
  *   allgather       a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m)
+ *   With the shared AG ring (in->caps has BRAID_CAP_LOAD) the finished
+ *   chunks go out once, not once per peer: all-reduce's second put term
+ *   becomes Bput(m/n) (puts m·Bput in all) and allgather's Bput(m).
  * Bput for pipe: where the calibration measured the put path beyond the
  * caches (in->put_curve), half of each put's traffic runs at the curve's
  * figure for the call's working set (the caller's buffers) and half at its
@@ -128,16 +131,20 @@ double braid_bw_cost_pipe(const braid_cost_in_t *in)
         t.bp = fmax(t.bp, 1.0 / (BRAID_BW_DRAM_COPY_GBPS * 1e3));
     }
     double f = (double)(t.n - 1) / t.n, k = t.n - 1.0;
-    double d = (double)BRAID_BW_PIPE_DEPTH;
+    double d      = (double)BRAID_BW_PIPE_DEPTH;
+    int    shared = BRAID_HAS(in, braid_cost_in_t, caps) &&
+                 (in->caps & BRAID_CAP_LOAD) != 0;
     switch (in->coll) {
     case BRAID_COLL_ALLREDUCE:
         return 2.0 * t.ap *
                    (1.0 + pieces(t.m / t.n, BRAID_BW_PIPE_CHUNK) / d) +
-               2.0 * f * t.m * (t.bp + t.gus);
+               (shared ? 1.0 : 2.0 * f) * t.m * t.bp + 2.0 * f * t.m * t.gus;
     case BRAID_COLL_REDUCE_SCATTER:
-    case BRAID_COLL_ALLGATHER:
         return t.ap * (1.0 + pieces(t.m, BRAID_BW_PIPE_CHUNK) / d) +
                k * t.m * (t.bp + t.gus);
+    case BRAID_COLL_ALLGATHER:
+        return t.ap * (1.0 + pieces(t.m, BRAID_BW_PIPE_CHUNK) / d) +
+               (shared ? 1.0 : k) * t.m * t.bp + k * t.m * t.gus;
     default: return -1.0;
     }
 }

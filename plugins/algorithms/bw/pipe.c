@@ -17,6 +17,15 @@
  *     back.
  * The allgather runs the AG streams alone, reduce_scatter the RS streams.
  *
+ * Shared AG ring.  Where the transport maps every peer's area here
+ * (BRAID_CAP_LOAD: shm), a rank's AG messages go once into a ring in its
+ * own area -- the whole AG part of it, n·D slots, which a writer never
+ * receives into then -- and every peer copies them out from there: one
+ * copy into a slot per chunk instead of one per peer, so the allgather
+ * copies (n+1)/n·S a rank instead of (2n-1)/n·S.  The writer reuses a slot
+ * once every reader's credit says it read it (the slowest reader paces
+ * the ring).
+ *
  * Flow control.  A stream's messages are numbered from the communicator's
  * creation on (positions), and position p lives in slot p mod D with flag
  * p + 1.  The reader hands slots back by putting the count of messages it
@@ -31,7 +40,8 @@
  * Traffic per rank (all-reduce of S): the pieces out (n-1)/n·S, the fold,
  * the finished chunks out to n-1 peers, and their copy-out: the slots
  * stay in cache when the reader keeps up, so memory sees about 2·S per
- * rank; the CPU copies 3(n-1)/n·S. */
+ * rank; the CPU copies 3(n-1)/n·S (with the shared AG ring (2n-1)/n·S:
+ * the finished chunks go out once). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +70,10 @@ typedef struct pipe_comm {
     char          *acc;     /* fold block staging (in place) */
     unsigned char *mate;
     int            nmates;
+    /* Shared AG ring (BRAID_CAP_LOAD); peer[] NULL otherwise. */
+    const char **peer;   /* [n] every rank's area as mapped here */
+    uint64_t     sdepth; /* slots of the ring */
+    uint64_t     room;   /* positions below this are free to write */
 } pipe_comm_t;
 
 typedef struct pipe {
@@ -90,6 +104,13 @@ static size_t inbox_off(const pipe_comm_t *pc, int kind, int s, uint64_t pos)
            pc->stride;
 }
 
+/* Position pos of the shared AG ring, in its writer's area. */
+static size_t shared_off(const pipe_comm_t *pc, uint64_t pos)
+{
+    return ((size_t)AG * (size_t)pc->n * DEPTH + (size_t)(pos % pc->sdepth)) *
+           pc->stride;
+}
+
 static size_t credit_off(const pipe_comm_t *pc, int kind, int s)
 {
     return 2 * (size_t)pc->n * DEPTH * pc->stride +
@@ -108,7 +129,46 @@ static void pipe_comm_free(void *state, braid_tl_t *tl)
     free(pc->sent[0]); /* one block holds the counters and requests */
     free(pc->acc);
     free(pc->mate);
+    free(pc->peer);
     free(pc);
+}
+
+/* Sets up the shared AG ring where the transport maps its peers' areas:
+ * the same on every rank (BRAID_CAP_LOAD is). */
+static braid_status_t shared_ring(pipe_comm_t *pc, const braid_task_t *task)
+{
+    const braid_tl_t *tl = task->tl;
+    if (!BRAID_HAS(tl, braid_tl_t, caps) || !(tl->caps & BRAID_CAP_LOAD) ||
+        !BRAID_HAS(tl->ops, braid_transport_t, mem_peer) ||
+        tl->ops->mem_peer == NULL)
+        return BRAID_OK;
+    pc->peer = calloc((size_t)pc->n, sizeof(*pc->peer));
+    if (pc->peer == NULL)
+        return task->svc->error(BRAID_ERR_NO_MEMORY,
+                                "bw: pipe: out of memory for the ring state");
+    for (int j = 0; j < pc->n; j++) {
+        pc->peer[j] = tl->ops->mem_peer(tl->tcomm, &pc->mem, j);
+        if (pc->peer[j] == NULL)
+            return task->svc->error(BRAID_ERR_TRANSPORT,
+                                    "bw: pipe: %s declares loads "
+                                    "(BRAID_CAP_LOAD) but maps no area of "
+                                    "rank %d",
+                                    tl->ops->name, j);
+    }
+    pc->sdepth = (uint64_t)pc->n * DEPTH;
+    /* Fault the ring in now, everywhere: its slots are touched one by one
+     * as the positions advance, by the writer and by every reader in its
+     * own mapping, and a call should not meet those faults later on (a
+     * small allgather reaches the last slot only after many calls).  Zeros
+     * over zeros: nobody else writes this rank's ring. */
+    size_t base = shared_off(pc, 0), bytes = (size_t)pc->sdepth * pc->stride;
+    memset((char *)pc->mem.local + base, 0, bytes);
+    unsigned sum = 0;
+    for (int j = 0; j < pc->n; j++)
+        for (size_t off = 0; off < bytes; off += 4096)
+            sum += *(const volatile unsigned char *)(pc->peer[j] + base + off);
+    (void)sum;
+    return BRAID_OK;
 }
 
 static braid_status_t comm_get(pipe_comm_t **out, braid_task_t *task)
@@ -158,19 +218,24 @@ static braid_status_t comm_get(pipe_comm_t **out, braid_task_t *task)
         pipe_comm_free(pc, NULL);
         return st != BRAID_OK ? st : ast;
     }
-    pc->mem           = mem;
-    pc->n             = n;
-    pc->stride        = stride;
-    pc->sent[1]       = pc->sent[0] + n;
-    pc->got[0]        = pc->sent[1] + n;
-    pc->got[1]        = pc->got[0] + n;
-    pc->told[0]       = pc->got[1] + n;
-    pc->told[1]       = pc->told[0] + n;
-    pc->creq[0]       = (braid_treq_t *)(pc->told[1] + n);
-    pc->creq[1]       = pc->creq[0] + n;
-    pc->dreq[0]       = pc->creq[1] + n;
-    pc->dreq[1]       = pc->dreq[0] + (size_t)n * DEPTH;
-    pc->nmates        = braid_bw_mates(pc->mate, task);
+    pc->mem     = mem;
+    pc->n       = n;
+    pc->stride  = stride;
+    pc->sent[1] = pc->sent[0] + n;
+    pc->got[0]  = pc->sent[1] + n;
+    pc->got[1]  = pc->got[0] + n;
+    pc->told[0] = pc->got[1] + n;
+    pc->told[1] = pc->told[0] + n;
+    pc->creq[0] = (braid_treq_t *)(pc->told[1] + n);
+    pc->creq[1] = pc->creq[0] + n;
+    pc->dreq[0] = pc->creq[1] + n;
+    pc->dreq[1] = pc->dreq[0] + (size_t)n * DEPTH;
+    pc->nmates  = braid_bw_mates(pc->mate, task);
+    if ((st = shared_ring(pc, task)) != BRAID_OK) {
+        tl->ops->mem_free(tl->tcomm, &pc->mem);
+        pipe_comm_free(pc, NULL);
+        return st;
+    }
     *task->comm_state = pc;
     *out              = pc;
     return BRAID_OK;
@@ -266,21 +331,51 @@ static int put_chunk(braid_task_t *task, pipe_t *s, int kind, int j,
     return 1;
 }
 
+/* Writes the next message of the shared AG ring into this rank's area if
+ * every reader has read the slot it needs; returns 1 when it did. */
+static int put_shared(pipe_comm_t *pc, const pipe_t *s, int me,
+                      const void *from, size_t bytes)
+{
+    uint64_t pos = pc->sent[AG][me];
+    if (pos >= pc->room) {
+        uint64_t least = UINT64_MAX;
+        for (int k = 0; k < pc->n; k++)
+            if (k != me) {
+                uint64_t got =
+                    braid_bw_flag_at(&pc->mem, credit_off(pc, AG, k));
+                least = got < least ? got : least;
+            }
+        pc->room = least + pc->sdepth;
+        if (pos >= pc->room)
+            return 0; /* a reader has not read the slot's last message */
+    }
+    char *slot = (char *)pc->mem.local + shared_off(pc, pos);
+    memcpy(slot + BRAID_BW_LINE, from, bytes);
+    __atomic_store_n((uint64_t *)(void *)slot, ((pos + 1) & POS_MASK) | s->sig,
+                     __ATOMIC_RELEASE);
+    pc->sent[AG][me] = pos + 1;
+    return 1;
+}
+
 /* The data of the next message on stream (src -> me), or NULL: not there
  * yet, or (s->odd set) sent by a peer in another call. */
 static const char *head(pipe_t *s, int kind, int src)
 {
-    const pipe_comm_t *pc   = s->pc;
-    uint64_t           pos  = pc->got[kind][src];
-    size_t             slot = inbox_off(pc, kind, src, pos);
-    uint64_t           f    = braid_bw_flag_at(&pc->mem, slot);
-    uint64_t           want = ((pos + 1) & POS_MASK) | s->sig;
+    const pipe_comm_t *pc  = s->pc;
+    uint64_t           pos = pc->got[kind][src];
+    const char        *at =
+        kind == AG && pc->peer != NULL
+                   ? pc->peer[src] + shared_off(pc, pos)
+                   : (const char *)pc->mem.local + inbox_off(pc, kind, src, pos);
+    uint64_t f =
+        __atomic_load_n((const uint64_t *)(const void *)at, __ATOMIC_ACQUIRE);
+    uint64_t want = ((pos + 1) & POS_MASK) | s->sig;
     if (f != want) {
         if ((f & POS_MASK) == (want & POS_MASK))
             s->odd = src + 1;
         return NULL;
     }
-    return (const char *)pc->mem.local + slot + BRAID_BW_LINE;
+    return at + BRAID_BW_LINE;
 }
 
 static braid_status_t odd_call(braid_task_t *task, const pipe_t *s)
@@ -450,8 +545,25 @@ static braid_status_t pipe_progress(braid_task_t *task, braid_wait_t *wait)
                 return st;
             any |= did;
         }
-        /* Finished chunks out to every peer. */
-        for (int i = 1; s->gather && i < n; i++) {
+        /* Finished chunks out: once into the shared ring, or to every
+         * peer. */
+        while (s->gather && s->pc->peer != NULL &&
+               s->ag_sent[me] < s->folded) {
+            size_t      c   = s->ag_sent[me];
+            size_t      len = braid_bw_chunk_len(p, me, c);
+            size_t      o   = braid_bw_chunk_off(p, c);
+            const char *from =
+                p->coll == BRAID_COLL_ALLGATHER
+                    ? s->src + o * s->dts
+                    : s->dst + (braid_bw_slice_off(p, me) + o) * s->dts;
+            if (!put_shared(s->pc, s, me, from, len * s->dts))
+                break;
+            moved += len * s->dts;
+            any = 1;
+            if (++s->ag_sent[me] == s->mine)
+                s->left -= n - 1; /* every reader's stream out */
+        }
+        for (int i = 1; s->gather && s->pc->peer == NULL && i < n; i++) {
             int k = (me + i) % n;
             while (s->ag_sent[k] < s->folded) {
                 size_t      c   = s->ag_sent[k];

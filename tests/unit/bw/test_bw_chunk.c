@@ -88,16 +88,19 @@ static braid_cost_in_t cost_in(braid_coll_t coll, int n, size_t bytes,
     return in;
 }
 
-/* cost.c's pipe formula with the put link's us per byte bp. */
-static double pipe_cost(const braid_cost_in_t *in, double bp)
+/* cost.c's pipe formula with the put link's us per byte bp; shared: the
+ * finished chunks go out once (BRAID_CAP_LOAD), not once per peer. */
+static double pipe_cost(const braid_cost_in_t *in, double bp, int shared)
 {
     double n = in->nranks, m = (double)in->bytes, g = 1.0 / (8.0 * 1e3);
     double ap = in->link.put_alpha_us, d = BRAID_BW_PIPE_DEPTH;
     if (in->coll == BRAID_COLL_ALLREDUCE)
         return 2.0 * ap * (1.0 + ceil(m / n / BRAID_BW_PIPE_CHUNK) / d) +
-               2.0 * (n - 1) / n * m * (bp + g);
-    return ap * (1.0 + ceil(m / BRAID_BW_PIPE_CHUNK) / d) +
-           (n - 1) * m * (bp + g);
+               (shared ? 1.0 : 2.0 * (n - 1) / n) * m * bp +
+               2.0 * (n - 1) / n * m * g;
+    double puts = shared && in->coll == BRAID_COLL_ALLGATHER ? 1.0 : (n - 1);
+    return ap * (1.0 + ceil(m / BRAID_BW_PIPE_CHUNK) / d) + puts * m * bp +
+           (n - 1) * m * g;
 }
 
 static void check_cost(void)
@@ -147,15 +150,39 @@ static void check_cost(void)
         in.put_curve    = (braid_bw_curve_t){20.0, 1 << 20, 8.0, 32 << 20};
         in.call_ws      = 128.0 * (1 << 20);
         double measured = braid_bw_cost_pipe(&in);
-        double want     = pipe_cost(&in, 0.5 / 8e3 + 0.5 / 20e3);
+        double want     = pipe_cost(&in, 0.5 / 8e3 + 0.5 / 20e3, 0);
         CHECK(fabs(measured - want) < 1e-9 * want,
               "pipe on a measured curve %g, want %g", measured, want);
         in.struct_size  = offsetof(braid_cost_in_t, put_curve);
         double declared = braid_bw_cost_pipe(&in);
-        want = pipe_cost(&in, 1.0 / (BRAID_BW_DRAM_COPY_GBPS * 1e3));
+        want = pipe_cost(&in, 1.0 / (BRAID_BW_DRAM_COPY_GBPS * 1e3), 0);
         CHECK(fabs(declared - want) < 1e-9 * want,
               "pipe on the declared rate %g, want %g", declared, want);
         in.struct_size = sizeof(in);
+        /* Peers' areas mapped (BRAID_CAP_LOAD): the shared AG ring puts
+         * each finished chunk once; cheaper from 3 ranks on wherever there
+         * is an AG phase, the same on 2 ranks and for reduce_scatter; an
+         * older core's cost_in (without caps) gets the puts per peer. */
+        for (int n = 2; n <= 8; n += 6) {
+            in              = cost_in(c, n, (size_t)64 << 10, 4.0);
+            double per_peer = braid_bw_cost_pipe(&in);
+            in.caps         = BRAID_CAP_LOAD;
+            double once     = braid_bw_cost_pipe(&in);
+            want            = pipe_cost(&in, 1.0 / (4.0 * 1e3), 1);
+            CHECK(fabs(once - want) < 1e-9 * want,
+                  "pipe with the shared ring on %d ranks %g, want %g", n, once,
+                  want);
+            if (n > 2 && c != BRAID_COLL_REDUCE_SCATTER)
+                CHECK(once < per_peer, "shared ring not cheaper: %g, %g", once,
+                      per_peer);
+            else
+                CHECK(fabs(once - per_peer) < 1e-9 * once,
+                      "shared ring changed coll %d on %d ranks: %g, %g",
+                      (int)c, n, once, per_peer);
+            in.struct_size = offsetof(braid_cost_in_t, caps);
+            CHECK(braid_bw_cost_pipe(&in) == per_peer,
+                  "caps read past struct_size");
+        }
         /* An older core's cost_in (without the get fields): pull refuses. */
         in             = cost_in(c, 4, 1 << 20, 4.0);
         in.struct_size = offsetof(braid_cost_in_t, get_alpha_us);
