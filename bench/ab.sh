@@ -8,6 +8,8 @@
 #   STAT=median (braid-bench's time_us) or iqm (its iqm_us, the mean of the
 #     middle half: resolves below the clock's step, which on some VMs is as
 #     long as a small call)
+#   COLL=allreduce (braid-bench -C), ALGO= a forced candidate (--algo;
+#     empty: the automatic choice)
 #   BENCH=PATH: one braid-bench for both builds, each run against its own
 #     build's libbraid (LD_LIBRARY_PATH); for an old build whose braid-bench
 #     predates iqm_us.  braid-bench uses the public API only.
@@ -16,13 +18,16 @@ usage="usage: ab.sh BUILD_A BUILD_B RANKS [SIZE] [ROUNDS] [percall|batch]"
 a=${1:?$usage} b=${2:?$usage} n=${3:?$usage}
 size=${4:-8} rounds=${5:-5} timing=${6:-percall} iters=${ITERS:-3000}
 stat=${STAT:-median} bench=${BENCH:-}
+coll=${COLL:-allreduce} algo=()
+[ -n "${ALGO:-}" ] && algo=(--algo "$ALGO")
 case $stat in median) col=9 ;; iqm) col=13 ;; *) echo "ab.sh: STAT='$stat': median or iqm" >&2; exit 2 ;; esac
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 one() { # BUILD: "time algo" of one run
   local prog="$1/bench/braid-bench" env=()
   [ -n "$bench" ] && prog=$bench env=(env "LD_LIBRARY_PATH=$1/core")
-  "${env[@]}" "$1/tools/braidrun" -n "$n" "$prog" -b "$size" -e "$size" \
+  "${env[@]}" "$1/tools/braidrun" -n "$n" "$prog" -C "$coll" "${algo[@]}" \
+    -b "$size" -e "$size" \
     -n "$iters" -w $((iters / 10)) -c 0 -i 0 -t "$timing" --csv 2>/dev/null |
     awk -F, -v s="$size" -v c="$col" '$3 == s && $8 == "out-of-place" { print $c, $7 }'
 }
