@@ -499,6 +499,17 @@ static braid_status_t fold_next(braid_task_t *task, pipe_t *s, size_t *moved,
     return BRAID_OK;
 }
 
+/* Finished chunk c of the own slice: the send buffer's (allgather) or the
+ * folded one in the receive buffer. */
+static const char *finished(const pipe_t *s, int me, size_t c)
+{
+    const braid_bw_plan_t *p = &s->plan;
+    size_t                 o = braid_bw_chunk_off(p, c);
+    return p->coll == BRAID_COLL_ALLGATHER
+               ? s->src + o * s->dts
+               : s->dst + (braid_bw_slice_off(p, me) + o) * s->dts;
+}
+
 static braid_status_t pipe_progress(braid_task_t *task, braid_wait_t *wait)
 {
     pipe_t                *s = task->priv;
@@ -549,14 +560,9 @@ static braid_status_t pipe_progress(braid_task_t *task, braid_wait_t *wait)
          * peer. */
         while (s->gather && s->pc->peer != NULL &&
                s->ag_sent[me] < s->folded) {
-            size_t      c   = s->ag_sent[me];
-            size_t      len = braid_bw_chunk_len(p, me, c);
-            size_t      o   = braid_bw_chunk_off(p, c);
-            const char *from =
-                p->coll == BRAID_COLL_ALLGATHER
-                    ? s->src + o * s->dts
-                    : s->dst + (braid_bw_slice_off(p, me) + o) * s->dts;
-            if (!put_shared(s->pc, s, me, from, len * s->dts))
+            size_t len = braid_bw_chunk_len(p, me, s->ag_sent[me]);
+            if (!put_shared(s->pc, s, me, finished(s, me, s->ag_sent[me]),
+                            len * s->dts))
                 break;
             moved += len * s->dts;
             any = 1;
@@ -566,14 +572,9 @@ static braid_status_t pipe_progress(braid_task_t *task, braid_wait_t *wait)
         for (int i = 1; s->gather && s->pc->peer == NULL && i < n; i++) {
             int k = (me + i) % n;
             while (s->ag_sent[k] < s->folded) {
-                size_t      c   = s->ag_sent[k];
-                size_t      len = braid_bw_chunk_len(p, me, c);
-                size_t      o   = braid_bw_chunk_off(p, c);
-                const char *from =
-                    p->coll == BRAID_COLL_ALLGATHER
-                        ? s->src + o * s->dts
-                        : s->dst + (braid_bw_slice_off(p, me) + o) * s->dts;
-                if (!put_chunk(task, s, AG, k, from, len * s->dts, &st)) {
+                size_t len = braid_bw_chunk_len(p, me, s->ag_sent[k]);
+                if (!put_chunk(task, s, AG, k, finished(s, me, s->ag_sent[k]),
+                               len * s->dts, &st)) {
                     if (st != BRAID_OK)
                         return st;
                     break;
