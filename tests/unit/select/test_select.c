@@ -1,5 +1,6 @@
 /* Unit tests of the user's choices: BRAID_ALGO, BRAID_PLUGINS, the tuning
  * file, and the dispatcher's precedence over mock candidates. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -417,6 +418,61 @@ static void test_memory(void)
     braid_selector_fini(&sel);
 }
 
+/* An estimate that returns the transport capabilities it was handed. */
+static double est_caps(const braid_algo_t *self, const braid_cost_in_t *in)
+{
+    (void)self;
+    return BRAID_HAS(in, braid_cost_in_t, caps) ? 1.0 + (double)in->caps
+                                                : -1.0;
+}
+
+static const void *mock_mem_peer(void *tcomm, const braid_rmem_t *mem,
+                                 int peer)
+{
+    (void)tcomm, (void)peer;
+    return mem->local;
+}
+
+/* BRAID_CAP_LOAD: the core keeps it only for a transport with mem_peer
+ * (an older transport struct, or a NULL function, loses it), and hands
+ * the transport's capabilities on this communicator to estimates. */
+static void test_load_caps(void)
+{
+    braid_transport_t with = {.struct_size = sizeof(braid_transport_t),
+                              .name        = "shm",
+                              .caps = BRAID_CAP_PUT_SIGNAL | BRAID_CAP_LOAD,
+                              .mem_peer = mock_mem_peer};
+    CHECK(braid_tl_declared_caps(&with) ==
+              (BRAID_CAP_PUT_SIGNAL | BRAID_CAP_LOAD),
+          "a transport with mem_peer keeps loads");
+    braid_transport_t none = with;
+    none.mem_peer          = NULL;
+    CHECK(braid_tl_declared_caps(&none) == BRAID_CAP_PUT_SIGNAL,
+          "a NULL mem_peer drops loads");
+    braid_transport_t old = with;
+    old.struct_size       = offsetof(braid_transport_t, mem_peer);
+    CHECK(braid_tl_declared_caps(&old) == BRAID_CAP_PUT_SIGNAL,
+          "a struct without mem_peer drops loads");
+
+    braid_tl_t   tl   = {.struct_size = sizeof(braid_tl_t),
+                         .ops         = &with,
+                         .caps        = braid_tl_declared_caps(&with)};
+    braid_algo_t algo = {
+        .name = "pipe", .coll = BRAID_COLL_ALLGATHER, .estimate = est_caps};
+    braid_candidate_t cand[] = {
+        {"pipe@shm", &algo, &tl, "shm", HOST_MEM, NULL, NULL}};
+    braid_algo_spec_t none_spec;
+    braid_tune_t      tune = {0};
+    braid_algo_spec_parse(&none_spec, NULL);
+    braid_selector_t sel  = mock_selector(cand, 1, &none_spec, &tune);
+    uint32_t         host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    double est = braid_candidate_estimate(&sel, &cand[0], BRAID_COLL_ALLGATHER,
+                                          1 << 20, host);
+    CHECK(est == 1.0 + (double)tl.caps, "estimate saw caps %g, want %u",
+          est - 1.0, tl.caps);
+    braid_selector_fini(&sel);
+}
+
 /* Equal estimates: the first in name order wins, and the reason says so. */
 static void test_ties(void)
 {
@@ -609,6 +665,7 @@ int main(void)
     test_tune();
     test_dispatch();
     test_memory();
+    test_load_caps();
     test_ties();
     test_table();
     return check_summary("test_select");
