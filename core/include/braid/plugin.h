@@ -489,6 +489,11 @@ static inline double braid_bw_at(const braid_bw_curve_t *c, double ws)
     return 1.0 / ((1.0 - f) / c->in_gbps + f / c->out_gbps);
 }
 
+/* A local copy moves two streams of memory (one read, one write) where a
+ * fold moves three (two reads, one write): a cost model charges a copy of
+ * x bytes this fraction of a reduction of x bytes. */
+#define BRAID_COST_COPY_OVER_REDUCE (2.0 / 3.0)
+
 /* Inputs to an algorithm's time estimate. */
 typedef struct braid_cost_in {
     uint32_t     struct_size;
@@ -502,7 +507,10 @@ typedef struct braid_cost_in {
     braid_topo_kind_t topo;
     braid_link_t      link; /* of the transport being considered (all 0
                                for a BRAID_ALGO_BACKEND) */
-    double reduce_gbps;     /* local reduction throughput */
+    double reduce_gbps;     /* local reduction throughput: bytes of the
+                               operand folded in per second (a fold reads
+                               two streams and writes one; see
+                               BRAID_COST_COPY_OVER_REDUCE) */
     /* Added to every stage's latency (every message of a two-sided
      * algorithm, every put round of a one-sided one): 0 while every rank has
      * a core; on a host with more ranks than cores, a stage completes only

@@ -19,14 +19,25 @@
  *                   + a_get·(n-1)·ceil(m/C)
  *   allgather       2·a_put + (n-1)·Bget(m) + a_get·(n-1)·ceil(m/R)
  * pipe (pipe.c), with C = BRAID_BW_PIPE_CHUNK, K = ceil(m/(nC)) chunks a
- * slice, each chunk of a slice one put per peer and stage:
- *   allreduce       2·a_put·(1 + K/D) + 2(n-1)/n·Bput(m) + 2(n-1)/n·G(m)
- *     pieces out, fold, reduced chunks out, copy-out (G: a copy streams
- *     memory like a reduction); every D = BRAID_BW_PIPE_DEPTH chunks the
- *     writers wait for credit, a stage.
+ * slice, each chunk of a slice one put per peer and stage, and
+ * D = BRAID_BW_PIPE_DEPTH:
+ *   allreduce       2·a_put·(1 + min(K, D) + K/D) + 2(n-1)/n·Bput(m)
+ *                   + 2(n-1)/n·G(m)
+ *     pieces out, fold, reduced chunks out, copy-out (a copy costs
+ *     c = BRAID_COST_COPY_OVER_REDUCE of a fold: G(m) of the second is
+ *     c·G(m)).  A chunk's reduced copy can go out only
+ *     once all its pieces are in and folded, so until D chunks are in
+ *     flight every chunk waits out both phases' flags in turn, a stage a
+ *     chunk and phase (the pipeline filling: a message of few chunks is
+ *     all fill, which is why twoshot, one stage a phase, beats pipe
+ *     there); after that, every D chunks the writers wait for credit, a
+ *     stage.
  *   reduce_scatter  a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m),
  *                   K' = ceil(m/C)
- *   allgather       a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·G(m)
+ *   allgather       a_put·(1 + K'/D) + (n-1)·Bput(m) + (n-1)·c·G(m)
+ *     one phase: a chunk waits for nothing but its own put, and a reader
+ *     has n-1 writers' streams to take turns on, so there is no fill to
+ *     wait out.
  *   With the shared AG ring (in->caps has BRAID_CAP_LOAD) the finished
  *   chunks go out once, not once per peer: all-reduce's second put term
  *   becomes Bput(m/n) (puts m·Bput in all) and allgather's Bput(m).
@@ -81,6 +92,14 @@ static double pieces(double bytes, size_t per)
     return ceil(bytes / (double)per);
 }
 
+/* The stages of a stream of k chunks (top): fill: the two-phase
+ * all-reduce's, where the first D chunks each wait their turn. */
+static double pipe_stages(double k, int fill)
+{
+    double d = (double)BRAID_BW_PIPE_DEPTH;
+    return 1.0 + (fill ? fmin(k, d) : 0.0) + k / d;
+}
+
 double braid_bw_cost_pull(const braid_cost_in_t *in)
 {
     terms_t t;
@@ -131,20 +150,21 @@ double braid_bw_cost_pipe(const braid_cost_in_t *in)
         t.bp = fmax(t.bp, 1.0 / (BRAID_BW_DRAM_COPY_GBPS * 1e3));
     }
     double f = (double)(t.n - 1) / t.n, k = t.n - 1.0;
-    double d      = (double)BRAID_BW_PIPE_DEPTH;
     int    shared = BRAID_HAS(in, braid_cost_in_t, caps) &&
                  (in->caps & BRAID_CAP_LOAD) != 0;
     switch (in->coll) {
     case BRAID_COLL_ALLREDUCE:
         return 2.0 * t.ap *
-                   (1.0 + pieces(t.m / t.n, BRAID_BW_PIPE_CHUNK) / d) +
-               (shared ? 1.0 : 2.0 * f) * t.m * t.bp + 2.0 * f * t.m * t.gus;
+                   pipe_stages(pieces(t.m / t.n, BRAID_BW_PIPE_CHUNK), 1) +
+               (shared ? 1.0 : 2.0 * f) * t.m * t.bp +
+               (1.0 + BRAID_COST_COPY_OVER_REDUCE) * f * t.m * t.gus;
     case BRAID_COLL_REDUCE_SCATTER:
-        return t.ap * (1.0 + pieces(t.m, BRAID_BW_PIPE_CHUNK) / d) +
+        return t.ap * pipe_stages(pieces(t.m, BRAID_BW_PIPE_CHUNK), 0) +
                k * t.m * (t.bp + t.gus);
     case BRAID_COLL_ALLGATHER:
-        return t.ap * (1.0 + pieces(t.m, BRAID_BW_PIPE_CHUNK) / d) +
-               (shared ? 1.0 : k) * t.m * t.bp + k * t.m * t.gus;
+        return t.ap * pipe_stages(pieces(t.m, BRAID_BW_PIPE_CHUNK), 0) +
+               (shared ? 1.0 : k) * t.m * t.bp +
+               k * t.m * t.gus * BRAID_COST_COPY_OVER_REDUCE;
     default: return -1.0;
     }
 }

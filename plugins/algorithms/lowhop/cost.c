@@ -33,11 +33,12 @@
  * The formulas, per rank:
  *   oneshot   alpha + L·B(m) + (n-1)·G(m)
  *             one stage; m to each peer; fold n-1 contributions of m.
- *   twoshot   2·alpha + 2·L·B(m/n) + (n-1)/n·G(m) + (n-1)/n·G(m)
+ *   twoshot   2·alpha + 2·L·B(m/n) + (n-1)/n·G(m) + (n-1)/n·c·G(m)
  *             two stages of m/n per peer; fold n-1 pieces of m/n; copy the
- *             n-1 reduced chunks of m/n from the receive area to recvbuf
- *             (G: a copy streams memory like a reduction).
- *   allgather direct       alpha + L·B(m) + (n-1)·G(m)   (copy-out)
+ *             n-1 reduced chunks of m/n from the receive area to recvbuf,
+ *             c = BRAID_COST_COPY_OVER_REDUCE (a copy moves two streams
+ *             of memory, a fold three).
+ *   allgather direct       alpha + L·B(m) + (n-1)·c·G(m)   (copy-out)
  *   reduce_scatter direct  alpha + L·B(m) + (n-1)·G(m)   (fold)
  * Each is -1 above its cap (lowhop.h) so the dispatcher never picks it there.
  * B reads the put path's curve at the call's buffers plus the receive
@@ -46,10 +47,12 @@
  *
  * Crossovers with L = n-1 against the ucx ring
  * (2(n-1)·alpha + 2(n-1)/n·B(m) + (n-1)/n·G(m)), writing b = 1/(beta·1e3),
- * g = 1/(gamma·1e3):
- *   oneshot = twoshot at   m1 = alpha·n / ((n-1)(n-2)(b + g))
- *     (n = 2: never; oneshot always wins, same bytes and one stage fewer);
- *   twoshot = ring at      m2 = 2(n-2)·alpha·n / ((n-1)·g)
+ * g = 1/(gamma·1e3), c = BRAID_COST_COPY_OVER_REDUCE:
+ *   oneshot = twoshot at   m1 = alpha·n / ((n-1)((n-2)·b + (n-1-c)·g))
+ *     (n = 2: the same bytes on the link and one stage fewer, but a fold
+ *     of all m against twoshot's fold of half and copy of half:
+ *     m1 = 2·alpha / ((1-c)·g));
+ *   twoshot = ring at      m2 = 2(n-2)·alpha·n / ((n-1)·c·g)
  *     (the ring saves the copy-out and pays 2(n-2) more latencies;
  *     n = 2: never, the ring wins outright);
  *   oneshot = ring (n = 2) at m = 2·alpha/g.
@@ -121,9 +124,10 @@ double braid_lowhop_alltoall_load(const braid_cost_in_t *in)
     return host > own ? host : own;
 }
 
-/* One stage sending a block of m to every peer, then (n-1)·m of local work
- * (fold or copy): allgather and reduce_scatter direct, and oneshot. */
-static double one_stage(const braid_cost_in_t *in, size_t cap)
+/* One stage sending a block of m to every peer, then (n-1)·m of local work,
+ * each byte of it `work` reductions' worth (1: a fold; a copy less):
+ * allgather and reduce_scatter direct, and oneshot. */
+static double one_stage(const braid_cost_in_t *in, size_t cap, double work)
 {
     terms_t t;
     if (terms(&t, in, cap) < 0)
@@ -131,12 +135,12 @@ static double one_stage(const braid_cost_in_t *in, size_t cap)
     if (t.n == 1)
         return 0.0;
     t.bus = put_us_per_byte(in, (t.n - 1) * t.m); /* a block from each peer */
-    return t.alpha + t.load * t.m * t.bus + (t.n - 1) * t.m * t.gus;
+    return t.alpha + t.load * t.m * t.bus + (t.n - 1) * t.m * t.gus * work;
 }
 
 double braid_lowhop_cost_oneshot(const braid_cost_in_t *in)
 {
-    return one_stage(in, BRAID_LOWHOP_ONESHOT_MAX_BYTES);
+    return one_stage(in, BRAID_LOWHOP_ONESHOT_MAX_BYTES, 1.0);
 }
 
 double braid_lowhop_cost_twoshot(const braid_cost_in_t *in)
@@ -150,17 +154,18 @@ double braid_lowhop_cost_twoshot(const braid_cost_in_t *in)
     double f     = (double)(t.n - 1) / t.n;
     t.bus = put_us_per_byte(in, 2.0 * (t.n - 1) * piece); /* both stages */
     return 2.0 * t.alpha + 2.0 * t.load * piece * t.bus +
-           2.0 * f * t.m * t.gus;
+           (1.0 + BRAID_COST_COPY_OVER_REDUCE) * f * t.m * t.gus;
 }
 
 double braid_lowhop_cost_allgather_direct(const braid_cost_in_t *in)
 {
-    return one_stage(in, BRAID_LOWHOP_ALLGATHER_MAX_BYTES);
+    return one_stage(in, BRAID_LOWHOP_ALLGATHER_MAX_BYTES,
+                     BRAID_COST_COPY_OVER_REDUCE);
 }
 
 double braid_lowhop_cost_reduce_scatter_direct(const braid_cost_in_t *in)
 {
-    return one_stage(in, BRAID_LOWHOP_REDUCE_SCATTER_MAX_BYTES);
+    return one_stage(in, BRAID_LOWHOP_REDUCE_SCATTER_MAX_BYTES, 1.0);
 }
 
 /* One stage of flags: alpha alone (the flag shares no bandwidth worth

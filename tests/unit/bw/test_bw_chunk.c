@@ -94,13 +94,17 @@ static double pipe_cost(const braid_cost_in_t *in, double bp, int shared)
 {
     double n = in->nranks, m = (double)in->bytes, g = 1.0 / (8.0 * 1e3);
     double ap = in->link.put_alpha_us, d = BRAID_BW_PIPE_DEPTH;
-    if (in->coll == BRAID_COLL_ALLREDUCE)
-        return 2.0 * ap * (1.0 + ceil(m / n / BRAID_BW_PIPE_CHUNK) / d) +
+    double c = BRAID_COST_COPY_OVER_REDUCE;
+    if (in->coll == BRAID_COLL_ALLREDUCE) {
+        double k = ceil(m / n / BRAID_BW_PIPE_CHUNK);
+        return 2.0 * ap * (1.0 + fmin(k, d) + k / d) +
                (shared ? 1.0 : 2.0 * (n - 1) / n) * m * bp +
-               2.0 * (n - 1) / n * m * g;
+               (1.0 + c) * (n - 1) / n * m * g;
+    }
     double puts = shared && in->coll == BRAID_COLL_ALLGATHER ? 1.0 : (n - 1);
+    double work = in->coll == BRAID_COLL_ALLGATHER ? c : 1.0;
     return ap * (1.0 + ceil(m / BRAID_BW_PIPE_CHUNK) / d) + puts * m * bp +
-           (n - 1) * m * g;
+           (n - 1) * m * g * work;
 }
 
 static void check_cost(void)
