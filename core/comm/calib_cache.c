@@ -13,7 +13,9 @@
  * The key starts with the format's version (v2 since the out-of-cache
  * figures came, v3 since their receive buffer is faulted in before the
  * timing, v4 since their exchange is warmed up once, v5 since the small
- * exchanges of all transports take turns): a file of another version has
+ * exchanges of all transports take turns, v6 since the out-of-cache
+ * bandwidth is the lower quartile rank's, not the slowest's): a file of
+ * another version has
  * another key, hence another name, and is never read; one
  * whose lines lack fields is refused.
  * A path a transport lacks is written "sr -" or "put -"; the get path
