@@ -217,13 +217,24 @@ static unsigned missing(const braid_comm_t        *comm,
     return need;
 }
 
+double braid_calib_agree_out_gbps(double *gbps, int n)
+{
+    int have = 0;
+    for (int i = 0; i < n; i++)
+        if (gbps[i] > 0)
+            gbps[have++] = gbps[i];
+    if (have == 0)
+        return 0.0;
+    braid_sort_doubles(gbps, have);
+    return gbps[have / 4];
+}
+
 /* Every rank's measurement combined: the slowest rank's stages, the
  * median rank's reductions, the out-of-cache bandwidth of the rank a
  * quarter of the way up (top of the file).  big: room for n doubles. */
 static void combine_path(braid_calib_path_t *out, const result_t *all, int n,
                          int t, int which, double *big)
 {
-    int nbig = 0;
     memset(out, 0, sizeof(*out));
     for (int r = 0; r < n; r++) {
         const braid_calib_tl_t   *x = &all[r].values.tl[t];
@@ -237,15 +248,11 @@ static void combine_path(braid_calib_path_t *out, const result_t *all, int n,
         if (p->beta_gbps > 0 &&
             (out->beta_gbps == 0 || p->beta_gbps < out->beta_gbps))
             out->beta_gbps = p->beta_gbps;
-        if (p->big_beta_gbps > 0)
-            big[nbig++] = p->big_beta_gbps;
+        big[r]         = p->big_beta_gbps;
         out->bytes     = p->bytes; /* the same on every rank */
         out->big_bytes = p->big_bytes;
     }
-    if (nbig > 0) {
-        braid_sort_doubles(big, nbig);
-        out->big_beta_gbps = big[nbig / 4];
-    }
+    out->big_beta_gbps = braid_calib_agree_out_gbps(big, n);
 }
 
 static braid_status_t measure(braid_comm_t *comm, unsigned need,
@@ -296,7 +303,7 @@ static braid_status_t measure(braid_comm_t *comm, unsigned need,
             free(all);
             return st;
         }
-    *got = mine.values; /* names and which paths: the same everywhere */
+    *got      = mine.values; /* names and which paths: the same everywhere */
     double *g = malloc(sizeof(double) * (size_t)comm->size);
     if (g == NULL) {
         free(all);

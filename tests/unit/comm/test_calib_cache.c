@@ -196,6 +196,29 @@ static void test_big_bytes(void)
            braid_calib_llc_bytes());
 }
 
+/* The ranks' out-of-cache figures agree on the rank a quarter of the way
+ * up: one descheduled rank of 8 does not set the link, two of 8 or one of
+ * 2 or 3 do; ranks without a figure are left out. */
+static void test_agree_out(void)
+{
+    double eight[8] = {19.8, 21.8, 0.74, 20.9, 24.6, 18.8, 20.5, 19.4};
+    CHECK(braid_calib_agree_out_gbps(eight, 8) == 19.4,
+          "one slow rank of 8 set the link");
+    double two_slow[8] = {19.8, 1.5, 0.74, 20.9, 24.6, 18.8, 20.5, 19.4};
+    CHECK(braid_calib_agree_out_gbps(two_slow, 8) == 18.8,
+          "two slow ranks of 8");
+    double four[4] = {9.0, 2.0, 8.0, 7.0};
+    CHECK(braid_calib_agree_out_gbps(four, 4) == 7.0, "4 ranks: the second");
+    double three[3] = {9.0, 2.0, 8.0};
+    CHECK(braid_calib_agree_out_gbps(three, 3) == 2.0, "3 ranks: the slowest");
+    double two[2] = {9.0, 2.0};
+    CHECK(braid_calib_agree_out_gbps(two, 2) == 2.0, "2 ranks: the slowest");
+    double gaps[4] = {0.0, 6.0, 0.0, 5.0};
+    CHECK(braid_calib_agree_out_gbps(gaps, 4) == 5.0, "ranks without one");
+    double none[2] = {0.0, 0.0};
+    CHECK(braid_calib_agree_out_gbps(none, 2) == 0.0, "none measured");
+}
+
 static void test_files(void)
 {
     char dir[] = "/tmp/braid-calib-test-XXXXXX", path[1024], sub[600];
@@ -269,6 +292,7 @@ static void test_text_read(void)
 int main(void)
 {
     test_text_read();
+    test_agree_out();
     test_mode();
     test_round_trip();
     test_damage();
