@@ -122,8 +122,8 @@ typedef struct braid_calib_state {
 braid_status_t braid_calib_apply(struct braid_comm *comm);
 void           braid_calib_free(struct braid_comm *comm);
 /* The out-of-cache bandwidth the ranks agree on from their n figures
- * (0: that rank has none; the array is reordered): the rank a quarter of the way
- * up from the slowest (calib.c explains why), 0 when none has one. */
+ * (0: that rank has none; the array is reordered): the rank a quarter of the
+ * way up from the slowest (calib.c explains why), 0 when none has one. */
 double braid_calib_agree_out_gbps(double *gbps, int n);
 /* One line: where the figures came from. */
 void braid_calib_describe(const struct braid_comm *comm, char *buf,
