@@ -539,6 +539,17 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Whether the dispatcher is still timing candidates for this call's size
+ * (braid_comm_choice's reason then starts with "on trial"). */
+static int on_trial(const opts_t *o, bench_t *b, const shape_t *sh)
+{
+    char algo[64], why[256];
+    return braid_comm_choice(b->comm, o->coll,
+                             sh->per_rank * ref_size(o->dtype), algo,
+                             sizeof(algo), why, sizeof(why)) == BRAID_OK &&
+           strncmp(why, "on trial", 8) == 0;
+}
+
 /* Median of the slowest rank's times, in microseconds (and in *iqm_us the
  * mean of their middle half): of single calls, or
  * of the per-call time of back-to-back batches.  A batch is what a decode
@@ -551,9 +562,18 @@ static double time_call(double *iqm_us, const opts_t *o, bench_t *b,
 {
     braid_status_t st;
     int            nt = o->batch ? BATCHES : o->iters;
-    for (int i = 0; i < o->warmup; i++)
+    /* Warm-up calls come as the timed ones do (single calls each after a
+     * barrier, or back to back), and go on while the dispatcher still has
+     * candidates on trial for this size (online tuning, docs/tuning.md):
+     * the timed calls are the steady state.  Every rank sees the same
+     * trial state, so every rank makes as many calls. */
+    for (int i = 0;
+         i < o->warmup || (i < o->warmup + 256 && on_trial(o, b, sh)); i++) {
+        if (!o->batch && (st = braid_barrier(b->comm)) != BRAID_OK)
+            die(b, st, "barrier");
         if ((st = call(o, b, sh, bf)) != BRAID_OK)
             die(b, st, "warmup call");
+    }
     /* nt timings of `calls` back-to-back calls each (one call per call
      * timing), every one from an aligned start: a rank's time is then the
      * calls', not the time it waited for a peer still busy before. */
@@ -832,7 +852,10 @@ static void run_size(const opts_t *o, bench_t *b, size_t bytes)
         if (res[k].wrong > 0)
             b->wrong_total += res[k].wrong;
     }
-    if (b->rank == 0)
+    /* What ran in the timed calls: the online trial has settled by now. */
+    if (b->rank == 0 &&
+        braid_comm_choice(b->comm, o->coll, sh.per_rank * ref_size(o->dtype),
+                          algo, sizeof(algo), why, sizeof(why)) == BRAID_OK)
         print_row(o, b, &sh, algo, res);
 }
 

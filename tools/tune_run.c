@@ -92,6 +92,17 @@ static int iters_for(const tune_t *t, size_t size)
     return n < 3 ? 3 : n;
 }
 
+/* Whether the series' dispatcher is still timing candidates for this size
+ * (braid_comm_choice's reason then starts with "on trial"). */
+static int on_trial(series_t *s, braid_coll_t coll, size_t bytes)
+{
+    char ran[BRAID_CAND_LEN], why[256];
+    return s->kind != SERIES_CAND &&
+           braid_comm_choice(s->comm, coll, bytes, ran, sizeof(ran), why,
+                             sizeof(why)) == BRAID_OK &&
+           strncmp(why, "on trial", 8) == 0;
+}
+
 /* A fresh communicator's first calls fault in its transports' pages
  * (shm: every cell of a peer on first use), which an application pays
  * once: the first time a series runs, it warms up with this many calls
@@ -110,7 +121,16 @@ static double time_round(tune_t *t, series_t *s, braid_coll_t coll,
     if (!s->warmed && size <= (1u << 20) && warm < FIRST_WARMUP)
         warm = FIRST_WARMUP;
     s->warmed = 1;
-    for (int i = 0; i < warm || (check && i == 0); i++) {
+    /* Warm-up calls come as the timed ones do, each after a barrier, and
+     * go on while the series' dispatcher has candidates on trial for this
+     * size (online tuning, docs/tuning.md): what is timed is its steady
+     * state.  Every rank sees the same trial state. */
+    for (int i = 0;
+         i < warm || (check && i == 0) ||
+         (i < warm + 256 && on_trial(s, coll, count * sizeof(float)));
+         i++) {
+        if ((st = braid_barrier(t->world)) != BRAID_OK)
+            die(t, st, "barrier");
         if (check && i == 0)
             fill(t, coll, count);
         if ((st = call(t, s->comm, coll, count)) != BRAID_OK)
@@ -244,6 +264,18 @@ int tune_sweep(tune_t *t, sweep_t *sw)
                     time_round(t, &t->series[k], sw->coll, sw->count[i],
                                sw->size[i], t->o.check && r == 0);
             }
+        /* What the automatic series ran once their trials settled. */
+        for (int k = 0; k < t->nseries; k++) {
+            point_t *p = &sw->pt[i][k];
+            if (t->series[k].kind == SERIES_CAND || p->state != POINT_OK)
+                continue;
+            braid_status_t st =
+                braid_comm_choice(t->series[k].comm, sw->coll, sw->bytes[i],
+                                  p->ran, sizeof(p->ran), NULL, 0);
+            if (st != BRAID_OK)
+                die(t, st, "braid_comm_choice");
+            p->est = estimate(t, sw->coll, p->ran, sw->bytes[i]);
+        }
         for (int k = 0; k < t->nseries; k++) {
             point_t *p = &sw->pt[i][k];
             if (p->state == POINT_OK) {

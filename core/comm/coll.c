@@ -6,6 +6,7 @@
 
 #include "comm/comm.h"
 #include "util/api.h"
+#include "util/env.h"
 #include "util/log.h"
 #include "util/names.h"
 
@@ -116,7 +117,7 @@ static inline __attribute__((always_inline)) braid_status_t
 call_prepare(braid_call_t *call, braid_comm_t *comm, const char *fn,
              braid_coll_t coll, const void *sendbuf, void *recvbuf,
              size_t count, braid_dtype_t dtype, braid_op_t op, int root,
-             int on_stream, void *stream)
+             int on_stream, void *stream, int trial_ok)
 {
     braid_status_t st;
     braid_route_t  route;
@@ -162,6 +163,7 @@ call_prepare(braid_call_t *call, braid_comm_t *comm, const char *fn,
     call->t_start   = 0;
     call->polls     = 0;
     call->widen     = NULL;
+    call->trial     = NULL;
     call->next      = NULL;
     call->error[0]  = '\0';
     braid_sig_t sig = braid_sig_make(coll, count, dtype, op, root);
@@ -205,9 +207,16 @@ call_prepare(braid_call_t *call, braid_comm_t *comm, const char *fn,
     t->recv_mem  = route.mem;
     t->on_stream = route.on_stream;
     t->stream    = route.stream;
+    /* The one-entry cache answers a repeated size; anything else asks the
+     * table and online tuning (online.c), which may hand a blocking call
+     * on host memory a candidate on trial. */
     braid_candidate_t *cand;
-    if ((st = braid_select(&cand, &comm->sel, coll, bytes, route.need)) !=
-        BRAID_OK) {
+    braid_selector_t  *sel = &comm->sel;
+    if (sel->last_bytes[coll] == bytes && sel->last_mem[coll] == route.need)
+        cand = &sel->cands[sel->last_idx[coll]];
+    else if ((st = braid_online_select(
+                  &cand, &call->trial, comm, coll, bytes, route.need,
+                  trial_ok && !route.on_stream)) != BRAID_OK) {
         comm->seq--; /* nothing was issued */
         atomic_store(&comm->progress->entered, comm->seq);
         braid_avg_finish(call, comm->size, st);
@@ -230,7 +239,7 @@ braid_status_t braid_call_prepare_on(braid_call_t *call, braid_comm_t *comm,
                                      void *stream)
 {
     return call_prepare(call, comm, fn, coll, sendbuf, recvbuf, count, dtype,
-                        op, root, on_stream, stream);
+                        op, root, on_stream, stream, 0);
 }
 
 static inline __attribute__((always_inline)) braid_status_t
@@ -247,10 +256,17 @@ coll_run(braid_comm_t *comm, braid_api_t api, braid_coll_t coll,
     if ((st = braid_comm_enter(comm, api)) != BRAID_OK)
         return st;
     st = call_prepare(&call, comm, fn, coll, sendbuf, recvbuf, count, dtype,
-                      op, root, on_stream, stream);
+                      op, root, on_stream, stream, !on_stream);
     if (st == BRAID_OK) {
+        /* A trial's time runs from here.  A call issued behind pending
+         * non-blocking ones waits for them too, but it goes on trial all
+         * the same: whether a request is still pending differs from rank
+         * to rank, and every rank must run the same candidate. */
+        double t0 = call.trial != NULL ? braid_now_s() : 0;
         braid_call_enqueue(comm, &call);
         st = braid_call_wait(comm, &call);
+        if (st == BRAID_OK && call.trial != NULL)
+            st = braid_online_record(comm, call.trial, braid_now_s() - t0);
     }
     braid_comm_leave(comm);
     return st;

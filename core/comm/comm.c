@@ -181,6 +181,8 @@ BRAID_API braid_status_t braid_comm_choice(braid_comm_t *comm,
         return BRAID_OK;
     }
     /* Host buffers: the public call has no pointer to look at. */
+    if (braid_online_explain(comm, coll, bytes, cand, cand_len, why, why_len))
+        return BRAID_OK;
     return braid_select_explain(&comm->sel, coll, bytes,
                                 braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST),
                                 cand, cand_len, why, why_len);

@@ -7,6 +7,7 @@
 #include <braid/plugin.h>
 
 #include "bootstrap/bootstrap.h"
+#include "comm/online.h"
 #include "comm/sig.h"
 #include "cuda/route.h"
 #include "hier/hier.h"
@@ -17,17 +18,19 @@
 /* One collective call in the communicator's FIFO.  Calls complete in the order
  * they were issued: only the head makes progress. */
 typedef struct braid_call {
-    braid_task_t        task;
-    braid_candidate_t  *cand; /* NULL: completed locally (size 1, empty) */
-    int                 started;
-    int                 done;
-    braid_status_t      status;
-    braid_wait_t        wait;    /* what start/progress said it waits for */
-    int                 stream;  /* repeats the call before it (wait.c) */
-    double              t_start; /* 0 until the first look at the clock */
-    unsigned            polls;   /* progress calls that found it running */
-    struct braid_widen *widen;   /* integer AVG's scratch (comm/avg.c) */
-    struct braid_call  *next;
+    braid_task_t       task;
+    braid_candidate_t *cand; /* NULL: completed locally (size 1, empty) */
+    int                started;
+    int                done;
+    braid_status_t     status;
+    braid_wait_t       wait;    /* what start/progress said it waits for */
+    int                stream;  /* repeats the call before it (wait.c) */
+    double             t_start; /* 0 until the first look at the clock */
+    unsigned           polls;   /* progress calls that found it running */
+    /* A trial call of online tuning (comm/online.c): its time goes there. */
+    struct braid_online_slot *trial;
+    struct braid_widen       *widen; /* integer AVG's scratch (comm/avg.c) */
+    struct braid_call        *next;
     /* Last: only written on failure, so a call clears the fields above it
      * and not these 512 bytes (the decode path issues ~10 KiB calls in a
      * tight loop). */
@@ -79,6 +82,7 @@ struct braid_comm {
     braid_algo_spec_t override;
     braid_tune_t      tune;
     braid_selector_t  sel;
+    braid_online_t    online; /* comm/online.c */
 
     uint64_t seq;
     int      check;          /* BRAID_CHECK: compare every call */

@@ -60,6 +60,7 @@ typedef struct config_print {
     uint32_t sleep_polls; /* BRAID_SLEEP_POLLS */
     uint64_t algo_hash;
     uint64_t tune_hash;
+    uint64_t online_hash; /* BRAID_ONLINE* */
 } config_print_t;
 
 static braid_status_t read_choices(braid_comm_t *comm, config_print_t *print)
@@ -75,8 +76,11 @@ static braid_status_t read_choices(braid_comm_t *comm, config_print_t *print)
     cst = braid_env_int("BRAID_SLEEP_POLLS", 0, 0, 1000000000, &sleep_polls);
     if (cst != BRAID_OK)
         return cst;
-    comm->sleep_polls   = (unsigned)sleep_polls;
-    print->sleep_polls  = (uint32_t)sleep_polls;
+    comm->sleep_polls  = (unsigned)sleep_polls;
+    print->sleep_polls = (uint32_t)sleep_polls;
+    if ((cst = braid_online_read_env(&comm->online, &print->online_hash)) !=
+        BRAID_OK)
+        return cst;
     const char    *algo = getenv("BRAID_ALGO");
     braid_status_t st   = braid_algo_spec_parse(&comm->override, algo);
     print->algo_hash = fnv1a(seed, algo ? algo : "", algo ? strlen(algo) : 0);
@@ -126,6 +130,9 @@ static braid_status_t agree_on_choices(braid_comm_t   *comm,
                                ? "BRAID_TUNE_FILE (contents)"
                            : all[r].topo != mine->topo   ? "BRAID_TOPO"
                            : all[r].check != mine->check ? "BRAID_CHECK"
+                           : all[r].online_hash != mine->online_hash
+                               ? "BRAID_ONLINE, BRAID_ONLINE_WITHIN or "
+                                 "BRAID_ONLINE_MAX"
                            : all[r].sleep_polls != mine->sleep_polls
                                ? "BRAID_SLEEP_POLLS"
                                : "";
@@ -243,6 +250,7 @@ void braid_comm_teardown(braid_comm_t *comm)
     braid_calib_free(comm);
     braid_board_close(comm);
     braid_tune_free(&comm->tune);
+    braid_online_free(&comm->online);
     free(comm->node_of_rank);
     comm->node_of_rank = NULL;
     free(comm->cpu_of_rank);

@@ -19,7 +19,8 @@
  * Revisions so far: 1, the first; 2 appended the shared algorithm machinery
  * to braid_services_t (per-call state, scratch, registered areas, request
  * sets), task->res, and topo->mates; 3 appended loads from peers' areas
- * (BRAID_CAP_LOAD, transport->mem_peer) and cost_in->caps.
+ * (BRAID_CAP_LOAD, transport->mem_peer) and cost_in->caps; 4 defined the
+ * algorithm flag BRAID_ALGO_RANK_ORDER (no struct changed).
  * The exceptions are braid_treq_t and braid_rmem_t: callers embed them by
  * value (arrays of requests), so their layout is fixed for good; a transport
  * keeps anything more behind their handle/impl pointer.
@@ -43,7 +44,7 @@ extern "C" {
 
 #define BRAID_PLUGIN_ABI_VERSION  4u
 #define BRAID_PLUGIN_SYMBOL       "braid_plugin_v4"
-#define BRAID_PLUGIN_ABI_REVISION 3u /* of ABI 4: see "Revisions" above */
+#define BRAID_PLUGIN_ABI_REVISION 4u /* of ABI 4: see "Revisions" above */
 
 /* Whether *ptr (a struct of this header that the core filled) has field. */
 #define BRAID_HAS(ptr, type, field)                                           \
@@ -637,6 +638,14 @@ static inline uint32_t braid_task_sig32(const braid_task_t *task)
 /* The algorithm runs stream-ordered calls (task->on_stream): it queues
  * their work on the caller's CUDA stream.  Only such algorithms get them. */
 #define BRAID_ALGO_STREAM (1u << 1)
+/* (Revision 4.)  The algorithm reduces every element of its result as the
+ * left fold of the ranks' contributions in rank order, ((x0 op x1) op x2)
+ * ..., through the services' reduce2/reduce and finish_avg: its results are
+ * then bitwise those of every other such algorithm, so the core may run any
+ * of them in its place (online tuning times them against each other on the
+ * first calls of a size) without a bit of any result changing.  Without
+ * it, a reducing algorithm is never swapped for another. */
+#define BRAID_ALGO_RANK_ORDER (1u << 2)
 
 typedef struct braid_algo {
     uint32_t     struct_size; /* sizeof(braid_algo_t) */

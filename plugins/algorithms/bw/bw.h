@@ -148,6 +148,7 @@ extern const braid_algo_t braid_bw_pipe_allgather;
 #define BRAID_BW_ALGO(var, algo, caps, coll_)                                 \
     const braid_algo_t var = {                                                \
         .struct_size     = sizeof(braid_algo_t),                              \
+        .flags           = BRAID_ALGO_RANK_ORDER, /* pipe's fold, pull's */   \
         .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),                     \
         .name            = #algo,                                             \
         .coll            = coll_,                                             \

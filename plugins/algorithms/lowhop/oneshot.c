@@ -76,6 +76,7 @@ static double oneshot_estimate(const braid_algo_t    *self,
 
 const braid_algo_t braid_lowhop_oneshot_algo = {
     .struct_size     = sizeof(braid_algo_t),
+    .flags           = BRAID_ALGO_RANK_ORDER, /* braid_lowhop_fold */
     .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "oneshot",
     .coll            = BRAID_COLL_ALLREDUCE,

@@ -63,6 +63,7 @@ static double rs_estimate(const braid_algo_t *self, const braid_cost_in_t *in)
 
 const braid_algo_t braid_lowhop_reduce_scatter_direct_algo = {
     .struct_size     = sizeof(braid_algo_t),
+    .flags           = BRAID_ALGO_RANK_ORDER, /* braid_lowhop_fold */
     .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "direct",
     .coll            = BRAID_COLL_REDUCE_SCATTER,

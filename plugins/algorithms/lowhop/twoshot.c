@@ -260,6 +260,7 @@ static double twoshot_estimate(const braid_algo_t    *self,
 
 const braid_algo_t braid_lowhop_twoshot_algo = {
     .struct_size     = sizeof(braid_algo_t),
+    .flags           = BRAID_ALGO_RANK_ORDER, /* braid_lowhop_fold */
     .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "twoshot",
     .coll            = BRAID_COLL_ALLREDUCE,

@@ -1,0 +1,335 @@
+/* Online tuning (online.h): trials of close candidates on the live
+ * communicator, and the agreement that settles each size class. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "comm/online.h"
+#include "util/env.h"
+#include "util/log.h"
+#include "util/stats.h"
+
+#define LOG_COMP "online"
+
+static uint64_t mix(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+braid_status_t braid_online_read_env(braid_online_t *o, uint64_t *print)
+{
+    memset(o, 0, sizeof(*o));
+    o->on          = 1;
+    const char *on = braid_env_get("BRAID_ONLINE");
+    if (on != NULL) {
+        if (strcmp(on, "on") == 0 || strcmp(on, "1") == 0)
+            o->on = 1;
+        else if (strcmp(on, "off") == 0 || strcmp(on, "0") == 0)
+            o->on = 0;
+        else
+            return braid_error(BRAID_ERR_PARSE,
+                               "BRAID_ONLINE='%s': expected 'on' or 'off' "
+                               "at position 0",
+                               braid_quote(on, strlen(on), 0).s);
+    }
+    braid_status_t st =
+        braid_env_double("BRAID_ONLINE_WITHIN", BRAID_ONLINE_WITHIN_DEFAULT,
+                         1.0, 1000.0, &o->within);
+    if (st == BRAID_OK)
+        st = braid_env_size("BRAID_ONLINE_MAX", BRAID_ONLINE_MAX_DEFAULT, 0,
+                            SIZE_MAX, &o->max_bytes);
+    if (st != BRAID_OK)
+        return st;
+    uint64_t h = 14695981039346656037ull;
+    h          = mix(h, &o->on, sizeof(o->on));
+    h          = mix(h, &o->within, sizeof(o->within));
+    *print     = mix(h, &o->max_bytes, sizeof(o->max_bytes));
+    return BRAID_OK;
+}
+
+void braid_online_free(braid_online_t *o)
+{
+    for (int c = 0; c < BRAID_COLL_COUNT; c++) {
+        free(o->slots[c]);
+        o->slots[c] = NULL;
+    }
+}
+
+int braid_online_turn(int *round, int call, int ncands)
+{
+    int turn = call / BRAID_ONLINE_TURN;
+    *round =
+        call % BRAID_ONLINE_TURN == BRAID_ONLINE_TURN - 1 ? turn / ncands : -1;
+    return turn % ncands;
+}
+
+double braid_online_mine(const braid_online_slot_t *slot, int k)
+{
+    enum { N = BRAID_ONLINE_ROUNDS - BRAID_ONLINE_WARM };
+    double v[N];
+    memcpy(v, &slot->us[k][BRAID_ONLINE_WARM], sizeof(v));
+    return braid_median(v, N);
+}
+
+int braid_online_decide(const double *agreed, int n, double margin)
+{
+    int best = 0;
+    for (int k = 1; k < n; k++)
+        if (agreed[k] < agreed[best])
+            best = k;
+    return agreed[0] <= agreed[best] * (1.0 + margin) ? 0 : best;
+}
+
+static int rank_order(const braid_candidate_t *c)
+{
+    return (c->algo->flags & BRAID_ALGO_RANK_ORDER) != 0;
+}
+
+int braid_online_rivals(int *idx, const braid_selector_t *sel,
+                        braid_coll_t coll, size_t bytes, uint32_t mem,
+                        double within)
+{
+    double est0 =
+        braid_candidate_estimate(sel, &sel->cands[idx[0]], coll, bytes, mem);
+    double est[BRAID_ONLINE_MAX_CANDS];
+    int    n = 1;
+    /* A reduction's bits depend on the order it combines in: only
+     * algorithms that fold in rank order may stand in for each other. */
+    int reduces =
+        coll == BRAID_COLL_ALLREDUCE || coll == BRAID_COLL_REDUCE_SCATTER;
+    if (est0 < 0 || (reduces && !rank_order(&sel->cands[idx[0]])))
+        return 1;
+    for (int i = 0; i < sel->ncands; i++) {
+        if (i == idx[0] || sel->cands[i].algo->coll != coll ||
+            (sel->cands[i].mem_types & mem) != mem ||
+            (reduces && !rank_order(&sel->cands[i])))
+            continue;
+        double e =
+            braid_candidate_estimate(sel, &sel->cands[i], coll, bytes, mem);
+        if (e < 0 || e > est0 * within)
+            continue;
+        /* Insert in rising estimate; the dearest falls off a full list. */
+        int at = n;
+        while (at > 1 && e < est[at - 1])
+            at--;
+        if (at >= BRAID_ONLINE_MAX_CANDS)
+            continue;
+        int last = n < BRAID_ONLINE_MAX_CANDS ? n : BRAID_ONLINE_MAX_CANDS - 1;
+        for (int j = last; j > at; j--) {
+            idx[j] = idx[j - 1];
+            est[j] = est[j - 1];
+        }
+        idx[at] = i;
+        est[at] = e;
+        if (n < BRAID_ONLINE_MAX_CANDS)
+            n++;
+    }
+    return n;
+}
+
+static int size_class(size_t bytes)
+{
+    return 63 - __builtin_clzll((unsigned long long)bytes);
+}
+
+/* The slot of the class of bytes, made on first use (NULL when out of
+ * memory: the call then keeps the model's pick). */
+static braid_online_slot_t *slot_of(braid_online_t *o, braid_coll_t coll,
+                                    size_t bytes)
+{
+    if (o->slots[coll] == NULL)
+        o->slots[coll] = calloc(BRAID_ONLINE_CLASSES, sizeof(**o->slots));
+    return o->slots[coll] ? &o->slots[coll][size_class(bytes)] : NULL;
+}
+
+/* The slot that decides a host call of bytes whose table pick is pick, or
+ * NULL where online tuning has no say. */
+static braid_online_slot_t *slot_for(braid_comm_t *comm, braid_coll_t coll,
+                                     size_t bytes, uint32_t mem,
+                                     braid_pick_t pick)
+{
+    braid_online_t *o = &comm->online;
+    if (!o->on || pick.why != BRAID_WHY_COST || bytes == 0 ||
+        bytes > o->max_bytes ||
+        mem != braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST))
+        return NULL;
+    braid_online_slot_t *s = slot_of(o, coll, bytes);
+    if (s == NULL || s->state != BRAID_ONLINE_NEW)
+        return s;
+    /* The class's first call lists the rivals; every rank makes it with
+     * the same size, so every rank lists the same. */
+    s->coll   = coll;
+    s->cls    = size_class(bytes);
+    s->idx[0] = pick.idx;
+    s->ncands =
+        braid_online_rivals(s->idx, &comm->sel, coll, bytes, mem, o->within);
+    s->state = s->ncands > 1 ? BRAID_ONLINE_TRIAL : BRAID_ONLINE_OFF;
+    return s;
+}
+
+static void cache(braid_selector_t *sel, braid_coll_t coll, size_t bytes,
+                  uint32_t mem, int idx)
+{
+    sel->last_bytes[coll] = bytes;
+    sel->last_mem[coll]   = mem;
+    sel->last_idx[coll]   = idx;
+}
+
+braid_status_t braid_online_select(braid_candidate_t   **cand,
+                                   braid_online_slot_t **trial,
+                                   braid_comm_t *comm, braid_coll_t coll,
+                                   size_t bytes, uint32_t mem, int trial_ok)
+{
+    braid_selector_t *sel  = &comm->sel;
+    braid_pick_t      pick = braid_select_find(sel, coll, bytes, mem);
+    *trial                 = NULL;
+    if (pick.idx < 0) /* the refusal, with its message */
+        return braid_select(cand, sel, coll, bytes, mem);
+    braid_online_slot_t *s   = slot_for(comm, coll, bytes, mem, pick);
+    int                  idx = pick.idx;
+    if (s != NULL && s->state == BRAID_ONLINE_SETTLED &&
+        braid_candidate_estimate(sel, &sel->cands[s->chosen], coll, bytes,
+                                 mem) >= 0)
+        idx = s->chosen;
+    if (s != NULL && s->state == BRAID_ONLINE_TRIAL) {
+        /* Not cached: the next call of the class comes back here. */
+        if (trial_ok) {
+            int round;
+            idx    = s->idx[braid_online_turn(&round, s->calls, s->ncands)];
+            *trial = s;
+        }
+    } else
+        cache(sel, coll, bytes, mem, idx);
+    *cand = &sel->cands[idx];
+    return BRAID_OK;
+}
+
+/* What each rank sends when a class settles: which class and candidates
+ * (a rank whose calls differed would send others) and its medians. */
+typedef struct settle_msg {
+    int32_t coll, cls, ncands;
+    int32_t idx[BRAID_ONLINE_MAX_CANDS];
+    double  us[BRAID_ONLINE_MAX_CANDS];
+} settle_msg_t;
+
+static braid_status_t settle(braid_comm_t *comm, braid_online_slot_t *s)
+{
+    braid_coll_t c   = s->coll;
+    settle_msg_t msg = {0};
+    msg.coll         = (int32_t)c;
+    msg.cls          = s->cls;
+    msg.ncands       = s->ncands;
+    for (int k = 0; k < s->ncands; k++) {
+        msg.idx[k] = s->idx[k];
+        msg.us[k]  = braid_online_mine(s, k);
+    }
+    for (int k = 0; k < s->ncands; k++)
+        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP,
+                  "%s class %d: %s: %.1f %.1f | %.1f %.1f %.1f %.1f %.1f "
+                  "%.1f us",
+                  braid_coll_name(c), s->cls, comm->sel.cands[s->idx[k]].name,
+                  s->us[k][0], s->us[k][1], s->us[k][2], s->us[k][3],
+                  s->us[k][4], s->us[k][5], s->us[k][6], s->us[k][7]);
+    settle_msg_t *all = calloc((size_t)comm->size, sizeof(*all));
+    if (all == NULL)
+        return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
+    braid_status_t st =
+        braid_bootstrap_allgather(comm->bs, &msg, all, sizeof(msg));
+    for (int r = 0; st == BRAID_OK && r < comm->size; r++) {
+        if (memcmp(&all[r], &msg, offsetof(settle_msg_t, us)) != 0) {
+            st = braid_error(BRAID_ERR_MISMATCH,
+                             "online tuning of %s: rank %d timed other "
+                             "candidates than rank %d (their calls "
+                             "differed)",
+                             braid_coll_name(c), r, comm->rank);
+            break;
+        }
+        for (int k = 0; k < s->ncands; k++)
+            s->agreed[k] = r == 0 || all[r].us[k] > s->agreed[k]
+                               ? all[r].us[k]
+                               : s->agreed[k];
+    }
+    free(all);
+    if (st != BRAID_OK)
+        return st;
+    s->chosen =
+        s->idx[braid_online_decide(s->agreed, s->ncands, BRAID_ONLINE_MARGIN)];
+    s->state = BRAID_ONLINE_SETTLED;
+    if (comm->rank == 0 && braid_log_level() >= BRAID_LOG_INFO) {
+        char list[256] = "";
+        for (int k = 0; k < s->ncands; k++)
+            snprintf(list + strlen(list), sizeof(list) - strlen(list),
+                     "%s%s %.2f us", k ? ", " : "",
+                     comm->sel.cands[s->idx[k]].name, s->agreed[k]);
+        braid_log(BRAID_LOG_INFO, LOG_COMP,
+                  "%s of %zu-%zu B: %s (%s; cost model: %s)",
+                  braid_coll_name(c), (size_t)1 << msg.cls,
+                  ((size_t)2 << msg.cls) - 1, comm->sel.cands[s->chosen].name,
+                  list, comm->sel.cands[s->idx[0]].name);
+    }
+    return BRAID_OK;
+}
+
+braid_status_t braid_online_record(braid_comm_t *comm, braid_online_slot_t *s,
+                                   double seconds)
+{
+    if (s->state != BRAID_ONLINE_TRIAL)
+        return BRAID_OK;
+    int round, k = braid_online_turn(&round, s->calls, s->ncands);
+    if (round >= 0)
+        s->us[k][round] = seconds * 1e6;
+    if (++s->calls < BRAID_ONLINE_CALLS(s->ncands))
+        return BRAID_OK;
+    return settle(comm, s);
+}
+
+int braid_online_explain(braid_comm_t *comm, braid_coll_t coll, size_t bytes,
+                         char *cand, size_t cand_len, char *why,
+                         size_t why_len)
+{
+    braid_online_t *o = &comm->online;
+    if (!o->on || bytes == 0 || o->slots[coll] == NULL)
+        return 0;
+    braid_online_slot_t *s    = &o->slots[coll][size_class(bytes)];
+    uint32_t             host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    braid_pick_t pick = braid_select_find(&comm->sel, coll, bytes, host);
+    if (pick.idx < 0 || pick.why != BRAID_WHY_COST || bytes > o->max_bytes ||
+        (s->state != BRAID_ONLINE_TRIAL && s->state != BRAID_ONLINE_SETTLED))
+        return 0;
+    const braid_candidate_t *cands     = comm->sel.cands;
+    char                     list[256] = "";
+    int idx = s->state == BRAID_ONLINE_SETTLED ? s->chosen : pick.idx;
+    if (s->state == BRAID_ONLINE_SETTLED &&
+        braid_candidate_estimate(&comm->sel, &cands[idx], coll, bytes, host) <
+            0)
+        idx = pick.idx;
+    for (int k = 0; k < s->ncands; k++)
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+                 k ? ", " : "", cands[s->idx[k]].name);
+    if (cand != NULL && cand_len > 0)
+        snprintf(cand, cand_len, "%s", cands[idx].name);
+    if (why == NULL || why_len == 0)
+        return 1;
+    if (s->state == BRAID_ONLINE_TRIAL) {
+        snprintf(why, why_len,
+                 "on trial (%d of %d calls: %s take turns); cost model: %s",
+                 s->calls, BRAID_ONLINE_CALLS(s->ncands), list,
+                 cands[pick.idx].name);
+        return 1;
+    }
+    list[0] = '\0';
+    for (int k = 0; k < s->ncands; k++)
+        snprintf(list + strlen(list), sizeof(list) - strlen(list),
+                 "%s%s %.2f us", k ? ", " : "", cands[s->idx[k]].name,
+                 s->agreed[k]);
+    snprintf(why, why_len,
+             "measured on this communicator (%s: slowest rank's median of "
+             "%d calls each); cost model: %s",
+             list, BRAID_ONLINE_ROUNDS - BRAID_ONLINE_WARM,
+             cands[pick.idx].name);
+    return 1;
+}

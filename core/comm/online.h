@@ -1,0 +1,123 @@
+/* Online tuning: the dispatcher settles close calls on the live
+ * communicator.
+ *
+ * The cost model ranks candidates from calibrated link figures, but where two
+ * of them are close, what decides is how the calls come (a stream, a lone
+ * call after a barrier, other work between them), which no figure measured
+ * at creation describes (docs/tuning.md, "Online tuning").  So for each
+ * collective and power-of-two size class, the first blocking host calls take
+ * turns among the model's pick and the candidates whose estimate lies within
+ * BRAID_ONLINE_WITHIN of it; every rank times its own calls, the ranks agree
+ * on the slowest rank's median per candidate over the bootstrap channel, and
+ * from then on the class runs the fastest (the model's pick unless another
+ * beat it by more than BRAID_ONLINE_MARGIN).  Reductions only swap
+ * algorithms that fold in rank order (BRAID_ALGO_RANK_ORDER), so no result
+ * changes by a bit.  Every rank makes the same calls
+ * and agrees on the same times, so every rank runs the same candidate in
+ * every call, trials included.  The BRAID_ALGO override and the tuning file
+ * are obeyed as they are: only the cost model's picks go on trial. */
+#ifndef BRAID_CORE_ONLINE_H
+#define BRAID_CORE_ONLINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <braid/braid.h>
+
+#include "select/select.h"
+
+struct braid_comm;
+
+#define BRAID_ONLINE_MAX_CANDS 4
+/* Turns of every candidate on trial; the first BRAID_ONLINE_WARM are not
+ * counted (a candidate's first calls of a size on a communicator fault its
+ * buffers in and run several times slower).  A turn is two
+ * calls in a row, and only the second is timed: the first follows another
+ * candidate's call, while in the application's steady state a call follows
+ * one of its own (the waiting policy treats such a stream differently,
+ * comm/wait.c). */
+#define BRAID_ONLINE_ROUNDS 8
+#define BRAID_ONLINE_WARM   2
+#define BRAID_ONLINE_TURN   2
+/* Calls of a trial of n candidates. */
+#define BRAID_ONLINE_CALLS(n) ((n)*BRAID_ONLINE_ROUNDS * BRAID_ONLINE_TURN)
+/* Size classes: bytes in [2^b, 2^(b+1)). */
+#define BRAID_ONLINE_CLASSES 64
+/* A rival replaces the model's pick only when faster by more than this:
+ * within it, both are as good, and the pick does not change with noise. */
+#define BRAID_ONLINE_MARGIN         0.05
+#define BRAID_ONLINE_WITHIN_DEFAULT 2.0
+#define BRAID_ONLINE_MAX_DEFAULT    ((size_t)16 << 20)
+
+typedef enum {
+    BRAID_ONLINE_NEW = 0, /* no call of the class yet */
+    BRAID_ONLINE_OFF,     /* the model's pick has no close rival */
+    BRAID_ONLINE_TRIAL,   /* calls take turns among the candidates */
+    BRAID_ONLINE_SETTLED  /* chosen holds the winner */
+} braid_online_state_t;
+
+typedef struct braid_online_slot {
+    braid_online_state_t state;
+    braid_coll_t         coll;
+    int                  cls; /* bytes in [2^cls, 2^(cls+1)) */
+    int                  ncands;
+    int idx[BRAID_ONLINE_MAX_CANDS]; /* into sel->cands; [0]: model's pick */
+    int calls;                       /* trial calls completed */
+    int chosen;                      /* settled: into sel->cands */
+    double us[BRAID_ONLINE_MAX_CANDS][BRAID_ONLINE_ROUNDS]; /* this rank's */
+    double agreed[BRAID_ONLINE_MAX_CANDS]; /* slowest rank's median (us) */
+} braid_online_slot_t;
+
+typedef struct braid_online {
+    int    on;        /* BRAID_ONLINE */
+    double within;    /* BRAID_ONLINE_WITHIN: rivals' estimate / pick's */
+    size_t max_bytes; /* BRAID_ONLINE_MAX: larger calls keep the model's */
+    braid_online_slot_t *slots[BRAID_COLL_COUNT]; /* [CLASSES], on use */
+} braid_online_t;
+
+/* Reads BRAID_ONLINE (on|off), BRAID_ONLINE_WITHIN (a factor >= 1) and
+ * BRAID_ONLINE_MAX (a size); a malformed value is an error that points at
+ * the fault.  *print: what every rank must agree on. */
+braid_status_t braid_online_read_env(braid_online_t *o, uint64_t *print);
+void           braid_online_free(braid_online_t *o);
+
+/* The candidate of a call the selector's one-entry cache did not answer:
+ * the model's (or override's, or tuning file's) pick, or the class's
+ * settled winner, or -- trial_ok (a blocking call on host memory) while
+ * the class is on trial -- the candidate whose turn it is, with *trial set
+ * to the slot to record its time in (else NULL).  Caches what no trial
+ * will change. */
+braid_status_t braid_online_select(braid_candidate_t   **cand,
+                                   braid_online_slot_t **trial,
+                                   struct braid_comm *comm, braid_coll_t coll,
+                                   size_t bytes, uint32_t mem, int trial_ok);
+/* A trial call of slot took seconds on this rank; after the last one the
+ * ranks agree on the winner (collective over the bootstrap channel, at the
+ * same call on every rank). */
+braid_status_t braid_online_record(struct braid_comm   *comm,
+                                   braid_online_slot_t *slot, double seconds);
+/* braid_comm_choice for host memory: 1 with cand and why filled when the
+ * size's class is on trial or settled, else 0. */
+int braid_online_explain(struct braid_comm *comm, braid_coll_t coll,
+                         size_t bytes, char *cand, size_t cand_len, char *why,
+                         size_t why_len);
+
+/* Pure parts, for the unit test.  Which candidate (0..ncands) trial call
+ * `call` runs, and in *round the round it is timed in (-1: not timed). */
+int braid_online_turn(int *round, int call, int ncands);
+/* The median of this rank's timed rounds
+ * of candidate k (us). */
+double braid_online_mine(const braid_online_slot_t *slot, int k);
+/* Which of agreed[0..n) wins: 0 (the model's pick) unless another is
+ * faster by more than margin; ties go to the lower index. */
+int braid_online_decide(const double *agreed, int n, double margin);
+/* The rivals of the model's pick idx[0]: fills idx[1..] with the
+ * candidates that take mem and estimate within `within` times the pick's,
+ * cheapest first -- for a reduction only when the pick and they all fold
+ * in rank order (BRAID_ALGO_RANK_ORDER), so that a trial changes no bit of
+ * any result; returns the count including idx[0]. */
+int braid_online_rivals(int *idx, const braid_selector_t *sel,
+                        braid_coll_t coll, size_t bytes, uint32_t mem,
+                        double within);
+
+#endif

@@ -1,0 +1,151 @@
+/* Online tuning end to end (docs/tuning.md, "Online tuning"), under
+ * braidrun: with BRAID_ONLINE_WITHIN large enough that every candidate is a
+ * rival, a size class goes on trial at its first call, every call of the
+ * trial gives the right result on every rank (the candidates take turns),
+ * the class settles after the trial's calls on the same call everywhere,
+ * and every rank then names the same candidate; non-blocking calls run
+ * while a class is on trial and are not counted; BRAID_ALGO keeps a class
+ * off trial.  Run once as is (trials) and once with --forced under
+ * BRAID_ALGO. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <braid/braid.h>
+
+#include "mp_common.h"
+
+#define PROG "test_online"
+
+static int rank, size;
+
+/* A failed check ends this rank; braidrun then ends the job. */
+static void check(int ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, PROG " rank %d: FAIL %s\n", rank, what);
+        exit(1);
+    }
+}
+
+/* "on trial", "measured" or "cost model", and the candidate. */
+static const char *state(braid_comm_t *comm, size_t bytes, char *cand,
+                         size_t len)
+{
+    static char    why[512];
+    braid_status_t st = braid_comm_choice(comm, BRAID_COLL_ALLREDUCE, bytes,
+                                          cand, len, why, sizeof(why));
+    if (st != BRAID_OK)
+        mp_fatal(PROG, rank, st, "braid_comm_choice");
+    return why;
+}
+
+/* Every rank's candidate name agrees with rank 0's. */
+static int same_everywhere(braid_comm_t *comm, const char *cand)
+{
+    char mine[64] = {0}, *all = calloc((size_t)size, sizeof(mine));
+    snprintf(mine, sizeof(mine), "%s", cand);
+    braid_status_t st =
+        braid_allgather(mine, all, sizeof(mine), BRAID_U8, comm);
+    if (st != BRAID_OK)
+        mp_fatal(PROG, rank, st, "allgather of the names");
+    int ok = 1;
+    for (int r = 0; r < size; r++)
+        ok &= strcmp(all + (size_t)r * sizeof(mine), mine) == 0;
+    free(all);
+    return ok;
+}
+
+/* One all-reduce of count floats, checked: element i of rank r is
+ * i % 5 + r, exact in f32. */
+static void one_call(braid_comm_t *comm, float *s, float *r, size_t count,
+                     int nonblocking)
+{
+    for (size_t i = 0; i < count; i++) {
+        s[i] = (float)(i % 5 + (size_t)rank);
+        r[i] = -1.0f;
+    }
+    braid_status_t st;
+    if (nonblocking) {
+        braid_request_t *req;
+        st = braid_iallreduce(s, r, count, BRAID_F32, BRAID_SUM, comm, &req);
+        if (st == BRAID_OK)
+            st = braid_wait(req);
+    } else
+        st = braid_allreduce(s, r, count, BRAID_F32, BRAID_SUM, comm);
+    if (st != BRAID_OK)
+        mp_fatal(PROG, rank, st, "allreduce of %zu floats", count);
+    double base = (double)size * (size - 1) / 2;
+    for (size_t i = 0; i < count; i++)
+        if ((double)r[i] != (double)size * (double)(i % 5) + base) {
+            fprintf(stderr, PROG " rank %d: element %zu is %g\n", rank, i,
+                    (double)r[i]);
+            exit(1);
+        }
+}
+
+int main(int argc, char **argv)
+{
+    int            forced = argc > 1 && strcmp(argv[1], "--forced") == 0;
+    braid_comm_t  *comm;
+    braid_status_t st = braid_init(&comm);
+    if (st != BRAID_OK)
+        mp_fatal(PROG, -1, st, "braid_init");
+    rank = braid_comm_rank(comm);
+    size = braid_comm_size(comm);
+
+    const size_t count = 3000, bytes = count * sizeof(float);
+    float       *s = malloc(bytes), *r = malloc(bytes);
+    char         cand[64], msg[600];
+    const char  *why = state(comm, bytes, cand, sizeof(cand));
+    snprintf(msg, sizeof(msg), "before any call: %s", why);
+    check(strncmp(why, "on trial", 8) != 0, msg);
+
+    if (forced) {
+        for (int i = 0; i < 80; i++)
+            one_call(comm, s, r, count, 0);
+        why = state(comm, bytes, cand, sizeof(cand));
+        snprintf(msg, sizeof(msg), "BRAID_ALGO keeps it off trial: %s", why);
+        check(strstr(why, "override") != NULL, msg);
+        goto out;
+    }
+
+    /* The first call puts the class on trial; a non-blocking call in the
+     * middle is not counted. */
+    one_call(comm, s, r, count, 0);
+    why = state(comm, bytes, cand, sizeof(cand));
+    snprintf(msg, sizeof(msg), "on trial after one call: %s", why);
+    check(strncmp(why, "on trial (1 of ", 15) == 0, msg);
+    int total = atoi(why + 15);
+    snprintf(msg, sizeof(msg), "the trial's length %d (%s)", total, why);
+    check(total >= 4 && total <= 64 && total % 2 == 0, msg);
+    one_call(comm, s, r, count, 1);
+    why = state(comm, bytes, cand, sizeof(cand));
+    snprintf(msg, sizeof(msg), "a non-blocking call is not counted: %s", why);
+    check(strncmp(why, "on trial (1 of ", 15) == 0, msg);
+    for (int i = 1; i < total - 1; i++)
+        one_call(comm, s, r, count, 0);
+    why = state(comm, bytes, cand, sizeof(cand));
+    snprintf(msg, sizeof(msg), "one call before the end: %s", why);
+    check(strncmp(why, "on trial", 8) == 0, msg);
+    one_call(comm, s, r, count, 0);
+    why = state(comm, bytes, cand, sizeof(cand));
+    snprintf(msg, sizeof(msg), "settled after %d calls: %s", total, why);
+    check(strncmp(why, "measured on this communicator", 29) == 0, msg);
+    check(same_everywhere(comm, cand), "every rank names the same candidate");
+    /* The settled class: calls keep working, the same size or another in
+     * the class. */
+    for (int i = 0; i < 5; i++)
+        one_call(comm, s, r, count - (size_t)i * 100, i % 2);
+    why = state(comm, bytes - 400, cand, sizeof(cand));
+    snprintf(msg, sizeof(msg), "the whole class is settled: %s", why);
+    check(strncmp(why, "measured", 8) == 0, msg);
+out:
+    free(s);
+    free(r);
+    if (rank == 0)
+        printf(PROG ": %d ranks ok (%s): %s\n", size, cand,
+               forced ? "forced" : "trial");
+    return braid_finalize(comm) == BRAID_OK ? 0 : 1;
+}

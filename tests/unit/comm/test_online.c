@@ -1,0 +1,210 @@
+/* Unit tests of online tuning's pure parts (comm/online.c): which candidate
+ * each trial call runs, which calls are timed, the medians, the decision,
+ * the rivals of the cost model's pick, and the environment. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "comm/online.h"
+
+static void test_turns(void)
+{
+    /* Three candidates: A A B B C C A A ...; the second call of a turn is
+     * timed, in the round of its turn. */
+    int counts[BRAID_ONLINE_MAX_CANDS]     = {0},
+        timed[BRAID_ONLINE_MAX_CANDS]      = {0};
+    int last_round[BRAID_ONLINE_MAX_CANDS] = {-1, -1, -1, -1};
+    for (int c = 0; c < BRAID_ONLINE_CALLS(3); c++) {
+        int round, k = braid_online_turn(&round, c, 3);
+        CHECK(k == (c / 2) % 3, "call %d runs candidate %d", c, k);
+        counts[k]++;
+        CHECK((round >= 0) == (c % 2 == 1), "call %d timed: round %d", c,
+              round);
+        if (round >= 0) {
+            CHECK(round == last_round[k] + 1 && round < BRAID_ONLINE_ROUNDS,
+                  "candidate %d timed in round %d after %d", k, round,
+                  last_round[k]);
+            last_round[k] = round;
+            timed[k]++;
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        CHECK(counts[k] == 2 * BRAID_ONLINE_ROUNDS &&
+                  timed[k] == BRAID_ONLINE_ROUNDS &&
+                  last_round[k] == BRAID_ONLINE_ROUNDS - 1,
+              "candidate %d: %d calls, %d timed", k, counts[k], timed[k]);
+}
+
+static void test_mine(void)
+{
+    braid_online_slot_t s;
+    memset(&s, 0, sizeof(s));
+    /* The warm-up rounds are huge and must not count. */
+    for (int r = 0; r < BRAID_ONLINE_ROUNDS; r++)
+        s.us[1][r] = r < BRAID_ONLINE_WARM ? 1e6 : 10.0 + r;
+    double m  = braid_online_mine(&s, 1);
+    double lo = 10.0 + BRAID_ONLINE_WARM, hi = 10.0 + BRAID_ONLINE_ROUNDS - 1;
+    double mid = (lo + hi) / 2;
+    CHECK(m == mid, "median of the timed rounds %.2f, want %.2f", m, mid);
+    CHECK(s.us[1][BRAID_ONLINE_WARM] == lo, "the slot is left as it was");
+}
+
+static void test_decide(void)
+{
+    double a[] = {10.0, 10.4, 12.0};
+    CHECK(braid_online_decide(a, 3, 0.05) == 0,
+          "the model's pick stays within the margin");
+    double b[] = {10.0, 9.0, 9.4};
+    CHECK(braid_online_decide(b, 3, 0.05) == 1, "a rival 10%% faster wins");
+    double c[] = {10.0, 8.0, 8.0};
+    CHECK(braid_online_decide(c, 3, 0.05) == 1, "ties go to the lower index");
+    double d[] = {10.0};
+    CHECK(braid_online_decide(d, 1, 0.05) == 0, "one candidate");
+    double e[] = {10.0, 9.6};
+    CHECK(braid_online_decide(e, 2, 0.0) == 1, "no margin: the faster");
+}
+
+static double est_linear(const braid_algo_t *self, const braid_cost_in_t *in)
+{
+    /* The name's first digit scales the estimate: "a1" 1x, "a3" 3x. */
+    return (self->name[1] - '0') * (1.0 + in->bytes * 0.01);
+}
+
+static double est_never(const braid_algo_t *self, const braid_cost_in_t *in)
+{
+    (void)self, (void)in;
+    return -1.0;
+}
+
+static void test_rivals(void)
+{
+    braid_transport_t shm = {.name = "shm"};
+    braid_tl_t        tl  = {.ops = &shm};
+    const uint32_t    ro  = BRAID_ALGO_RANK_ORDER;
+    braid_algo_t      a1 = {.name = "a1", .flags = ro, .estimate = est_linear};
+    braid_algo_t      a2 = {.name = "a2", .flags = ro, .estimate = est_linear};
+    braid_algo_t      a3 = {.name = "a3", .flags = ro, .estimate = est_linear};
+    braid_algo_t      a5 = {.name = "a5", .flags = ro, .estimate = est_linear};
+    braid_algo_t no = {.name = "a1no", .flags = ro, .estimate = est_never};
+    braid_algo_t a4 = {.name = "a4", .estimate = est_linear};
+    a1.coll = a2.coll = a3.coll = a5.coll = no.coll = BRAID_COLL_ALLREDUCE;
+    a4.coll                                         = BRAID_COLL_ALLGATHER;
+    const uint32_t host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    const uint32_t dev  = BRAID_MEM_BIT(BRAID_MEM_CUDA);
+    /* Name order, as the selector keeps them; a2 takes device memory only. */
+    braid_candidate_t cands[] = {
+        {"a1@shm", &a1, &tl, "shm", host, NULL, NULL},
+        {"a1no@shm", &no, &tl, "shm", host, NULL, NULL},
+        {"a2@shm", &a2, &tl, "shm", dev, NULL, NULL},
+        {"a3@shm", &a3, &tl, "shm", host, NULL, NULL},
+        {"a4@shm", &a4, &tl, "shm", host, NULL, NULL},
+        {"a5@shm", &a5, &tl, "shm", host, NULL, NULL},
+    };
+    braid_algo_spec_t none;
+    braid_tune_t      tune = {0};
+    braid_algo_spec_parse(&none, NULL);
+    braid_selector_t sel = {.ncands   = 6,
+                            .cands    = cands,
+                            .override = &none,
+                            .tune     = &tune,
+                            .nranks   = 4,
+                            .nnodes   = 1,
+                            .ppn      = 4};
+    braid_selector_init(&sel);
+    int idx[BRAID_ONLINE_MAX_CANDS] = {0};
+    int n =
+        braid_online_rivals(idx, &sel, BRAID_COLL_ALLREDUCE, 64, host, 2.0);
+    CHECK(n == 1, "nothing within 2x of a1 (a3 is 3x): %d", n);
+    n = braid_online_rivals(idx, &sel, BRAID_COLL_ALLREDUCE, 64, host, 5.0);
+    CHECK(n == 3 && idx[0] == 0 && idx[1] == 3 && idx[2] == 5,
+          "within 5x: a1, then a3 and a5 cheapest first; not a1no (cannot "
+          "run), a2 (device memory), a4 (allgather): n %d [%d %d %d]",
+          n, idx[0], idx[1], idx[2]);
+    idx[0] = 5; /* the pick need not be the cheapest (a tuning file's) */
+    n = braid_online_rivals(idx, &sel, BRAID_COLL_ALLREDUCE, 64, host, 1.0);
+    CHECK(n == 3 && idx[0] == 5 && idx[1] == 0 && idx[2] == 3,
+          "rivals of a5 within 1x: a1 and a3, cheapest first: n %d", n);
+    /* A reduction that does not fold in rank order is neither a rival
+     * nor a pick with rivals; an allgather needs no such promise. */
+    a3.flags = 0;
+    idx[0]   = 0;
+    n = braid_online_rivals(idx, &sel, BRAID_COLL_ALLREDUCE, 64, host, 5.0);
+    CHECK(n == 2 && idx[1] == 5, "a3 without the flag is no rival: n %d", n);
+    idx[0] = 3;
+    n = braid_online_rivals(idx, &sel, BRAID_COLL_ALLREDUCE, 64, host, 5.0);
+    CHECK(n == 1, "a3 without the flag has no rivals: n %d", n);
+    a3.flags        = ro;
+    braid_algo_t g1 = {
+        .name = "a1", .coll = BRAID_COLL_ALLGATHER, .estimate = est_linear};
+    braid_candidate_t gathers[] = {
+        {"a1@shm", &g1, &tl, "shm", host, NULL, NULL},
+        {"a4@shm", &a4, &tl, "shm", host, NULL, NULL},
+    };
+    sel.ncands = 2;
+    sel.cands  = gathers;
+    braid_selector_init(&sel);
+    idx[0] = 0;
+    n = braid_online_rivals(idx, &sel, BRAID_COLL_ALLGATHER, 64, host, 5.0);
+    CHECK(n == 2 && idx[1] == 1, "allgathers without the flag: n %d", n);
+    /* A full list keeps the cheapest: six candidates of 1x-1.5x. */
+    braid_candidate_t many[8];
+    for (int i = 0; i < 8; i++)
+        many[i] = (braid_candidate_t){
+            "m@shm", i % 2 ? &a1 : &a3, &tl, "shm", host, NULL, NULL};
+    sel.ncands = 8;
+    sel.cands  = many;
+    braid_selector_init(&sel);
+    idx[0] = 1;
+    n = braid_online_rivals(idx, &sel, BRAID_COLL_ALLREDUCE, 64, host, 3.0);
+    CHECK(n == BRAID_ONLINE_MAX_CANDS && idx[0] == 1 && idx[1] == 3 &&
+              idx[2] == 5 && idx[3] == 7,
+          "a full list holds the cheapest (a1s, not a3s): %d %d %d %d", idx[0],
+          idx[1], idx[2], idx[3]);
+}
+
+static void test_env(void)
+{
+    braid_online_t o;
+    uint64_t       p0, p1;
+    unsetenv("BRAID_ONLINE");
+    unsetenv("BRAID_ONLINE_WITHIN");
+    unsetenv("BRAID_ONLINE_MAX");
+    CHECK(braid_online_read_env(&o, &p0) == BRAID_OK && o.on == 1 &&
+              o.within == BRAID_ONLINE_WITHIN_DEFAULT &&
+              o.max_bytes == BRAID_ONLINE_MAX_DEFAULT,
+          "defaults: on");
+    setenv("BRAID_ONLINE", "off", 1);
+    CHECK(braid_online_read_env(&o, &p1) == BRAID_OK && o.on == 0 && p1 != p0,
+          "off, and the print differs");
+    setenv("BRAID_ONLINE", "maybe", 1);
+    CHECK(braid_online_read_env(&o, &p1) == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "BRAID_ONLINE='maybe'") != NULL &&
+              strstr(braid_last_error(), "position 0") != NULL,
+          "a bad value is named with its position: %s", braid_last_error());
+    setenv("BRAID_ONLINE", "on", 1);
+    setenv("BRAID_ONLINE_WITHIN", "0.5", 1);
+    CHECK(braid_online_read_env(&o, &p1) == BRAID_ERR_PARSE,
+          "a factor below 1 is refused: %s", braid_last_error());
+    setenv("BRAID_ONLINE_WITHIN", "1.25", 1);
+    setenv("BRAID_ONLINE_MAX", "1Mx", 1);
+    CHECK(braid_online_read_env(&o, &p1) == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "BRAID_ONLINE_MAX") != NULL,
+          "a bad size is refused: %s", braid_last_error());
+    setenv("BRAID_ONLINE_MAX", "1MiB", 1);
+    CHECK(braid_online_read_env(&o, &p1) == BRAID_OK && o.within == 1.25 &&
+              o.max_bytes == (1u << 20) && p1 != p0,
+          "factor and size read");
+    unsetenv("BRAID_ONLINE");
+    unsetenv("BRAID_ONLINE_WITHIN");
+    unsetenv("BRAID_ONLINE_MAX");
+}
+
+int main(void)
+{
+    test_turns();
+    test_mine();
+    test_decide();
+    test_rivals();
+    test_env();
+    return check_summary("online");
+}
