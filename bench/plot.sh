@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # PNG charts of time and bus bandwidth against message size, one line per
 # series: every braid candidate, the automatic choice (auto; tuned: with
-# braid-tune's file; alone: in a job of its own, bench/compare.sh), Open
+# braid-tune's file; model: without online tuning, the cost model's picks;
+# alone: in a job of its own, bench/compare.sh), Open
 # MPI (ompi) and torch's Gloo (gloo).  One chart per collective and rank
 # count: DIR/<coll>-n<ranks>.png.
 #
@@ -12,7 +13,7 @@
 #                                 LABEL=FILE names every row LABEL instead
 #                                 (a run without --algo: LABEL=auto)
 #   braid-tune --csv FILE         series: its series column (candidates,
-#                                 auto, tuned)
+#                                 auto, model, tuned)
 #   coll,nranks,size,series,time_us
 #                                 mpi-allreduce-bench -o, torch_allreduce.py
 #                                 --csv, tune_report.py merge
@@ -79,13 +80,14 @@ sort -t, -k1,1 -k2,2n -k4,4 -k3,3n -k5,5g "$tmp/rows" | awk -F, '
   END { flush() }' >"$tmp/med"
 
 # Series in a fixed order: candidates by name, then auto, alone, tuned,
-# ompi, gloo.
-rank_of() { case $1 in auto) echo 1 ;; alone) echo 2 ;; tuned) echo 3 ;; ompi) echo 4 ;; gloo) echo 5 ;; braid-torch) echo 6 ;; *) echo 0 ;; esac; }
+# model, ompi, gloo.
+rank_of() { case $1 in auto) echo 1 ;; alone) echo 2 ;; tuned) echo 3 ;; model) echo 4 ;; ompi) echo 5 ;; gloo) echo 6 ;; braid-torch) echo 7 ;; *) echo 0 ;; esac; }
 style_of() {
   case $1 in
     auto)  echo 'lw 3 lc rgb "#d62728" pt 7 ps 0.6' ;;
     alone) echo 'lw 3 dt 5 lc rgb "#2ca02c" pt 7 ps 0.6' ;;
     tuned) echo 'lw 3 dt 2 lc rgb "#ff7f0e" pt 5 ps 0.6' ;;
+    model) echo 'lw 2 dt 4 lc rgb "#8c564b" pt 4 ps 0.6' ;;
     ompi)  echo 'lw 3 lc rgb "black" pt 9 ps 0.7' ;;
     gloo)  echo 'lw 3 dt 3 lc rgb "#1f77b4" pt 11 ps 0.7' ;;
     braid-torch) echo 'lw 2 dt 4 lc rgb "#9467bd" pt 13 ps 0.6' ;;

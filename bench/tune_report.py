@@ -118,7 +118,8 @@ class Data:
 
 
 def is_cand(series):
-    return "@" in series or series not in ("auto", "tuned", "alone") + OTHERS
+    return "@" in series or series not in ("auto", "tuned", "alone",
+                                           "model") + OTHERS
 
 
 def best_cand(row):
@@ -179,24 +180,28 @@ def gap(d):
     print("\n## The oracle gap: the automatic choice against the best forced "
           "candidate")
     print("gap = auto / best - 1 (medians over rounds); tuned = the automatic "
-          "choice with braid-tune's file;\npick = the candidate it ran, timed "
+          "choice with braid-tune's file;\nmodel = the automatic choice "
+          "without online tuning (BRAID_ONLINE=off: the cost model's picks);"
+          "\npick = the candidate it ran, timed "
           "forced in the same rounds, / best - 1: the choice alone, without "
           "the\nnoise between the auto series and the forced ones (on a busy "
           "machine the two differ by more\nthan the gap)")
     print(f"  {'coll':15} {'ranks':>5} {'size':>6} {'best':>16} "
           f"{'best us':>10} {'auto ran':>16} {'auto us':>10} {'gap':>7} "
-          f"{'tuned ran':>16} {'tuned us':>10} {'gap':>7} {'pick':>6} "
-          f"{'tpick':>6}")
-    over = {"auto": 0, "tuned": 0}
-    worst = {"auto": 0.0, "tuned": 0.0}
-    picks = {"auto": [], "tuned": []}
+          f"{'tuned ran':>16} {'tuned us':>10} {'gap':>7} "
+          f"{'model ran':>16} {'model us':>10} {'gap':>7} {'pick':>6} "
+          f"{'tpick':>6} {'mpick':>6}")
+    series = (("auto", GAP), ("tuned", TUNED_GAP), ("model", GAP))
+    over = {s: 0 for s, _ in series}
+    worst = {s: 0.0 for s, _ in series}
+    picks = {s: [] for s, _ in series}
     for (coll, n, size), row in sorted(pts.items()):
         tb, b = best_cand(row)
         if tb is None:
             continue
         line = (f"  {coll:15} {n:>5} {fmt_size(size):>6} {b:>16} "
                 f"{fmt_us(tb):>10}")
-        for s, limit in (("auto", GAP), ("tuned", TUNED_GAP)):
+        for s, limit in series:
             t = row.get(s)
             if t is None:
                 line += f" {'-':>16} {'-':>10} {'-':>7}"
@@ -207,14 +212,14 @@ def gap(d):
             over[s] += g > limit
             line += (f" {d.ran_name((coll, n, size, s)):>16} {fmt_us(t):>10} "
                      f"{g:>+6.0%}{flag}")
-        for s in ("auto", "tuned"):
+        for s, _ in series:
             ran = d.ran_name((coll, n, size, s)) if row.get(s) else None
             tp = row.get(ran) if ran else None
             if tp:
                 picks[s].append(tp / tb - 1)
             line += f" {'-' if not tp else f'{tp / tb - 1:+.0%}':>6}"
         print(line)
-    for s, limit in (("auto", GAP), ("tuned", TUNED_GAP)):
+    for s, limit in series:
         if any(k[3] == s for k in d.times):
             print(f"  {s}: largest gap {worst[s]:+.0%}; sizes over "
                   f"{limit:.0%}: {over[s]} (marked !)")

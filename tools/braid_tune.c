@@ -6,7 +6,8 @@
  *   braidrun -n 4 braid-tune -C allreduce -b 8 -e 256M --csv all.csv
  *
  * Each candidate runs on a communicator split off the world with BRAID_ALGO
- * naming it, the automatic choice on one without BRAID_ALGO and tuning file
+ * naming it, the automatic choice on one without BRAID_ALGO and tuning file,
+ * the cost model's own choice ("model") on one with BRAID_ONLINE=off too
  * (and, with --tune-file, on one with that file), so every series runs
  * exactly as an application's calls would.  The link figures are measured
  * again first (BRAID_CALIBRATE=force, unless set), so that the cost model's
@@ -252,7 +253,7 @@ static braid_comm_t *split_with(tune_t *t, const char *algo, const char *tune)
 }
 
 /* One series per candidate name (over every tuned collective that has it),
- * then the automatic choice, then the tuned one. */
+ * then the automatic choice, the cost model's alone, and the tuned one. */
 static void make_series(tune_t *t)
 {
     const braid_selector_t *sel = &t->world->sel;
@@ -284,6 +285,14 @@ static void make_series(tune_t *t)
         t->series[k].comm = split_with(t, algo, NULL);
     }
     add_series(t, "auto", SERIES_AUTO)->comm = split_with(t, NULL, NULL);
+    /* The cost model's own picks next to auto's: what online tuning
+     * changed, measured in the same rounds. */
+    char *online_env =
+        getenv("BRAID_ONLINE") ? strdup(getenv("BRAID_ONLINE")) : NULL;
+    set_env("BRAID_ONLINE", "off");
+    add_series(t, "model", SERIES_MODEL)->comm = split_with(t, NULL, NULL);
+    set_env("BRAID_ONLINE", online_env);
+    free(online_env);
     if (t->o.tune_file != NULL)
         add_series(t, "tuned", SERIES_TUNED)->comm =
             split_with(t, NULL, t->o.tune_file);

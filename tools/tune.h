@@ -19,6 +19,7 @@ typedef enum {
     SERIES_CAND,  /* one candidate, forced (BRAID_ALGO) */
     SERIES_AUTO,  /* the cost model's choice (no BRAID_ALGO, no tuning file) */
     SERIES_TUNED, /* the choice with --tune-file */
+    SERIES_MODEL, /* the cost model alone: auto with BRAID_ONLINE=off */
 } series_kind_t;
 
 /* A way of running calls: a communicator split off the world with its own

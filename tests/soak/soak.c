@@ -113,6 +113,50 @@ static usage_t usage_now(void)
     return u;
 }
 
+/* Every collective at one size, in place and not, unchecked; 0 on
+ * success. */
+static int warm_up(braid_comm_t *comm, char *send, char *recv, size_t count,
+                   braid_dtype_t dt, int rank)
+{
+    size_t         blk = count * braid_dtype_size(dt) * (size_t)rank;
+    braid_status_t st =
+        braid_allreduce(send, recv, count, dt, BRAID_SUM, comm);
+    if (st == BRAID_OK)
+        st = braid_allreduce(recv, recv, count, dt, BRAID_SUM, comm);
+    if (st == BRAID_OK)
+        st = braid_reduce_scatter(send, recv, count, dt, BRAID_SUM, comm);
+    if (st == BRAID_OK)
+        st =
+            braid_reduce_scatter(send, send + blk, count, dt, BRAID_SUM, comm);
+    if (st == BRAID_OK)
+        st = braid_allgather(send, recv, count, dt, comm);
+    if (st == BRAID_OK)
+        st = braid_allgather(recv + blk, recv, count, dt, comm);
+    if (st == BRAID_OK)
+        st = braid_broadcast(recv, count, dt, 0, comm);
+    if (st == BRAID_OK) /* its candidate may keep an area too */
+        st = braid_barrier(comm);
+    if (st != BRAID_OK) {
+        fprintf(stderr, "soak rank %d: warm-up at %zu elements: %s\n", rank,
+                count, braid_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether any collective of this many bytes per rank is still on trial. */
+static int on_trial(braid_comm_t *comm, size_t bytes)
+{
+    for (int k = 0; k < BRAID_COLL_COUNT; k++) {
+        char cand[80], why[512];
+        if (braid_comm_choice(comm, (braid_coll_t)k, bytes, cand, sizeof(cand),
+                              why, sizeof(why)) == BRAID_OK &&
+            strncmp(why, "on trial", 8) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     long     iters = 3000, max_count = 1 << 16;
@@ -160,40 +204,27 @@ int main(int argc, char **argv)
     /* Bring every communicator's buffers and receive areas to their
      * high-water mark first: each collective, in place and not, at every
      * power-of-two size (so every candidate the dispatcher picks by size
-     * has allocated what it keeps).  What grows after this is what a leak
-     * would grow. */
+     * has allocated what it keeps), and again at each size while the
+     * dispatcher has candidates of it on trial (online tuning runs them in
+     * turns over a size's first calls, so a candidate could otherwise
+     * first run -- and make its area -- at any point of the main loop).
+     * What grows after this is what a leak would grow. */
     memset(send, 0, cap);
     memset(recv, 0, cap);
     for (int c = 0; c < ncomms; c++) {
         for (size_t count = (size_t)max_count; count > 0; count /= 2) {
-            size_t         blk = count * 8 * (size_t)rank;
-            braid_status_t st  = braid_allreduce(send, recv, count, BRAID_F64,
-                                                 BRAID_SUM, comms[c]);
-            if (st == BRAID_OK)
-                st = braid_allreduce(recv, recv, count, BRAID_F64, BRAID_SUM,
-                                     comms[c]);
-            if (st == BRAID_OK)
-                st = braid_reduce_scatter(send, recv, count, BRAID_F64,
-                                          BRAID_SUM, comms[c]);
-            if (st == BRAID_OK)
-                st = braid_reduce_scatter(send, send + blk, count, BRAID_F64,
-                                          BRAID_SUM, comms[c]);
-            if (st == BRAID_OK)
-                st = braid_allgather(send, recv, count, BRAID_F64, comms[c]);
-            if (st == BRAID_OK)
-                st = braid_allgather(recv + blk, recv, count, BRAID_F64,
-                                     comms[c]);
-            if (st == BRAID_OK)
-                st = braid_broadcast(recv, count, BRAID_F64, 0, comms[c]);
-            if (st == BRAID_OK) /* its candidate may keep an area too */
-                st = braid_barrier(comms[c]);
-            if (st != BRAID_OK) {
-                fprintf(stderr,
-                        "soak rank %d: warm-up on communicator %d: "
-                        "%s\n",
-                        rank, c, braid_last_error());
-                return 1;
-            }
+            int reps = 0;
+            do {
+                if (warm_up(comms[c], send, recv, count, BRAID_F64, rank) != 0)
+                    return 1;
+            } while (on_trial(comms[c], count * 8) && ++reps < 200);
+        }
+        for (size_t count = 4; count > 0; count /= 2) {
+            int reps = 0;
+            do {
+                if (warm_up(comms[c], send, recv, count, BRAID_U8, rank) != 0)
+                    return 1;
+            } while (on_trial(comms[c], count) && ++reps < 200);
         }
     }
     usage_t warm = usage_now(), mid = warm;
