@@ -69,10 +69,10 @@ int braid_online_turn(int *round, int call, int ncands)
 
 double braid_online_mine(const braid_online_slot_t *slot, int k)
 {
-    enum { N = BRAID_ONLINE_ROUNDS - BRAID_ONLINE_WARM };
-    double v[N];
-    memcpy(v, &slot->us[k][BRAID_ONLINE_WARM], sizeof(v));
-    return braid_median(v, N);
+    double v[BRAID_ONLINE_ROUNDS];
+    int    n = slot->rounds - slot->warm;
+    memcpy(v, &slot->us[k][slot->warm], sizeof(double) * (size_t)n);
+    return braid_median(v, n);
 }
 
 int braid_online_decide(const double *agreed, int n, double margin)
@@ -162,8 +162,11 @@ static braid_online_slot_t *slot_for(braid_comm_t *comm, braid_coll_t coll,
         return s;
     /* The class's first call lists the rivals; every rank makes it with
      * the same size, so every rank lists the same. */
+    int large = bytes >= BRAID_ONLINE_LARGE;
     s->coll   = coll;
     s->cls    = size_class(bytes);
+    s->rounds = large ? BRAID_ONLINE_ROUNDS_LARGE : BRAID_ONLINE_ROUNDS;
+    s->warm   = large ? BRAID_ONLINE_WARM_LARGE : BRAID_ONLINE_WARM;
     s->idx[0] = pick.idx;
     s->ncands =
         braid_online_rivals(s->idx, &comm->sel, coll, bytes, mem, o->within);
@@ -282,7 +285,7 @@ braid_status_t braid_online_record(braid_comm_t *comm, braid_online_slot_t *s,
     int round, k = braid_online_turn(&round, s->calls, s->ncands);
     if (round >= 0)
         s->us[k][round] = seconds * 1e6;
-    if (++s->calls < BRAID_ONLINE_CALLS(s->ncands))
+    if (++s->calls < BRAID_ONLINE_CALLS(s->ncands, s->rounds))
         return BRAID_OK;
     return settle(comm, s);
 }
@@ -317,7 +320,7 @@ int braid_online_explain(braid_comm_t *comm, braid_coll_t coll, size_t bytes,
     if (s->state == BRAID_ONLINE_TRIAL) {
         snprintf(why, why_len,
                  "on trial (%d of %d calls: %s take turns); cost model: %s",
-                 s->calls, BRAID_ONLINE_CALLS(s->ncands), list,
+                 s->calls, BRAID_ONLINE_CALLS(s->ncands, s->rounds), list,
                  cands[pick.idx].name);
         return 1;
     }
@@ -329,7 +332,6 @@ int braid_online_explain(braid_comm_t *comm, braid_coll_t coll, size_t bytes,
     snprintf(why, why_len,
              "measured on this communicator (%s: slowest rank's median of "
              "%d calls each); cost model: %s",
-             list, BRAID_ONLINE_ROUNDS - BRAID_ONLINE_WARM,
-             cands[pick.idx].name);
+             list, s->rounds - s->warm, cands[pick.idx].name);
     return 1;
 }

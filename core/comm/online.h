@@ -29,25 +29,29 @@
 struct braid_comm;
 
 #define BRAID_ONLINE_MAX_CANDS 4
-/* Turns of every candidate on trial; the first BRAID_ONLINE_WARM are not
- * counted (a candidate's first calls of a size on a communicator fault its
- * buffers in and run several times slower).  A turn is two
- * calls in a row, and only the second is timed: the first follows another
- * candidate's call, while in the application's steady state a call follows
- * one of its own (the waiting policy treats such a stream differently,
- * comm/wait.c). */
-#define BRAID_ONLINE_ROUNDS 8
-#define BRAID_ONLINE_WARM   2
-#define BRAID_ONLINE_TURN   2
-/* Calls of a trial of n candidates. */
-#define BRAID_ONLINE_CALLS(n) ((n)*BRAID_ONLINE_ROUNDS * BRAID_ONLINE_TURN)
+/* Turns of every candidate on trial; the first `warm` are not counted (a
+ * candidate's first calls of a size on a communicator fault its buffers in
+ * and run several times slower).  A turn is two calls in a row, and only
+ * the second is timed: the first follows another candidate's call, while
+ * in the application's steady state a call follows one of its own (the
+ * waiting policy treats such a stream differently, comm/wait.c).  From
+ * BRAID_ONLINE_LARGE bytes a call lasts long enough to time steadily and a
+ * trial would cost seconds: fewer turns. */
+#define BRAID_ONLINE_ROUNDS       8
+#define BRAID_ONLINE_WARM         2
+#define BRAID_ONLINE_LARGE        ((size_t)1 << 20)
+#define BRAID_ONLINE_ROUNDS_LARGE 4
+#define BRAID_ONLINE_WARM_LARGE   1
+#define BRAID_ONLINE_TURN         2
+/* Calls of a trial of n candidates in `rounds` turns each. */
+#define BRAID_ONLINE_CALLS(n, rounds) ((n) * (rounds)*BRAID_ONLINE_TURN)
 /* Size classes: bytes in [2^b, 2^(b+1)). */
 #define BRAID_ONLINE_CLASSES 64
 /* A rival replaces the model's pick only when faster by more than this:
  * within it, both are as good, and the pick does not change with noise. */
 #define BRAID_ONLINE_MARGIN         0.05
-#define BRAID_ONLINE_WITHIN_DEFAULT 2.0
-#define BRAID_ONLINE_MAX_DEFAULT    ((size_t)16 << 20)
+#define BRAID_ONLINE_WITHIN_DEFAULT 3.0
+#define BRAID_ONLINE_MAX_DEFAULT    ((size_t)256 << 20)
 
 typedef enum {
     BRAID_ONLINE_NEW = 0, /* no call of the class yet */
@@ -61,9 +65,10 @@ typedef struct braid_online_slot {
     braid_coll_t         coll;
     int                  cls; /* bytes in [2^cls, 2^(cls+1)) */
     int                  ncands;
-    int idx[BRAID_ONLINE_MAX_CANDS]; /* into sel->cands; [0]: model's pick */
-    int calls;                       /* trial calls completed */
-    int chosen;                      /* settled: into sel->cands */
+    int                  rounds, warm; /* turns each, of them not timed */
+    int idx[BRAID_ONLINE_MAX_CANDS];   /* into sel->cands; [0]: model's pick */
+    int calls;                         /* trial calls completed */
+    int chosen;                        /* settled: into sel->cands */
     double us[BRAID_ONLINE_MAX_CANDS][BRAID_ONLINE_ROUNDS]; /* this rank's */
     double agreed[BRAID_ONLINE_MAX_CANDS]; /* slowest rank's median (us) */
 } braid_online_slot_t;
@@ -106,7 +111,7 @@ int braid_online_explain(struct braid_comm *comm, braid_coll_t coll,
  * `call` runs, and in *round the round it is timed in (-1: not timed). */
 int braid_online_turn(int *round, int call, int ncands);
 /* The median of this rank's timed rounds
- * of candidate k (us). */
+ * of candidate k (us): rounds warm..rounds-1. */
 double braid_online_mine(const braid_online_slot_t *slot, int k);
 /* Which of agreed[0..n) wins: 0 (the model's pick) unless another is
  * faster by more than margin; ties go to the lower index. */

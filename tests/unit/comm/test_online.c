@@ -14,7 +14,7 @@ static void test_turns(void)
     int counts[BRAID_ONLINE_MAX_CANDS]     = {0},
         timed[BRAID_ONLINE_MAX_CANDS]      = {0};
     int last_round[BRAID_ONLINE_MAX_CANDS] = {-1, -1, -1, -1};
-    for (int c = 0; c < BRAID_ONLINE_CALLS(3); c++) {
+    for (int c = 0; c < BRAID_ONLINE_CALLS(3, BRAID_ONLINE_ROUNDS); c++) {
         int round, k = braid_online_turn(&round, c, 3);
         CHECK(k == (c / 2) % 3, "call %d runs candidate %d", c, k);
         counts[k]++;
@@ -40,6 +40,8 @@ static void test_mine(void)
     braid_online_slot_t s;
     memset(&s, 0, sizeof(s));
     /* The warm-up rounds are huge and must not count. */
+    s.rounds = BRAID_ONLINE_ROUNDS;
+    s.warm   = BRAID_ONLINE_WARM;
     for (int r = 0; r < BRAID_ONLINE_ROUNDS; r++)
         s.us[1][r] = r < BRAID_ONLINE_WARM ? 1e6 : 10.0 + r;
     double m  = braid_online_mine(&s, 1);
@@ -47,6 +49,13 @@ static void test_mine(void)
     double mid = (lo + hi) / 2;
     CHECK(m == mid, "median of the timed rounds %.2f, want %.2f", m, mid);
     CHECK(s.us[1][BRAID_ONLINE_WARM] == lo, "the slot is left as it was");
+    /* A large class's shorter trial: rounds 1..3 of 4. */
+    s.rounds   = BRAID_ONLINE_ROUNDS_LARGE;
+    s.warm     = BRAID_ONLINE_WARM_LARGE;
+    s.us[2][0] = 1e6, s.us[2][1] = 30, s.us[2][2] = 10, s.us[2][3] = 20;
+    s.us[2][4] = 1e6; /* past the large trial's rounds: never read */
+    m          = braid_online_mine(&s, 2);
+    CHECK(m == 20, "median of a large class's 3 timed rounds %.2f", m);
 }
 
 static void test_decide(void)
