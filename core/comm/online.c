@@ -283,11 +283,18 @@ braid_status_t braid_online_record(braid_comm_t *comm, braid_online_slot_t *s,
     if (s->state != BRAID_ONLINE_TRIAL)
         return BRAID_OK;
     int round, k = braid_online_turn(&round, s->calls, s->ncands);
-    if (round >= 0)
+    if (round >= 0 && round < s->rounds)
         s->us[k][round] = seconds * 1e6;
     if (++s->calls < BRAID_ONLINE_CALLS(s->ncands, s->rounds))
         return BRAID_OK;
-    return settle(comm, s);
+    braid_status_t st = settle(comm, s);
+    if (st != BRAID_OK) {
+        /* A peer is gone or called otherwise: no later call can agree
+         * either, so the communicator fails as after any failed call. */
+        s->state = BRAID_ONLINE_OFF;
+        braid_comm_fail(comm, st, braid_last_error());
+    }
+    return st;
 }
 
 int braid_online_explain(braid_comm_t *comm, braid_coll_t coll, size_t bytes,
