@@ -200,9 +200,13 @@ braid_status_t braid_online_select(braid_candidate_t   **cand,
         idx = s->chosen;
     if (s != NULL && s->state == BRAID_ONLINE_TRIAL) {
         /* Not cached: the next call of the class comes back here. */
-        if (trial_ok) {
-            int round;
-            idx    = s->idx[braid_online_turn(&round, s->calls, s->ncands)];
+        int round,
+            turn = s->idx[braid_online_turn(&round, s->calls, s->ncands)];
+        /* A size of the class that the candidate whose turn it is cannot
+         * run (a cap inside the class) runs the pick, untimed. */
+        if (trial_ok && braid_candidate_estimate(sel, &sel->cands[turn], coll,
+                                                 bytes, mem) >= 0) {
+            idx    = turn;
             *trial = s;
         }
     } else

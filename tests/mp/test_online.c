@@ -141,6 +141,28 @@ int main(int argc, char **argv)
     why = state(comm, bytes - 400, cand, sizeof(cand));
     snprintf(msg, sizeof(msg), "the whole class is settled: %s", why);
     check(strncmp(why, "measured", 8) == 0, msg);
+
+    /* A rival capped inside the class: oneshot runs up to 4 MiB, and the
+     * class [4 MiB, 8 MiB) goes on trial at exactly 4 MiB; a call of the
+     * class it cannot run takes the pick instead, untimed, and every
+     * call stays right. */
+    const size_t big = (4u << 20) / sizeof(float);
+    float       *bs  = malloc((big + 1) * sizeof(float)),
+          *br        = malloc((big + 1) * sizeof(float));
+    one_call(comm, bs, br, big, 0);
+    why = state(comm, big * sizeof(float), cand, sizeof(cand));
+    snprintf(msg, sizeof(msg), "4 MiB on trial with oneshot: %s", why);
+    check(strncmp(why, "on trial", 8) == 0 && strstr(why, "oneshot@") != NULL,
+          msg);
+    for (int i = 0; i < 200 && strncmp(why, "on trial", 8) == 0; i++) {
+        one_call(comm, bs, br, big + (size_t)(i % 2), 0);
+        why = state(comm, big * sizeof(float), cand, sizeof(cand));
+    }
+    snprintf(msg, sizeof(msg), "the capped class settled: %s", why);
+    check(strncmp(why, "measured", 8) == 0, msg);
+    check(same_everywhere(comm, cand), "every rank names the same winner");
+    free(bs);
+    free(br);
 out:
     free(s);
     free(r);
