@@ -174,6 +174,11 @@ static braid_status_t set_decode(braid_eng_tok_t *t, int32_t id,
     return BRAID_OK;
 }
 
+/* Token ids index the decode table, allocated up to the largest id: an id
+ * far above any real vocabulary (a few hundred thousand) is a malformed
+ * file, not a reason to allocate gigabytes. */
+#define TOK_MAX_ID ((1 << 24) - 1)
+
 static braid_status_t load_vocab(braid_eng_tok_t *t, const cJSON *vocab,
                                  const cJSON *added, const char *path)
 {
@@ -181,11 +186,13 @@ static braid_status_t load_vocab(braid_eng_tok_t *t, const cJSON *vocab,
     int32_t      max_id = -1;
     cJSON_ArrayForEach(e, vocab)
     {
-        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > 1e9 ||
+        if (!cJSON_IsNumber(e) || e->valuedouble < 0 ||
+            e->valuedouble > TOK_MAX_ID ||
             e->valuedouble != (int32_t)e->valuedouble)
             return braid_eng_fail(BRAID_ERR_PARSE,
-                                  "%s: model.vocab['%s'] is not a token id",
-                                  path, e->string);
+                                  "%s: model.vocab['%s'] is not a token id "
+                                  "(an integer from 0 to %d)",
+                                  path, e->string, TOK_MAX_ID);
         if (e->valueint > max_id)
             max_id = e->valueint;
     }
@@ -194,11 +201,14 @@ static braid_status_t load_vocab(braid_eng_tok_t *t, const cJSON *vocab,
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
         const cJSON *c  = cJSON_GetObjectItemCaseSensitive(e, "content");
         if (!cJSON_IsNumber(id) || id->valuedouble < 0 ||
-            id->valuedouble > 1e9 || !cJSON_IsString(c) || !c->valuestring[0])
+            id->valuedouble > TOK_MAX_ID ||
+            id->valuedouble != (int32_t)id->valuedouble ||
+            !cJSON_IsString(c) || !c->valuestring[0])
             return braid_eng_fail(BRAID_ERR_PARSE,
-                                  "%s: added_tokens entries need an id and a "
-                                  "non-empty content",
-                                  path);
+                                  "%s: added_tokens entries need an id (an "
+                                  "integer from 0 to %d) and a non-empty "
+                                  "content",
+                                  path, TOK_MAX_ID);
         if (id->valueint > max_id)
             max_id = id->valueint;
     }
