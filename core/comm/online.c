@@ -225,11 +225,13 @@ typedef struct settle_msg {
 
 static braid_status_t settle(braid_comm_t *comm, braid_online_slot_t *s)
 {
-    braid_coll_t c   = s->coll;
-    settle_msg_t msg = {0};
-    msg.coll         = (int32_t)c;
-    msg.cls          = s->cls;
-    msg.ncands       = s->ncands;
+    braid_coll_t c = s->coll;
+    settle_msg_t msg;
+    /* Padding included: the ranks compare the bytes before us. */
+    memset(&msg, 0, sizeof(msg));
+    msg.coll   = (int32_t)c;
+    msg.cls    = s->cls;
+    msg.ncands = s->ncands;
     for (int k = 0; k < s->ncands; k++) {
         msg.idx[k] = s->idx[k];
         msg.us[k]  = braid_online_mine(s, k);
