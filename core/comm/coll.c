@@ -211,12 +211,10 @@ call_prepare(braid_call_t *call, braid_comm_t *comm, const char *fn,
      * table and online tuning (online.c), which may hand a blocking call
      * on host memory a candidate on trial. */
     braid_candidate_t *cand;
-    braid_selector_t  *sel = &comm->sel;
-    if (sel->last_bytes[coll] == bytes && sel->last_mem[coll] == route.need)
-        cand = &sel->cands[sel->last_idx[coll]];
-    else if ((st = braid_online_select(
-                  &cand, &call->trial, comm, coll, bytes, route.need,
-                  trial_ok && !route.on_stream)) != BRAID_OK) {
+    if (!braid_select_cached(&cand, &comm->sel, coll, bytes, route.need) &&
+        (st = braid_online_select(&cand, &call->trial, comm, coll, bytes,
+                                  route.need, trial_ok && !route.on_stream)) !=
+            BRAID_OK) {
         comm->seq--; /* nothing was issued */
         atomic_store(&comm->progress->entered, comm->seq);
         braid_avg_finish(call, comm->size, st);

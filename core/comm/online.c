@@ -12,15 +12,7 @@
 
 #define LOG_COMP "online"
 
-static uint64_t mix(uint64_t h, const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
-braid_status_t braid_online_read_env(braid_online_t *o, uint64_t *print)
+braid_status_t braid_online_read_env(braid_online_t *o)
 {
     memset(o, 0, sizeof(*o));
     o->on          = 1;
@@ -42,13 +34,7 @@ braid_status_t braid_online_read_env(braid_online_t *o, uint64_t *print)
     if (st == BRAID_OK)
         st = braid_env_size("BRAID_ONLINE_MAX", BRAID_ONLINE_MAX_DEFAULT, 0,
                             SIZE_MAX, &o->max_bytes);
-    if (st != BRAID_OK)
-        return st;
-    uint64_t h = 14695981039346656037ull;
-    h          = mix(h, &o->on, sizeof(o->on));
-    h          = mix(h, &o->within, sizeof(o->within));
-    *print     = mix(h, &o->max_bytes, sizeof(o->max_bytes));
-    return BRAID_OK;
+    return st;
 }
 
 void braid_online_free(braid_online_t *o)
@@ -146,6 +132,28 @@ static braid_online_slot_t *slot_of(braid_online_t *o, braid_coll_t coll,
     return o->slots[coll] ? &o->slots[coll][size_class(bytes)] : NULL;
 }
 
+/* Whether online tuning has a say in a call of bytes on memory mem whose
+ * table pick is pick: only the cost model's picks, on host memory. */
+static int has_say(const braid_online_t *o, braid_pick_t pick, size_t bytes,
+                   uint32_t mem)
+{
+    return o->on && pick.idx >= 0 && pick.why == BRAID_WHY_COST && bytes > 0 &&
+           bytes <= o->max_bytes &&
+           mem == braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+}
+
+/* What a call of bytes runs when its class has settled: the winner, or
+ * the pick where the winner cannot run this size of the class. */
+static int settled_idx(const braid_selector_t    *sel,
+                       const braid_online_slot_t *s, braid_coll_t coll,
+                       size_t bytes, uint32_t mem, int pick)
+{
+    return braid_candidate_estimate(sel, &sel->cands[s->chosen], coll, bytes,
+                                    mem) >= 0
+               ? s->chosen
+               : pick;
+}
+
 /* The slot that decides a host call of bytes whose table pick is pick, or
  * NULL where online tuning has no say. */
 static braid_online_slot_t *slot_for(braid_comm_t *comm, braid_coll_t coll,
@@ -153,9 +161,7 @@ static braid_online_slot_t *slot_for(braid_comm_t *comm, braid_coll_t coll,
                                      braid_pick_t pick)
 {
     braid_online_t *o = &comm->online;
-    if (!o->on || pick.why != BRAID_WHY_COST || bytes == 0 ||
-        bytes > o->max_bytes ||
-        mem != braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST))
+    if (!has_say(o, pick, bytes, mem))
         return NULL;
     braid_online_slot_t *s = slot_of(o, coll, bytes);
     if (s == NULL || s->state != BRAID_ONLINE_NEW)
@@ -194,10 +200,8 @@ braid_status_t braid_online_select(braid_candidate_t   **cand,
         return braid_select(cand, sel, coll, bytes, mem);
     braid_online_slot_t *s   = slot_for(comm, coll, bytes, mem, pick);
     int                  idx = pick.idx;
-    if (s != NULL && s->state == BRAID_ONLINE_SETTLED &&
-        braid_candidate_estimate(sel, &sel->cands[s->chosen], coll, bytes,
-                                 mem) >= 0)
-        idx = s->chosen;
+    if (s != NULL && s->state == BRAID_ONLINE_SETTLED)
+        idx = settled_idx(sel, s, coll, bytes, mem, pick.idx);
     if (s != NULL && s->state == BRAID_ONLINE_TRIAL) {
         /* Not cached: the next call of the class comes back here. */
         int round,
@@ -236,13 +240,20 @@ static braid_status_t settle(braid_comm_t *comm, braid_online_slot_t *s)
         msg.idx[k] = s->idx[k];
         msg.us[k]  = braid_online_mine(s, k);
     }
-    for (int k = 0; k < s->ncands; k++)
-        BRAID_LOG(BRAID_LOG_DEBUG, LOG_COMP,
-                  "%s class %d: %s: %.1f %.1f | %.1f %.1f %.1f %.1f %.1f "
-                  "%.1f us",
+    for (int k = 0; k < s->ncands && braid_log_level() >= BRAID_LOG_DEBUG;
+         k++) {
+        char line[256] = "";
+        for (int r = 0; r < s->rounds; r++)
+            snprintf(line + strlen(line), sizeof(line) - strlen(line),
+                     "%s%.1f",
+                     r == s->warm ? " | "
+                     : r          ? " "
+                                  : "",
+                     s->us[k][r]);
+        braid_log(BRAID_LOG_DEBUG, LOG_COMP, "%s class %d: %s: %s us",
                   braid_coll_name(c), s->cls, comm->sel.cands[s->idx[k]].name,
-                  s->us[k][0], s->us[k][1], s->us[k][2], s->us[k][3],
-                  s->us[k][4], s->us[k][5], s->us[k][6], s->us[k][7]);
+                  line);
+    }
     settle_msg_t *all = calloc((size_t)comm->size, sizeof(*all));
     if (all == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
@@ -258,9 +269,8 @@ static braid_status_t settle(braid_comm_t *comm, braid_online_slot_t *s)
             break;
         }
         for (int k = 0; k < s->ncands; k++)
-            s->agreed[k] = r == 0 || all[r].us[k] > s->agreed[k]
-                               ? all[r].us[k]
-                               : s->agreed[k];
+            if (r == 0 || all[r].us[k] > s->agreed[k])
+                s->agreed[k] = all[r].us[k];
     }
     free(all);
     if (st != BRAID_OK)
@@ -307,22 +317,20 @@ int braid_online_explain(braid_comm_t *comm, braid_coll_t coll, size_t bytes,
                          char *cand, size_t cand_len, char *why,
                          size_t why_len)
 {
-    braid_online_t *o = &comm->online;
-    if (!o->on || bytes == 0 || o->slots[coll] == NULL)
+    braid_online_t *o    = &comm->online;
+    uint32_t        host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    if (o->slots[coll] == NULL || bytes == 0)
         return 0;
-    braid_online_slot_t *s    = &o->slots[coll][size_class(bytes)];
-    uint32_t             host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
-    braid_pick_t pick = braid_select_find(&comm->sel, coll, bytes, host);
-    if (pick.idx < 0 || pick.why != BRAID_WHY_COST || bytes > o->max_bytes ||
+    braid_online_slot_t *s = &o->slots[coll][size_class(bytes)];
+    braid_pick_t pick      = braid_select_find(&comm->sel, coll, bytes, host);
+    if (!has_say(o, pick, bytes, host) ||
         (s->state != BRAID_ONLINE_TRIAL && s->state != BRAID_ONLINE_SETTLED))
         return 0;
     const braid_candidate_t *cands     = comm->sel.cands;
     char                     list[256] = "";
-    int idx = s->state == BRAID_ONLINE_SETTLED ? s->chosen : pick.idx;
-    if (s->state == BRAID_ONLINE_SETTLED &&
-        braid_candidate_estimate(&comm->sel, &cands[idx], coll, bytes, host) <
-            0)
-        idx = pick.idx;
+    int                      idx       = s->state == BRAID_ONLINE_SETTLED
+                                             ? settled_idx(&comm->sel, s, coll, bytes, host, pick.idx)
+                                             : pick.idx;
     for (int k = 0; k < s->ncands; k++)
         snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
                  k ? ", " : "", cands[s->idx[k]].name);

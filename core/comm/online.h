@@ -82,8 +82,8 @@ typedef struct braid_online {
 
 /* Reads BRAID_ONLINE (on|off), BRAID_ONLINE_WITHIN (a factor >= 1) and
  * BRAID_ONLINE_MAX (a size); a malformed value is an error that points at
- * the fault.  *print: what every rank must agree on. */
-braid_status_t braid_online_read_env(braid_online_t *o, uint64_t *print);
+ * the fault.  Every rank must read the same (comm/setup.c compares). */
+braid_status_t braid_online_read_env(braid_online_t *o);
 void           braid_online_free(braid_online_t *o);
 
 /* The candidate of a call the selector's one-entry cache did not answer:

@@ -78,9 +78,14 @@ static braid_status_t read_choices(braid_comm_t *comm, config_print_t *print)
         return cst;
     comm->sleep_polls  = (unsigned)sleep_polls;
     print->sleep_polls = (uint32_t)sleep_polls;
-    if ((cst = braid_online_read_env(&comm->online, &print->online_hash)) !=
-        BRAID_OK)
+    if ((cst = braid_online_read_env(&comm->online)) != BRAID_OK)
         return cst;
+    const braid_online_t *on = &comm->online;
+    print->online_hash       = fnv1a(seed, &on->on, sizeof(on->on));
+    print->online_hash =
+        fnv1a(print->online_hash, &on->within, sizeof(on->within));
+    print->online_hash =
+        fnv1a(print->online_hash, &on->max_bytes, sizeof(on->max_bytes));
     const char    *algo = getenv("BRAID_ALGO");
     braid_status_t st   = braid_algo_spec_parse(&comm->override, algo);
     print->algo_hash = fnv1a(seed, algo ? algo : "", algo ? strlen(algo) : 0);

@@ -286,10 +286,8 @@ void braid_select_why(char *buf, size_t len, const braid_selector_t *sel,
 braid_status_t braid_select(braid_candidate_t **cand, braid_selector_t *sel,
                             braid_coll_t coll, size_t bytes, uint32_t mem)
 {
-    if (sel->last_bytes[coll] == bytes && sel->last_mem[coll] == mem) {
-        *cand = &sel->cands[sel->last_idx[coll]];
+    if (braid_select_cached(cand, sel, coll, bytes, mem))
         return BRAID_OK;
-    }
     braid_pick_t pick = braid_select_find(sel, coll, bytes, mem);
     if (pick.idx < 0)
         return refuse(sel, pick, coll, bytes, mem);

@@ -135,6 +135,19 @@ braid_status_t braid_selector_build(braid_selector_t *sel, uint32_t mem);
  * (strcmp); the table says so. */
 braid_status_t braid_select(braid_candidate_t **cand, braid_selector_t *sel,
                             braid_coll_t coll, size_t bytes, uint32_t mem);
+/* The one-entry cache in front of the table: 1 with *cand when the last
+ * decision cached for coll was for this size and memory, else 0.  Inline:
+ * a decode loop repeats one size, and this is all its calls ask. */
+static inline int braid_select_cached(braid_candidate_t     **cand,
+                                      const braid_selector_t *sel,
+                                      braid_coll_t coll, size_t bytes,
+                                      uint32_t mem)
+{
+    if (sel->last_bytes[coll] != bytes || sel->last_mem[coll] != mem)
+        return 0;
+    *cand = &sel->cands[sel->last_idx[coll]];
+    return 1;
+}
 /* The same decision with its reason (and the tie, if any), for
  * braid_comm_choice and braid-info. */
 braid_status_t braid_select_explain(braid_selector_t *sel, braid_coll_t coll,

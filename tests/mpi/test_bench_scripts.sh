@@ -22,8 +22,10 @@ if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
   echo "$out" | grep -Eq "^  allreduce +2 +4K +$num +$num +$num +$num +$num +$num +$num"x ||
     fail "compare.sh: no Gloo figure and ratio at 4 KiB"
 fi
-echo "$out" | grep -Eq "^  allreduce +2 +8 +[a-z]+@[a-z]+ +$num +[a-z]+@[a-z]+ +$num +[-+][0-9]+% ?.? +[a-z]+@[a-z]+ +$num +[-+][0-9]+%" ||
-  fail "compare.sh: no oracle-gap row with auto and tuned at 8 B"
+echo "$out" | grep -Eq "^  allreduce +2 +8 +[a-z]+@[a-z]+ +$num +[a-z]+@[a-z]+ +$num +[-+][0-9]+% ?.? +[a-z]+@[a-z]+ +$num +[-+][0-9]+% ?.? +[a-z]+@[a-z]+ +$num +[-+][0-9]+%" ||
+  fail "compare.sh: no oracle-gap row with auto, tuned and model at 8 B"
+echo "$out" | grep -Eq "^  model: largest gap [-+][0-9]+%; sizes over 10%: [0-9]+" ||
+  fail "compare.sh: no summary of the model series (BRAID_ONLINE=off)"
 echo "$out" | grep -Eq "^  reduce_scatter +2 +64K +" ||
   fail "compare.sh: no reduce_scatter row"
 echo "$out" | grep -Eq "^  allreduce +2 +oneshot@shm +[0-9]+% +[-+][0-9]+% +4$" ||
