@@ -61,10 +61,14 @@
 /* Largest get at once in the allgather phase (several finished chunks of
  * one owner in one read): long enough to amortise the syscall, short
  * enough to keep a progress call bounded. */
+#ifndef BRAID_BW_PULL_MAX_GET
 #define BRAID_BW_PULL_MAX_GET ((size_t)1 << 20)
+#endif
 /* Bytes a progress call moves before it returns (so the core can look at
  * timeouts, dead peers and, on a shared core, yield). */
+#ifndef BRAID_BW_BUDGET
 #define BRAID_BW_BUDGET ((size_t)4 << 20)
+#endif
 
 /* ------------------------------------------------------------ chunk.c */
 
