@@ -285,8 +285,8 @@ static braid_status_t pipe_start(braid_task_t *task, braid_wait_t *wait)
     if (!s->reduce) {
         s->folded = s->mine; /* allgather: the own block is ready */
         char *at  = s->dst + braid_bw_slice_off(&s->plan, me) * s->dts;
-        if (at != s->src)
-            memcpy(at, s->src, task->count * s->dts);
+        if (at != s->src) /* not read here again: past the cache */
+            braid_bw_copy(at, s->src, task->count * s->dts, 1);
     }
     /* Streams with something to move: out to j and in from j. */
     for (int j = 0; j < n; j++) {
@@ -594,7 +594,7 @@ static braid_status_t pipe_progress(braid_task_t *task, braid_wait_t *wait)
                 size_t c   = s->ag_got[j];
                 size_t len = braid_bw_chunk_len(p, j, c);
                 size_t o = braid_bw_slice_off(p, j) + braid_bw_chunk_off(p, c);
-                memcpy(s->dst + o * s->dts, data, len * s->dts);
+                braid_bw_copy(s->dst + o * s->dts, data, len * s->dts, 1);
                 if ((st = consume(task, s->pc, AG, j)) != BRAID_OK)
                     return st;
                 moved += len * s->dts;

@@ -80,6 +80,9 @@ typedef struct pull {
     int     g_peer; /* the gather's get in flight: peer, count */
     size_t  g_chunks;
     int     gather_left; /* peers whose slice is not all here */
+    /* allgather: the own block, copied in step with the gather */
+    char  *own;
+    size_t own_bytes, own_done;
     /* flags out: hello, progress, done; one request per peer each */
     braid_treq_t  *hreq, *preq, *dreq; /* [n] */
     size_t        *told; /* [n] progress value last put to peer */
@@ -242,11 +245,10 @@ static braid_status_t pull_start(braid_task_t *task, braid_wait_t *wait)
                                 task->count);
     if ((st = expose(task, s)) != BRAID_OK)
         return st;
-    /* The own block of an allgather is a local copy. */
+    /* The own block of an allgather is a local copy (own_copy). */
     if (task->coll == BRAID_COLL_ALLGATHER) {
-        char *mine = s->dst + (size_t)task->rank * task->count * s->dts;
-        if (mine != s->src)
-            memcpy(mine, s->src, task->count * s->dts);
+        s->own = s->dst + (size_t)task->rank * task->count * s->dts;
+        s->own_bytes = s->own != s->src ? task->count * s->dts : 0;
     }
     for (int i = 1; i < n; i++) {
         int p = (task->rank + i) % n;
@@ -387,6 +389,25 @@ static braid_status_t tell_progress(braid_task_t *task, pull_t *s, int *all)
     return BRAID_OK;
 }
 
+/* The own block of an allgather up to byte `upto`, copied in step with
+ * the gather's reads (which call it with the end of each read): every
+ * peer copies the same part of its own input about then, so the part a
+ * rank reads from a peer is still in the shared cache, and each input
+ * comes from memory once.  Streaming stores: this rank does not read its
+ * receive buffer again, and a store that skips the cache also skips the
+ * read of the line it replaces. */
+static void own_copy(pull_t *s, size_t upto, size_t *moved)
+{
+    if (upto > s->own_bytes)
+        upto = s->own_bytes;
+    if (upto <= s->own_done)
+        return;
+    braid_bw_copy(s->own + s->own_done, s->src + s->own_done,
+                  upto - s->own_done, 1);
+    *moved += upto - s->own_done;
+    s->own_done = upto;
+}
+
 /* Chunks of slice j that its owner finished, as far as this rank knows. */
 static size_t finished(braid_task_t *task, pull_t *s, int j)
 {
@@ -436,6 +457,8 @@ static braid_status_t gather(braid_task_t *task, pull_t *s, size_t *moved,
         for (size_t c = have; c < have + k; c++)
             elems += braid_bw_chunk_len(p, j, c);
         size_t at = braid_bw_slice_off(p, j) + first; /* in recvbuf */
+        if (p->coll == BRAID_COLL_ALLGATHER)
+            own_copy(s, (first + elems) * s->dts, moved);
         /* allgather reads the owner's send buffer (its slice starts at 0),
          * all-reduce its receive buffer at the slice's own place. */
         size_t from = p->coll == BRAID_COLL_ALLGATHER ? first : at;
@@ -551,12 +574,15 @@ static braid_status_t pull_progress(braid_task_t *task, braid_wait_t *wait)
                     return st;
             }
         }
+        if (s->gather_left == 0 && s->own_done < s->own_bytes)
+            own_copy(s, s->own_done + BRAID_BW_BUDGET, &moved);
         int told = 1;
         if (s->rs_next == s->rs_chunks &&
             s->plan.coll == BRAID_COLL_ALLREDUCE &&
             (st = tell_progress(task, s, &told)) != BRAID_OK)
             return st;
         if (s->rs_next == s->rs_chunks && s->gather_left == 0 && told &&
+            s->own_done == s->own_bytes &&
             (st = send_done(task, s)) != BRAID_OK)
             return st;
         if (moved == before)
