@@ -91,7 +91,10 @@ typedef struct pipe {
     size_t         *ag_sent;        /* [n] own chunks put to k */
     size_t         *ag_got;         /* [n] chunks of slice s copied */
     int             left;           /* streams with messages still to come or
-                                       go, this call */
+                                       go, this call (and an allgather's own
+                                       block, until it is copied) */
+    char           *own;            /* allgather: the own block's place */
+    size_t          own_done;       /* of its chunks, copied there */
     const void **srcs;              /* [n] fold sources */
 } pipe_t;
 
@@ -284,9 +287,11 @@ static braid_status_t pipe_start(braid_task_t *task, braid_wait_t *wait)
     s->mine = braid_bw_nchunks(&s->plan, me);
     if (!s->reduce) {
         s->folded = s->mine; /* allgather: the own block is ready */
-        char *at  = s->dst + braid_bw_slice_off(&s->plan, me) * s->dts;
-        if (at != s->src) /* not read here again: past the cache */
-            braid_bw_copy(at, s->src, task->count * s->dts, 1);
+        s->own    = s->dst + braid_bw_slice_off(&s->plan, me) * s->dts;
+        if (s->own != s->src && s->mine > 0)
+            s->left++; /* own_out */
+        else
+            s->own_done = s->mine;
     }
     /* Streams with something to move: out to j and in from j. */
     for (int j = 0; j < n; j++) {
@@ -510,6 +515,25 @@ static const char *finished(const pipe_t *s, int me, size_t c)
                : s->dst + (braid_bw_slice_off(p, me) + o) * s->dts;
 }
 
+/* An allgather's own chunks [own_done, upto) into the receive buffer,
+ * each right after it went out (its source is then still in this core's
+ * cache, so the input is read from memory once); streaming stores, since
+ * this rank does not read the receive buffer again. */
+static void own_out(pipe_t *s, int me, size_t upto, size_t *moved)
+{
+    const braid_bw_plan_t *p = &s->plan;
+    if (s->own_done == s->mine)
+        return;
+    for (; s->own_done < upto; s->own_done++) {
+        size_t o   = braid_bw_chunk_off(p, s->own_done) * s->dts;
+        size_t len = braid_bw_chunk_len(p, me, s->own_done) * s->dts;
+        braid_bw_copy(s->own + o, s->src + o, len, 1);
+        *moved += len;
+    }
+    if (s->own_done == s->mine)
+        s->left--;
+}
+
 static braid_status_t pipe_progress(braid_task_t *task, braid_wait_t *wait)
 {
     pipe_t                *s = task->priv;
@@ -569,6 +593,8 @@ static braid_status_t pipe_progress(braid_task_t *task, braid_wait_t *wait)
             if (++s->ag_sent[me] == s->mine)
                 s->left -= n - 1; /* every reader's stream out */
         }
+        if (!s->reduce && s->pc->peer != NULL)
+            own_out(s, me, s->ag_sent[me], &moved);
         for (int i = 1; s->gather && s->pc->peer == NULL && i < n; i++) {
             int k = (me + i) % n;
             while (s->ag_sent[k] < s->folded) {
@@ -584,6 +610,8 @@ static braid_status_t pipe_progress(braid_task_t *task, braid_wait_t *wait)
                 if (++s->ag_sent[k] == s->mine)
                     s->left--;
             }
+            if (!s->reduce)
+                own_out(s, me, s->ag_sent[k], &moved);
         }
         /* Other slices in, to their places. */
         for (int i = 1; s->gather && i < n; i++) {
