@@ -163,6 +163,33 @@ int main(int argc, char **argv)
     check(same_everywhere(comm, cand), "every rank names the same winner");
     free(bs);
     free(br);
+
+    /* Ranks that disagree on the online settings would run different
+     * candidates in the same call: the split refuses it on every rank,
+     * naming the variables. */
+    setenv("BRAID_ONLINE_WITHIN", rank == 0 ? "2" : "4", 1);
+    braid_comm_t *sub = NULL;
+    st                = braid_comm_split(comm, 0, rank, &sub);
+    unsetenv("BRAID_ONLINE_WITHIN");
+    snprintf(msg, sizeof(msg),
+             "a split with BRAID_ONLINE_WITHIN differing between ranks: %s: "
+             "%s",
+             braid_status_str(st), st == BRAID_OK ? "" : braid_last_error());
+    check(st == BRAID_ERR_MISMATCH && sub == NULL &&
+              strstr(braid_last_error(), "BRAID_ONLINE_WITHIN") != NULL,
+          msg);
+    if (sub != NULL)
+        braid_finalize(sub);
+    /* The same values everywhere: the split works. */
+    setenv("BRAID_ONLINE_WITHIN", "4", 1);
+    st = braid_comm_split(comm, 0, rank, &sub);
+    unsetenv("BRAID_ONLINE_WITHIN");
+    snprintf(msg, sizeof(msg), "a split with BRAID_ONLINE_WITHIN=4 on every "
+                               "rank: %s",
+             braid_status_str(st));
+    check(st == BRAID_OK, msg);
+    if (st == BRAID_OK)
+        braid_finalize(sub);
 out:
     free(s);
     free(r);
