@@ -11,7 +11,7 @@
 #
 # PLUGIN is a folder of plugins/algorithms (bw, p2p); MACRO one of its
 # #ifndef sizes (bw.h: BRAID_BW_PULL_CHUNK, BRAID_BW_PIPE_CHUNK,
-# BRAID_BW_PIPE_DEPTH; p2p: BRAID_P2P_SEG_BYTES (ring),
+# BRAID_BW_PIPE_DEPTH, BRAID_BW_PULL_MAX_GET, BRAID_BW_BUDGET; p2p: BRAID_P2P_SEG_BYTES (ring),
 # BRAID_P2P_RAB_SEG_BYTES (rabenseifner)).  ITERS (default 20, 5 from
 # 16 MiB) calls per run.
 set -uo pipefail

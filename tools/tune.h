@@ -80,7 +80,6 @@ typedef struct tune {
     int            nseries;
     series_t       series[TUNE_MAX_SERIES];
     unsigned char *sbuf, *rbuf;  /* maxbytes each */
-    size_t         written;      /* bytes of sbuf written so far */
     double        *times, *tmax; /* per timed call */
 } tune_t;
 

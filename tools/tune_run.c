@@ -36,26 +36,15 @@ static braid_status_t call(tune_t *t, braid_comm_t *comm, braid_coll_t coll,
     }
 }
 
-/* Bytes of the send buffer a call of coll and count reads. */
-static size_t input_bytes(const tune_t *t, braid_coll_t coll, size_t count)
-{
-    if (coll == BRAID_COLL_BARRIER)
-        return 0;
-    return (coll == BRAID_COLL_REDUCE_SCATTER ? count * (size_t)t->size
-                                               : count) *
-           sizeof(float);
-}
-
 /* Inputs: element i of rank r's send buffer is (i % 7) + r, small integers
  * whose f32 sums are exact. */
 static void fill(tune_t *t, braid_coll_t coll, size_t count)
 {
     float *s = (float *)t->sbuf, *r = (float *)t->rbuf;
-    size_t n = input_bytes(t, coll, count) / sizeof(float);
-    for (size_t i = 0; i < n; i++)
+    size_t n =
+        coll == BRAID_COLL_REDUCE_SCATTER ? count * (size_t)t->size : count;
+    for (size_t i = 0; coll != BRAID_COLL_BARRIER && i < n; i++)
         s[i] = (float)(i % 7 + (size_t)t->rank);
-    if (n * sizeof(float) > t->written)
-        t->written = n * sizeof(float);
     if (coll == BRAID_COLL_BROADCAST)
         for (size_t i = 0; i < count; i++)
             r[i] = t->rank == 0 ? (float)(i % 7) : -1.0f;
@@ -142,10 +131,7 @@ static double time_round(tune_t *t, series_t *s, braid_coll_t coll,
          i++) {
         if ((st = braid_barrier(t->world)) != BRAID_OK)
             die(t, st, "barrier");
-        /* Written before it is read, checked or not: a part of the
-         * calloc'd buffer never written is the kernel's zero page, which
-         * every read finds in the cache. */
-        if (i == 0 && (check || t->written < input_bytes(t, coll, count)))
+        if (check && i == 0)
             fill(t, coll, count);
         if ((st = call(t, s->comm, coll, count)) != BRAID_OK)
             die(t, st, s->name);

@@ -328,9 +328,9 @@ int braid_online_explain(braid_comm_t *comm, braid_coll_t coll, size_t bytes,
         return 0;
     const braid_candidate_t *cands     = comm->sel.cands;
     char                     list[256] = "";
-    int                      idx       = s->state == BRAID_ONLINE_SETTLED
-                                             ? settled_idx(&comm->sel, s, coll, bytes, host, pick.idx)
-                                             : pick.idx;
+    int idx = s->state == BRAID_ONLINE_SETTLED
+                  ? settled_idx(&comm->sel, s, coll, bytes, host, pick.idx)
+                  : pick.idx;
     for (int k = 0; k < s->ncands; k++)
         snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
                  k ? ", " : "", cands[s->idx[k]].name);

@@ -179,6 +179,13 @@ static braid_status_t set_decode(braid_eng_tok_t *t, int32_t id,
  * file, not a reason to allocate gigabytes. */
 #define TOK_MAX_ID ((1 << 24) - 1)
 
+static int is_token_id(const cJSON *n)
+{
+    return cJSON_IsNumber(n) && n->valuedouble >= 0 &&
+           n->valuedouble <= TOK_MAX_ID &&
+           n->valuedouble == (int32_t)n->valuedouble;
+}
+
 static braid_status_t load_vocab(braid_eng_tok_t *t, const cJSON *vocab,
                                  const cJSON *added, const char *path)
 {
@@ -186,9 +193,7 @@ static braid_status_t load_vocab(braid_eng_tok_t *t, const cJSON *vocab,
     int32_t      max_id = -1;
     cJSON_ArrayForEach(e, vocab)
     {
-        if (!cJSON_IsNumber(e) || e->valuedouble < 0 ||
-            e->valuedouble > TOK_MAX_ID ||
-            e->valuedouble != (int32_t)e->valuedouble)
+        if (!is_token_id(e))
             return braid_eng_fail(BRAID_ERR_PARSE,
                                   "%s: model.vocab['%s'] is not a token id "
                                   "(an integer from 0 to %d)",
@@ -200,10 +205,7 @@ static braid_status_t load_vocab(braid_eng_tok_t *t, const cJSON *vocab,
     {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
         const cJSON *c  = cJSON_GetObjectItemCaseSensitive(e, "content");
-        if (!cJSON_IsNumber(id) || id->valuedouble < 0 ||
-            id->valuedouble > TOK_MAX_ID ||
-            id->valuedouble != (int32_t)id->valuedouble ||
-            !cJSON_IsString(c) || !c->valuestring[0])
+        if (!is_token_id(id) || !cJSON_IsString(c) || !c->valuestring[0])
             return braid_eng_fail(BRAID_ERR_PARSE,
                                   "%s: added_tokens entries need an id (an "
                                   "integer from 0 to %d) and a non-empty "
