@@ -24,7 +24,8 @@
  * copy into a slot per chunk instead of one per peer, so the allgather
  * copies (n+1)/n·S a rank instead of (2n-1)/n·S.  The writer reuses a slot
  * once every reader's credit says it read it (the slowest reader paces
- * the ring).
+ * the ring).  An allgather writes the ring with streaming stores
+ * (put_shared says why).
  *
  * Flow control.  A stream's messages are numbered from the communicator's
  * creation on (positions), and position p lives in slot p mod D with flag
@@ -355,7 +356,15 @@ static int put_shared(pipe_comm_t *pc, const pipe_t *s, int me,
             return 0; /* a reader has not read the slot's last message */
     }
     char *slot = (char *)pc->mem.local + shared_off(pc, pos);
-    memcpy(slot + BRAID_BW_LINE, from, bytes);
+    /* An allgather's chunk comes from memory and is read once by each
+     * peer: written with streaming stores, its lines go to memory and
+     * every reader fetches them from there.  Left in this core's cache,
+     * each reader pulls them across, which costs more than memory where
+     * the cores share no last-level cache (as when a VM's vCPUs sit on two
+     * dies, which the guest cannot see; docs/performance.md, "The shared
+     * ring's slots in memory").  An
+     * all-reduce's chunk was just folded here and stays hot: cached. */
+    braid_bw_copy(slot + BRAID_BW_LINE, from, bytes, !s->reduce);
     __atomic_store_n((uint64_t *)(void *)slot, ((pos + 1) & POS_MASK) | s->sig,
                      __ATOMIC_RELEASE);
     pc->sent[AG][me] = pos + 1;
