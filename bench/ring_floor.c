@@ -8,10 +8,16 @@
  * private to each process ("alone"): the difference is what moving the
  * slots' lines from one core to the other costs.  The bound for pipe's
  * allgather (docs/performance.md); braid's own time is braid-bench's.
+ * With -n 1 every copy writes with streaming stores, as pipe's allgather
+ * does: the slots' lines then reach the reader through memory, not from
+ * the writer's cache.  shared/alone with -n 0 tells where the hypervisor
+ * has put the two vCPUs: near 1 where they share a cache, 3x and more
+ * where a line crossing between them costs more than memory.
  *
- *   braid-ring-floor [-s MIB] [-c KIB] [-d SLOTS] [-r REPS]
+ *   braid-ring-floor [-s MIB] [-c KIB] [-d SLOTS] [-r REPS] [-n 0|1]
  *   (defaults: a 128 MiB block per rank, i.e. braid-bench's 256 MiB
- *   allgather on 2 ranks; 64 KiB chunks, 8 slots: pipe's n·D; 7 reps)
+ *   allgather on 2 ranks; 64 KiB chunks, 8 slots: pipe's n·D; 7 reps;
+ *   plain memcpy)
  *
  * Prints, per mode, the median and best of REPS (the first untimed) in ms
  * of the slower process, and the bus bandwidth of the median as
@@ -26,6 +32,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__SSE2__)
+#include <emmintrin.h>
+#define HAVE_STREAM 1
+#endif
+
 #define MAX_REPS  64
 #define MAX_SLOTS 64
 #define LINE      64
@@ -37,7 +48,7 @@ typedef struct ring {
 
 typedef struct opts {
     size_t block, chunk;
-    int    slots, reps;
+    int    slots, reps, stream;
 } opts_t;
 
 static double now_s(void)
@@ -53,6 +64,27 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* memcpy, or (stream) the same with streaming stores: dst and n are
+ * multiples of 64 here (malloc'd 64-aligned, sizes in KiB). */
+static void copy(void *dst, const void *src, size_t n, int stream)
+{
+#ifdef HAVE_STREAM
+    if (stream) {
+        char       *d = dst;
+        const char *s = src;
+        for (size_t i = 0; i < n; i += 64)
+            for (size_t j = 0; j < 64; j += 16)
+                _mm_stream_si128(
+                    (__m128i *)(void *)(d + i + j),
+                    _mm_loadu_si128((const __m128i *)(const void *)(s + i + j)));
+        _mm_sfence(); /* weakly ordered: before the flag */
+        return;
+    }
+#endif
+    (void)stream;
+    memcpy(dst, src, n);
+}
+
 /* One allgather of rank me: own block into recv[me], the peer's block out
  * of its ring into recv[1 - me].  mine/peer are the two rings (the same
  * private one when alone). */
@@ -62,22 +94,23 @@ static void allgather(const opts_t *o, int me, const char *send, char *recv,
 {
     size_t   k  = o->block / o->chunk;
     uint64_t s0 = *sent, g0 = *got;
-    memcpy(recv + (size_t)me * o->block, send, o->block);
+    copy(recv + (size_t)me * o->block, send, o->block, o->stream);
     while (*sent - s0 < k || *got - g0 < k) {
         uint64_t s = *sent, g = *got;
         if (s - s0 < k &&
             s < __atomic_load_n(&peer->credit, __ATOMIC_ACQUIRE) +
                     (uint64_t)o->slots) {
-            memcpy(mslots + (s % (uint64_t)o->slots) * o->chunk,
-                   send + (s - s0) * o->chunk, o->chunk);
+            copy(mslots + (s % (uint64_t)o->slots) * o->chunk,
+                 send + (s - s0) * o->chunk, o->chunk, o->stream);
             __atomic_store_n(&mine->flag[s % (uint64_t)o->slots], s + 1,
                              __ATOMIC_RELEASE);
             *sent = s + 1;
         }
         if (g - g0 < k && __atomic_load_n(&peer->flag[g % (uint64_t)o->slots],
                                           __ATOMIC_ACQUIRE) == g + 1) {
-            memcpy(recv + (size_t)(1 - me) * o->block + (g - g0) * o->chunk,
-                   pslots + (g % (uint64_t)o->slots) * o->chunk, o->chunk);
+            copy(recv + (size_t)(1 - me) * o->block + (g - g0) * o->chunk,
+                 pslots + (g % (uint64_t)o->slots) * o->chunk, o->chunk,
+                 o->stream);
             *got = g + 1;
             __atomic_store_n(&mine->credit, g + 1, __ATOMIC_RELEASE);
         }
@@ -97,7 +130,8 @@ static int rank_main(const opts_t *o, int me, int shared, char *area,
     ring_t *mine = (ring_t *)(void *)(area + (size_t)me * ringb);
     ring_t *peer =
         shared ? (ring_t *)(void *)(area + (size_t)(1 - me) * ringb) : mine;
-    char *send = malloc(o->block), *recv = malloc(2 * o->block);
+    char *send = aligned_alloc(LINE, o->block);
+    char *recv = aligned_alloc(LINE, 2 * o->block);
     if (send == NULL || recv == NULL)
         return 1;
     memset(send, me + 1, o->block);
@@ -158,7 +192,7 @@ static int run(const opts_t *o, int shared, double *ms)
 static int usage(void)
 {
     fprintf(stderr, "usage: braid-ring-floor [-s MIB] [-c KIB] [-d SLOTS "
-                    "(1-64)] [-r REPS (2-64)]\n");
+                    "(1-64)] [-r REPS (2-64)] [-n 0|1]\n");
     return 2;
 }
 
@@ -171,7 +205,7 @@ int main(int argc, char **argv)
             return usage();
         char *end;
         long  v = strtol(argv[i + 1], &end, 10);
-        if (*end != '\0' || v <= 0)
+        if (*end != '\0' || v < 0 || (v == 0 && strcmp(argv[i], "-n")))
             return usage();
         if (!strcmp(argv[i], "-s"))
             o.block = (size_t)v << 20;
@@ -181,6 +215,8 @@ int main(int argc, char **argv)
             o.slots = (int)v;
         else if (!strcmp(argv[i], "-r") && v >= 2 && v <= MAX_REPS)
             o.reps = (int)v;
+        else if (!strcmp(argv[i], "-n") && v <= 1)
+            o.stream = (int)v;
         else
             return usage();
     }
@@ -189,8 +225,9 @@ int main(int argc, char **argv)
         return 2;
     }
     printf("# 2 ranks, %zu MiB a block, %zu KiB chunks, %d slots, %d reps "
-           "(first untimed)\n",
-           o.block >> 20, o.chunk >> 10, o.slots, o.reps);
+           "(first untimed), %s\n",
+           o.block >> 20, o.chunk >> 10, o.slots, o.reps,
+           o.stream ? "streaming stores" : "memcpy");
     printf("# %-7s %10s %10s %12s\n", "mode", "median_ms", "best_ms",
            "busbw_GBps");
     for (int shared = 0; shared < 2; shared++) {
