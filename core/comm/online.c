@@ -75,12 +75,23 @@ static int rank_order(const braid_candidate_t *c)
     return (c->algo->flags & BRAID_ALGO_RANK_ORDER) != 0;
 }
 
-int braid_online_rivals(int *idx, const braid_selector_t *sel,
-                        braid_coll_t coll, size_t bytes, uint32_t mem,
-                        double within)
+/* What ranks candidate i: the row's measured time where a tuning-file row
+ * picked, else the cost model's estimate; -1 where it cannot run the call
+ * or the row did not measure it. */
+static double score(const braid_selector_t *sel, const braid_tune_row_t *row,
+                    int i, braid_coll_t coll, size_t bytes, uint32_t mem)
 {
-    double est0 =
-        braid_candidate_estimate(sel, &sel->cands[idx[0]], coll, bytes, mem);
+    double e = braid_candidate_estimate(sel, &sel->cands[i], coll, bytes, mem);
+    if (e < 0 || row == NULL)
+        return e;
+    return braid_tune_measured(row, sel->cands[i].name);
+}
+
+int braid_online_rivals(int *idx, const braid_selector_t *sel,
+                        const braid_tune_row_t *row, braid_coll_t coll,
+                        size_t bytes, uint32_t mem, double within)
+{
+    double est0 = score(sel, row, idx[0], coll, bytes, mem);
     double est[BRAID_ONLINE_MAX_CANDS];
     int    n = 1;
     /* A reduction's bits depend on the order it combines in: only
@@ -94,8 +105,7 @@ int braid_online_rivals(int *idx, const braid_selector_t *sel,
             (sel->cands[i].mem_types & mem) != mem ||
             (reduces && !rank_order(&sel->cands[i])))
             continue;
-        double e =
-            braid_candidate_estimate(sel, &sel->cands[i], coll, bytes, mem);
+        double e = score(sel, row, i, coll, bytes, mem);
         if (e < 0 || e > est0 * within)
             continue;
         /* Insert in rising estimate; the dearest falls off a full list. */
@@ -133,11 +143,13 @@ static braid_online_slot_t *slot_of(braid_online_t *o, braid_coll_t coll,
 }
 
 /* Whether online tuning has a say in a call of bytes on memory mem whose
- * table pick is pick: only the cost model's picks, on host memory. */
+ * table pick is pick: the cost model's picks and the tuning file's, on
+ * host memory; never BRAID_ALGO's. */
 static int has_say(const braid_online_t *o, braid_pick_t pick, size_t bytes,
                    uint32_t mem)
 {
-    return o->on && pick.idx >= 0 && pick.why == BRAID_WHY_COST && bytes > 0 &&
+    return o->on && pick.idx >= 0 && pick.why != BRAID_WHY_OVERRIDE &&
+           bytes > 0 &&
            bytes <= o->max_bytes &&
            mem == braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
 }
@@ -174,10 +186,30 @@ static braid_online_slot_t *slot_for(braid_comm_t *comm, braid_coll_t coll,
     s->rounds = large ? BRAID_ONLINE_ROUNDS_LARGE : BRAID_ONLINE_ROUNDS;
     s->warm   = large ? BRAID_ONLINE_WARM_LARGE : BRAID_ONLINE_WARM;
     s->idx[0] = pick.idx;
-    s->ncands =
-        braid_online_rivals(s->idx, &comm->sel, coll, bytes, mem, o->within);
+    s->why    = pick.why;
+    /* A tuning file's pick has as rivals what its row measured close to
+     * it (none where the row has no times): the row was measured at one
+     * size of its range, at another time, perhaps with the host otherwise
+     * busy or its vCPUs elsewhere, so the live communicator settles those
+     * that were close. */
+    const braid_tune_row_t *row =
+        pick.why == BRAID_WHY_TUNE
+            ? braid_tune_match(comm->sel.tune, coll, comm->sel.nranks,
+                               comm->sel.nnodes, (int)comm->sel.topo, bytes)
+            : NULL;
+    if (pick.why == BRAID_WHY_TUNE && row == NULL)
+        s->ncands = 1;
+    else
+        s->ncands = braid_online_rivals(s->idx, &comm->sel, row, coll, bytes,
+                                        mem, o->within);
     s->state = s->ncands > 1 ? BRAID_ONLINE_TRIAL : BRAID_ONLINE_OFF;
     return s;
+}
+
+/* What chose a slot's idx[0], for messages. */
+static const char *pick_word(braid_why_t why)
+{
+    return why == BRAID_WHY_TUNE ? "tuning file" : "cost model";
 }
 
 static void cache(braid_selector_t *sel, braid_coll_t coll, size_t bytes,
@@ -285,10 +317,10 @@ static braid_status_t settle(braid_comm_t *comm, braid_online_slot_t *s)
                      "%s%s %.2f us", k ? ", " : "",
                      comm->sel.cands[s->idx[k]].name, s->agreed[k]);
         braid_log(BRAID_LOG_INFO, LOG_COMP,
-                  "%s of %zu-%zu B: %s (%s; cost model: %s)",
-                  braid_coll_name(c), (size_t)1 << msg.cls,
-                  ((size_t)2 << msg.cls) - 1, comm->sel.cands[s->chosen].name,
-                  list, comm->sel.cands[s->idx[0]].name);
+                  "%s of %zu-%zu B: %s (%s; %s: %s)", braid_coll_name(c),
+                  (size_t)1 << msg.cls, ((size_t)2 << msg.cls) - 1,
+                  comm->sel.cands[s->chosen].name, list, pick_word(s->why),
+                  comm->sel.cands[s->idx[0]].name);
     }
     return BRAID_OK;
 }
@@ -340,9 +372,9 @@ int braid_online_explain(braid_comm_t *comm, braid_coll_t coll, size_t bytes,
         return 1;
     if (s->state == BRAID_ONLINE_TRIAL) {
         snprintf(why, why_len,
-                 "on trial (%d of %d calls: %s take turns); cost model: %s",
+                 "on trial (%d of %d calls: %s take turns); %s: %s",
                  s->calls, BRAID_ONLINE_CALLS(s->ncands, s->rounds), list,
-                 cands[pick.idx].name);
+                 pick_word(s->why), cands[pick.idx].name);
         return 1;
     }
     list[0] = '\0';
@@ -352,7 +384,8 @@ int braid_online_explain(braid_comm_t *comm, braid_coll_t coll, size_t bytes,
                  s->agreed[k]);
     snprintf(why, why_len,
              "measured on this communicator (%s: slowest rank's median of "
-             "%d calls each); cost model: %s",
-             list, s->rounds - s->warm, cands[pick.idx].name);
+             "%d calls each); %s: %s",
+             list, s->rounds - s->warm, pick_word(s->why),
+             cands[pick.idx].name);
     return 1;
 }

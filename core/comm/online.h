@@ -14,8 +14,12 @@
  * algorithms that fold in rank order (BRAID_ALGO_RANK_ORDER), so no result
  * changes by a bit.  Every rank makes the same calls
  * and agrees on the same times, so every rank runs the same candidate in
- * every call, trials included.  The BRAID_ALGO override and the tuning file
- * are obeyed as they are: only the cost model's picks go on trial. */
+ * every call, trials included.  A tuning file's pick goes on trial the same
+ * way, against the candidates its row measured within BRAID_ONLINE_WITHIN
+ * of it (a row is measured at one size of its range, at another time):
+ * the file narrows the trial by measurement where the model narrows it by
+ * estimate.  The BRAID_ALGO override is obeyed as it is, and BRAID_ONLINE=off
+ * obeys the file as it is too. */
 #ifndef BRAID_CORE_ONLINE_H
 #define BRAID_CORE_ONLINE_H
 
@@ -72,7 +76,8 @@ typedef struct braid_online_slot {
     int                  cls; /* bytes in [2^cls, 2^(cls+1)) */
     int                  ncands;
     int                  rounds, warm; /* turns each, of them not timed */
-    int idx[BRAID_ONLINE_MAX_CANDS];   /* into sel->cands; [0]: model's pick */
+    braid_why_t why;                   /* what picked idx[0]: model or file */
+    int idx[BRAID_ONLINE_MAX_CANDS];   /* into sel->cands; [0]: the pick */
     int calls;                         /* trial calls completed */
     int chosen;                        /* settled: into sel->cands */
     double us[BRAID_ONLINE_MAX_CANDS][BRAID_ONLINE_ROUNDS]; /* this rank's */
@@ -122,13 +127,15 @@ double braid_online_mine(const braid_online_slot_t *slot, int k);
 /* Which of agreed[0..n) wins: 0 (the model's pick) unless another is
  * faster by more than margin; ties go to the lower index. */
 int braid_online_decide(const double *agreed, int n, double margin);
-/* The rivals of the model's pick idx[0]: fills idx[1..] with the
- * candidates that take mem and estimate within `within` times the pick's,
- * cheapest first -- for a reduction only when the pick and they all fold
- * in rank order (BRAID_ALGO_RANK_ORDER), so that a trial changes no bit of
- * any result; returns the count including idx[0]. */
+/* The rivals of the pick idx[0]: fills idx[1..] with the candidates that
+ * take mem and estimate within `within` times the pick's, cheapest first
+ * -- or, with a tuning-file row, that can run the call and were measured
+ * there within `within` times the pick's measured time (none where the row
+ * has no time for the pick) -- for a reduction only when the pick and they
+ * all fold in rank order (BRAID_ALGO_RANK_ORDER), so that a trial changes
+ * no bit of any result; returns the count including idx[0]. */
 int braid_online_rivals(int *idx, const braid_selector_t *sel,
-                        braid_coll_t coll, size_t bytes, uint32_t mem,
-                        double within);
+                        const braid_tune_row_t *row, braid_coll_t coll,
+                        size_t bytes, uint32_t mem, double within);
 
 #endif

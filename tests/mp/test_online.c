@@ -5,12 +5,14 @@
  * the class settles after the trial's calls on the same call everywhere,
  * and every rank then names the same candidate; non-blocking calls run
  * while a class is on trial and are not counted; BRAID_ALGO keeps a class
- * off trial.  Run once as is (trials) and once with --forced under
- * BRAID_ALGO. */
+ * off trial.  A tuning file's pick goes on trial against what its row
+ * measured close to it, and BRAID_ONLINE=off obeys the file as it is.  Run
+ * once as is (trials) and once with --forced under BRAID_ALGO. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <braid/braid.h>
 
@@ -190,6 +192,58 @@ int main(int argc, char **argv)
     check(st == BRAID_OK, msg);
     if (st == BRAID_OK)
         braid_finalize(sub);
+
+    /* A tuning file: its row picks twoshot and measured oneshot close to
+     * it, pipe far off (20x) and recdbl, which does not fold in rank
+     * order, closest of all.  The trial is twoshot against oneshot alone,
+     * and the messages name the file as what picked. */
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/braid-test-online-%d-%d", getpid(),
+             rank);
+    FILE *f = fopen(path, "w");
+    check(f != NULL, "a tuning file in /tmp");
+    fprintf(f, "# test_online\nallreduce * * * 0 64K twoshot@shm at %zu "
+               "twoshot@shm=10.0 oneshot@shm=12.0 pipe@shm=200.0 "
+               "recdbl@shm=9.0\n",
+            bytes);
+    fclose(f);
+    setenv("BRAID_TUNE_FILE", path, 1);
+    setenv("BRAID_ONLINE_WITHIN", "5", 1);
+    for (int off = 0; off < 2; off++) {
+        if (off)
+            setenv("BRAID_ONLINE", "off", 1);
+        st = braid_comm_split(comm, 0, rank, &sub);
+        snprintf(msg, sizeof(msg), "a split with a tuning file: %s",
+                 braid_status_str(st));
+        check(st == BRAID_OK, msg);
+        one_call(sub, s, r, count, 0);
+        why = state(sub, bytes, cand, sizeof(cand));
+        snprintf(msg, sizeof(msg), "the file's pick %s: %s",
+                 off ? "obeyed (BRAID_ONLINE=off)" : "on trial", why);
+        check(off ? strncmp(why, "tuning file line 2", 18) == 0 &&
+                        strncmp(cand, "twoshot@", 8) == 0
+                  : strncmp(why, "on trial (1 of ", 15) == 0 &&
+                        strstr(why, "twoshot@shm, oneshot@shm take turns); "
+                                    "tuning file: twoshot@shm") != NULL,
+              msg);
+        for (int i = 0; i < 200 && strncmp(why, "on trial", 8) == 0; i++) {
+            one_call(sub, s, r, count, 0);
+            why = state(sub, bytes, cand, sizeof(cand));
+        }
+        snprintf(msg, sizeof(msg), "after the trial: %s", why);
+        check(off ? strncmp(why, "tuning file line 2", 18) == 0
+                  : strncmp(why, "measured on this communicator", 29) == 0 &&
+                        strstr(why, "tuning file: twoshot@shm") != NULL &&
+                        (strncmp(cand, "twoshot@", 8) == 0 ||
+                         strncmp(cand, "oneshot@", 8) == 0),
+              msg);
+        check(same_everywhere(sub, cand), "every rank names the same");
+        braid_finalize(sub);
+    }
+    unsetenv("BRAID_ONLINE");
+    unsetenv("BRAID_ONLINE_WITHIN");
+    unsetenv("BRAID_TUNE_FILE");
+    unlink(path);
 out:
     free(s);
     free(r);

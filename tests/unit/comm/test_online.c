@@ -1,6 +1,8 @@
 /* Unit tests of online tuning's pure parts (comm/online.c): which candidate
  * each trial call runs, which calls are timed, the medians, the decision,
- * the rivals of the cost model's pick, and the environment. */
+ * the rivals of the cost model's pick and of a tuning file's, and the
+ * environment. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,25 +124,25 @@ static void test_rivals(void)
     braid_selector_init(&sel);
     int idx[BRAID_ONLINE_MAX_CANDS] = {0};
     int n =
-        braid_online_rivals(idx, &sel, BRAID_COLL_ALLREDUCE, 64, host, 2.0);
+        braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host, 2.0);
     CHECK(n == 1, "nothing within 2x of a1 (a3 is 3x): %d", n);
-    n = braid_online_rivals(idx, &sel, BRAID_COLL_ALLREDUCE, 64, host, 5.0);
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host, 5.0);
     CHECK(n == 3 && idx[0] == 0 && idx[1] == 3 && idx[2] == 5,
           "within 5x: a1, then a3 and a5 cheapest first; not a1no (cannot "
           "run), a2 (device memory), a4 (allgather): n %d [%d %d %d]",
           n, idx[0], idx[1], idx[2]);
     idx[0] = 5; /* the pick need not be the cheapest (a tuning file's) */
-    n = braid_online_rivals(idx, &sel, BRAID_COLL_ALLREDUCE, 64, host, 1.0);
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host, 1.0);
     CHECK(n == 3 && idx[0] == 5 && idx[1] == 0 && idx[2] == 3,
           "rivals of a5 within 1x: a1 and a3, cheapest first: n %d", n);
     /* A reduction that does not fold in rank order is neither a rival
      * nor a pick with rivals; an allgather needs no such promise. */
     a3.flags = 0;
     idx[0]   = 0;
-    n = braid_online_rivals(idx, &sel, BRAID_COLL_ALLREDUCE, 64, host, 5.0);
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host, 5.0);
     CHECK(n == 2 && idx[1] == 5, "a3 without the flag is no rival: n %d", n);
     idx[0] = 3;
-    n = braid_online_rivals(idx, &sel, BRAID_COLL_ALLREDUCE, 64, host, 5.0);
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host, 5.0);
     CHECK(n == 1, "a3 without the flag has no rivals: n %d", n);
     a3.flags        = ro;
     braid_algo_t g1 = {
@@ -153,7 +155,7 @@ static void test_rivals(void)
     sel.cands  = gathers;
     braid_selector_init(&sel);
     idx[0] = 0;
-    n = braid_online_rivals(idx, &sel, BRAID_COLL_ALLGATHER, 64, host, 5.0);
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLGATHER, 64, host, 5.0);
     CHECK(n == 2 && idx[1] == 1, "allgathers without the flag: n %d", n);
     /* A full list keeps the cheapest: six candidates of 1x-1.5x. */
     braid_candidate_t many[8];
@@ -164,11 +166,72 @@ static void test_rivals(void)
     sel.cands  = many;
     braid_selector_init(&sel);
     idx[0] = 1;
-    n = braid_online_rivals(idx, &sel, BRAID_COLL_ALLREDUCE, 64, host, 3.0);
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host, 3.0);
     CHECK(n == BRAID_ONLINE_MAX_CANDS && idx[0] == 1 && idx[1] == 3 &&
               idx[2] == 5 && idx[3] == 7,
           "a full list holds the cheapest (a1s, not a3s): %d %d %d %d", idx[0],
           idx[1], idx[2], idx[3]);
+}
+
+/* A tuning-file row's pick has as rivals what the row measured within the
+ * factor of the pick's time, fastest first, among those that can run the
+ * call; the model's estimates play no part. */
+static void test_table_rivals(void)
+{
+    braid_transport_t shm = {.name = "shm"};
+    braid_tl_t        tl  = {.ops = &shm};
+    braid_algo_t      g[5];
+    const char       *names[5] = {"a1", "a1no", "a2", "a3", "a5"};
+    for (int i = 0; i < 5; i++)
+        g[i] = (braid_algo_t){.name     = names[i],
+                              .coll     = BRAID_COLL_ALLGATHER,
+                              .estimate = i == 1 ? est_never : est_linear};
+    const uint32_t    host     = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    braid_candidate_t cands[5] = {
+        {"a1@shm", &g[0], &tl, "shm", host, NULL, NULL},
+        {"a1no@shm", &g[1], &tl, "shm", host, NULL, NULL},
+        {"a2@shm", &g[2], &tl, "shm", host, NULL, NULL},
+        {"a3@shm", &g[3], &tl, "shm", host, NULL, NULL},
+        {"a5@shm", &g[4], &tl, "shm", host, NULL, NULL},
+    };
+    braid_algo_spec_t none;
+    braid_tune_t      tune = {0};
+    braid_algo_spec_parse(&none, NULL);
+    braid_selector_t sel = {.ncands   = 5,
+                            .cands    = cands,
+                            .override = &none,
+                            .tune     = &tune,
+                            .nranks   = 2,
+                            .nnodes   = 1,
+                            .ppn      = 2};
+    braid_selector_init(&sel);
+    /* The row picked a5 (measured 40 us); a3 took 60, a1no 10 (it cannot
+     * run this call), a1 300; a2 was not measured. */
+    braid_tune_row_t row = {.coll = BRAID_COLL_ALLGATHER, .nmeas = 4};
+    const char      *algo[4] = {"a5", "a3", "a1no", "a1"};
+    const double     us[4]   = {40.0, 60.0, 10.0, 300.0};
+    for (int i = 0; i < 4; i++) {
+        snprintf(row.meas[i].cand.algo, sizeof(row.meas[i].cand.algo), "%s",
+                 algo[i]);
+        snprintf(row.meas[i].cand.tl, sizeof(row.meas[i].cand.tl), "shm");
+        row.meas[i].us = us[i];
+    }
+    int idx[BRAID_ONLINE_MAX_CANDS] = {4};
+    int n = braid_online_rivals(idx, &sel, &row, BRAID_COLL_ALLGATHER, 64,
+                                host, 5.0);
+    CHECK(n == 2 && idx[0] == 4 && idx[1] == 3,
+          "within 5x of a5's 40 us: a3 (60 us); not a1 (300 us, though the "
+          "model ranks it first), a1no (cannot run), a2 (not measured): n %d",
+          n);
+    n = braid_online_rivals(idx, &sel, &row, BRAID_COLL_ALLGATHER, 64, host,
+                            10.0);
+    CHECK(n == 3 && idx[1] == 3 && idx[2] == 0,
+          "within 10x: a3 then a1, fastest first: n %d [%d %d]", n, idx[1],
+          idx[2]);
+    idx[0] = 2; /* a pick the row has no time for: no rivals */
+    n = braid_online_rivals(idx, &sel, &row, BRAID_COLL_ALLGATHER, 64, host,
+                            10.0);
+    CHECK(n == 1, "a pick the row did not measure has no rivals: n %d", n);
 }
 
 static void test_env(void)
@@ -212,6 +275,7 @@ int main(void)
     test_mine();
     test_decide();
     test_rivals();
+    test_table_rivals();
     test_env();
     return check_summary("online");
 }
