@@ -87,6 +87,22 @@ static double est_never(const braid_algo_t *self, const braid_cost_in_t *in)
     return -1.0;
 }
 
+/* A selector over cands on one host of nranks ranks, no override, an
+ * empty tuning file. */
+static void selector(braid_selector_t *sel, braid_candidate_t *cands, int n,
+                     braid_algo_spec_t *none, braid_tune_t *tune, int nranks)
+{
+    braid_algo_spec_parse(none, NULL);
+    *sel = (braid_selector_t){.ncands   = n,
+                              .cands    = cands,
+                              .override = none,
+                              .tune     = tune,
+                              .nranks   = nranks,
+                              .nnodes   = 1,
+                              .ppn      = nranks};
+    braid_selector_init(sel);
+}
+
 static void test_rivals(void)
 {
     braid_transport_t shm = {.name = "shm"};
@@ -113,15 +129,8 @@ static void test_rivals(void)
     };
     braid_algo_spec_t none;
     braid_tune_t      tune = {0};
-    braid_algo_spec_parse(&none, NULL);
-    braid_selector_t sel = {.ncands   = 6,
-                            .cands    = cands,
-                            .override = &none,
-                            .tune     = &tune,
-                            .nranks   = 4,
-                            .nnodes   = 1,
-                            .ppn      = 4};
-    braid_selector_init(&sel);
+    braid_selector_t  sel;
+    selector(&sel, cands, 6, &none, &tune, 4);
     int idx[BRAID_ONLINE_MAX_CANDS] = {0};
     int n =
         braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host, 2.0);
@@ -196,15 +205,8 @@ static void test_table_rivals(void)
     };
     braid_algo_spec_t none;
     braid_tune_t      tune = {0};
-    braid_algo_spec_parse(&none, NULL);
-    braid_selector_t sel = {.ncands   = 5,
-                            .cands    = cands,
-                            .override = &none,
-                            .tune     = &tune,
-                            .nranks   = 2,
-                            .nnodes   = 1,
-                            .ppn      = 2};
-    braid_selector_init(&sel);
+    braid_selector_t  sel;
+    selector(&sel, cands, 5, &none, &tune, 2);
     /* The row picked a5 (measured 40 us); a3 took 60, a1no 10 (it cannot
      * run this call), a1 300; a2 was not measured. */
     braid_tune_row_t row = {.coll = BRAID_COLL_ALLGATHER, .nmeas = 4};
