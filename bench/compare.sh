@@ -47,9 +47,11 @@ mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 braidrun=$build/tools/braidrun tunebin=$build/tools/braid-tune
 benchbin=$build/bench/braid-bench
+floorbin=$build/bench/braid-ring-floor
 mpibench=$build/bench/mpi-allreduce-bench
 log=$out/log.txt
 : >"$log"
+: >"$out/placement.txt"
 
 say() { echo "compare.sh: $*" >&2; echo "$*" >>"$log"; }
 run() { say "+ $*"; "$@" >>"$log" 2>&1; local rc=$?; [ $rc -eq 0 ] || say "exit status $rc: $*"; return $rc; }
@@ -72,6 +74,21 @@ braid_tune() {
       -n "$iters" --prune "$prune" "$@"
 }
 
+# Where the hypervisor has the first two CPUs at this moment: braid-ring-
+# floor's shared/alone on an 8 MiB block, near 1 where they share a cache,
+# 3 and more where a line between them costs more than memory (which
+# copy path wins follows it: docs/performance.md, "The slow mode is where
+# the two vCPUs sit").  Noted before each series, in the report's header.
+probe() {
+  local what=$1 x
+  [ -x "$floorbin" ] && [ "$(nproc)" -ge 2 ] || return 0
+  x=$("$floorbin" -s 8 -r 5 2>/dev/null |
+      awk '$1 == "alone" { a = $2 } $1 == "shared" { s = $2 }
+           END { if (a > 0) printf "%.1f", s / a }')
+  [ -n "$x" ] && echo "$what $x" >>"$out/placement.txt"
+  return 0
+}
+
 # MIN MAX F of a collective's sweep.
 sizes_of() { if [ "$1" = allreduce ]; then echo "${ar[@]}"; else echo "${rsag[@]}"; fi; }
 
@@ -87,6 +104,7 @@ for n in $ranks; do
         -o "$table" --merge && tf=(--tune-file "$table")
   fi
   for ((r = 1; r <= rounds; r++)); do
+    probe "n$n r$r braid"
     braid_tune "$n" allreduce "${ar[@]}" -r 1 "${tf[@]}" \
       --csv "$out/braid-n$n-r$r-ar.csv"
     braid_tune "$n" reduce_scatter,allgather "${rsag[@]}" -r 1 "${tf[@]}" \
@@ -104,6 +122,7 @@ for n in $ranks; do
       done
     fi
     if [ "$mpi" = 1 ]; then
+      probe "n$n r$r ompi"
       for c in allreduce reduce_scatter allgather; do
         s=($(sizes_of $c))
         run mpirun --allow-run-as-root --oversubscribe -np "$n" "$mpibench" \
@@ -114,6 +133,7 @@ for n in $ranks; do
     if [ "$gloo" = 1 ]; then
       gcolls="allreduce allgather" # Gloo has no reduce_scatter
       [ "${QUICK:-0}" = 1 ] && gcolls=allreduce
+      probe "n$n r$r gloo"
       for c in $gcolls; do
         s=($(sizes_of $c))
         run timeout 3600 /usr/bin/python3 "$here/../tools/braid-torchrun" \
@@ -138,6 +158,8 @@ done
 {
   echo "# bench/compare.sh $build $ranks (ROUNDS=$rounds AR='${ar[*]}' RSAG='${rsag[*]}' ITERS=$iters TUNE=$tune PRUNE=$prune ALONE=$alone) on $(hostname), $(date '+%Y-%m-%d %H:%M')"
   echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  [ -s "$out/placement.txt" ] &&
+    echo "# CPU placement before each series (braid-ring-floor -s 8 shared/alone; ~1: a shared cache, >= 3: none): $(paste -sd, "$out/placement.txt" | sed 's/,/, /g')"
   /usr/bin/python3 "$here/tune_report.py" compare "${csvs[@]}"
 } | tee "$out/report.txt"
 "$here/plot.sh" -o "$out/png" "${csvs[@]}" >/dev/null &&
