@@ -76,7 +76,7 @@ braid_tune() {
 
 # Where the hypervisor has the first two CPUs at this moment: braid-ring-
 # floor's shared/alone on an 8 MiB block, near 1 where they share a cache,
-# 3 and more where a line between them costs more than memory (which
+# well above it where a line between them costs more than memory (which
 # copy path wins follows it: docs/performance.md, "The slow mode is where
 # the two vCPUs sit").  Noted before each series, in the report's header.
 probe() {

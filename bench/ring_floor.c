@@ -11,8 +11,9 @@
  * With -n 1 every copy writes with streaming stores, as pipe's allgather
  * does: the slots' lines then reach the reader through memory, not from
  * the writer's cache.  shared/alone with -n 0 tells where the hypervisor
- * has put the two vCPUs: near 1 where they share a cache, 3x and more
- * where a line crossing between them costs more than memory.
+ * has put the two vCPUs: near 1 where they share a cache, well above it
+ * where a line crossing between them costs more than memory (figures:
+ * docs/performance.md, "The slow mode is where the two vCPUs sit").
  *
  *   braid-ring-floor [-s MIB] [-c KIB] [-d SLOTS] [-r REPS] [-n 0|1]
  *   (defaults: a 128 MiB block per rank, i.e. braid-bench's 256 MiB

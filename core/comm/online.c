@@ -1,5 +1,6 @@
 /* Online tuning (online.h): trials of close candidates on the live
  * communicator, and the agreement that settles each size class. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,17 @@ static int settled_idx(const braid_selector_t    *sel,
                : pick;
 }
 
+/* The tuning-file row a pick obeys (its ref is the row's cand), or NULL
+ * for the cost model's picks. */
+static const braid_tune_row_t *tune_row(braid_pick_t pick)
+{
+    if (pick.why != BRAID_WHY_TUNE || pick.ref == NULL)
+        return NULL;
+    return (const braid_tune_row_t *)(const void *)((const char *)pick.ref -
+                                                    offsetof(braid_tune_row_t,
+                                                             cand));
+}
+
 /* The slot that decides a host call of bytes whose table pick is pick, or
  * NULL where online tuning has no say. */
 static braid_online_slot_t *slot_for(braid_comm_t *comm, braid_coll_t coll,
@@ -192,16 +204,8 @@ static braid_online_slot_t *slot_for(braid_comm_t *comm, braid_coll_t coll,
      * size of its range, at another time, perhaps with the host otherwise
      * busy or its vCPUs elsewhere, so the live communicator settles those
      * that were close. */
-    const braid_tune_row_t *row =
-        pick.why == BRAID_WHY_TUNE
-            ? braid_tune_match(comm->sel.tune, coll, comm->sel.nranks,
-                               comm->sel.nnodes, (int)comm->sel.topo, bytes)
-            : NULL;
-    if (pick.why == BRAID_WHY_TUNE && row == NULL)
-        s->ncands = 1;
-    else
-        s->ncands = braid_online_rivals(s->idx, &comm->sel, row, coll, bytes,
-                                        mem, o->within);
+    s->ncands = braid_online_rivals(s->idx, &comm->sel, tune_row(pick), coll,
+                                    bytes, mem, o->within);
     s->state = s->ncands > 1 ? BRAID_ONLINE_TRIAL : BRAID_ONLINE_OFF;
     return s;
 }

@@ -42,7 +42,8 @@ typedef enum {
 
 /* One decision: the candidate (-1: none can run it), what decided, and the
  * BRAID_ALGO or tuning-file entry it obeyed (NULL: the cost model among
- * all). */
+ * all; for the tuning file, the `cand` of its braid_tune_row_t, from which
+ * online tuning finds the row's measurements). */
 typedef struct braid_pick {
     int                     idx;
     braid_why_t             why;
