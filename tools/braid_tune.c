@@ -353,8 +353,10 @@ int main(int argc, char **argv)
     int    maxiters = t.o.iters > 3 ? t.o.iters : 3;
     t.sbuf          = malloc(cap ? cap : 1);
     t.rbuf          = malloc(cap ? cap : 1);
-    t.times         = calloc((size_t)maxiters, sizeof(double));
-    t.tmax          = calloc((size_t)maxiters, sizeof(double));
+    /* a round's calls of every series (tune_run.c, call by call) */
+    size_t ntimes   = (size_t)maxiters * TUNE_MAX_SERIES;
+    t.times         = calloc(ntimes, sizeof(double));
+    t.tmax          = calloc(ntimes, sizeof(double));
     if (t.sbuf == NULL || t.rbuf == NULL || t.times == NULL || t.tmax == NULL)
         die(BRAID_ERR_NO_MEMORY, "buffers");
     /* Every byte written once, checked or not (-c 0): a buffer only read

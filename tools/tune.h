@@ -80,7 +80,7 @@ typedef struct tune {
     int            nseries;
     series_t       series[TUNE_MAX_SERIES];
     unsigned char *sbuf, *rbuf;  /* maxbytes each */
-    double        *times, *tmax; /* per timed call */
+    double        *times, *tmax; /* per timed call of a round, every series */
 } tune_t;
 
 /* tune_run.c: times every series of one collective over the sizes. */

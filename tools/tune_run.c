@@ -1,9 +1,11 @@
 /* braid-tune's timing: every series of one collective at every size, in
  * rounds.  Within a round the series take turns (the first one rotates
- * from round to round), so that a shared, noisy machine hits them alike;
- * a series' figure at a size is the median over rounds of the median call
- * of the round, each call timed alone after a barrier and taken from the
- * slowest rank, as braid-bench and mpi-allreduce-bench time theirs. */
+ * from round to round), so that a shared, noisy machine hits them alike:
+ * a block of calls each for small messages, a call each for large ones
+ * (interleaved()).  A series' figure at a size is the median over
+ * rounds of the median call of the round, each call timed alone after a
+ * barrier and taken from the slowest rank, as braid-bench and
+ * mpi-allreduce-bench time theirs. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -109,13 +111,35 @@ static int on_trial(series_t *s, braid_coll_t coll, size_t bytes)
  * (sizes up to 1 MiB). */
 #define FIRST_WARMUP 64
 
-/* One round of one series at one size: the median call of the slowest
- * rank, in microseconds. */
-static double time_round(tune_t *t, series_t *s, braid_coll_t coll,
-                         size_t count, size_t size, int check)
+/* Where the series take turns call by call within a round, not block by
+ * block: where the buffers of the host's ranks together (a send and a
+ * receive buffer each) exceed its last-level cache INTERLEAVE_LLC times,
+ * so that a call streams from memory whatever ran before it.  Such a call
+ * lasts long enough that the machine can change under a block of them (on
+ * this VM the two vCPUs move between cores that share a cache and cores
+ * that do not, a 2-3x difference for the same call: docs/performance.md),
+ * and then the series timed in that block pay for it alone; call by call,
+ * every series has the others beside it in time.  Smaller calls come in a
+ * block, the way an application's stream of them comes: one series' calls
+ * between another's would push its areas out of the caches, which the
+ * application's own calls do not. */
+#define INTERLEAVE_LLC 4
+#define LLC_UNKNOWN    ((size_t)32 << 20)
+
+static int interleaved(const tune_t *t, size_t size)
+{
+    size_t llc = braid_calib_llc_bytes();
+    int    ppn = t->world->topo.ppn > 0 ? t->world->topo.ppn : 1;
+    return (double)ppn * 2.0 * (double)size >=
+           (double)INTERLEAVE_LLC * (double)(llc ? llc : LLC_UNKNOWN);
+}
+
+/* The warm-up calls of one series before it is timed at one size. */
+static void warm_up(tune_t *t, series_t *s, braid_coll_t coll, size_t count,
+                    size_t size, int check)
 {
     braid_status_t st;
-    int            iters = iters_for(t, size), warm = t->o.warmup;
+    int            warm = t->o.warmup;
     if (size >= (8u << 20) && warm > 1)
         warm = 1;
     if (!s->warmed && size <= (1u << 20) && warm < FIRST_WARMUP)
@@ -151,18 +175,66 @@ static double time_round(tune_t *t, series_t *s, braid_coll_t coll,
             }
         }
     }
-    for (int i = 0; i < iters; i++) {
-        if ((st = braid_barrier(t->world)) != BRAID_OK)
-            die(t, st, "barrier");
-        double t0 = now_s();
-        if ((st = call(t, s->comm, coll, count)) != BRAID_OK)
-            die(t, st, s->name);
-        t->times[i] = (now_s() - t0) * 1e6;
-    }
-    if ((st = braid_allreduce(t->times, t->tmax, (size_t)iters, BRAID_F64,
-                              BRAID_MAX, t->world)) != BRAID_OK)
+}
+
+/* One timed call of one series, after a barrier, in microseconds. */
+static double timed_call(tune_t *t, series_t *s, braid_coll_t coll,
+                         size_t count)
+{
+    braid_status_t st;
+    if ((st = braid_barrier(t->world)) != BRAID_OK)
+        die(t, st, "barrier");
+    double t0 = now_s();
+    if ((st = call(t, s->comm, coll, count)) != BRAID_OK)
+        die(t, st, s->name);
+    return (now_s() - t0) * 1e6;
+}
+
+/* Every rank's times of n calls replaced by the slowest rank's. */
+static void slowest(tune_t *t, int n)
+{
+    braid_status_t st = braid_allreduce(t->times, t->tmax, (size_t)n,
+                                        BRAID_F64, BRAID_MAX, t->world);
+    if (st != BRAID_OK)
         die(t, st, "allreduce of the times");
+}
+
+/* One round of one series at one size, its calls in a block: the median
+ * call of the slowest rank, in microseconds. */
+static double time_round(tune_t *t, series_t *s, braid_coll_t coll,
+                         size_t count, size_t size, int check)
+{
+    int iters = iters_for(t, size);
+    warm_up(t, s, coll, count, size, check);
+    for (int i = 0; i < iters; i++)
+        t->times[i] = timed_call(t, s, coll, count);
+    slowest(t, iters);
     return braid_median(t->tmax, iters);
+}
+
+/* Round r of every series that runs at size i, the series taking turns
+ * call by call (interleaved()): each one's median call of the slowest
+ * rank into its round_us[r]. */
+static void time_round_interleaved(tune_t *t, sweep_t *sw, int i, int r)
+{
+    int order[TUNE_MAX_SERIES], m = 0, iters = iters_for(t, sw->size[i]);
+    for (int j = 0; j < t->nseries; j++) {
+        int k = (j + r) % t->nseries;
+        if (sw->pt[i][k].state == POINT_OK)
+            order[m++] = k;
+    }
+    for (int q = 0; q < m; q++)
+        warm_up(t, &t->series[order[q]], sw->coll, sw->count[i], sw->size[i],
+                t->o.check && r == 0);
+    /* times[q * iters + c]: call c of the q-th series in turn */
+    for (int c = 0; c < iters; c++)
+        for (int q = 0; q < m; q++)
+            t->times[q * iters + c] =
+                timed_call(t, &t->series[order[q]], sw->coll, sw->count[i]);
+    slowest(t, m * iters);
+    for (int q = 0; q < m; q++)
+        sw->pt[i][order[q]].round_us[r] =
+            braid_median(&t->tmax[q * iters], iters);
 }
 
 /* The world's candidate of this name for coll, or NULL. */
@@ -254,7 +326,11 @@ int tune_sweep(tune_t *t, sweep_t *sw)
             if (sw->pt[i][k].state == POINT_OK)
                 time_round(t, &t->series[k], sw->coll, sw->count[i],
                            sw->size[i], 0);
-        for (int r = 0; r < t->o.rounds; r++)
+        for (int r = 0; r < t->o.rounds; r++) {
+            if (interleaved(t, sw->size[i])) {
+                time_round_interleaved(t, sw, i, r);
+                continue;
+            }
             for (int j = 0; j < t->nseries; j++) {
                 int      k = (j + r) % t->nseries;
                 point_t *p = &sw->pt[i][k];
@@ -264,6 +340,7 @@ int tune_sweep(tune_t *t, sweep_t *sw)
                     time_round(t, &t->series[k], sw->coll, sw->count[i],
                                sw->size[i], t->o.check && r == 0);
             }
+        }
         /* What the automatic series ran once their trials settled. */
         for (int k = 0; k < t->nseries; k++) {
             point_t *p = &sw->pt[i][k];

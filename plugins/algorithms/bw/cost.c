@@ -44,7 +44,11 @@
  * Bput for pipe: where the calibration measured the put path beyond the
  * caches (in->put_curve), half of each put's traffic runs at the curve's
  * figure for the call's working set (the caller's buffers) and half at its
- * in-cache figure (the slot, handed on while hot).  Without that
+ * in-cache figure (the slot, handed on while hot) -- unless pipe writes
+ * its slots with streaming stores (an allgather, or a reduction whose
+ * footprint() outgrows the last-level cache, with the shared rings of
+ * BRAID_CAP_LOAD: pipe.c's wants_stream), when all of it runs at the
+ * working set's figure.  Without that
  * measurement (BRAID_CALIBRATE=0, a declared link) the declared figure is
  * an in-cache one, so once the host's buffers (footprint(): every rank's
  * send and receive buffer) outgrow the last-level cache, pipe's two extra
@@ -139,19 +143,25 @@ double braid_bw_cost_pipe(const braid_cost_in_t *in)
         return 0.0;
     int measured = BRAID_HAS(in, braid_cost_in_t, call_ws) &&
                    in->put_curve.out_gbps > 0.0 && in->call_ws > 0.0;
-    if (measured) {
+    int shared = BRAID_HAS(in, braid_cost_in_t, caps) &&
+                 (in->caps & BRAID_CAP_LOAD) != 0;
+    /* pipe.c's wants_stream: slots written to memory, not handed on hot */
+    int streamed = shared && (in->coll == BRAID_COLL_ALLGATHER ||
+                              footprint(in, t.n, t.m) >
+                                  (double)BRAID_BW_CACHE_BYTES);
+    if (measured && !streamed) {
         /* Every put has one end in the caller's buffers, at the call's
          * working set, and the other in a slot that the next copy reads
          * while it is still in the cache (the curve's in-cache point, at
-         * any working set below it): half its traffic at each figure. */
+         * any working set below it): half its traffic at each figure.
+         * Streamed, both ends are at the working set's figure. */
         double hot = 1.0 / (braid_cost_put_gbps_at(in, 0.0) * 1e3);
         t.bp       = 0.5 * (t.bp + hot);
-    } else if (footprint(in, t.n, t.m) > (double)BRAID_BW_CACHE_BYTES) {
+    } else if (!measured &&
+               footprint(in, t.n, t.m) > (double)BRAID_BW_CACHE_BYTES) {
         t.bp = fmax(t.bp, 1.0 / (BRAID_BW_DRAM_COPY_GBPS * 1e3));
     }
     double f = (double)(t.n - 1) / t.n, k = t.n - 1.0;
-    int    shared = BRAID_HAS(in, braid_cost_in_t, caps) &&
-                 (in->caps & BRAID_CAP_LOAD) != 0;
     switch (in->coll) {
     case BRAID_COLL_ALLREDUCE:
         return 2.0 * t.ap *

@@ -24,8 +24,11 @@
  * copy into a slot per chunk instead of one per peer, so the allgather
  * copies (n+1)/n·S a rank instead of (2n-1)/n·S.  The writer reuses a slot
  * once every reader's credit says it read it (the slowest reader paces
- * the ring).  An allgather writes the ring with streaming stores
- * (put_shared says why).
+ * the ring).  With the same mappings, a stream RS(r -> j) lives in r's
+ * own area too (in the slots that would be j's inbox from r), and j folds
+ * straight from there: so the writer chooses how every slot line is
+ * written, cached or streamed to memory (wants_stream), and no put goes
+ * through the transport but the credits.
  *
  * Flow control.  A stream's messages are numbered from the communicator's
  * creation on (positions), and position p lives in slot p mod D with flag
@@ -80,6 +83,8 @@ typedef struct pipe_comm {
 typedef struct pipe {
     pipe_comm_t    *pc;
     uint64_t        sig; /* 24 signature bits, above POS_BITS */
+    int             me;
+    int             stream; /* slots written with streaming stores */
     int             odd; /* a peer's message has another signature */
     braid_bw_plan_t plan;
     size_t          dts;
@@ -137,8 +142,8 @@ static void pipe_comm_free(void *state, braid_tl_t *tl)
     free(pc);
 }
 
-/* Sets up the shared AG ring where the transport maps its peers' areas:
- * the same on every rank (BRAID_CAP_LOAD is). */
+/* Sets up the rings in the writers' own areas where the transport maps
+ * its peers' areas: the same on every rank (BRAID_CAP_LOAD is). */
 static braid_status_t shared_ring(pipe_comm_t *pc, const braid_task_t *task)
 {
     const braid_tl_t *tl = task->tl;
@@ -160,12 +165,13 @@ static braid_status_t shared_ring(pipe_comm_t *pc, const braid_task_t *task)
                                     tl->ops->name, j);
     }
     pc->sdepth = (uint64_t)pc->n * DEPTH;
-    /* Fault the ring in now, everywhere: its slots are touched one by one
-     * as the positions advance, by the writer and by every reader in its
-     * own mapping, and a call should not meet those faults later on (a
-     * small allgather reaches the last slot only after many calls).  Zeros
-     * over zeros: nobody else writes this rank's ring. */
-    size_t base = shared_off(pc, 0), bytes = (size_t)pc->sdepth * pc->stride;
+    /* Fault the rings (RS and AG) in now, everywhere: their slots are
+     * touched one by one as the positions advance, by the writer and by
+     * every reader in its own mapping, and a call should not meet those
+     * faults later on (a small allgather reaches the last slot only after
+     * many calls).  Zeros over zeros: nobody else writes this rank's
+     * rings. */
+    size_t base = 0, bytes = 2 * (size_t)pc->n * DEPTH * pc->stride;
     memset((char *)pc->mem.local + base, 0, bytes);
     unsigned sum = 0;
     for (int j = 0; j < pc->n; j++)
@@ -247,6 +253,32 @@ static braid_status_t comm_get(pipe_comm_t **out, braid_task_t *task)
 
 /* ------------------------------------------------------------- start */
 
+/* Whether this call writes its slots with streaming stores (with the
+ * shared rings of BRAID_CAP_LOAD; through a transport's put the transport
+ * copies).  A line left in the writer's cache is pulled across by its
+ * reader, which costs more than a trip through memory where the two cores
+ * share no last-level cache (as when a VM's vCPUs sit on two dies, which
+ * the guest cannot see, and move between them: docs/performance.md, "The
+ * shared ring's slots in memory").  Streamed, the lines go to memory and
+ * the reader takes them from there, at the same cost wherever the cores
+ * are; but where they do share a cache, the cached slot would have been
+ * handed over there without touching memory.  So: an allgather always
+ * (its chunk comes from memory and is read once by each peer); a
+ * reduction once the host's buffers together outgrow the last-level cache
+ * (then its traffic goes to memory anyway, and the streamed slots add
+ * least to it). */
+static int wants_stream(const braid_task_t *task)
+{
+    if (task->coll == BRAID_COLL_ALLGATHER)
+        return 1;
+    double n   = task->size;
+    double ppn = task->topo != NULL && task->topo->ppn > 0 ? task->topo->ppn
+                                                           : n;
+    double m   = (double)task->count * (double)task->dtsize;
+    double own = task->coll == BRAID_COLL_ALLREDUCE ? 2.0 * m : (n + 1.0) * m;
+    return ppn * own > (double)BRAID_BW_CACHE_BYTES;
+}
+
 static braid_status_t pipe_start(braid_task_t *task, braid_wait_t *wait)
 {
     int            n = task->size, me = task->rank;
@@ -265,9 +297,11 @@ static braid_status_t pipe_start(braid_task_t *task, braid_wait_t *wait)
     s->dts     = task->dtsize;
     s->src     = task->sendbuf;
     s->dst     = task->recvbuf;
+    s->me      = me;
     s->sig     = (uint64_t)(braid_task_sig32(task) & 0xffffffu) << POS_BITS;
     s->reduce  = task->coll != BRAID_COLL_ALLGATHER;
     s->gather  = task->coll != BRAID_COLL_REDUCE_SCATTER;
+    s->stream  = wants_stream(task);
     braid_bw_plan(&s->plan, task->coll, n, task->count, task->dtsize,
                   BRAID_BW_PIPE_CHUNK);
     if (n == 1 || task->count == 0)
@@ -327,6 +361,14 @@ static int put_chunk(braid_task_t *task, pipe_t *s, int kind, int j,
         if (*st != BRAID_OK || req->active)
             return 0;
     }
+    if (pc->peer != NULL) { /* RS: its ring in this rank's own area */
+        char *at = (char *)pc->mem.local + inbox_off(pc, RS, j, pos);
+        braid_bw_copy(at + BRAID_BW_LINE, from, bytes, s->stream);
+        __atomic_store_n((uint64_t *)(void *)at,
+                         ((pos + 1) & POS_MASK) | s->sig, __ATOMIC_RELEASE);
+        pc->sent[kind][j] = pos + 1;
+        return 1;
+    }
     size_t slot = inbox_off(pc, kind, task->rank, pos);
     *st         = task->tl->ops->put_signal(task->tl->tcomm, &pc->mem, j,
                                             slot + BRAID_BW_LINE, from, bytes, slot,
@@ -356,15 +398,7 @@ static int put_shared(pipe_comm_t *pc, const pipe_t *s, int me,
             return 0; /* a reader has not read the slot's last message */
     }
     char *slot = (char *)pc->mem.local + shared_off(pc, pos);
-    /* An allgather's chunk comes from memory and is read once by each
-     * peer: written with streaming stores, its lines go to memory and
-     * every reader fetches them from there.  Left in this core's cache,
-     * each reader pulls them across, which costs more than memory where
-     * the cores share no last-level cache (as when a VM's vCPUs sit on two
-     * dies, which the guest cannot see; docs/performance.md, "The shared
-     * ring's slots in memory").  An
-     * all-reduce's chunk was just folded here and stays hot: cached. */
-    braid_bw_copy(slot + BRAID_BW_LINE, from, bytes, !s->reduce);
+    braid_bw_copy(slot + BRAID_BW_LINE, from, bytes, s->stream);
     __atomic_store_n((uint64_t *)(void *)slot, ((pos + 1) & POS_MASK) | s->sig,
                      __ATOMIC_RELEASE);
     pc->sent[AG][me] = pos + 1;
@@ -378,9 +412,10 @@ static const char *head(pipe_t *s, int kind, int src)
     const pipe_comm_t *pc  = s->pc;
     uint64_t           pos = pc->got[kind][src];
     const char        *at =
-        kind == AG && pc->peer != NULL
-                   ? pc->peer[src] + shared_off(pc, pos)
-                   : (const char *)pc->mem.local + inbox_off(pc, kind, src, pos);
+        pc->peer == NULL ? (const char *)pc->mem.local +
+                               inbox_off(pc, kind, src, pos)
+        : kind == AG     ? pc->peer[src] + shared_off(pc, pos)
+                         : pc->peer[src] + inbox_off(pc, RS, s->me, pos);
     uint64_t f =
         __atomic_load_n((const uint64_t *)(const void *)at, __ATOMIC_ACQUIRE);
     uint64_t want = ((pos + 1) & POS_MASK) | s->sig;
