@@ -269,6 +269,14 @@ typedef struct braid_link {
     double   beta_gbps;     /* two-sided: bandwidth, GB/s (1e9 bytes/s) */
     double   put_alpha_us;  /* put_signal: until the flag is visible */
     double   put_beta_gbps; /* put_signal: bandwidth, GB/s */
+    /* ---- appended in revision 4 (BRAID_HAS(link, braid_link_t, field)):
+     * what one more message in a stage costs (us), on each path: a stage
+     * in which a rank sends k messages at once costs (k-1)·msg_us more
+     * than one of one message -- the two ends' software per message
+     * (LogP's overhead), which the ranks sharing a core do in turn.  Set by
+     * the calibration (0: not measured, not counted). */
+    double msg_us;
+    double put_msg_us;
 } braid_link_t;
 
 /* --------------------------------------------------------------- transport */

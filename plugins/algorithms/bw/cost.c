@@ -41,6 +41,10 @@
  *   With the shared AG ring (in->caps has BRAID_CAP_LOAD) the finished
  *   chunks go out once, not once per peer: all-reduce's second put term
  *   becomes Bput(m/n) (puts m·Bput in all) and allgather's Bput(m).
+ * Messages: each chunk goes to n-1 peers (the shared AG ring: once), and
+ * each put beyond the first of its wave costs o = in->link.put_msg_us more
+ * (lowhop/cost.c): allreduce + 2·K·(n-2)·o (shared: K·(n-2)·o),
+ * reduce_scatter + K'·(n-2)·o, allgather + K'·(n-2)·o (shared: none).
  * Bput for pipe: where the calibration measured the put path beyond the
  * caches (in->put_curve), half of each put's traffic runs at the curve's
  * figure for the call's working set (the caller's buffers) and half at its
@@ -66,6 +70,7 @@ typedef struct terms {
     double ap, bp; /* put: us per stage, us per byte */
     double ag, bg; /* get: us per read, us per byte (0: no get path) */
     double gus;    /* us per byte reduced or copied */
+    double pm;     /* put: us per message of a wave beyond its first */
 } terms_t;
 
 static int terms(terms_t *t, const braid_cost_in_t *in)
@@ -81,6 +86,10 @@ static int terms(terms_t *t, const braid_cost_in_t *in)
     t->gus = in->reduce_gbps > 0.0 && isfinite(in->reduce_gbps)
                  ? 1.0 / (in->reduce_gbps * 1e3)
                  : 0.0;
+    t->pm = BRAID_HAS(&in->link, braid_link_t, put_msg_us) &&
+                    isfinite(in->link.put_msg_us) && in->link.put_msg_us > 0.0
+                ? in->link.put_msg_us
+                : 0.0;
     t->ag = t->bg = 0.0;
     if (BRAID_HAS(in, braid_cost_in_t, get_beta_gbps) &&
         isfinite(in->get_beta_gbps) && in->get_beta_gbps > 0.0 &&
@@ -162,17 +171,20 @@ double braid_bw_cost_pipe(const braid_cost_in_t *in)
         t.bp = fmax(t.bp, 1.0 / (BRAID_BW_DRAM_COPY_GBPS * 1e3));
     }
     double f = (double)(t.n - 1) / t.n, k = t.n - 1.0;
+    /* Each chunk goes to n-1 peers (the shared AG ring: once): n-2
+     * messages more than the one its wave is charged for. */
+    double more = (t.n - 2.0) * t.pm;
+    double ks = pieces(t.m / t.n, BRAID_BW_PIPE_CHUNK); /* a slice */
+    double kb = pieces(t.m, BRAID_BW_PIPE_CHUNK);       /* a block */
     switch (in->coll) {
     case BRAID_COLL_ALLREDUCE:
-        return 2.0 * t.ap *
-                   pipe_stages(pieces(t.m / t.n, BRAID_BW_PIPE_CHUNK), 1) +
+        return 2.0 * t.ap * pipe_stages(ks, 1) + (shared ? 1.0 : 2.0) * ks * more +
                (shared ? 1.0 : 2.0 * f) * t.m * t.bp +
                (1.0 + BRAID_COST_COPY_OVER_REDUCE) * f * t.m * t.gus;
     case BRAID_COLL_REDUCE_SCATTER:
-        return t.ap * pipe_stages(pieces(t.m, BRAID_BW_PIPE_CHUNK), 0) +
-               k * t.m * (t.bp + t.gus);
+        return t.ap * pipe_stages(kb, 0) + kb * more + k * t.m * (t.bp + t.gus);
     case BRAID_COLL_ALLGATHER:
-        return t.ap * pipe_stages(pieces(t.m, BRAID_BW_PIPE_CHUNK), 0) +
+        return t.ap * pipe_stages(kb, 0) + (shared ? 0.0 : kb * more) +
                (shared ? 1.0 : k) * t.m * t.bp +
                k * t.m * t.gus * BRAID_COST_COPY_OVER_REDUCE;
     default: return -1.0;

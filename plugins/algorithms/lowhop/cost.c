@@ -30,22 +30,28 @@
  * against alpha, which is mostly software at the two ends.  The ring
  * allreduce only ever talks to its neighbour, so none of this touches it.
  *
+ * Messages: a stage here is n-1 puts from every rank, and each beyond the
+ * first costs o = in->link.put_msg_us more (the two ends' software, done
+ * in turn by the ranks sharing a core; 0 where not measured): a stage is
+ * alpha + (n-2)·o, written A below.
+ *
  * The formulas, per rank:
- *   oneshot   alpha + L·B(m) + (n-1)·G(m)
+ *   oneshot   A + L·B(m) + (n-1)·G(m)
  *             one stage; m to each peer; fold n-1 contributions of m.
- *   twoshot   2·alpha + 2·L·B(m/n) + (n-1)/n·G(m) + (n-1)/n·c·G(m)
+ *   twoshot   2·A + 2·L·B(m/n) + (n-1)/n·G(m) + (n-1)/n·c·G(m)
  *             two stages of m/n per peer; fold n-1 pieces of m/n; copy the
  *             n-1 reduced chunks of m/n from the receive area to recvbuf,
  *             c = BRAID_COST_COPY_OVER_REDUCE (a copy moves two streams
  *             of memory, a fold three).
- *   allgather direct       alpha + L·B(m) + (n-1)·c·G(m)   (copy-out)
- *   reduce_scatter direct  alpha + L·B(m) + (n-1)·G(m)   (fold)
+ *   allgather direct       A + L·B(m) + (n-1)·c·G(m)   (copy-out)
+ *   reduce_scatter direct  A + L·B(m) + (n-1)·G(m)   (fold)
+ *   barrier direct         A
  * Each is -1 above its cap (lowhop.h) so the dispatcher never picks it there.
  * B reads the put path's curve at the call's buffers plus the receive
  * area: (n-1)·m for the one-stage algorithms, 2(n-1)·m/n for twoshot's
  * two stages (put_us_per_byte).
  *
- * Crossovers with L = n-1 against the ucx ring
+ * Crossovers with L = n-1 against the ucx ring (alpha standing for A)
  * (2(n-1)·alpha + 2(n-1)/n·B(m) + (n-1)/n·G(m)), writing b = 1/(beta·1e3),
  * g = 1/(gamma·1e3), c = BRAID_COST_COPY_OVER_REDUCE:
  *   oneshot = twoshot at   m1 = alpha·n / ((n-1)((n-2)·b + (n-1-c)·g))
@@ -73,6 +79,7 @@ typedef struct terms {
     double bus;  /* us per byte on the link */
     double gus;  /* us per byte reduced or copied (0: unknown, not counted) */
     double load; /* L */
+    double msg;  /* us per message of a stage beyond its first: o */
 } terms_t;
 
 /* us per byte on the put link for an algorithm whose receive area holds
@@ -103,6 +110,10 @@ static int terms(terms_t *t, const braid_cost_in_t *in, size_t cap)
                    ? 1.0 / (in->reduce_gbps * 1e3)
                    : 0.0;
     t->load  = braid_lowhop_alltoall_load(in);
+    t->msg   = BRAID_HAS(&in->link, braid_link_t, put_msg_us) &&
+                     isfinite(in->link.put_msg_us) && in->link.put_msg_us > 0.0
+                   ? in->link.put_msg_us
+                   : 0.0;
     return 0;
 }
 
@@ -135,7 +146,8 @@ static double one_stage(const braid_cost_in_t *in, size_t cap, double work)
     if (t.n == 1)
         return 0.0;
     t.bus = put_us_per_byte(in, (t.n - 1) * t.m); /* a block from each peer */
-    return t.alpha + t.load * t.m * t.bus + (t.n - 1) * t.m * t.gus * work;
+    return t.alpha + (t.n - 2) * t.msg + t.load * t.m * t.bus +
+           (t.n - 1) * t.m * t.gus * work;
 }
 
 double braid_lowhop_cost_oneshot(const braid_cost_in_t *in)
@@ -153,7 +165,7 @@ double braid_lowhop_cost_twoshot(const braid_cost_in_t *in)
     double piece = t.m / t.n;
     double f     = (double)(t.n - 1) / t.n;
     t.bus = put_us_per_byte(in, 2.0 * (t.n - 1) * piece); /* both stages */
-    return 2.0 * t.alpha + 2.0 * t.load * piece * t.bus +
+    return 2.0 * (t.alpha + (t.n - 2) * t.msg) + 2.0 * t.load * piece * t.bus +
            (1.0 + BRAID_COST_COPY_OVER_REDUCE) * f * t.m * t.gus;
 }
 
@@ -168,12 +180,12 @@ double braid_lowhop_cost_reduce_scatter_direct(const braid_cost_in_t *in)
     return one_stage(in, BRAID_LOWHOP_REDUCE_SCATTER_MAX_BYTES, 1.0);
 }
 
-/* One stage of flags: alpha alone (the flag shares no bandwidth worth
+/* One stage of flags: A alone (the flag shares no bandwidth worth
  * counting).  A barrier moves no data, whatever bytes says. */
 double braid_lowhop_cost_barrier_direct(const braid_cost_in_t *in)
 {
     terms_t t;
     if (terms(&t, in, SIZE_MAX) < 0)
         return -1.0;
-    return t.n == 1 ? 0.0 : t.alpha;
+    return t.n == 1 ? 0.0 : t.alpha + (t.n - 2) * t.msg;
 }

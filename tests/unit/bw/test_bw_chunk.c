@@ -187,6 +187,38 @@ static void check_cost(void)
             CHECK(braid_bw_cost_pipe(&in) == per_peer,
                   "caps read past struct_size");
         }
+        /* Streamed slots (pipe.c's wants_stream: with the shared rings,
+         * an allgather, or a reduction whose buffers outgrow the cache):
+         * both ends of every put at the call's working-set figure, none at
+         * the in-cache one. */
+        in                    = cost_in(c, 4, (size_t)64 << 20, 4.0);
+        in.link.put_beta_gbps = 8.0;
+        in.put_curve = (braid_bw_curve_t){20.0, 1 << 20, 8.0, 32 << 20};
+        in.call_ws   = 128.0 * (1 << 20);
+        in.caps      = BRAID_CAP_LOAD;
+        double streamed = braid_bw_cost_pipe(&in);
+        double want_s   = pipe_cost(&in, 1.0 / 8e3, 1);
+        CHECK(fabs(streamed - want_s) < 1e-9 * want_s,
+              "pipe with streamed slots %g, want %g", streamed, want_s);
+        /* Each chunk goes to n-1 peers: n-2 puts' overhead more than its
+         * wave's one (link.put_msg_us); the shared AG ring puts once. */
+        for (int load = 0; load < 2; load++) {
+            in                 = cost_in(c, 8, (size_t)1 << 20, 4.0);
+            in.caps            = load ? BRAID_CAP_LOAD : 0;
+            double base        = braid_bw_cost_pipe(&in);
+            in.link.put_msg_us = 2.0;
+            double m = (double)in.bytes, chunk = BRAID_BW_PIPE_CHUNK;
+            double extra =
+                c == BRAID_COLL_ALLREDUCE
+                    ? (load ? 1.0 : 2.0) * ceil(m / 8 / chunk) * 6 * 2.0
+                : c == BRAID_COLL_REDUCE_SCATTER || !load
+                    ? ceil(m / chunk) * 6 * 2.0
+                    : 0.0;
+            double got = braid_bw_cost_pipe(&in) - base;
+            CHECK(fabs(got - extra) < 1e-9 * base,
+                  "coll %d load %d: message overhead %g, want %g", (int)c,
+                  load, got, extra);
+        }
         /* An older core's cost_in (without the get fields): pull refuses. */
         in             = cost_in(c, 4, 1 << 20, 4.0);
         in.struct_size = offsetof(braid_cost_in_t, get_alpha_us);

@@ -368,6 +368,45 @@ static void test_stage(void)
           "barrier: one stage, no data term, at any byte count");
 }
 
+/* A stage of n-1 puts costs n-2 messages' overhead more than one of one
+ * (link.put_msg_us); two ranks have no second message, and a link
+ * without the figure (an older core: struct_size short of it) counts
+ * none.  Where messages cost enough, oneshot's single stage of n-1 puts
+ * of m loses to the ring's 2(n-1) stages of one message each sooner. */
+static void test_msg(void)
+{
+    braid_cost_in_t in = setup(8, 1, 8, BRAID_TOPO_SINGLE_HOST, 1.0, 10);
+    in.bytes            = 512;
+    in.link.struct_size = sizeof(in.link);
+    double one0         = braid_lowhop_cost_oneshot(&in);
+    double two0        = braid_lowhop_cost_twoshot(&in);
+    double ag0         = braid_lowhop_cost_allgather_direct(&in);
+    double bar0        = braid_lowhop_cost_barrier_direct(&in);
+    in.link.put_msg_us = 3.0;
+    check(fabs(braid_lowhop_cost_oneshot(&in) - one0 - 6 * 3.0) < 1e-9,
+          "oneshot on 8 ranks: 6 more messages in its stage");
+    check(fabs(braid_lowhop_cost_twoshot(&in) - two0 - 2 * 6 * 3.0) < 1e-9,
+          "twoshot on 8 ranks: 6 more in each of two stages");
+    check(fabs(braid_lowhop_cost_allgather_direct(&in) - ag0 - 6 * 3.0) < 1e-9,
+          "allgather direct: 6 more messages");
+    check(fabs(braid_lowhop_cost_barrier_direct(&in) - bar0 - 6 * 3.0) < 1e-9,
+          "barrier: 6 more flags");
+    check(cheapest(&in) == RING,
+          "8 ranks, 512 B, 3 us a message: the ring's one message a stage "
+          "wins (got %s)",
+          who_name[cheapest(&in)]);
+    in.link.struct_size = offsetof(braid_link_t, msg_us);
+    check(fabs(braid_lowhop_cost_oneshot(&in) - one0) < 1e-9,
+          "a link without the figure counts no message overhead");
+    braid_cost_in_t two = setup(2, 1, 2, BRAID_TOPO_SINGLE_HOST, 1.0, 10);
+    two.bytes            = 512;
+    two.link.struct_size = sizeof(two.link);
+    double t0           = braid_lowhop_cost_twoshot(&two);
+    two.link.put_msg_us = 3.0;
+    check(fabs(braid_lowhop_cost_twoshot(&two) - t0) < 1e-9,
+          "two ranks: one put a stage, nothing more");
+}
+
 /* With the put path's measured curve, each algorithm reads it at the
  * call's buffers plus its receive area: a block from every peer for the
  * one-stage algorithms, twoshot's two stages of pieces; an older core's
@@ -423,6 +462,7 @@ int main(void)
     test_start_cap();
     test_crossovers();
     test_stage();
+    test_msg();
     printf("%ld checks, %ld failed\n", n_checks, n_failed);
     return n_failed == 0 ? 0 : 1;
 }
