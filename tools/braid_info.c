@@ -102,6 +102,13 @@ static void print_out(const braid_bw_curve_t *c)
                c->out_ws / 2 / (1024.0 * 1024.0));
 }
 
+/* What one more message in a stage costs on the path, where counted. */
+static void print_msg(double us)
+{
+    if (us > 0)
+        printf(" (+%.3g us a message more)", us);
+}
+
 /* The cost model's inputs: where they came from and what they are. */
 static void print_links(const braid_comm_t *comm)
 {
@@ -121,11 +128,13 @@ static void print_links(const braid_comm_t *comm)
             printf("  send/recv %.3g us + %.3g GB/s", l->alpha_us,
                    l->beta_gbps);
             print_out(&bw->sr);
+            print_msg(l->msg_us);
         }
         if (comm->tls[i].ops->caps & BRAID_CAP_PUT_SIGNAL) {
             printf("  put %.3g us + %.3g GB/s", l->put_alpha_us,
                    l->put_beta_gbps);
             print_out(&bw->put);
+            print_msg(l->put_msg_us);
         }
 #ifdef BRAID_CAP_GET
         if (BRAID_HAS(&comm->tls[i], braid_tl_t, get_beta_gbps) &&

@@ -10,7 +10,9 @@
  *     --fail      init is expected to fail: exit 0 when it does (after
  *                 printing why), so that braidrun lets every rank print
  * Output (rank 0): "why: <where the figures came from>", then
- * "figures: <every transport's four figures, stage, reduction>". */
+ * "figures: <every transport's four figures, stage, reduction, ...>",
+ * "out: ..." per transport with curves, and "msg: <name> <msg_us>
+ * <put_msg_us> ..." (what one more message in a stage costs). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,11 @@ static int figures(const braid_comm_t *c, double *f)
             f[n++] = k[j]->out_gbps;
             f[n++] = k[j]->out_ws;
         }
+    }
+    /* What one more message in a stage costs, each path. */
+    for (int i = 0; i < c->ntls && n + 2 <= MAX_FIG; i++) {
+        f[n++] = c->tls[i].link.msg_us;
+        f[n++] = c->tls[i].link.put_msg_us;
     }
     return n;
 }
@@ -78,6 +85,11 @@ static int check_same(braid_comm_t *c, const char *label)
                    c->sel.bw[b].tl->ops->name, c->sel.bw[b].sr.out_gbps,
                    c->sel.bw[b].put.out_gbps, c->sel.bw[b].get.out_gbps,
                    c->sel.bw[b].put.out_ws);
+        printf("%s msg:", label);
+        for (int i = 0; i < c->ntls; i++)
+            printf(" %s %.6g %.6g", c->tls[i].ops->name,
+                   c->tls[i].link.msg_us, c->tls[i].link.put_msg_us);
+        printf("\n");
         fflush(stdout);
     }
     return bad;

@@ -36,6 +36,17 @@ grep -Eq "^tl shm [^ ]+ sr( $num){6} put( $num){6}" "$BRAID_CALIB_DIR"/calib-*.t
   fail "shm's cache entry lacks the out-of-cache figures: $(cat "$BRAID_CALIB_DIR"/calib-*.txt)"
 grep '^world out: shm ' "$tmp/a" | awk '{ exit !($5 > 0 && $7 > 0) }' ||
   fail "the selector has no out-of-cache figures for shm: $(cat "$tmp/a")"
+# A message's overhead: the pair latency over the fastest path's, so the
+# fastest path has none and none is negative; ucx's (a TCP stack at both
+# ends) is above shm's (a copy and a flag).
+grep '^world msg: ' "$tmp/a" | awk '{
+    zero = 0; bad = 0
+    for (i = 3; i <= NF; i += 3) {
+      for (j = i + 1; j <= i + 2; j++) { if ($j < 0) bad = 1; if ($j == 0) zero = 1 }
+      m[$i] = $(i + 2)
+    }
+    exit !(!bad && zero && m["ucx"] > m["shm"]) }' ||
+  fail "message overheads: $(grep '^world msg: ' "$tmp/a")"
 
 # 2. The second run reads the cache: the same figures, bit for bit.
 run 3 "$tmp/b" --split || fail "second run: $(cat "$tmp/b" "$tmp/b.err")"
@@ -82,6 +93,8 @@ grep -q "^world why: link figures: declared by the transports (BRAID_CALIBRATE=0
   fail "BRAID_CALIBRATE=0: $(cat "$tmp/e")"
 figs world "$tmp/e" | grep -q '^world figures: shm ucx[a-z ]* 0.40000000000000002 2 ' ||
   fail "BRAID_CALIBRATE=0 did not keep shm's declared figures: $(figs world "$tmp/e")"
+grep '^world msg: ' "$tmp/e" | awk '{ for (i = 3; i <= NF; i += 3) if ($(i + 1) != 0 || $(i + 2) != 0) exit 1 }' ||
+  fail "BRAID_CALIBRATE=0 counted a message overhead: $(grep '^world msg: ' "$tmp/e")"
 
 # 6. Figures the user set for a transport are not calibrated.
 BRAID_UCX_GBPS=3.5 BRAID_CALIBRATE=force run 2 "$tmp/f" ||

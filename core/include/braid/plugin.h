@@ -20,7 +20,8 @@
  * to braid_services_t (per-call state, scratch, registered areas, request
  * sets), task->res, and topo->mates; 3 appended loads from peers' areas
  * (BRAID_CAP_LOAD, transport->mem_peer) and cost_in->caps; 4 defined the
- * algorithm flag BRAID_ALGO_RANK_ORDER (no struct changed).
+ * algorithm flag BRAID_ALGO_RANK_ORDER (no struct changed); 5 appended a
+ * message's overhead to braid_link_t (msg_us, put_msg_us).
  * The exceptions are braid_treq_t and braid_rmem_t: callers embed them by
  * value (arrays of requests), so their layout is fixed for good; a transport
  * keeps anything more behind their handle/impl pointer.
@@ -44,7 +45,7 @@ extern "C" {
 
 #define BRAID_PLUGIN_ABI_VERSION  4u
 #define BRAID_PLUGIN_SYMBOL       "braid_plugin_v4"
-#define BRAID_PLUGIN_ABI_REVISION 4u /* of ABI 4: see "Revisions" above */
+#define BRAID_PLUGIN_ABI_REVISION 5u /* of ABI 4: see "Revisions" above */
 
 /* Whether *ptr (a struct of this header that the core filled) has field. */
 #define BRAID_HAS(ptr, type, field)                                           \
@@ -269,7 +270,7 @@ typedef struct braid_link {
     double   beta_gbps;     /* two-sided: bandwidth, GB/s (1e9 bytes/s) */
     double   put_alpha_us;  /* put_signal: until the flag is visible */
     double   put_beta_gbps; /* put_signal: bandwidth, GB/s */
-    /* ---- appended in revision 4 (BRAID_HAS(link, braid_link_t, field)):
+    /* ---- appended in revision 5 (BRAID_HAS(link, braid_link_t, field)):
      * what one more message in a stage costs (us), on each path: a stage
      * in which a rank sends k messages at once costs (k-1)·msg_us more
      * than one of one message -- the two ends' software per message
