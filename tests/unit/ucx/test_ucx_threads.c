@@ -1071,7 +1071,11 @@ static double est(const th_plugin_t *p, braid_coll_t coll, const char *name,
                               .nnodes      = 1,
                               .ppn         = n,
                               .topo        = BRAID_TOPO_SINGLE_HOST,
-                              .link = {sizeof(braid_link_t), 0.6, 6.0, 1.8, 3.0},
+                              .link = {.struct_size   = sizeof(braid_link_t),
+                                       .alpha_us      = 0.6,
+                                       .beta_gbps     = 6.0,
+                                       .put_alpha_us  = 1.8,
+                                       .put_beta_gbps = 3.0},
                               .reduce_gbps = 10.0};
     double              t  = a->estimate(a, &in);
 
@@ -1122,7 +1126,9 @@ static int check_costs(const th_plugin_t *p)
                 .nnodes      = 1,
                 .ppn         = 4,
                 .topo        = BRAID_TOPO_SINGLE_HOST,
-                .link        = {sizeof(braid_link_t), 0.6, 0.0, 1.8, 0.0},
+                .link        = {.struct_size  = sizeof(braid_link_t),
+                                .alpha_us     = 0.6,
+                                .put_alpha_us = 1.8},
                 .reduce_gbps = 10.0};
         EXPECT(a->estimate(a, &in) < 0); /* no bandwidth */
         EXPECT(est(p, p->adesc->algos[i]->coll, p->adesc->algos[i]->name, 5,
