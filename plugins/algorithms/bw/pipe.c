@@ -259,7 +259,8 @@ static braid_status_t comm_get(pipe_comm_t **out, braid_task_t *task)
  * reader, which costs more than a trip through memory where the two cores
  * share no last-level cache (as when a VM's vCPUs sit on two dies, which
  * the guest cannot see, and move between them: docs/performance.md, "The
- * shared ring's slots in memory").  Streamed, the lines go to memory and
+ * shared ring's slots in memory" and "The reductions' slots through
+ * memory").  Streamed, the lines go to memory and
  * the reader takes them from there, at the same cost wherever the cores
  * are; but where they do share a cache, the cached slot would have been
  * handed over there without touching memory.  So: an allgather always
@@ -361,7 +362,7 @@ static int put_chunk(braid_task_t *task, pipe_t *s, int kind, int j,
         if (*st != BRAID_OK || req->active)
             return 0;
     }
-    if (pc->peer != NULL) { /* RS: its ring in this rank's own area */
+    if (kind == RS && pc->peer != NULL) { /* its ring in this rank's area */
         char *at = (char *)pc->mem.local + inbox_off(pc, RS, j, pos);
         braid_bw_copy(at + BRAID_BW_LINE, from, bytes, s->stream);
         __atomic_store_n((uint64_t *)(void *)at,
