@@ -348,6 +348,7 @@ int main(int argc, char **argv)
     if (forced)
         setenv("BRAID_CALIBRATE", "1", 1);
     t.rank          = t.world->rank;
+    t.llc           = braid_calib_llc_bytes();
     t.size          = t.world->size;
     size_t cap      = t.o.maxbytes;
     int    maxiters = t.o.iters > 3 ? t.o.iters : 3;

@@ -81,6 +81,7 @@ typedef struct tune {
     series_t       series[TUNE_MAX_SERIES];
     unsigned char *sbuf, *rbuf;  /* maxbytes each */
     double        *times, *tmax; /* per timed call of a round, every series */
+    size_t         llc; /* the host's last-level cache, bytes (0: unknown) */
 } tune_t;
 
 /* tune_run.c: times every series of one collective over the sizes. */

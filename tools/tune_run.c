@@ -128,10 +128,9 @@ static int on_trial(series_t *s, braid_coll_t coll, size_t bytes)
 
 static int interleaved(const tune_t *t, size_t size)
 {
-    size_t llc = braid_calib_llc_bytes();
-    int    ppn = t->world->topo.ppn > 0 ? t->world->topo.ppn : 1;
+    int ppn = t->world->topo.ppn > 0 ? t->world->topo.ppn : 1;
     return (double)ppn * 2.0 * (double)size >=
-           (double)INTERLEAVE_LLC * (double)(llc ? llc : LLC_UNKNOWN);
+           (double)INTERLEAVE_LLC * (double)(t->llc ? t->llc : LLC_UNKNOWN);
 }
 
 /* The warm-up calls of one series before it is timed at one size. */
@@ -363,10 +362,12 @@ int tune_sweep(tune_t *t, sweep_t *sw)
         }
         if (t->rank == 0 && !t->o.quiet) {
             int b = tune_best(t, sw, i);
-            fprintf(stderr, "braid-tune: %s %zu B: best %s %.2f us\n",
+            fprintf(stderr, "braid-tune: %s %zu B: best %s %.2f us%s\n",
                     braid_coll_name(sw->coll), sw->size[i],
                     b >= 0 ? t->series[b].name : "-",
-                    b >= 0 ? sw->pt[i][b].us : 0.0);
+                    b >= 0 ? sw->pt[i][b].us : 0.0,
+                    interleaved(t, sw->size[i]) ? " (series call by call)"
+                                                : "");
         }
     }
     return 0;

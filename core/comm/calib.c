@@ -394,31 +394,31 @@ static void apply_curves(braid_comm_t *comm, int i, const braid_calib_tl_t *t)
         b->get = curve(&t->get);
 }
 
-/* What one more message in a stage costs on a path whose lone message
- * between two ranks takes pair us (the link's msg_us), on a communicator
- * of one host whose fastest path takes floor: the part of pair above floor
- * is the two ends' software (a transport's stack, system calls), which a
- * rank pays again for every message it sends or receives in the stage,
- * and the ranks sharing a core pay in turn; floor itself is the memory
- * system's line transfer, which messages overlap (a shm put is a copy and
- * a flag, nothing to do at the other end).  0 across hosts: a NIC's
- * latency is no software of theirs, and hosts can differ in cores while
- * every rank's estimate must be the same. */
-static double msg_cost(const braid_comm_t *comm, double pair, double floor)
+/* What one more message in a stage costs on a path is the part of its
+ * pair latency (a lone message between two ranks) above the fastest
+ * path's: that part is the two ends' software (a transport's stack, system
+ * calls), which a rank pays again for every message it sends or receives
+ * in the stage; the fastest path's is the memory system's line transfer,
+ * which messages overlap (a shm put is a copy and a flag, nothing to do
+ * at the other end).  The ranks sharing a core pay theirs in turn: the
+ * link's msg_us is that part times this, ranks per core (at least 1) on a
+ * communicator of one host, 0 across hosts (a NIC's latency is no
+ * software of theirs, and hosts can differ in cores while every rank's
+ * estimate must be the same). */
+static double msg_share(const braid_comm_t *comm)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (comm->topo.nnodes != 1 || pair <= floor || floor < 0)
+    if (comm->topo.nnodes != 1)
         return 0.0;
-    double share = ncpu >= 1 && comm->topo.ppn > ncpu
-                       ? (double)comm->topo.ppn / (double)ncpu
-                       : 1.0;
-    return (pair - floor) * share;
+    return ncpu >= 1 && comm->topo.ppn > ncpu
+               ? (double)comm->topo.ppn / (double)ncpu
+               : 1.0;
 }
 
 /* Sets the links and the selector from cs->values. */
 static void apply(braid_comm_t *comm, braid_calib_state_t *cs)
 {
-    double stage = -1, floor = -1;
+    double stage = -1, floor = -1, share = msg_share(comm);
     comm->sel.nbw = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < comm->ntls && i < 32; i++) {
@@ -458,7 +458,8 @@ static void apply(braid_comm_t *comm, braid_calib_state_t *cs)
                 }
                 double        alpha = p->all_us - stage;
                 braid_link_t *l     = &comm->tls[i].link;
-                double        msg   = msg_cost(comm, p->pair_us, floor);
+                double        msg =
+                    p->pair_us > floor ? (p->pair_us - floor) * share : 0.0;
                 if (put) {
                     l->put_alpha_us  = alpha > 0 ? alpha : 0;
                     l->put_beta_gbps = p->beta_gbps;

@@ -57,7 +57,26 @@ grep -q '^allgather 2 1 single ' "$table" || fail "--merge lost the allgather ro
 [ "$(grep -c '^allreduce 2 1 single ' "$table")" -eq 1 ] ||
   fail "--merge did not replace this shape's allreduce rows: $(cat "$table")"
 
-# 5. A damaged table stops every rank at init with its line.
+# 5. Beyond the cache (2 ranks' buffers of 64 MiB: 256 MiB, four times a
+#    last-level cache of up to 64 MiB) the series take turns call by call:
+#    every series is checked and timed, and the progress line says so.
+"$braidrun" -n 2 "$tune" -C allreduce -b 64M -e 64M -n 3 -w 1 -r 2 -c 1 \
+    --cands pipe@shm,pull@shm --csv "$tmp/big.csv" >"$tmp/big" 2>&1 ||
+  fail "braid-tune at 64 MiB exited $?: $(cat "$tmp/big")"
+llc=$(cat /sys/devices/system/cpu/cpu0/cache/index*/size 2>/dev/null |
+      awk '/K$/ { v = $0 * 1024 } /M$/ { v = $0 * 1048576 } v > m { m = v } END { print m + 0 }')
+if grep -q 'allreduce 67108864 B: best .* us (series call by call)' "$tmp/big"; then
+  for s in pipe@shm pull@shm auto model; do
+    grep -Eq "^allreduce,2,[^,]*,[^,]*,67108864,[0-9]+,$s,[a-z]+@[a-z]+,[0-9.]+," "$tmp/big.csv" ||
+      fail "call by call: no time for $s: $(cat "$tmp/big.csv")"
+  done
+elif [ "$llc" -gt $((64 << 20)) ]; then
+  echo "skip: call by call: this host's last-level cache ($llc B) is above 64 MiB"
+else
+  fail "64 MiB on 2 ranks was not timed call by call (last-level cache $llc B): $(cat "$tmp/big")"
+fi
+
+# 6. A damaged table stops every rank at init with its line.
 sed 's/^allgather 2 1 single 0 /allgather 2 1 single x /' "$tmp/before" >"$tmp/bad.tune"
 bad_line=$(grep -n '^allgather' "$tmp/bad.tune" | head -n1 | cut -d: -f1)
 BRAID_TUNE_FILE=$tmp/bad.tune "$braidrun" -n 2 "$info" --table >"$tmp/bad" 2>&1 &&

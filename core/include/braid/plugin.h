@@ -568,6 +568,16 @@ static inline double braid_cost_put_gbps_at(const braid_cost_in_t *in,
     return at_call > 0.0 && at_ws > 0.0 ? link * at_ws / at_call : link;
 }
 
+/* What one more put in a stage costs (us): link.put_msg_us where the core
+ * wrote a usable figure, else 0 (not counted). */
+static inline double braid_cost_put_msg_us(const braid_cost_in_t *in)
+{
+    double o = BRAID_HAS(&in->link, braid_link_t, put_msg_us)
+                   ? in->link.put_msg_us
+                   : 0.0;
+    return isfinite(o) && o > 0.0 ? o : 0.0;
+}
+
 /* What a call that is not done waits for, as progress() reports it.  The
  * core alone decides from it whether to poll again at once, yield the CPU,
  * or sleep, and it bounds every call with BRAID_TIMEOUT

@@ -108,6 +108,13 @@ size_t braid_bw_max_chunks(const braid_bw_plan_t *plan);
 
 double braid_bw_cost_pull(const braid_cost_in_t *in);
 double braid_bw_cost_pipe(const braid_cost_in_t *in);
+/* Whether pipe writes its slots with streaming stores (where they live in
+ * the writers' areas, BRAID_CAP_LOAD) for a call of coll over n ranks,
+ * ppn of them on this host (< 1: all n), m bytes a rank as the dispatcher
+ * counts them: an allgather always, a reduction once the host's send and
+ * receive buffers together outgrow BRAID_BW_CACHE_BYTES (pipe.c says why).
+ * The same rule for the run (pipe.c) and the estimate (cost.c). */
+int braid_bw_pipe_streams(braid_coll_t coll, int n, int ppn, double m);
 
 /* ------------------------------------------------------------ common.c */
 

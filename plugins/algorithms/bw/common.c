@@ -10,6 +10,14 @@
 
 #include "bw.h"
 
+int braid_bw_pipe_streams(braid_coll_t coll, int n, int ppn, double m)
+{
+    if (coll == BRAID_COLL_ALLGATHER)
+        return 1;
+    double own = coll == BRAID_COLL_ALLREDUCE ? 2.0 * m : (n + 1.0) * m;
+    return (ppn >= 1 ? ppn : n) * own > (double)BRAID_BW_CACHE_BYTES;
+}
+
 int braid_bw_mates(unsigned char *mate, const braid_task_t *task)
 {
     memset(mate, 0, (size_t)task->size);

@@ -86,10 +86,7 @@ static int terms(terms_t *t, const braid_cost_in_t *in)
     t->gus = in->reduce_gbps > 0.0 && isfinite(in->reduce_gbps)
                  ? 1.0 / (in->reduce_gbps * 1e3)
                  : 0.0;
-    t->pm = BRAID_HAS(&in->link, braid_link_t, put_msg_us) &&
-                    isfinite(in->link.put_msg_us) && in->link.put_msg_us > 0.0
-                ? in->link.put_msg_us
-                : 0.0;
+    t->pm  = braid_cost_put_msg_us(in);
     t->ag = t->bg = 0.0;
     if (BRAID_HAS(in, braid_cost_in_t, get_beta_gbps) &&
         isfinite(in->get_beta_gbps) && in->get_beta_gbps > 0.0 &&
@@ -154,10 +151,9 @@ double braid_bw_cost_pipe(const braid_cost_in_t *in)
                    in->put_curve.out_gbps > 0.0 && in->call_ws > 0.0;
     int shared = BRAID_HAS(in, braid_cost_in_t, caps) &&
                  (in->caps & BRAID_CAP_LOAD) != 0;
-    /* pipe.c's wants_stream: slots written to memory, not handed on hot */
-    int streamed = shared && (in->coll == BRAID_COLL_ALLGATHER ||
-                              footprint(in, t.n, t.m) >
-                                  (double)BRAID_BW_CACHE_BYTES);
+    /* slots written to memory, not handed on hot */
+    int streamed =
+        shared && braid_bw_pipe_streams(in->coll, t.n, in->ppn, t.m);
     if (measured && !streamed) {
         /* Every put has one end in the caller's buffers, at the call's
          * working set, and the other in a slot that the next copy reads

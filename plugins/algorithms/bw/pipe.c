@@ -270,14 +270,9 @@ static braid_status_t comm_get(pipe_comm_t **out, braid_task_t *task)
  * least to it). */
 static int wants_stream(const braid_task_t *task)
 {
-    if (task->coll == BRAID_COLL_ALLGATHER)
-        return 1;
-    double n   = task->size;
-    double ppn = task->topo != NULL && task->topo->ppn > 0 ? task->topo->ppn
-                                                           : n;
-    double m   = (double)task->count * (double)task->dtsize;
-    double own = task->coll == BRAID_COLL_ALLREDUCE ? 2.0 * m : (n + 1.0) * m;
-    return ppn * own > (double)BRAID_BW_CACHE_BYTES;
+    return braid_bw_pipe_streams(
+        task->coll, task->size, task->topo != NULL ? task->topo->ppn : 0,
+        (double)task->count * (double)task->dtsize);
 }
 
 static braid_status_t pipe_start(braid_task_t *task, braid_wait_t *wait)

@@ -110,10 +110,7 @@ static int terms(terms_t *t, const braid_cost_in_t *in, size_t cap)
                    ? 1.0 / (in->reduce_gbps * 1e3)
                    : 0.0;
     t->load  = braid_lowhop_alltoall_load(in);
-    t->msg   = BRAID_HAS(&in->link, braid_link_t, put_msg_us) &&
-                     isfinite(in->link.put_msg_us) && in->link.put_msg_us > 0.0
-                   ? in->link.put_msg_us
-                   : 0.0;
+    t->msg   = braid_cost_put_msg_us(in);
     return 0;
 }
 
