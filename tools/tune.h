@@ -88,6 +88,16 @@ typedef struct tune {
 int tune_sweep(tune_t *t, sweep_t *sw);
 /* The best series that is a candidate (SERIES_CAND) at size i, or -1. */
 int tune_best(const tune_t *t, const sweep_t *sw, int i);
+/* The tuning table's pick at size i: the best candidate, except for a
+ * reduction whose best does not fold in rank order.  Online tuning never
+ * puts such a pick on trial (a rival would change the result's bits from
+ * one call to the next), so the dispatcher obeys it however it does later,
+ * and a file that measured it in a good moment of a noisy host holds it
+ * against a candidate that is faster the rest of the time.  It is the pick
+ * only where it beat the fastest rank-order candidate in every round;
+ * elsewhere that one is, which the dispatcher still tries against the
+ * row's close rivals.  -1: no candidate ran. */
+int tune_pick(const tune_t *t, const sweep_t *sw, int i);
 
 /* tune_out.c (rank 0) */
 void tune_print(const tune_t *t, const sweep_t *sw);

@@ -58,7 +58,7 @@ int tune_csv(const tune_t *t, const sweep_t *sw, int nsweeps)
     }
     const braid_comm_t *w = t->world;
     fprintf(f, "coll,nranks,nnodes,topo,size,bytes,series,cand,time_us,"
-               "estimate_us,algbw_gbps,busbw_gbps,state\n");
+               "estimate_us,algbw_gbps,busbw_gbps,state,rounds_us\n");
     for (int s = 0; s < nsweeps; s++)
         for (int i = 0; i < sw[s].nsizes; i++)
             for (int k = 0; k < t->nseries; k++) {
@@ -79,12 +79,17 @@ int tune_csv(const tune_t *t, const sweep_t *sw, int nsweeps)
                     fprintf(f, "%.3f,", p->est);
                 else
                     fprintf(f, ",");
-                if (p->state == POINT_OK)
-                    fprintf(f, "%.4f,%.4f,ok\n", algbw,
-                            algbw *
-                                braid_bench_bus_factor(sw[s].coll, w->size));
-                else
-                    fprintf(f, ",,pruned\n");
+                if (p->state != POINT_OK) {
+                    fprintf(f, ",,pruned,\n");
+                    continue;
+                }
+                fprintf(f, "%.4f,%.4f,ok,", algbw,
+                        algbw * braid_bench_bus_factor(sw[s].coll, w->size));
+                /* Each round's median call: what the table's pick of a
+                 * reduction is checked against (tune_pick). */
+                for (int r = 0; r < t->o.rounds; r++)
+                    fprintf(f, "%s%.3f", r ? ";" : "", p->round_us[r]);
+                fprintf(f, "\n");
             }
     if (fclose(f) != 0) {
         fprintf(stderr, "braid-tune: --csv '%s': %s\n", t->o.csv,
@@ -108,7 +113,7 @@ static void write_rows(FILE *f, const tune_t *t, const sweep_t *sw)
 {
     const braid_comm_t *w = t->world;
     for (int i = 0; i < sw->nsizes; i++) {
-        int b = tune_best(t, sw, i);
+        int b = tune_pick(t, sw, i);
         if (b < 0)
             continue;
         size_t lo = i == 0 ? 0 : boundary(sw, i - 1);
@@ -186,8 +191,10 @@ int tune_write_table(const tune_t *t, const sweep_t *sw, int nsweeps)
             "# braid tuning table (BRAID_TUNE_FILE; docs/tuning.md), "
             "written by braid-tune on %s at %s\n# %s\n# topology: %s\n# %s\n"
             "# each row: the fastest candidate measured at the size after "
-            "'at' (bytes per rank), then every candidate's median time there "
-            "(us)\n# coll nranks nnodes topo min_bytes max_bytes winner at "
+            "'at' (bytes per rank; for a reduction, one that does not fold "
+            "in rank order only where it was the faster in every round), "
+            "then every candidate's median time there (us)\n# coll nranks "
+            "nnodes topo min_bytes max_bytes winner at "
             "bytes cand=us...\n",
             host, when, t->o.command, topo, links);
     int bad = t->o.merge ? keep_other_rows(f, t) : 0;

@@ -271,6 +271,36 @@ int tune_best(const tune_t *t, const sweep_t *sw, int i)
     return best;
 }
 
+/* Whether series k folds a reduction in rank order (BRAID_ALGO_RANK_ORDER);
+ * 1 for the other collectives, whose candidates all give the same bits. */
+static int folds_in_order(const tune_t *t, const sweep_t *sw, int k)
+{
+    if (sw->coll != BRAID_COLL_ALLREDUCE &&
+        sw->coll != BRAID_COLL_REDUCE_SCATTER)
+        return 1;
+    const braid_candidate_t *c = world_cand(t, sw->coll, t->series[k].name);
+    return c != NULL && (c->algo->flags & BRAID_ALGO_RANK_ORDER) != 0;
+}
+
+int tune_pick(const tune_t *t, const sweep_t *sw, int i)
+{
+    int best = tune_best(t, sw, i), alt = -1;
+    if (best < 0 || folds_in_order(t, sw, best))
+        return best;
+    for (int k = 0; k < t->nseries; k++) {
+        const point_t *p = &sw->pt[i][k];
+        if (t->series[k].kind == SERIES_CAND && p->state == POINT_OK &&
+            folds_in_order(t, sw, k) && (alt < 0 || p->us < sw->pt[i][alt].us))
+            alt = k;
+    }
+    if (alt < 0)
+        return best;
+    for (int r = 0; r < t->o.rounds; r++)
+        if (sw->pt[i][best].round_us[r] >= sw->pt[i][alt].round_us[r])
+            return alt;
+    return best;
+}
+
 /* What each series will do at size i: which candidate runs, its estimate,
  * or why it sits out. */
 static void plan(tune_t *t, sweep_t *sw, int i)

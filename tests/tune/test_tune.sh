@@ -76,7 +76,51 @@ else
   fail "64 MiB on 2 ranks was not timed call by call (last-level cache $llc B): $(cat "$tmp/big")"
 fi
 
-# 6. A damaged table stops every rank at init with its line.
+# 6. A reduction's pick that does not fold in rank order (ring, recdbl:
+#    obeyed without a trial) is written only where it was the faster in
+#    every round; elsewhere the fastest rank-order candidate is.  Checked
+#    against the CSV's rounds, whichever way this run's times fell.
+"$braidrun" -n 2 "$tune" -C allreduce -b 4K -e 64K -f 4 -n 5 -w 1 -r 3 \
+    --cands ring@shm,recdbl@shm,oneshot@shm,twoshot@shm \
+    -o "$tmp/order.tune" --csv "$tmp/order.csv" >"$tmp/order" 2>&1 ||
+  fail "braid-tune -r 3 exited $?: $(cat "$tmp/order")"
+head -n1 "$tmp/order.csv" | grep -q ',state,rounds_us$' ||
+  fail "CSV header without rounds_us: $(head -n1 "$tmp/order.csv")"
+checked=$(awk -F, '
+  NR == FNR {
+    if (FNR == 1 || $7 !~ /@/ || $13 != "ok") next
+    t[$6, $7] = $9; r[$6, $7] = $14; sizes[$6] = 1; next
+  }
+  $1 == "allreduce" && $8 == "at" {
+    b = $9; pick = $7; best = ""; alt = ""
+    for (k in t) {
+      split(k, kk, SUBSEP)
+      if (kk[1] != b) continue
+      c = kk[2]
+      if (best == "" || t[b, c] < t[b, best]) best = c
+      if (c ~ /^(oneshot|twoshot)@/ && (alt == "" || t[b, c] < t[b, alt])) alt = c
+    }
+    want = best
+    if (best !~ /^(oneshot|twoshot)@/) {
+      n = split(r[b, best], rb, ";"); split(r[b, alt], ra, ";")
+      for (i = 1; i <= n; i++) {
+        d = rb[i] - ra[i]
+        if (d > -0.002 && d < 0.002) { want = "either"; break }  # printed rounding
+        if (d > 0) want = alt
+      }
+    }
+    if (best !~ /^(oneshot|twoshot)@/ && n != 3) { print "rounds " b ": " r[b, best]; exit 1 }
+    if (want != "either" && want != best && want != alt) { print "none " b; exit 1 }
+    if (want == "either" ? (pick != best && pick != alt) : pick != want) {
+      print "at " b ": picked " pick ", expected " want " (best " best " " r[b, best] ", " alt " " r[b, alt] ")"; exit 1
+    }
+    seen++
+  }
+  END { print seen + 0 }' FS=, "$tmp/order.csv" FS=' ' "$tmp/order.tune")
+[ "$checked" = 3 ] ||
+  fail "rank-order picks: $checked: $(cat "$tmp/order.tune") $(cat "$tmp/order.csv")"
+
+# 7. A damaged table stops every rank at init with its line.
 sed 's/^allgather 2 1 single 0 /allgather 2 1 single x /' "$tmp/before" >"$tmp/bad.tune"
 bad_line=$(grep -n '^allgather' "$tmp/bad.tune" | head -n1 | cut -d: -f1)
 BRAID_TUNE_FILE=$tmp/bad.tune "$braidrun" -n 2 "$info" --table >"$tmp/bad" 2>&1 &&
