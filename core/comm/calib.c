@@ -377,12 +377,13 @@ static braid_bw_curve_t curve(const braid_calib_path_t *p)
     return c;
 }
 
-/* The selector's size-dependent bandwidth of tls[i] (select/bw_curve.c). */
-static void apply_curves(braid_comm_t *comm, int i, const braid_calib_tl_t *t)
+/* The selector's size-dependent bandwidth of tls[i] (select/bw_curve.c);
+ * 1 when added, 0 when the selector has no room. */
+static int apply_curves(braid_comm_t *comm, int i, const braid_calib_tl_t *t)
 {
     braid_selector_t *sel = &comm->sel;
     if (sel->nbw >= BRAID_SEL_MAX_BW)
-        return;
+        return 0;
     braid_sel_bw_t *b = &sel->bw[sel->nbw++];
     memset(b, 0, sizeof(*b));
     b->tl = &comm->tls[i];
@@ -392,6 +393,7 @@ static void apply_curves(braid_comm_t *comm, int i, const braid_calib_tl_t *t)
         b->put = curve(&t->put);
     if (t->has_get)
         b->get = curve(&t->get);
+    return 1;
 }
 
 /* What one more message in a stage costs on a path is the part of its
@@ -415,10 +417,38 @@ static double msg_share(const braid_comm_t *comm)
                : 1.0;
 }
 
+/* A get, and a put where the transport maps the peers' areas
+ * (BRAID_CAP_LOAD: a put is a memcpy), are one rank's own copy, and a
+ * large exchange is summarised by its fastest repetition
+ * (calib_measure.c): on a host with more ranks than cores, that is a
+ * repetition in which the rank copied with a core to itself, its
+ * neighbour's part done while it waited descheduled.  In a collective
+ * every rank of the host copies at once and those sharing a core take
+ * turns: each gets cores / ranks of that speed (as the reduction's figure,
+ * calib_measure.c).  A send/receive through the transport's bounded cells,
+ * or a put through a stack that the receiver's progress completes (ucx),
+ * hands off between the two ends all along: its exchange already takes
+ * turns.  1 across hosts (a NIC moves the data) and where every rank has a
+ * core. */
+static double copy_share(const braid_comm_t *comm)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (comm->topo.nnodes != 1 || ncpu < 1 || comm->topo.ppn <= ncpu)
+        return 1.0;
+    return (double)ncpu / (double)comm->topo.ppn;
+}
+
+static void scale_curve(braid_bw_curve_t *c, double share)
+{
+    c->in_gbps *= share;
+    c->out_gbps *= share;
+}
+
 /* Sets the links and the selector from cs->values. */
 static void apply(braid_comm_t *comm, braid_calib_state_t *cs)
 {
     double stage = -1, floor = -1, share = msg_share(comm);
+    double copy   = copy_share(comm);
     comm->sel.nbw = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < comm->ntls && i < 32; i++) {
@@ -430,8 +460,11 @@ static void apply(braid_comm_t *comm, braid_calib_state_t *cs)
                 braid_calib_find(&cs->values, comm->tls[i].ops->name, ver);
             if (t == NULL)
                 continue;
-            if (pass == 1)
-                apply_curves(comm, i, t);
+            double put_copy = comm->tls[i].caps & BRAID_CAP_LOAD ? copy : 1.0;
+            if (pass == 1 && apply_curves(comm, i, t)) {
+                scale_curve(&comm->sel.bw[comm->sel.nbw - 1].put, put_copy);
+                scale_curve(&comm->sel.bw[comm->sel.nbw - 1].get, copy);
+            }
 #ifdef BRAID_CAP_GET
             /* Reads wait for nobody: their latency is a read's, with no
              * hand-off in it, and stays out of the stage term. */
@@ -439,7 +472,7 @@ static void apply(braid_comm_t *comm, braid_calib_state_t *cs)
                 BRAID_HAS(&comm->tls[i], braid_tl_t, get_beta_gbps) &&
                 (comm->tls[i].caps & BRAID_CAP_GET)) {
                 comm->tls[i].get_alpha_us  = t->get.all_us;
-                comm->tls[i].get_beta_gbps = t->get.beta_gbps;
+                comm->tls[i].get_beta_gbps = t->get.beta_gbps * copy;
             }
 #endif
             for (int put = 0; put < 2; put++) {
@@ -462,7 +495,7 @@ static void apply(braid_comm_t *comm, braid_calib_state_t *cs)
                     p->pair_us > floor ? (p->pair_us - floor) * share : 0.0;
                 if (put) {
                     l->put_alpha_us  = alpha > 0 ? alpha : 0;
-                    l->put_beta_gbps = p->beta_gbps;
+                    l->put_beta_gbps = p->beta_gbps * put_copy;
                     l->put_msg_us    = msg;
                 } else {
                     l->alpha_us  = alpha > 0 ? alpha : 0;

@@ -48,6 +48,19 @@ grep '^world msg: ' "$tmp/a" | awk '{
     exit !(!bad && zero && m["ucx"] > m["shm"]) }' ||
   fail "message overheads: $(grep '^world msg: ' "$tmp/a")"
 
+# A put's bandwidth is one rank's copy measured alone; where the host has
+# more ranks than cores, the selector gets the cores' share of it
+# (cores / ranks), and where every rank has a core, all of it.
+world_file=$(grep -l 'ranks=3 ' "$BRAID_CALIB_DIR"/calib-*.txt)
+raw=$(awk '$1 == "tl" && $2 == "shm" { for (i = 3; i <= NF; i++) if ($i == "put") { print $(i + 3); exit } }' "$world_file")
+ncpu=$(getconf _NPROCESSORS_ONLN)
+figs world "$tmp/a" | awk -v raw="$raw" -v ncpu="$ncpu" '{
+    i = 3; while ($i ~ /^[a-z]+$/) i++   # shm first: alpha beta put_alpha put_beta
+    share = ncpu < 3 ? ncpu / 3 : 1; want = raw * share; got = $(i + 3)
+    d = got - want; if (d < 0) d = -d
+    exit !(raw > 0 && d <= 1e-4 * want) }' ||
+  fail "shm's put bandwidth is not the cores' share ($ncpu cores, 3 ranks) of the measured $raw: $(figs world "$tmp/a")"
+
 # 2. The second run reads the cache: the same figures, bit for bit.
 run 3 "$tmp/b" --split || fail "second run: $(cat "$tmp/b" "$tmp/b.err")"
 grep -q "^world why: link figures: from the calibration cache $BRAID_CALIB_DIR/calib-" "$tmp/b" ||
@@ -60,7 +73,6 @@ grep -q "^world why: link figures: from the calibration cache $BRAID_CALIB_DIR/c
   fail "cached out-of-cache figures differ: $(grep out: "$tmp/a" "$tmp/b")"
 
 # 3. force measures again and rewrites the file.
-world_file=$(grep -l 'ranks=3 ' "$BRAID_CALIB_DIR"/calib-*.txt)
 before=$(grep '^measured' "$world_file")
 sleep 1
 BRAID_CALIBRATE=force run 3 "$tmp/c" || fail "force: $(cat "$tmp/c.err")"
