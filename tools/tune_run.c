@@ -271,15 +271,12 @@ int tune_best(const tune_t *t, const sweep_t *sw, int i)
     return best;
 }
 
-/* Whether series k folds a reduction in rank order (BRAID_ALGO_RANK_ORDER);
- * 1 for the other collectives, whose candidates all give the same bits. */
+/* Whether series k's candidate may go on trial against the others at
+ * all (the dispatcher's rule, braid_online_swappable). */
 static int folds_in_order(const tune_t *t, const sweep_t *sw, int k)
 {
-    if (sw->coll != BRAID_COLL_ALLREDUCE &&
-        sw->coll != BRAID_COLL_REDUCE_SCATTER)
-        return 1;
     const braid_candidate_t *c = world_cand(t, sw->coll, t->series[k].name);
-    return c != NULL && (c->algo->flags & BRAID_ALGO_RANK_ORDER) != 0;
+    return c != NULL && braid_online_swappable(c, sw->coll);
 }
 
 int tune_pick(const tune_t *t, const sweep_t *sw, int i)

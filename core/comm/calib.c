@@ -396,6 +396,16 @@ static int apply_curves(braid_comm_t *comm, int i, const braid_calib_tl_t *t)
     return 1;
 }
 
+/* This communicator's ranks on the host per core, at least 1 (1 where the
+ * cores are unknown). */
+static double ranks_per_core(const braid_comm_t *comm)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return ncpu >= 1 && comm->topo.ppn > ncpu
+               ? (double)comm->topo.ppn / (double)ncpu
+               : 1.0;
+}
+
 /* What one more message in a stage costs on a path is the part of its
  * pair latency (a lone message between two ranks) above the fastest
  * path's: that part is the two ends' software (a transport's stack, system
@@ -409,12 +419,7 @@ static int apply_curves(braid_comm_t *comm, int i, const braid_calib_tl_t *t)
  * estimate must be the same). */
 static double msg_share(const braid_comm_t *comm)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (comm->topo.nnodes != 1)
-        return 0.0;
-    return ncpu >= 1 && comm->topo.ppn > ncpu
-               ? (double)comm->topo.ppn / (double)ncpu
-               : 1.0;
+    return comm->topo.nnodes == 1 ? ranks_per_core(comm) : 0.0;
 }
 
 /* A get, and a put where the transport maps the peers' areas
@@ -432,10 +437,7 @@ static double msg_share(const braid_comm_t *comm)
  * core. */
 static double copy_share(const braid_comm_t *comm)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (comm->topo.nnodes != 1 || ncpu < 1 || comm->topo.ppn <= ncpu)
-        return 1.0;
-    return (double)ncpu / (double)comm->topo.ppn;
+    return comm->topo.nnodes == 1 ? 1.0 / ranks_per_core(comm) : 1.0;
 }
 
 static void scale_curve(braid_bw_curve_t *c, double share)

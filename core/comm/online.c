@@ -71,9 +71,13 @@ int braid_online_decide(const double *agreed, int n, double margin)
     return agreed[0] <= agreed[best] * (1.0 + margin) ? 0 : best;
 }
 
-static int rank_order(const braid_candidate_t *c)
+int braid_online_swappable(const braid_candidate_t *c, braid_coll_t coll)
 {
-    return (c->algo->flags & BRAID_ALGO_RANK_ORDER) != 0;
+    /* A reduction's bits depend on the order it combines in: only
+     * algorithms that fold in rank order may stand in for each other. */
+    return (coll != BRAID_COLL_ALLREDUCE &&
+            coll != BRAID_COLL_REDUCE_SCATTER) ||
+           (c->algo->flags & BRAID_ALGO_RANK_ORDER) != 0;
 }
 
 /* What ranks candidate i: the row's measured time where a tuning-file row
@@ -95,16 +99,12 @@ int braid_online_rivals(int *idx, const braid_selector_t *sel,
     double est0 = score(sel, row, idx[0], coll, bytes, mem);
     double est[BRAID_ONLINE_MAX_CANDS];
     int    n = 1;
-    /* A reduction's bits depend on the order it combines in: only
-     * algorithms that fold in rank order may stand in for each other. */
-    int reduces =
-        coll == BRAID_COLL_ALLREDUCE || coll == BRAID_COLL_REDUCE_SCATTER;
-    if (est0 < 0 || (reduces && !rank_order(&sel->cands[idx[0]])))
+    if (est0 < 0 || !braid_online_swappable(&sel->cands[idx[0]], coll))
         return 1;
     for (int i = 0; i < sel->ncands; i++) {
         if (i == idx[0] || sel->cands[i].algo->coll != coll ||
             (sel->cands[i].mem_types & mem) != mem ||
-            (reduces && !rank_order(&sel->cands[i])))
+            !braid_online_swappable(&sel->cands[i], coll))
             continue;
         double e = score(sel, row, i, coll, bytes, mem);
         if (e < 0 || e > est0 * within)

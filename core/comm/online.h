@@ -118,6 +118,13 @@ int braid_online_explain(struct braid_comm *comm, braid_coll_t coll,
                          size_t bytes, char *cand, size_t cand_len, char *why,
                          size_t why_len);
 
+/* Whether a trial may run candidate c in place of another for coll, and
+ * back: any candidate of a collective that does not reduce, only a
+ * rank-order one (BRAID_ALGO_RANK_ORDER) of one that does, so that a trial
+ * changes no bit of any result.  braid-tune asks it too: a tuning-file pick
+ * that is not swappable is obeyed without a trial. */
+int braid_online_swappable(const braid_candidate_t *c, braid_coll_t coll);
+
 /* Pure parts, for the unit test.  Which candidate (0..ncands) trial call
  * `call` runs, and in *round the round it is timed in (-1: not timed). */
 int braid_online_turn(int *round, int call, int ncands);

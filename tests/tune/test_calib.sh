@@ -60,6 +60,15 @@ figs world "$tmp/a" | awk -v raw="$raw" -v ncpu="$ncpu" '{
     d = got - want; if (d < 0) d = -d
     exit !(raw > 0 && d <= 1e-4 * want) }' ||
   fail "shm's put bandwidth is not the cores' share ($ncpu cores, 3 ranks) of the measured $raw: $(figs world "$tmp/a")"
+# The get path alike, its out-of-cache point ("out: shm sr X put Y get Z").
+raw_get=$(awk '$1 == "tl" && $2 == "shm" { for (i = 3; i <= NF; i++) if ($i == "get") { print $(i + 5); exit } }' "$world_file")
+if [ -n "$raw_get" ]; then
+  grep '^world out: shm ' "$tmp/a" | awk -v raw="$raw_get" -v ncpu="$ncpu" '{
+      share = ncpu < 3 ? ncpu / 3 : 1; want = raw * share; got = $9
+      d = got - want; if (d < 0) d = -d
+      exit !(raw > 0 && d <= 1e-4 * want) }' ||
+    fail "shm's out-of-cache get is not the cores' share of the measured $raw_get: $(grep '^world out:' "$tmp/a")"
+fi
 
 # 2. The second run reads the cache: the same figures, bit for bit.
 run 3 "$tmp/b" --split || fail "second run: $(cat "$tmp/b" "$tmp/b.err")"
