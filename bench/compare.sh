@@ -16,6 +16,9 @@
 # Environment (defaults in brackets):
 #   OUT=DIR            where everything goes [compare-<date>-<time>]
 #   ROUNDS=N           rounds [3]; each round runs braid, Open MPI, Gloo
+#   SMALL_ROUNDS=N     braid-tune's rounds within each of them up to 256 KiB,
+#                      where a round of every candidate takes milliseconds
+#                      and one block of calls times 10-30% off another [5]
 #   AR="MIN MAX F"     all-reduce sizes: MIN, times F, up to MAX [8 256M 4]
 #   RSAG="MIN MAX F"   reduce_scatter and allgather sizes [1M 256M 16]
 #   ITERS=N            calls per round up to 256 KiB, fewer above [20]
@@ -35,12 +38,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 if [ "${QUICK:-0}" = 1 ]; then
   ranks=${*:-2}
   : "${ROUNDS:=1}" "${AR:=8 4K 16}" "${RSAG:=64K 64K 2}" "${ITERS:=5}"
+  : "${SMALL_ROUNDS:=1}"
 else
   ranks=${*:-2 4 8}
 fi
 rounds=${ROUNDS:-3} ar=(${AR:-8 256M 4}) rsag=(${RSAG:-1M 256M 16})
 iters=${ITERS:-20} tune=${TUNE:-1} mpi=${MPI:-1} gloo=${GLOO:-1}
-alone=${ALONE:-1}
+alone=${ALONE:-1} small=${SMALL_ROUNDS:-5}
 prune=${PRUNE:-0}
 out=${OUT:-compare-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out" || exit 1
@@ -67,11 +71,13 @@ if [ "$gloo" = 1 ] && ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/nu
   say "no torch for /usr/bin/python3: Gloo skipped"; gloo=0
 fi
 
-# braid-tune over one set of sizes: -C COLLS MIN MAX F, then its own options.
+# braid-tune over one set of sizes: -C COLLS MIN MAX F R (rounds; times
+# SMALL_ROUNDS up to 256 KiB), then its own options.
 braid_tune() {
-  local n=$1 colls=$2 lo=$3 hi=$4 f=$5; shift 5
+  local n=$1 colls=$2 lo=$3 hi=$4 f=$5 r=$6; shift 6
+  local sr=$((r * small > 32 ? 32 : r * small))
   run "$braidrun" -n "$n" "$tunebin" -q -C "$colls" -b "$lo" -e "$hi" -f "$f" \
-      -n "$iters" --prune "$prune" "$@"
+      -n "$iters" --prune "$prune" -r "$r" --small-rounds "$sr" "$@"
 }
 
 # Where the hypervisor has the first two CPUs at this moment: braid-ring-
@@ -99,15 +105,15 @@ for n in $ranks; do
     # The table comes from its own run: judging it on the measurements it
     # was made from would only measure their noise.
     rm -f "$table"
-    braid_tune "$n" allreduce "${ar[@]}" -r "$rounds" -o "$table" &&
-      braid_tune "$n" reduce_scatter,allgather "${rsag[@]}" -r "$rounds" \
+    braid_tune "$n" allreduce "${ar[@]}" "$rounds" -o "$table" &&
+      braid_tune "$n" reduce_scatter,allgather "${rsag[@]}" "$rounds" \
         -o "$table" --merge && tf=(--tune-file "$table")
   fi
   for ((r = 1; r <= rounds; r++)); do
     probe "n$n r$r braid"
-    braid_tune "$n" allreduce "${ar[@]}" -r 1 "${tf[@]}" \
+    braid_tune "$n" allreduce "${ar[@]}" 1 "${tf[@]}" \
       --csv "$out/braid-n$n-r$r-ar.csv"
-    braid_tune "$n" reduce_scatter,allgather "${rsag[@]}" -r 1 "${tf[@]}" \
+    braid_tune "$n" reduce_scatter,allgather "${rsag[@]}" 1 "${tf[@]}" \
       --csv "$out/braid-n$n-r$r-rsag.csv"
     # braid-tune keeps a communicator per candidate alive side by side,
     # and a call runs slower in that company (docs/performance.md); the
@@ -156,7 +162,7 @@ for f in "$out"/alone-*.csv; do
 done
 [ ${#csvs[@]} -gt 0 ] || { echo "compare.sh: nothing was measured (see $log)" >&2; exit 1; }
 {
-  echo "# bench/compare.sh $build $ranks (ROUNDS=$rounds AR='${ar[*]}' RSAG='${rsag[*]}' ITERS=$iters TUNE=$tune PRUNE=$prune ALONE=$alone) on $(hostname), $(date '+%Y-%m-%d %H:%M')"
+  echo "# bench/compare.sh $build $ranks (ROUNDS=$rounds SMALL_ROUNDS=$small AR='${ar[*]}' RSAG='${rsag[*]}' ITERS=$iters TUNE=$tune PRUNE=$prune ALONE=$alone) on $(hostname), $(date '+%Y-%m-%d %H:%M')"
   echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
   [ -s "$out/placement.txt" ] &&
     echo "# CPU placement before each series (braid-ring-floor -s 8 shared/alone; ~1: a shared cache, >= 3: none): $(paste -sd, "$out/placement.txt" | sed 's/,/, /g')"

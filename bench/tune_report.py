@@ -10,7 +10,8 @@
                                      bench/plot.sh
 
 Inputs (recognised by their header; several rounds of one configuration
-are several files, and every figure is the median over them):
+are several files, and every figure is the median over them, a braid-tune
+row counting each of its rounds_us):
   braid-tune --csv:  coll,nranks,nnodes,topo,size,bytes,series,cand,time_us,
                      estimate_us,...   (series: a candidate, auto or tuned)
   plot CSV:          coll,nranks,size,series,time_us  (mpi-allreduce-bench
@@ -90,7 +91,11 @@ class Data:
             elif label:
                 r["series"] = label
             key = (r["coll"], int(r["nranks"]), int(r["size"]), r["series"])
-            self.times[key].append(float(r["time_us"]))
+            # braid-tune's rounds each count, so that a file of five rounds
+            # weighs five times one of one.
+            rounds = [float(x) for x in (r.get("rounds_us") or "").split(";")
+                      if x]
+            self.times[key].extend(rounds or [float(r["time_us"])])
             if r.get("cand"):
                 self.ran[key].append(r["cand"])
             if r.get("estimate_us"):

@@ -43,6 +43,9 @@ static void usage(FILE *f)
         "  -w, --warmup N       untimed calls per round, default 3\n"
         "  -r, --rounds N       rounds (series alternate within each), "
         "default 3\n"
+        "      --small-rounds N rounds up to 256 KiB, where they take "
+        "milliseconds,\n"
+        "                       if more than -r (default: -r)\n"
         "      --cands LIST     only these candidates (comma-separated)\n"
         "      --tune-file FILE also time the automatic choice with FILE "
         "(series\n"
@@ -148,6 +151,7 @@ static void parse_opts(opts_t *o, int argc, char **argv)
         {"iters", required_argument, NULL, 'n'},
         {"warmup", required_argument, NULL, 'w'},
         {"rounds", required_argument, NULL, 'r'},
+        {"small-rounds", required_argument, NULL, 'R'},
         {"cands", required_argument, NULL, 'A'},
         {"tune-file", required_argument, NULL, 'T'},
         {"csv", required_argument, NULL, 'S'},
@@ -170,6 +174,10 @@ static void parse_opts(opts_t *o, int argc, char **argv)
         case 'w': o->warmup = parse_int(optarg, 0, 1000000, "bad -w"); break;
         case 'r':
             o->rounds = parse_int(optarg, 1, TUNE_MAX_ROUNDS, "bad -r");
+            break;
+        case 'R':
+            o->small_rounds =
+                parse_int(optarg, 1, TUNE_MAX_ROUNDS, "bad --small-rounds");
             break;
         case 'A': o->cands = optarg; break;
         case 'T': o->tune_file = optarg; break;

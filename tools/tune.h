@@ -12,8 +12,13 @@
 
 #define TUNE_MAX_SERIES 48
 #define TUNE_MAX_SIZES  48
-#define TUNE_MAX_ROUNDS 15
+#define TUNE_MAX_ROUNDS 32
 #define TUNE_NAME       80
+/* Up to this size (nccl-tests size) a round of every series takes
+ * milliseconds: -n calls each, and --small-rounds rounds where more are
+ * asked for.  Above it a call lasts long enough that fewer calls and the
+ * -r rounds alone keep a sweep in minutes. */
+#define TUNE_SMALL ((size_t)256 << 10)
 
 typedef enum {
     SERIES_CAND,  /* one candidate, forced (BRAID_ALGO) */
@@ -44,6 +49,7 @@ typedef struct point {
     double        us;             /* median over rounds */
     double        est;            /* estimate of what ran, us; < 0: none */
     char          ran[TUNE_NAME]; /* the candidate that ran */
+    int           nrounds;        /* rounds timed at this size */
     double        round_us[TUNE_MAX_ROUNDS];
 } point_t;
 
@@ -54,6 +60,7 @@ typedef struct opts {
     size_t      minbytes, maxbytes;
     int         factor;
     int         iters, warmup, rounds;
+    int         small_rounds; /* --small-rounds: rounds up to TUNE_SMALL */
     const char *cands;         /* --cands: only these, comma-separated */
     const char *tune_file;     /* --tune-file: also time "tuned" */
     const char *csv;           /* --csv FILE */
@@ -86,6 +93,8 @@ typedef struct tune {
 
 /* tune_run.c: times every series of one collective over the sizes. */
 int tune_sweep(tune_t *t, sweep_t *sw);
+/* Rounds at a size: -r, or --small-rounds up to TUNE_SMALL if more. */
+int tune_rounds(const tune_t *t, size_t size);
 /* The best series that is a candidate (SERIES_CAND) at size i, or -1. */
 int tune_best(const tune_t *t, const sweep_t *sw, int i);
 /* The tuning table's pick at size i: the best candidate, except for a

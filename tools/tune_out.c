@@ -19,9 +19,10 @@ void tune_print(const tune_t *t, const sweep_t *sw)
 {
     const braid_comm_t *w = t->world;
     printf("\n# %s, %d ranks on %d host(s) (%s), f32 sum, out of place: "
-           "median over %d rounds of the slowest rank's per-call time (us)\n",
+           "median over %d rounds (%d up to %zu KiB) of the slowest rank's "
+           "per-call time (us)\n",
            braid_coll_name(sw->coll), w->size, w->topo.nnodes, topo_name(w),
-           t->o.rounds);
+           t->o.rounds, tune_rounds(t, 0), TUNE_SMALL >> 10);
     printf("# %10s", "size");
     for (int k = 0; k < t->nseries; k++)
         printf(" %13.13s", t->series[k].name);
@@ -87,7 +88,7 @@ int tune_csv(const tune_t *t, const sweep_t *sw, int nsweeps)
                         algbw * braid_bench_bus_factor(sw[s].coll, w->size));
                 /* Each round's median call: what the table's pick of a
                  * reduction is checked against (tune_pick). */
-                for (int r = 0; r < t->o.rounds; r++)
+                for (int r = 0; r < p->nrounds; r++)
                     fprintf(f, "%s%.3f", r ? ";" : "", p->round_us[r]);
                 fprintf(f, "\n");
             }

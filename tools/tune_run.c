@@ -89,7 +89,7 @@ static int iters_for(const tune_t *t, size_t size)
 {
     /* About the same time per size: fewer calls for large messages. */
     double scaled =
-        (double)t->o.iters * (double)(256 << 10) / (double)(size ? size : 1);
+        (double)t->o.iters * (double)TUNE_SMALL / (double)(size ? size : 1);
     int n = scaled < t->o.iters ? (int)scaled : t->o.iters;
     return n < 3 ? 3 : n;
 }
@@ -292,7 +292,7 @@ int tune_pick(const tune_t *t, const sweep_t *sw, int i)
     }
     if (alt < 0)
         return best;
-    for (int r = 0; r < t->o.rounds; r++)
+    for (int r = 0; r < sw->pt[i][best].nrounds; r++)
         if (sw->pt[i][best].round_us[r] >= sw->pt[i][alt].round_us[r])
             return alt;
     return best;
@@ -340,9 +340,17 @@ static void plan(tune_t *t, sweep_t *sw, int i)
     }
 }
 
+int tune_rounds(const tune_t *t, size_t size)
+{
+    return size <= TUNE_SMALL && t->o.small_rounds > t->o.rounds
+               ? t->o.small_rounds
+               : t->o.rounds;
+}
+
 int tune_sweep(tune_t *t, sweep_t *sw)
 {
     for (int i = 0; i < sw->nsizes; i++) {
+        int rounds = tune_rounds(t, sw->size[i]);
         plan(t, sw, i);
         /* The series that runs first in a fresh job times slower than the
          * same candidate later in it, whatever the candidate
@@ -352,7 +360,7 @@ int tune_sweep(tune_t *t, sweep_t *sw)
             if (sw->pt[i][k].state == POINT_OK)
                 time_round(t, &t->series[k], sw->coll, sw->count[i],
                            sw->size[i], 0);
-        for (int r = 0; r < t->o.rounds; r++) {
+        for (int r = 0; r < rounds; r++) {
             if (interleaved(t, sw->size[i])) {
                 time_round_interleaved(t, sw, i, r);
                 continue;
@@ -383,8 +391,9 @@ int tune_sweep(tune_t *t, sweep_t *sw)
             point_t *p = &sw->pt[i][k];
             if (p->state == POINT_OK) {
                 double v[TUNE_MAX_ROUNDS];
-                memcpy(v, p->round_us, sizeof(double) * (size_t)t->o.rounds);
-                p->us = braid_median(v, t->o.rounds);
+                memcpy(v, p->round_us, sizeof(double) * (size_t)rounds);
+                p->nrounds = rounds;
+                p->us      = braid_median(v, rounds);
             }
         }
         if (t->rank == 0 && !t->o.quiet) {

@@ -14,9 +14,10 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 table=$tmp/braid.tune
 
-# 1. Two sizes of all-reduce and allgather, one round, on 2 ranks.
+# 1. Two sizes of all-reduce and allgather, one round (three: they are
+#    small), on 2 ranks.
 "$braidrun" -n 2 "$tune" -C allreduce,allgather -b 8 -e 4K -f 512 -n 3 -w 1 \
-    -r 1 -o "$table" --csv "$tmp/all.csv" >"$tmp/out" 2>&1 ||
+    -r 1 --small-rounds 3 -o "$table" --csv "$tmp/all.csv" >"$tmp/out" 2>&1 ||
   fail "braid-tune exited $?: $(cat "$tmp/out")"
 rows=$(grep -c '^allreduce 2 1 single ' "$table")
 [ "$rows" -eq 2 ] || fail "expected 2 allreduce rows for 2 ranks: $(cat "$table")"
@@ -33,6 +34,16 @@ grep -q '^allreduce,2,1,single,8,8,oneshot@shm,oneshot@shm,[0-9.]*,[0-9.]*,' "$t
   fail "no oneshot@shm row with time and estimate"
 grep -q '^allreduce,2,1,single,8,8,auto,[a-z]*@[a-z]*,[0-9.]*,[0-9.]*,' "$tmp/all.csv" ||
   fail "no auto row naming what it ran"
+# --small-rounds 3: every row up to 256 KiB has three rounds, its time
+# their median.
+bad=$(awk -F, 'NR > 1 && $13 == "ok" {
+    n = split($14, v, ";"); for (i = 1; i < n; i++) for (j = i + 1; j <= n; j++)
+      if (v[j] + 0 < v[i] + 0) { x = v[i]; v[i] = v[j]; v[j] = x }
+    if (n != 3 || v[2] != $9) print }' "$tmp/all.csv")
+[ -z "$bad" ] && grep -q ',ok,' "$tmp/all.csv" ||
+  fail "rows without three rounds whose median is the time: $bad"
+grep -q 'median over 1 rounds (3 up to 256 KiB)' "$tmp/out" ||
+  fail "the table's header does not say the rounds: $(grep median "$tmp/out")"
 
 # 3. The core reads the table: braid-info shows the rows for this
 #    communicator, and its choices follow them, naming the line.
@@ -60,7 +71,9 @@ grep -q '^allgather 2 1 single ' "$table" || fail "--merge lost the allgather ro
 # 5. Beyond the cache (2 ranks' buffers of 64 MiB: 256 MiB, four times a
 #    last-level cache of up to 64 MiB) the series take turns call by call:
 #    every series is checked and timed, and the progress line says so.
+#    --small-rounds does not reach this size: two rounds, as -r says.
 "$braidrun" -n 2 "$tune" -C allreduce -b 64M -e 64M -n 3 -w 1 -r 2 -c 1 \
+    --small-rounds 6 \
     --cands pipe@shm,pull@shm --csv "$tmp/big.csv" >"$tmp/big" 2>&1 ||
   fail "braid-tune at 64 MiB exited $?: $(cat "$tmp/big")"
 llc=$(cat /sys/devices/system/cpu/cpu0/cache/index*/size 2>/dev/null |
@@ -70,6 +83,8 @@ if grep -q 'allreduce 67108864 B: best .* us (series call by call)' "$tmp/big"; 
     grep -Eq "^allreduce,2,[^,]*,[^,]*,67108864,[0-9]+,$s,[a-z]+@[a-z]+,[0-9.]+," "$tmp/big.csv" ||
       fail "call by call: no time for $s: $(cat "$tmp/big.csv")"
   done
+  awk -F, 'NR > 1 && $13 == "ok" && split($14, v, ";") != 2 { exit 1 }' "$tmp/big.csv" ||
+    fail "64 MiB rows without exactly 2 rounds: $(cat "$tmp/big.csv")"
 elif [ "$llc" -gt $((64 << 20)) ]; then
   echo "skip: call by call: this host's last-level cache ($llc B) is above 64 MiB"
 else
