@@ -98,6 +98,61 @@ probe() {
 # MIN MAX F of a collective's sweep.
 sizes_of() { if [ "$1" = allreduce ]; then echo "${ar[@]}"; else echo "${rsag[@]}"; fi; }
 
+# A size with a K/M/G suffix in bytes.
+bytes_of() {
+  case $1 in
+    *K) echo $((${1%K} << 10)) ;; *M) echo $((${1%M} << 20)) ;;
+    *G) echo $((${1%G} << 30)) ;; *) echo "$1" ;;
+  esac
+}
+
+# The sizes of a sweep MIN MAX F, as the benchmarks make them: MIN, times
+# F while below MAX, then MAX.
+sweep_sizes() {
+  local s lo hi
+  lo=$(bytes_of "$1") hi=$(bytes_of "$2")
+  for ((s = lo; s < hi; s *= $3)); do echo $s; done
+  echo "$hi"
+}
+
+# Append CSV file $2's rows to $1 (its header too when $1 is new).
+add_rows() {
+  [ -s "$2" ] || return 0
+  if [ -s "$1" ]; then tail -n +2 "$2" >>"$1"; else cat "$2" >"$1"; fi
+}
+
+# The automatic choice alone (braid-bench) and Open MPI, size by size in
+# turn (which goes first alternating), so that both are timed seconds
+# apart: the vCPUs' placement changes within a minute and moves a
+# mid-size call 2-6x for everyone (performance.md), and a sweep each
+# would set one placement against another.  Every size is a job of its
+# own for both; small sizes warm up longer, as a sweep's earlier sizes
+# warmed its later ones.
+alone_and_mpi() {
+  local n=$1 r=$2 c s i=0 w who order tmp=$out/.one.csv
+  for c in allreduce reduce_scatter allgather; do
+    for s in $(sweep_sizes $(sizes_of $c)); do
+      w=2
+      [ "$s" -le $((256 << 10)) ] && w=20
+      order="alone mpi"
+      ((i++ % 2)) && order="mpi alone"
+      for who in $order; do
+        rm -f "$tmp"
+        if [ "$who" = alone ] && [ "$alone" = 1 ]; then
+          run "$braidrun" -n "$n" "$benchbin" -C $c -b "$s" -e "$s" \
+            -n "$iters" -w "$w" -c 0 -i 0 --csv "$tmp" &&
+            add_rows "$out/alone-n$n-r$r-$c.csv" "$tmp"
+        elif [ "$who" = mpi ] && [ "$mpi" = 1 ]; then
+          run mpirun --allow-run-as-root --oversubscribe -np "$n" "$mpibench" \
+            -C $c -b "$s" -e "$s" -n "$iters" -w "$w" -a 1 -o "$tmp" &&
+            add_rows "$out/mpi-n$n-r$r-$c.csv" "$tmp"
+        fi
+      done
+    done
+  done
+  rm -f "$tmp"
+}
+
 for n in $ranks; do
   table=$out/tune-n$n.txt
   tf=()
@@ -119,22 +174,9 @@ for n in $ranks; do
     # and a call runs slower in that company (docs/performance.md); the
     # peers run alone, so braid's automatic choice is also timed alone,
     # the same way (calls, warm-up, slowest rank's median).
-    if [ "$alone" = 1 ]; then
-      for c in allreduce reduce_scatter allgather; do
-        s=($(sizes_of $c))
-        run "$braidrun" -n "$n" "$benchbin" -C $c -b "${s[0]}" -e "${s[1]}" \
-          -f "${s[2]}" -n "$iters" -w 2 -c 0 -i 0 \
-          --csv "$out/alone-n$n-r$r-$c.csv"
-      done
-    fi
-    if [ "$mpi" = 1 ]; then
-      probe "n$n r$r ompi"
-      for c in allreduce reduce_scatter allgather; do
-        s=($(sizes_of $c))
-        run mpirun --allow-run-as-root --oversubscribe -np "$n" "$mpibench" \
-          -C $c -b "${s[0]}" -e "${s[1]}" -f "${s[2]}" -n "$iters" -w 2 -a 1 \
-          -o "$out/mpi-n$n-r$r-$c.csv"
-      done
+    if [ "$alone" = 1 ] || [ "$mpi" = 1 ]; then
+      probe "n$n r$r alone/ompi"
+      alone_and_mpi "$n" "$r"
     fi
     if [ "$gloo" = 1 ]; then
       gcolls="allreduce allgather" # Gloo has no reduce_scatter
