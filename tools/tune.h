@@ -103,7 +103,8 @@ int tune_best(const tune_t *t, const sweep_t *sw, int i);
  * one call to the next), so the dispatcher obeys it however it does later,
  * and a file that measured it in a good moment of a noisy host holds it
  * against a candidate that is faster the rest of the time.  It is the pick
- * only where it beat the fastest rank-order candidate in every round;
+ * only where it beat the fastest rank-order candidate in every round, by
+ * more than BRAID_ONLINE_MARGIN;
  * elsewhere that one is, which the dispatcher still tries against the
  * row's close rivals.  -1: no candidate ran. */
 int tune_pick(const tune_t *t, const sweep_t *sw, int i);

@@ -292,8 +292,13 @@ int tune_pick(const tune_t *t, const sweep_t *sw, int i)
     }
     if (alt < 0)
         return best;
+    /* By more than the margin a trial asks of a rival: a pick nothing will
+     * correct must not rest on a lead that one placement of the vCPUs,
+     * lasting the table's whole run, can give (docs/performance.md,
+     * "A tuning file's pick that no trial corrects needs a margin"). */
     for (int r = 0; r < sw->pt[i][best].nrounds; r++)
-        if (sw->pt[i][best].round_us[r] >= sw->pt[i][alt].round_us[r])
+        if (sw->pt[i][best].round_us[r] * (1.0 + BRAID_ONLINE_MARGIN) >=
+            sw->pt[i][alt].round_us[r])
             return alt;
     return best;
 }
