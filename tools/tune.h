@@ -60,7 +60,7 @@ typedef struct opts {
     size_t      minbytes, maxbytes;
     int         factor;
     int         iters, warmup, rounds;
-    int         small_rounds; /* --small-rounds: rounds up to TUNE_SMALL */
+    int         small_rounds;  /* --small-rounds: rounds up to TUNE_SMALL */
     const char *cands;         /* --cands: only these, comma-separated */
     const char *tune_file;     /* --tune-file: also time "tuned" */
     const char *csv;           /* --csv FILE */
