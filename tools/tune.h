@@ -49,7 +49,6 @@ typedef struct point {
     double        us;             /* median over rounds */
     double        est;            /* estimate of what ran, us; < 0: none */
     char          ran[TUNE_NAME]; /* the candidate that ran */
-    int           nrounds;        /* rounds timed at this size */
     double        round_us[TUNE_MAX_ROUNDS];
 } point_t;
 

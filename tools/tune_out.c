@@ -88,7 +88,7 @@ int tune_csv(const tune_t *t, const sweep_t *sw, int nsweeps)
                         algbw * braid_bench_bus_factor(sw[s].coll, w->size));
                 /* Each round's median call: what the table's pick of a
                  * reduction is checked against (tune_pick). */
-                for (int r = 0; r < p->nrounds; r++)
+                for (int r = 0; r < tune_rounds(t, sw[s].size[i]); r++)
                     fprintf(f, "%s%.3f", r ? ";" : "", p->round_us[r]);
                 fprintf(f, "\n");
             }

@@ -296,7 +296,7 @@ int tune_pick(const tune_t *t, const sweep_t *sw, int i)
      * correct must not rest on a lead that one placement of the vCPUs,
      * lasting the table's whole run, can give (docs/performance.md,
      * "A tuning file's pick that no trial corrects needs a margin"). */
-    for (int r = 0; r < sw->pt[i][best].nrounds; r++)
+    for (int r = 0; r < tune_rounds(t, sw->size[i]); r++)
         if (sw->pt[i][best].round_us[r] * (1.0 + BRAID_ONLINE_MARGIN) >=
             sw->pt[i][alt].round_us[r])
             return alt;
@@ -397,8 +397,7 @@ int tune_sweep(tune_t *t, sweep_t *sw)
             if (p->state == POINT_OK) {
                 double v[TUNE_MAX_ROUNDS];
                 memcpy(v, p->round_us, sizeof(double) * (size_t)rounds);
-                p->nrounds = rounds;
-                p->us      = braid_median(v, rounds);
+                p->us = braid_median(v, rounds);
             }
         }
         if (t->rank == 0 && !t->o.quiet) {

@@ -35,6 +35,13 @@ echo "$out" | grep -q "^### Ranking: pairs measured more than 20% apart" ||
 [ -s "$tmp/out/png/allreduce-n2.png" ] || fail "compare.sh: no chart"
 [ -s "$tmp/out/alone-n2-r1-allreduce.csv" ] ||
   fail "compare.sh: the automatic choice was not timed alone"
+# Alone and Open MPI take turns size by size, a job each: one row per size
+# of the smoke run's all-reduce (8, 128, 2048, 4096 B) under one header.
+for f in alone mpi; do
+  sizes=$(awk -F, 'NR > 1 { printf "%s ", $3 }' "$tmp/out/$f-n2-r1-allreduce.csv" 2>/dev/null)
+  [ "$sizes" = "8 128 2048 4096 " ] ||
+    fail "compare.sh: $f's all-reduce rows are for sizes '$sizes', not 8 128 2048 4096"
+done
 [ -s "$tmp/out/tune-n2.txt" ] || fail "compare.sh: no tuning table"
 
 out=$(ITERS=50 bash "$src/bench/rounds.sh" "$build" 2 8 2 batch 2>&1)
