@@ -97,7 +97,8 @@ int tune_rounds(const tune_t *t, size_t size);
 /* The best series that is a candidate (SERIES_CAND) at size i, or -1. */
 int tune_best(const tune_t *t, const sweep_t *sw, int i);
 /* The tuning table's pick at size i: the best candidate, except for a
- * reduction whose best does not fold in rank order.  Online tuning never
+ * reduction whose best does not fold in rank order (on more than two
+ * ranks: braid_online_swappable).  Online tuning never
  * puts such a pick on trial (a rival would change the result's bits from
  * one call to the next), so the dispatcher obeys it however it does later,
  * and a file that measured it in a good moment of a noisy host holds it

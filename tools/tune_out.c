@@ -193,8 +193,8 @@ int tune_write_table(const tune_t *t, const sweep_t *sw, int nsweeps)
             "written by braid-tune on %s at %s\n# %s\n# topology: %s\n# %s\n"
             "# each row: the fastest candidate measured at the size after "
             "'at' (bytes per rank; for a reduction, one that does not fold "
-            "in rank order only where it was over 5%% faster in every "
-            "round), "
+            "in rank order, on more than 2 ranks, only where it was over 5%% "
+            "faster in every round), "
             "then every candidate's median time there (us)\n# coll nranks "
             "nnodes topo min_bytes max_bytes winner at "
             "bytes cand=us...\n",

@@ -276,7 +276,8 @@ int tune_best(const tune_t *t, const sweep_t *sw, int i)
 static int folds_in_order(const tune_t *t, const sweep_t *sw, int k)
 {
     const braid_candidate_t *c = world_cand(t, sw->coll, t->series[k].name);
-    return c != NULL && braid_online_swappable(c, sw->coll);
+    return c != NULL &&
+           braid_online_swappable(c, sw->coll, t->world->sel.nranks);
 }
 
 int tune_pick(const tune_t *t, const sweep_t *sw, int i)

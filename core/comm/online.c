@@ -71,13 +71,18 @@ int braid_online_decide(const double *agreed, int n, double margin)
     return agreed[0] <= agreed[best] * (1.0 + margin) ? 0 : best;
 }
 
-int braid_online_swappable(const braid_candidate_t *c, braid_coll_t coll)
+int braid_online_swappable(const braid_candidate_t *c, braid_coll_t coll,
+                           int nranks)
 {
     /* A reduction's bits depend on the order it combines in: only
-     * algorithms that fold in rank order may stand in for each other. */
+     * algorithms that fold in rank order may stand in for each other --
+     * and on two ranks those that combine once through the core's
+     * kernels, whose operations commute bit for bit (plugin.h). */
+    uint32_t f = c->algo->flags;
     return (coll != BRAID_COLL_ALLREDUCE &&
             coll != BRAID_COLL_REDUCE_SCATTER) ||
-           (c->algo->flags & BRAID_ALGO_RANK_ORDER) != 0;
+           (f & BRAID_ALGO_RANK_ORDER) != 0 ||
+           (nranks == 2 && (f & BRAID_ALGO_CORE_REDUCE) != 0);
 }
 
 /* What ranks candidate i: the row's measured time where a tuning-file row
@@ -99,12 +104,13 @@ int braid_online_rivals(int *idx, const braid_selector_t *sel,
     double est0 = score(sel, row, idx[0], coll, bytes, mem);
     double est[BRAID_ONLINE_MAX_CANDS];
     int    n = 1;
-    if (est0 < 0 || !braid_online_swappable(&sel->cands[idx[0]], coll))
+    if (est0 < 0 ||
+        !braid_online_swappable(&sel->cands[idx[0]], coll, sel->nranks))
         return 1;
     for (int i = 0; i < sel->ncands; i++) {
         if (i == idx[0] || sel->cands[i].algo->coll != coll ||
             (sel->cands[i].mem_types & mem) != mem ||
-            !braid_online_swappable(&sel->cands[i], coll))
+            !braid_online_swappable(&sel->cands[i], coll, sel->nranks))
             continue;
         double e = score(sel, row, i, coll, bytes, mem);
         if (e < 0 || e > est0 * within)

@@ -11,15 +11,16 @@
  * on the slowest rank's median per candidate over the bootstrap channel, and
  * from then on the class runs the fastest (the model's pick unless another
  * beat it by more than BRAID_ONLINE_MARGIN).  Reductions only swap
- * algorithms that fold in rank order (BRAID_ALGO_RANK_ORDER), so no result
- * changes by a bit.  Every rank makes the same calls
- * and agrees on the same times, so every rank runs the same candidate in
- * every call, trials included.  A tuning file's pick goes on trial the same
- * way, against the candidates its row measured within BRAID_ONLINE_WITHIN
- * of it (a row is measured at one size of its range, at another time):
- * the file narrows the trial by measurement where the model narrows it by
- * estimate.  The BRAID_ALGO override is obeyed as it is, and BRAID_ONLINE=off
- * obeys the file as it is too. */
+ * algorithms that fold in rank order (BRAID_ALGO_RANK_ORDER), and on two
+ * ranks those that combine through the core's kernels
+ * (BRAID_ALGO_CORE_REDUCE), so no result changes by a bit.  Every rank makes
+ * the same calls and agrees on the same times, so every rank runs the same
+ * candidate in every call, trials included.  A tuning file's pick goes on
+ * trial the same way, against the candidates its row measured within
+ * BRAID_ONLINE_WITHIN of it (a row is measured at one size of its range, at
+ * another time): the file narrows the trial by measurement where the model
+ * narrows it by estimate.  The BRAID_ALGO override is obeyed as it is, and
+ * BRAID_ONLINE=off obeys the file as it is too. */
 #ifndef BRAID_CORE_ONLINE_H
 #define BRAID_CORE_ONLINE_H
 
@@ -118,12 +119,15 @@ int braid_online_explain(struct braid_comm *comm, braid_coll_t coll,
                          size_t bytes, char *cand, size_t cand_len, char *why,
                          size_t why_len);
 
-/* Whether a trial may run candidate c in place of another for coll, and
- * back: any candidate of a collective that does not reduce, only a
- * rank-order one (BRAID_ALGO_RANK_ORDER) of one that does, so that a trial
- * changes no bit of any result.  braid-tune asks it too: a tuning-file pick
- * that is not swappable is obeyed without a trial. */
-int braid_online_swappable(const braid_candidate_t *c, braid_coll_t coll);
+/* Whether a trial may run candidate c in place of another for coll on a
+ * communicator of nranks, and back: any candidate of a collective that
+ * does not reduce, only a rank-order one (BRAID_ALGO_RANK_ORDER) of one
+ * that does -- on two ranks also one that combines through the core's
+ * kernels (BRAID_ALGO_CORE_REDUCE) -- so that a trial changes no bit of
+ * any result.  braid-tune asks it too: a tuning-file pick that is not
+ * swappable is obeyed without a trial. */
+int braid_online_swappable(const braid_candidate_t *c, braid_coll_t coll,
+                           int nranks);
 
 /* Pure parts, for the unit test.  Which candidate (0..ncands) trial call
  * `call` runs, and in *round the round it is timed in (-1: not timed). */
@@ -139,8 +143,8 @@ int braid_online_decide(const double *agreed, int n, double margin);
  * -- or, with a tuning-file row, that can run the call and were measured
  * there within `within` times the pick's measured time (none where the row
  * has no time for the pick) -- for a reduction only when the pick and they
- * all fold in rank order (BRAID_ALGO_RANK_ORDER), so that a trial changes
- * no bit of any result; returns the count including idx[0]. */
+ * are all swappable on sel->nranks (braid_online_swappable), so that a
+ * trial changes no bit of any result; returns the count including idx[0]. */
 int braid_online_rivals(int *idx, const braid_selector_t *sel,
                         const braid_tune_row_t *row, braid_coll_t coll,
                         size_t bytes, uint32_t mem, double within);

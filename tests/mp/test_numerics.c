@@ -16,7 +16,12 @@
  *     INT64_MIN/MAX, mixed signs): the exact sum divided with truncation
  *     toward zero, no wraparound.
  *   - Allgather and broadcast: the same NaN-laden inputs arrive bit for bit.
+ *   - On two ranks, full-precision random floats (every mantissa bit, so
+ *     sums and products round) with NaN payloads, signed zeros and
+ *     infinities: every candidate's result is bitwise x0 op x1, the
+ *     rank-order result, whatever order it combines in.
  * The candidates come from `braid-info -n N` (tests/mp/run_numerics.sh). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +292,86 @@ static void check_copy(braid_comm_t *comm, braid_coll_t coll, const char *cand)
     }
 }
 
+/* ------------------------------------------------------------- two ranks */
+
+/* Rank r's element i of the two-rank check: every mantissa bit random, so
+ * that sums and products round, with a NaN of each rank's own payload, a
+ * NaN against a number, -0 against +0, -0 against -0 (an identity element
+ * folded in would make it +0) and inf against -inf among them. */
+static uint64_t pair_input(braid_dtype_t dt, int r, size_t i)
+{
+    uint64_t b = ref_mix((uint64_t)i * 2 + (uint64_t)r + 0x5eed);
+    switch (i % 16) {
+    case 1: return qnan(dt, r, (unsigned)(r + 1) << 1 | (unsigned)(b & 1));
+    case 2: return r == 0 ? qnan(dt, 1, 5) : from_double(dt, 1.5);
+    case 3: return from_double(dt, r == 0 ? -0.0 : 0.0);
+    case 4: return from_double(dt, r == 0 ? 0.0 : -0.0);
+    case 5: return inf_bits(dt, r);
+    case 6: return from_double(dt, -0.0);
+    default: break;
+    }
+    /* [1, 2) times 2^-3 .. 2^3, either sign: products stay finite. */
+    double m = 1.0 + (double)(b >> 11) * 0x1p-53;
+    int    e = (int)((b >> 3) % 7) - 3;
+    return from_double(dt, (b & 1 ? -1.0 : 1.0) * ldexp(m, e));
+}
+
+/* On two ranks every candidate's result is bitwise the rank-order one,
+ * x0 op x1 (then / 2 for avg): the core's operations commute bit for bit,
+ * so combining in either order gives it.  What lets online tuning put
+ * candidates that combine through the core's kernels on trial against the
+ * rank-order ones there (BRAID_ALGO_CORE_REDUCE). */
+static void check_pair(braid_comm_t *comm, braid_coll_t coll, const char *cand)
+{
+    const size_t n = 1000;
+    for (size_t d = 0; d < sizeof(fdts) / sizeof(fdts[0]); d++) {
+        for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+            braid_dtype_t dt  = fdts[d];
+            braid_op_t    op  = ops[o];
+            size_t        es  = ref_size(dt);
+            size_t        nin = coll == BRAID_COLL_REDUCE_SCATTER ? 2 * n : n;
+            size_t        first =
+                coll == BRAID_COLL_REDUCE_SCATTER ? (size_t)rank * n : 0;
+            char *send = malloc(nin * es), *recv = malloc(nin * es);
+            char *x0 = malloc(n * es), *x1 = malloc(n * es);
+            char *want = malloc(n * es);
+            for (size_t i = 0; i < nin; i++)
+                put_bits(dt, send, i, pair_input(dt, rank, i));
+            for (size_t j = 0; j < n; j++) {
+                put_bits(dt, x0, j, pair_input(dt, 0, first + j));
+                put_bits(dt, x1, j, pair_input(dt, 1, first + j));
+            }
+            ref_reduce2(want, x0, x1, n, dt, op);
+            ref_finish_avg(want, n, dt, op, 2);
+            braid_status_t st =
+                coll == BRAID_COLL_ALLREDUCE
+                    ? braid_allreduce(send, recv, n, dt, op, comm)
+                    : braid_reduce_scatter(send, recv, n, dt, op, comm);
+            if (st != BRAID_OK)
+                mp_fatal("test_numerics", rank, st, "%s two-rank %s %s: %s",
+                         cand, ref_name(dt), ref_op_name(op),
+                         braid_last_error());
+            for (size_t j = 0; j < n; j++) {
+                uint64_t got = get_bits(dt, recv, j);
+                uint64_t exp = get_bits(dt, want, j);
+                if (got != exp) {
+                    FAIL("%s %s %s %s, two ranks, full-precision data: "
+                         "element %zu is 0x%llx, rank order gives 0x%llx",
+                         cand, braid_coll_name(coll), ref_name(dt),
+                         ref_op_name(op), first + j, (unsigned long long)got,
+                         (unsigned long long)exp);
+                    break;
+                }
+            }
+            free(send);
+            free(recv);
+            free(x0);
+            free(x1);
+            free(want);
+        }
+    }
+}
+
 /* ----------------------------------------------------------- integer avg */
 
 static int64_t int_input(braid_dtype_t dt, int r, size_t i)
@@ -388,6 +473,8 @@ int main(int argc, char **argv)
         } else {
             check_float(comm, world, (braid_coll_t)coll, item);
             check_int_avg(comm, (braid_coll_t)coll, item);
+            if (size == 2)
+                check_pair(comm, (braid_coll_t)coll, item);
         }
         if ((st = braid_finalize(comm)) != BRAID_OK)
             mp_fatal("test_numerics", rank, st, "finalize %s: %s", item,

@@ -21,7 +21,8 @@
  * sets), task->res, and topo->mates; 3 appended loads from peers' areas
  * (BRAID_CAP_LOAD, transport->mem_peer) and cost_in->caps; 4 defined the
  * algorithm flag BRAID_ALGO_RANK_ORDER (no struct changed); 5 appended a
- * message's overhead to braid_link_t (msg_us, put_msg_us).
+ * message's overhead to braid_link_t (msg_us, put_msg_us); 6 defined the
+ * algorithm flag BRAID_ALGO_CORE_REDUCE (no struct changed).
  * The exceptions are braid_treq_t and braid_rmem_t: callers embed them by
  * value (arrays of requests), so their layout is fixed for good; a transport
  * keeps anything more behind their handle/impl pointer.
@@ -45,7 +46,7 @@ extern "C" {
 
 #define BRAID_PLUGIN_ABI_VERSION  4u
 #define BRAID_PLUGIN_SYMBOL       "braid_plugin_v4"
-#define BRAID_PLUGIN_ABI_REVISION 5u /* of ABI 4: see "Revisions" above */
+#define BRAID_PLUGIN_ABI_REVISION 6u /* of ABI 4: see "Revisions" above */
 
 /* Whether *ptr (a struct of this header that the core filled) has field. */
 #define BRAID_HAS(ptr, type, field)                                           \
@@ -665,6 +666,16 @@ static inline uint32_t braid_task_sig32(const braid_task_t *task)
  * first calls of a size) without a bit of any result changing.  Without
  * it, a reducing algorithm is never swapped for another. */
 #define BRAID_ALGO_RANK_ORDER (1u << 2)
+/* (Revision 6.)  The algorithm combines the ranks' contributions only
+ * through the services' reduce2/reduce, each contribution into each element
+ * of its result once and with nothing else (no identity element folded in),
+ * and finishes BRAID_AVG with finish_avg, in whatever order of ranks.  On a
+ * communicator of two ranks every element is then x0 op x1 or x1 op x0, and
+ * the core's operations commute bit for bit (a NaN out of sum, prod or avg
+ * is the canonical one; min and max return the same input either way), so
+ * its results are bitwise those of the rank-order algorithms there: the
+ * core treats it as BRAID_ALGO_RANK_ORDER on two ranks, and only there. */
+#define BRAID_ALGO_CORE_REDUCE (1u << 3)
 
 typedef struct braid_algo {
     uint32_t     struct_size; /* sizeof(braid_algo_t) */

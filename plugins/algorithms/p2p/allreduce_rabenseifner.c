@@ -212,6 +212,7 @@ static braid_status_t rab_progress(braid_task_t *task, braid_wait_t *wait)
 
 const braid_algo_t braid_p2p_allreduce_rabenseifner = {
     .struct_size     = sizeof(braid_algo_t),
+    .flags           = BRAID_ALGO_CORE_REDUCE, /* braid_p2p_combine */
     .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "rabenseifner",
     .coll            = BRAID_COLL_ALLREDUCE,

@@ -76,6 +76,7 @@ static braid_status_t start(braid_task_t *task, braid_wait_t *wait)
 
 const braid_algo_t braid_p2p_allreduce_recdbl = {
     .struct_size     = sizeof(braid_algo_t),
+    .flags           = BRAID_ALGO_CORE_REDUCE, /* braid_p2p_combine */
     .mem_types       = BRAID_MEM_BIT(BRAID_MEM_HOST),
     .name            = "recdbl",
     .coll            = BRAID_COLL_ALLREDUCE,

@@ -132,27 +132,57 @@ static void test_rivals(void)
     braid_selector_t  sel;
     selector(&sel, cands, 6, &none, &tune, 4);
     int idx[BRAID_ONLINE_MAX_CANDS] = {0};
-    int n =
-        braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host, 2.0);
+    int n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64,
+                                host, 2.0);
     CHECK(n == 1, "nothing within 2x of a1 (a3 is 3x): %d", n);
-    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host, 5.0);
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host,
+                            5.0);
     CHECK(n == 3 && idx[0] == 0 && idx[1] == 3 && idx[2] == 5,
           "within 5x: a1, then a3 and a5 cheapest first; not a1no (cannot "
           "run), a2 (device memory), a4 (allgather): n %d [%d %d %d]",
           n, idx[0], idx[1], idx[2]);
     idx[0] = 5; /* the pick need not be the cheapest (a tuning file's) */
-    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host, 1.0);
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host,
+                            1.0);
     CHECK(n == 3 && idx[0] == 5 && idx[1] == 0 && idx[2] == 3,
           "rivals of a5 within 1x: a1 and a3, cheapest first: n %d", n);
     /* A reduction that does not fold in rank order is neither a rival
      * nor a pick with rivals; an allgather needs no such promise. */
     a3.flags = 0;
     idx[0]   = 0;
-    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host, 5.0);
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host,
+                            5.0);
     CHECK(n == 2 && idx[1] == 5, "a3 without the flag is no rival: n %d", n);
     idx[0] = 3;
-    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host, 5.0);
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host,
+                            5.0);
     CHECK(n == 1, "a3 without the flag has no rivals: n %d", n);
+    /* One that combines through the core's kernels stands in for the
+     * rank-order ones on two ranks only, where its result is x0 op x1 or
+     * x1 op x0, the same bits. */
+    a3.flags = BRAID_ALGO_CORE_REDUCE;
+    idx[0]   = 0;
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host,
+                            5.0);
+    CHECK(n == 2 && idx[1] == 5, "core-reduce a3 on 4 ranks is no rival: %d",
+          n);
+    sel.nranks = 3;
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host,
+                            5.0);
+    CHECK(n == 2 && idx[1] == 5, "core-reduce a3 on 3 ranks is no rival: %d",
+          n);
+    sel.nranks = 2;
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host,
+                            5.0);
+    CHECK(n == 3 && idx[1] == 3 && idx[2] == 5,
+          "core-reduce a3 on 2 ranks is a rival: n %d [%d %d]", n, idx[1],
+          idx[2]);
+    idx[0] = 3;
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host,
+                            5.0);
+    CHECK(n == 3 && idx[1] == 0 && idx[2] == 5,
+          "core-reduce a3 on 2 ranks has rivals: n %d", n);
+    sel.nranks      = 4;
     a3.flags        = ro;
     braid_algo_t g1 = {
         .name = "a1", .coll = BRAID_COLL_ALLGATHER, .estimate = est_linear};
@@ -164,7 +194,8 @@ static void test_rivals(void)
     sel.cands  = gathers;
     braid_selector_init(&sel);
     idx[0] = 0;
-    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLGATHER, 64, host, 5.0);
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLGATHER, 64, host,
+                            5.0);
     CHECK(n == 2 && idx[1] == 1, "allgathers without the flag: n %d", n);
     /* A full list keeps the cheapest: six candidates of 1x-1.5x. */
     braid_candidate_t many[8];
@@ -175,7 +206,8 @@ static void test_rivals(void)
     sel.cands  = many;
     braid_selector_init(&sel);
     idx[0] = 1;
-    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host, 3.0);
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host,
+                            3.0);
     CHECK(n == BRAID_ONLINE_MAX_CANDS && idx[0] == 1 && idx[1] == 3 &&
               idx[2] == 5 && idx[3] == 7,
           "a full list holds the cheapest (a1s, not a3s): %d %d %d %d", idx[0],
@@ -195,7 +227,7 @@ static void test_table_rivals(void)
         g[i] = (braid_algo_t){.name     = names[i],
                               .coll     = BRAID_COLL_ALLGATHER,
                               .estimate = i == 1 ? est_never : est_linear};
-    const uint32_t    host     = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
     braid_candidate_t cands[5] = {
         {"a1@shm", &g[0], &tl, "shm", host, NULL, NULL},
         {"a1no@shm", &g[1], &tl, "shm", host, NULL, NULL},
@@ -209,7 +241,7 @@ static void test_table_rivals(void)
     selector(&sel, cands, 5, &none, &tune, 2);
     /* The row picked a5 (measured 40 us); a3 took 60, a1no 10 (it cannot
      * run this call), a1 300; a2 was not measured. */
-    braid_tune_row_t row = {.coll = BRAID_COLL_ALLGATHER, .nmeas = 4};
+    braid_tune_row_t row     = {.coll = BRAID_COLL_ALLGATHER, .nmeas = 4};
     const char      *algo[4] = {"a5", "a3", "a1no", "a1"};
     const double     us[4]   = {40.0, 60.0, 10.0, 300.0};
     for (int i = 0; i < 4; i++) {
