@@ -16,9 +16,11 @@
 # Environment (defaults in brackets):
 #   OUT=DIR            where everything goes [compare-<date>-<time>]
 #   ROUNDS=N           rounds [3]; each round runs braid, Open MPI, Gloo
-#   SMALL_ROUNDS=N     braid-tune's rounds within each of them up to 256 KiB,
-#                      where a round of every candidate takes milliseconds
-#                      and one block of calls times 10-30% off another [5]
+#   SMALL_ROUNDS=N     braid-tune's rounds within each of them up to
+#                      SMALL_MAX, where a round of every candidate takes
+#                      milliseconds and one block of calls times 10-30% off
+#                      another [5]
+#   SMALL_MAX=SIZE     braid-tune --small-max [256K]
 #   AR="MIN MAX F"     all-reduce sizes: MIN, times F, up to MAX [8 256M 4]
 #   RSAG="MIN MAX F"   reduce_scatter and allgather sizes [1M 256M 16]
 #   ITERS=N            calls per round up to 256 KiB, fewer above [20]
@@ -44,7 +46,7 @@ else
 fi
 rounds=${ROUNDS:-3} ar=(${AR:-8 256M 4}) rsag=(${RSAG:-1M 256M 16})
 iters=${ITERS:-20} tune=${TUNE:-1} mpi=${MPI:-1} gloo=${GLOO:-1}
-alone=${ALONE:-1} small=${SMALL_ROUNDS:-5}
+alone=${ALONE:-1} small=${SMALL_ROUNDS:-5} small_max=${SMALL_MAX:-256K}
 prune=${PRUNE:-0}
 out=${OUT:-compare-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out" || exit 1
@@ -72,12 +74,12 @@ if [ "$gloo" = 1 ] && ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/nu
 fi
 
 # braid-tune over one set of sizes: -C COLLS MIN MAX F R (rounds; times
-# SMALL_ROUNDS up to 256 KiB), then its own options.
+# SMALL_ROUNDS up to SMALL_MAX), then its own options.
 braid_tune() {
   local n=$1 colls=$2 lo=$3 hi=$4 f=$5 r=$6; shift 6
   local sr=$((r * small > 32 ? 32 : r * small))
   run "$braidrun" -n "$n" "$tunebin" -q -C "$colls" -b "$lo" -e "$hi" -f "$f" \
-      -n "$iters" --prune "$prune" -r "$r" --small-rounds "$sr" "$@"
+      -n "$iters" --prune "$prune" -r "$r" --small-rounds "$sr" --small-max "$small_max" "$@"
 }
 
 # Where the hypervisor has the first two CPUs at this moment: braid-ring-
@@ -204,7 +206,7 @@ for f in "$out"/alone-*.csv; do
 done
 [ ${#csvs[@]} -gt 0 ] || { echo "compare.sh: nothing was measured (see $log)" >&2; exit 1; }
 {
-  echo "# bench/compare.sh $build $ranks (ROUNDS=$rounds SMALL_ROUNDS=$small AR='${ar[*]}' RSAG='${rsag[*]}' ITERS=$iters TUNE=$tune PRUNE=$prune ALONE=$alone) on $(hostname), $(date '+%Y-%m-%d %H:%M')"
+  echo "# bench/compare.sh $build $ranks (ROUNDS=$rounds SMALL_ROUNDS=$small SMALL_MAX=$small_max AR='${ar[*]}' RSAG='${rsag[*]}' ITERS=$iters TUNE=$tune PRUNE=$prune ALONE=$alone) on $(hostname), $(date '+%Y-%m-%d %H:%M')"
   echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
   [ -s "$out/placement.txt" ] &&
     echo "# CPU placement before each series (braid-ring-floor -s 8 shared/alone; ~1: a shared cache, >= 3: none): $(paste -sd, "$out/placement.txt" | sed 's/,/, /g')"

@@ -43,9 +43,13 @@ static void usage(FILE *f)
         "  -w, --warmup N       untimed calls per round, default 3\n"
         "  -r, --rounds N       rounds (series alternate within each), "
         "default 3\n"
-        "      --small-rounds N rounds up to 256 KiB, where they take "
-        "milliseconds,\n"
-        "                       if more than -r (default: -r)\n"
+        "      --small-rounds N rounds up to --small-max, where they take "
+        "little\n"
+        "                       time, if more than -r (default: -r)\n"
+        "      --small-max N    largest size of --small-rounds (K/M/G), "
+        "default\n"
+        "                       256K (a round of every series takes "
+        "milliseconds)\n"
         "      --cands LIST     only these candidates (comma-separated)\n"
         "      --tune-file FILE also time the automatic choice with FILE "
         "(series\n"
@@ -135,8 +139,9 @@ static void parse_opts(opts_t *o, int argc, char **argv)
     o->factor   = 4;
     o->iters    = 20;
     o->warmup   = 3;
-    o->rounds   = 3;
-    o->check    = 1;
+    o->rounds    = 3;
+    o->small_max = TUNE_SMALL;
+    o->check     = 1;
     size_t off  = 0;
     for (int i = 0; i < argc && off < sizeof(o->command) - 1; i++)
         off += (size_t)snprintf(o->command + off, sizeof(o->command) - off,
@@ -152,6 +157,7 @@ static void parse_opts(opts_t *o, int argc, char **argv)
         {"warmup", required_argument, NULL, 'w'},
         {"rounds", required_argument, NULL, 'r'},
         {"small-rounds", required_argument, NULL, 'R'},
+        {"small-max", required_argument, NULL, 'X'},
         {"cands", required_argument, NULL, 'A'},
         {"tune-file", required_argument, NULL, 'T'},
         {"csv", required_argument, NULL, 'S'},
@@ -179,6 +185,7 @@ static void parse_opts(opts_t *o, int argc, char **argv)
             o->small_rounds =
                 parse_int(optarg, 1, TUNE_MAX_ROUNDS, "bad --small-rounds");
             break;
+        case 'X': o->small_max = parse_size(optarg); break;
         case 'A': o->cands = optarg; break;
         case 'T': o->tune_file = optarg; break;
         case 'S': o->csv = optarg; break;

@@ -59,7 +59,8 @@ typedef struct opts {
     size_t      minbytes, maxbytes;
     int         factor;
     int         iters, warmup, rounds;
-    int         small_rounds;  /* --small-rounds: rounds up to TUNE_SMALL */
+    int         small_rounds;  /* --small-rounds: rounds up to small_max */
+    size_t      small_max;     /* --small-max (default TUNE_SMALL) */
     const char *cands;         /* --cands: only these, comma-separated */
     const char *tune_file;     /* --tune-file: also time "tuned" */
     const char *csv;           /* --csv FILE */
@@ -92,7 +93,7 @@ typedef struct tune {
 
 /* tune_run.c: times every series of one collective over the sizes. */
 int tune_sweep(tune_t *t, sweep_t *sw);
-/* Rounds at a size: -r, or --small-rounds up to TUNE_SMALL if more. */
+/* Rounds at a size: -r, or --small-rounds up to --small-max if more. */
 int tune_rounds(const tune_t *t, size_t size);
 /* The best series that is a candidate (SERIES_CAND) at size i, or -1. */
 int tune_best(const tune_t *t, const sweep_t *sw, int i);

@@ -18,11 +18,14 @@ static const char *topo_name(const braid_comm_t *c)
 void tune_print(const tune_t *t, const sweep_t *sw)
 {
     const braid_comm_t *w = t->world;
+    size_t m = t->o.small_max;
     printf("\n# %s, %d ranks on %d host(s) (%s), f32 sum, out of place: "
-           "median over %d rounds (%d up to %zu KiB) of the slowest rank's "
+           "median over %d rounds (%d up to %zu %s) of the slowest rank's "
            "per-call time (us)\n",
            braid_coll_name(sw->coll), w->size, w->topo.nnodes, topo_name(w),
-           t->o.rounds, tune_rounds(t, 0), TUNE_SMALL >> 10);
+           t->o.rounds, tune_rounds(t, 0),
+           m >= (1u << 20) && m % (1u << 20) == 0 ? m >> 20 : m >> 10,
+           m >= (1u << 20) && m % (1u << 20) == 0 ? "MiB" : "KiB");
     printf("# %10s", "size");
     for (int k = 0; k < t->nseries; k++)
         printf(" %13.13s", t->series[k].name);

@@ -348,7 +348,7 @@ static void plan(tune_t *t, sweep_t *sw, int i)
 
 int tune_rounds(const tune_t *t, size_t size)
 {
-    return size <= TUNE_SMALL && t->o.small_rounds > t->o.rounds
+    return size <= t->o.small_max && t->o.small_rounds > t->o.rounds
                ? t->o.small_rounds
                : t->o.rounds;
 }

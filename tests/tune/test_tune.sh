@@ -103,6 +103,25 @@ else
   fail "64 MiB on 2 ranks was not timed call by call (last-level cache $llc B): $(cat "$tmp/big")"
 fi
 
+# 5b. --small-max moves the edge of --small-rounds: 256 KiB and 1 MiB get
+#     three rounds under --small-max 1M, 4 MiB the one -r says; the table's
+#     header says where the edge is; a malformed size is refused.
+"$braidrun" -n 2 "$tune" -C allreduce -b 256K -e 4M -f 4 -n 3 -w 1 -r 1 \
+    --small-rounds 3 --small-max 1M --cands oneshot@shm,pipe@shm \
+    --csv "$tmp/edge.csv" >"$tmp/edge" 2>&1 ||
+  fail "braid-tune --small-max 1M exited $?: $(cat "$tmp/edge")"
+bad=$(awk -F, 'NR > 1 && $13 == "ok" {
+    n = split($14, v, ";")
+    if (n != ($5 <= 1048576 ? 3 : 1)) print $5 " " $7 ": " n " rounds" }' "$tmp/edge.csv")
+[ -z "$bad" ] && grep -q ',4194304,4194304,pipe@shm,.*,ok,' "$tmp/edge.csv" ||
+  fail "rounds against --small-max 1M: $bad"
+grep -q 'median over 1 rounds (3 up to 1 MiB)' "$tmp/edge" ||
+  fail "the header does not say the edge: $(grep median "$tmp/edge")"
+if "$tune" --small-max 4Q >"$tmp/edge" 2>&1; then
+  fail "--small-max 4Q was accepted"
+fi
+grep -q "bad size '4Q'" "$tmp/edge" || fail "--small-max 4Q: $(cat "$tmp/edge")"
+
 # 6. A reduction's pick that does not fold in rank order (ring, recdbl:
 #    obeyed without a trial) is written only where it was faster in every
 #    round by more than the trial's margin (5%); elsewhere the fastest
