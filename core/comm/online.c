@@ -1,5 +1,6 @@
 /* Online tuning (online.h): trials of close candidates on the live
  * communicator, and the agreement that settles each size class. */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,14 @@ braid_status_t braid_online_read_env(braid_online_t *o)
     if (st == BRAID_OK)
         st = braid_env_size("BRAID_ONLINE_MAX", BRAID_ONLINE_MAX_DEFAULT, 0,
                             SIZE_MAX, &o->max_bytes);
+    if (st == BRAID_OK)
+        st = braid_env_double("BRAID_ONLINE_DRIFT", BRAID_ONLINE_DRIFT_DEFAULT,
+                              0.0, 1000.0, &o->drift);
+    if (st == BRAID_OK && o->drift > 0.0 && o->drift < 1.0)
+        st = braid_error(BRAID_ERR_PARSE,
+                         "BRAID_ONLINE_DRIFT='%s': expected 0 (no watch) or "
+                         "a factor >= 1 at position 0",
+                         braid_env_get("BRAID_ONLINE_DRIFT"));
     return st;
 }
 
@@ -69,6 +78,24 @@ int braid_online_decide(const double *agreed, int n, double margin)
         if (agreed[k] < agreed[best])
             best = k;
     return agreed[0] <= agreed[best] * (1.0 + margin) ? 0 : best;
+}
+
+int braid_online_period(double us, int retrials)
+{
+    double p =
+        us > 0.0
+            ? ceil(BRAID_ONLINE_CHECK_US / (BRAID_ONLINE_CHECK_SHARE * us))
+            : BRAID_ONLINE_PERIOD_MAX;
+    if (p < BRAID_ONLINE_WINDOW)
+        p = BRAID_ONLINE_WINDOW;
+    if (p > BRAID_ONLINE_PERIOD_MAX)
+        p = BRAID_ONLINE_PERIOD_MAX;
+    return (int)p << (retrials < 6 ? retrials : 6);
+}
+
+int braid_online_drifted(double base, double now, double factor)
+{
+    return now > base * factor || now * factor < base;
 }
 
 int braid_online_swappable(const braid_candidate_t *c, braid_coll_t coll,
@@ -216,6 +243,15 @@ static braid_online_slot_t *slot_for(braid_comm_t *comm, braid_coll_t coll,
     return s;
 }
 
+/* Whether the settled class of s is watched (online.h): its winner's
+ * calls are timed and now and then checked for drift. */
+static int watching(const braid_online_t *o, const braid_online_slot_t *s)
+{
+    return o->drift > 0.0 && s->state == BRAID_ONLINE_SETTLED &&
+           s->cls >= size_class(BRAID_ONLINE_LARGE) &&
+           s->retrials < BRAID_ONLINE_RETRIALS;
+}
+
 /* What chose a slot's idx[0], for messages. */
 static const char *pick_word(braid_why_t why)
 {
@@ -254,6 +290,13 @@ braid_status_t braid_online_select(braid_candidate_t   **cand,
                                                  bytes, mem) >= 0) {
             idx    = turn;
             *trial = s;
+        }
+    } else if (s != NULL && watching(&comm->online, s)) {
+        /* Not cached either: every call of the class comes back here, and
+         * the blocking ones that run the winner are timed. */
+        if (trial_ok && idx == s->chosen) {
+            s->last_bytes = bytes;
+            *trial        = s;
         }
     } else
         cache(sel, coll, bytes, mem, idx);
@@ -335,9 +378,94 @@ static braid_status_t settle(braid_comm_t *comm, braid_online_slot_t *s)
     return BRAID_OK;
 }
 
+/* What each rank sends at a watch's check: which class (a rank whose calls
+ * differed would send another) and its window's median. */
+typedef struct check_msg {
+    int32_t coll, cls, retrials, pad;
+    double  us_per_byte;
+} check_msg_t;
+
+/* The end of a watch's period: the ranks agree on the fastest rank's
+ * median, which sets the baseline after a trial or, off it by more than
+ * the drift factor, re-opens the trial. */
+static braid_status_t check(braid_comm_t *comm, braid_online_slot_t *s)
+{
+    int n =
+        s->watched < BRAID_ONLINE_WINDOW ? s->watched : BRAID_ONLINE_WINDOW;
+    double      v[BRAID_ONLINE_WINDOW];
+    check_msg_t msg;
+    memset(&msg, 0, sizeof(msg));
+    memcpy(v, s->win, sizeof(double) * (size_t)n);
+    msg.coll         = (int32_t)s->coll;
+    msg.cls          = s->cls;
+    msg.retrials     = s->retrials;
+    msg.us_per_byte  = braid_median(v, n);
+    s->watched       = 0;
+    check_msg_t *all = calloc((size_t)comm->size, sizeof(*all));
+    if (all == NULL)
+        return braid_error(BRAID_ERR_NO_MEMORY, "out of memory");
+    braid_status_t st =
+        braid_bootstrap_allgather(comm->bs, &msg, all, sizeof(msg));
+    double now = msg.us_per_byte;
+    for (int r = 0; st == BRAID_OK && r < comm->size; r++) {
+        if (memcmp(&all[r], &msg, offsetof(check_msg_t, us_per_byte)) != 0)
+            st = braid_error(BRAID_ERR_MISMATCH,
+                             "online tuning of %s: rank %d watched another "
+                             "class than rank %d (their calls differed)",
+                             braid_coll_name(s->coll), r, comm->rank);
+        else if (all[r].us_per_byte < now)
+            now = all[r].us_per_byte;
+    }
+    free(all);
+    if (st != BRAID_OK)
+        return st;
+    const char *name = comm->sel.cands[s->chosen].name;
+    size_t      lo = (size_t)1 << s->cls, hi = ((size_t)2 << s->cls) - 1;
+    if (s->base <= 0.0) {
+        s->base = now;
+        braid_log(BRAID_LOG_DEBUG, LOG_COMP,
+                  "%s of %zu-%zu B: %s's baseline %.4g us per MiB",
+                  braid_coll_name(s->coll), lo, hi, name, now * 1048576.0);
+        return BRAID_OK;
+    }
+    if (!braid_online_drifted(s->base, now, comm->online.drift))
+        return BRAID_OK;
+    if (comm->rank == 0)
+        braid_log(BRAID_LOG_INFO, LOG_COMP,
+                  "%s of %zu-%zu B: %s now takes %.4g us per MiB, %.2fx its "
+                  "%.4g after the trial: the trial re-opens (%d of %d)",
+                  braid_coll_name(s->coll), lo, hi, name, now * 1048576.0,
+                  now / s->base, s->base * 1048576.0, s->retrials + 1,
+                  BRAID_ONLINE_RETRIALS);
+    s->retrials++;
+    s->base  = 0.0;
+    s->calls = 0;
+    memset(s->us, 0, sizeof(s->us));
+    s->state = BRAID_ONLINE_TRIAL;
+    return BRAID_OK;
+}
+
 braid_status_t braid_online_record(braid_comm_t *comm, braid_online_slot_t *s,
                                    double seconds)
 {
+    braid_status_t st;
+    if (s->state == BRAID_ONLINE_SETTLED) {
+        if (!watching(&comm->online, s) || s->last_bytes == 0)
+            return BRAID_OK;
+        s->win[s->watched % BRAID_ONLINE_WINDOW] =
+            seconds * 1e6 / (double)s->last_bytes;
+        int chosen = 0;
+        for (int k = 0; k < s->ncands; k++)
+            if (s->idx[k] == s->chosen)
+                chosen = k;
+        if (++s->watched < braid_online_period(s->agreed[chosen], s->retrials))
+            return BRAID_OK;
+        if ((st = check(comm, s)) != BRAID_OK) {
+            s->state = BRAID_ONLINE_OFF;
+            braid_comm_fail(comm, st, braid_last_error());
+        }
+        return st;
+    }
     if (s->state != BRAID_ONLINE_TRIAL)
         return BRAID_OK;
     int round, k = braid_online_turn(&round, s->calls, s->ncands);
@@ -345,7 +473,7 @@ braid_status_t braid_online_record(braid_comm_t *comm, braid_online_slot_t *s,
         s->us[k][round] = seconds * 1e6;
     if (++s->calls < BRAID_ONLINE_CALLS(s->ncands, s->rounds))
         return BRAID_OK;
-    braid_status_t st = settle(comm, s);
+    st = settle(comm, s);
     if (st != BRAID_OK) {
         /* A peer is gone or called otherwise: no later call can agree
          * either, so the communicator fails as after any failed call. */
@@ -392,10 +520,16 @@ int braid_online_explain(braid_comm_t *comm, braid_coll_t coll, size_t bytes,
         snprintf(list + strlen(list), sizeof(list) - strlen(list),
                  "%s%s %.2f us", k ? ", " : "", cands[s->idx[k]].name,
                  s->agreed[k]);
+    char again[96] = "";
+    if (s->retrials > 0)
+        snprintf(again, sizeof(again),
+                 "; the trial re-opened %d time%s as "
+                 "times drifted",
+                 s->retrials, s->retrials > 1 ? "s" : "");
     snprintf(why, why_len,
              "measured on this communicator (%s: slowest rank's median of "
-             "%d calls each); %s: %s",
-             list, s->rounds - s->warm, pick_word(s->why),
+             "%d calls each%s); %s: %s",
+             list, s->rounds - s->warm, again, pick_word(s->why),
              cands[pick.idx].name);
     return 1;
 }

@@ -64,6 +64,31 @@ struct braid_comm;
 #define BRAID_ONLINE_WITHIN_DEFAULT 5.0
 #define BRAID_ONLINE_MAX_DEFAULT    ((size_t)256 << 20)
 
+/* The watch of a settled class from BRAID_ONLINE_LARGE bytes on.  A trial
+ * times its candidates within a second or so; which one wins can change
+ * after it, for as long as the communicator lives: a VM's vCPUs move
+ * between cores that share a cache and cores that do not within minutes,
+ * and a copy path that leads in one placement runs several times slower in
+ * the other (docs/performance.md, "The slow mode is where the two vCPUs
+ * sit"), as a neighbour's load can do on a real host.  So every blocking
+ * call of such a class that runs its winner is timed, per byte, and every
+ * `period` of them the ranks agree on the median of the last
+ * BRAID_ONLINE_WINDOW of them: the fastest rank's, as it arrived last and
+ * waited for nobody, so that ranks arriving apart (the application's own
+ * imbalance) do not count.  The first such figure after a trial is the
+ * class's baseline; a later one off it by more than BRAID_ONLINE_DRIFT
+ * either way re-opens the trial among the same candidates.  A check costs
+ * one exchange over the bootstrap channel, so the period holds it to about
+ * BRAID_ONLINE_CHECK_SHARE of the class's calls (at least a window), and
+ * doubles with every re-opened trial; after BRAID_ONLINE_RETRIALS the
+ * class stays as it is. */
+#define BRAID_ONLINE_WINDOW        16
+#define BRAID_ONLINE_CHECK_US      1000.0 /* what a check costs, at most */
+#define BRAID_ONLINE_CHECK_SHARE   0.01
+#define BRAID_ONLINE_PERIOD_MAX    4096
+#define BRAID_ONLINE_RETRIALS      8
+#define BRAID_ONLINE_DRIFT_DEFAULT 1.5
+
 typedef enum {
     BRAID_ONLINE_NEW = 0, /* no call of the class yet */
     BRAID_ONLINE_OFF,     /* the model's pick has no close rival */
@@ -83,18 +108,26 @@ typedef struct braid_online_slot {
     int chosen;                        /* settled: into sel->cands */
     double us[BRAID_ONLINE_MAX_CANDS][BRAID_ONLINE_ROUNDS]; /* this rank's */
     double agreed[BRAID_ONLINE_MAX_CANDS]; /* slowest rank's median (us) */
+    /* The watch of a settled class (above). */
+    int    watched;    /* winner's calls timed since the last check */
+    int    retrials;   /* trials re-opened */
+    size_t last_bytes; /* of the call handed out to be timed */
+    double base;       /* agreed us per byte after the trial; 0: not yet */
+    double win[BRAID_ONLINE_WINDOW]; /* this rank's us per byte, a ring */
 } braid_online_slot_t;
 
 typedef struct braid_online {
     int    on;        /* BRAID_ONLINE */
     double within;    /* BRAID_ONLINE_WITHIN: rivals' estimate / pick's */
     size_t max_bytes; /* BRAID_ONLINE_MAX: larger calls keep the model's */
+    double drift;     /* BRAID_ONLINE_DRIFT: a factor >= 1; 0: no watch */
     braid_online_slot_t *slots[BRAID_COLL_COUNT]; /* [CLASSES], on use */
 } braid_online_t;
 
-/* Reads BRAID_ONLINE (on|off), BRAID_ONLINE_WITHIN (a factor >= 1) and
- * BRAID_ONLINE_MAX (a size); a malformed value is an error that points at
- * the fault.  Every rank must read the same (comm/setup.c compares). */
+/* Reads BRAID_ONLINE (on|off), BRAID_ONLINE_WITHIN (a factor >= 1),
+ * BRAID_ONLINE_MAX (a size) and BRAID_ONLINE_DRIFT (0: off, or a factor
+ * >= 1); a malformed value is an error that points at the fault.  Every
+ * rank must read the same (comm/setup.c compares). */
 braid_status_t braid_online_read_env(braid_online_t *o);
 void           braid_online_free(braid_online_t *o);
 
@@ -108,9 +141,11 @@ braid_status_t braid_online_select(braid_candidate_t   **cand,
                                    braid_online_slot_t **trial,
                                    struct braid_comm *comm, braid_coll_t coll,
                                    size_t bytes, uint32_t mem, int trial_ok);
-/* A trial call of slot took seconds on this rank; after the last one the
- * ranks agree on the winner (collective over the bootstrap channel, at the
- * same call on every rank). */
+/* A call of slot handed out to be timed (a trial's, or a watched winner's)
+ * took seconds on this rank; after a trial's last one the ranks agree on
+ * the winner, after a watch's period on whether the times drifted
+ * (collective over the bootstrap channel, at the same call on every
+ * rank). */
 braid_status_t braid_online_record(struct braid_comm   *comm,
                                    braid_online_slot_t *slot, double seconds);
 /* braid_comm_choice for host memory: 1 with cand and why filled when the
@@ -138,6 +173,12 @@ double braid_online_mine(const braid_online_slot_t *slot, int k);
 /* Which of agreed[0..n) wins: 0 (the model's pick) unless another is
  * faster by more than margin; ties go to the lower index. */
 int braid_online_decide(const double *agreed, int n, double margin);
+/* Winner's calls between two checks of a watched class whose winner's
+ * agreed time is us, after `retrials` re-opened trials. */
+int braid_online_period(double us, int retrials);
+/* Whether now (a check's figure) lies off base by more than factor,
+ * either way. */
+int braid_online_drifted(double base, double now, double factor);
 /* The rivals of the pick idx[0]: fills idx[1..] with the candidates that
  * take mem and estimate within `within` times the pick's, cheapest first
  * -- or, with a tuning-file row, that can run the call and were measured

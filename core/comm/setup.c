@@ -86,6 +86,8 @@ static braid_status_t read_choices(braid_comm_t *comm, config_print_t *print)
         fnv1a(print->online_hash, &on->within, sizeof(on->within));
     print->online_hash =
         fnv1a(print->online_hash, &on->max_bytes, sizeof(on->max_bytes));
+    print->online_hash =
+        fnv1a(print->online_hash, &on->drift, sizeof(on->drift));
     const char    *algo = getenv("BRAID_ALGO");
     braid_status_t st   = braid_algo_spec_parse(&comm->override, algo);
     print->algo_hash = fnv1a(seed, algo ? algo : "", algo ? strlen(algo) : 0);
@@ -136,8 +138,8 @@ static braid_status_t agree_on_choices(braid_comm_t   *comm,
                            : all[r].topo != mine->topo   ? "BRAID_TOPO"
                            : all[r].check != mine->check ? "BRAID_CHECK"
                            : all[r].online_hash != mine->online_hash
-                               ? "BRAID_ONLINE, BRAID_ONLINE_WITHIN or "
-                                 "BRAID_ONLINE_MAX"
+                               ? "BRAID_ONLINE, BRAID_ONLINE_WITHIN, "
+                                 "BRAID_ONLINE_MAX or BRAID_ONLINE_DRIFT"
                            : all[r].sleep_polls != mine->sleep_polls
                                ? "BRAID_SLEEP_POLLS"
                                : "";

@@ -7,7 +7,11 @@
  * while a class is on trial and are not counted; BRAID_ALGO keeps a class
  * off trial.  A tuning file's pick goes on trial against what its row
  * measured close to it, and BRAID_ONLINE=off obeys the file as it is.  Run
- * once as is (trials) and once with --forced under BRAID_ALGO. */
+ * once as is (trials), once with --forced under BRAID_ALGO, and once with
+ * --watch under BRAID_ONLINE_DRIFT=1: a settled class of 1 MiB re-opens
+ * its trial at the watch's second check (the first sets the baseline; with
+ * a factor of 1 any change re-opens it), on the same call everywhere, and
+ * settles again saying so. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +108,47 @@ int main(int argc, char **argv)
     snprintf(msg, sizeof(msg), "before any call: %s", why);
     check(strncmp(why, "on trial", 8) != 0, msg);
 
+    if (argc > 1 && strcmp(argv[1], "--watch") == 0) {
+        const size_t big = (1u << 20) / sizeof(float);
+        float *bs = malloc(big * sizeof(float)), *br = malloc(big * sizeof(float));
+        int    calls = 0, reopened = 0;
+        one_call(comm, bs, br, big, 0);
+        why = state(comm, big * sizeof(float), cand, sizeof(cand));
+        snprintf(msg, sizeof(msg), "1 MiB on trial at its first call: %s", why);
+        check(strncmp(why, "on trial", 8) == 0, msg);
+        while (strncmp(why, "on trial", 8) == 0 && calls++ < 200) {
+            one_call(comm, bs, br, big, 0);
+            why = state(comm, big * sizeof(float), cand, sizeof(cand));
+        }
+        snprintf(msg, sizeof(msg), "1 MiB settled: %s", why);
+        check(strncmp(why, "measured", 8) == 0, msg);
+        /* Two periods of at most the cap each (online.h). */
+        for (calls = 0; calls < 2 * 4096 + 16 && !reopened; calls++) {
+            one_call(comm, bs, br, big, calls % 7 == 3);
+            why      = state(comm, big * sizeof(float), cand, sizeof(cand));
+            reopened = strncmp(why, "on trial (0 of ", 15) == 0;
+        }
+        snprintf(msg, sizeof(msg), "the trial re-opened within %d calls: %s",
+                 calls, why);
+        check(reopened, msg);
+        int at = calls, all_at = 0;
+        braid_allreduce(&at, &all_at, 1, BRAID_I32, BRAID_MAX, comm);
+        check(all_at == at, "the trial re-opened at the same call everywhere");
+        for (calls = 0; calls < 200 && strncmp(why, "on trial", 8) == 0;
+             calls++) {
+            one_call(comm, bs, br, big, 0);
+            why = state(comm, big * sizeof(float), cand, sizeof(cand));
+        }
+        snprintf(msg, sizeof(msg), "settled again, saying so: %s", why);
+        check(strncmp(why, "measured", 8) == 0 &&
+                  strstr(why, "the trial re-opened 1 time as times drifted") !=
+                      NULL,
+              msg);
+        check(same_everywhere(comm, cand), "every rank names the same winner");
+        free(bs);
+        free(br);
+        goto out;
+    }
     if (forced) {
         for (int i = 0; i < 80; i++)
             one_call(comm, s, r, count, 0);
@@ -255,6 +300,8 @@ out:
     free(r);
     if (rank == 0)
         printf(PROG ": %d ranks ok (%s): %s\n", size, cand,
-               forced ? "forced" : "trial");
+               forced                                           ? "forced"
+               : argc > 1 && strcmp(argv[1], "--watch") == 0 ? "watch"
+                                                                : "trial");
     return braid_finalize(comm) == BRAID_OK ? 0 : 1;
 }

@@ -298,9 +298,56 @@ static void test_env(void)
     CHECK(braid_online_read_env(&o) == BRAID_OK && o.within == 1.25 &&
               o.max_bytes == (1u << 20),
           "factor and size read");
+    setenv("BRAID_ONLINE_DRIFT", "0.5", 1);
+    CHECK(braid_online_read_env(&o) == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "BRAID_ONLINE_DRIFT='0.5'") != NULL,
+          "a drift factor below 1 is refused: %s", braid_last_error());
+    setenv("BRAID_ONLINE_DRIFT", "2x", 1);
+    CHECK(braid_online_read_env(&o) == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "BRAID_ONLINE_DRIFT") != NULL,
+          "a malformed drift factor is refused: %s", braid_last_error());
+    setenv("BRAID_ONLINE_DRIFT", "0", 1);
+    CHECK(braid_online_read_env(&o) == BRAID_OK && o.drift == 0.0,
+          "drift 0: no watch");
+    setenv("BRAID_ONLINE_DRIFT", "2", 1);
+    CHECK(braid_online_read_env(&o) == BRAID_OK && o.drift == 2.0,
+          "drift 2 read");
+    unsetenv("BRAID_ONLINE_DRIFT");
+    CHECK(braid_online_read_env(&o) == BRAID_OK &&
+              o.drift == BRAID_ONLINE_DRIFT_DEFAULT,
+          "drift default");
     unsetenv("BRAID_ONLINE");
     unsetenv("BRAID_ONLINE_WITHIN");
     unsetenv("BRAID_ONLINE_MAX");
+}
+
+/* The watch of a settled class: checks hold their exchange to about 1% of
+ * the class's time, at least a window apart and at most the cap, doubling
+ * with every re-opened trial; drift counts either way, strictly beyond
+ * the factor. */
+static void test_watch(void)
+{
+    int p = braid_online_period(1000.0, 0);
+    CHECK(p == 100, "1 ms calls: a check every 100 (1%% of 1 s): %d", p);
+    p = braid_online_period(1000.0, 2);
+    CHECK(p == 400, "after two re-opened trials, every 400: %d", p);
+    p = braid_online_period(1e6, 0);
+    CHECK(p == BRAID_ONLINE_WINDOW, "1 s calls: a window apart: %d", p);
+    p = braid_online_period(1.0, 0);
+    CHECK(p == BRAID_ONLINE_PERIOD_MAX, "1 us calls: the cap: %d", p);
+    p = braid_online_period(0.0, 0);
+    CHECK(p == BRAID_ONLINE_PERIOD_MAX, "no time: the cap: %d", p);
+    p = braid_online_period(1e6, 20);
+    CHECK(p == BRAID_ONLINE_WINDOW << 6, "the doubling stops: %d", p);
+    CHECK(!braid_online_drifted(100.0, 150.0, 1.5) &&
+              !braid_online_drifted(100.0, 100.0 / 1.5, 1.5),
+          "at the factor: no drift");
+    CHECK(braid_online_drifted(100.0, 151.0, 1.5) &&
+              braid_online_drifted(100.0, 66.0, 1.5),
+          "beyond it, slower or faster: drift");
+    CHECK(!braid_online_drifted(100.0, 100.0, 1.0) &&
+              braid_online_drifted(100.0, 100.001, 1.0),
+          "factor 1: any change");
 }
 
 int main(void)
@@ -311,5 +358,6 @@ int main(void)
     test_rivals();
     test_table_rivals();
     test_env();
+    test_watch();
     return check_summary("online");
 }
