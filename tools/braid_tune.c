@@ -133,16 +133,16 @@ static unsigned parse_colls(const char *list)
 static void parse_opts(opts_t *o, int argc, char **argv)
 {
     memset(o, 0, sizeof(*o));
-    o->colls    = (1u << BRAID_COLL_COUNT) - 1;
-    o->minbytes = 8;
-    o->maxbytes = 64u << 20;
-    o->factor   = 4;
-    o->iters    = 20;
-    o->warmup   = 3;
+    o->colls     = (1u << BRAID_COLL_COUNT) - 1;
+    o->minbytes  = 8;
+    o->maxbytes  = 64u << 20;
+    o->factor    = 4;
+    o->iters     = 20;
+    o->warmup    = 3;
     o->rounds    = 3;
     o->small_max = TUNE_SMALL;
     o->check     = 1;
-    size_t off  = 0;
+    size_t off   = 0;
     for (int i = 0; i < argc && off < sizeof(o->command) - 1; i++)
         off += (size_t)snprintf(o->command + off, sizeof(o->command) - off,
                                 "%s%s", i ? " " : "", argv[i]);

@@ -15,17 +15,28 @@ static const char *topo_name(const braid_comm_t *c)
     return braid_tune_topo_name((int)c->topo.kind);
 }
 
+/* b bytes as "256 KiB", "8 MiB" where it is a whole number of them. */
+static const char *size_text(char *buf, size_t len, size_t b)
+{
+    if (b >= (1u << 20) && b % (1u << 20) == 0)
+        snprintf(buf, len, "%zu MiB", b >> 20);
+    else if (b >= (1u << 10) && b % (1u << 10) == 0)
+        snprintf(buf, len, "%zu KiB", b >> 10);
+    else
+        snprintf(buf, len, "%zu B", b);
+    return buf;
+}
+
 void tune_print(const tune_t *t, const sweep_t *sw)
 {
     const braid_comm_t *w = t->world;
-    size_t m = t->o.small_max;
+    char                edge[32];
     printf("\n# %s, %d ranks on %d host(s) (%s), f32 sum, out of place: "
-           "median over %d rounds (%d up to %zu %s) of the slowest rank's "
+           "median over %d rounds (%d up to %s) of the slowest rank's "
            "per-call time (us)\n",
            braid_coll_name(sw->coll), w->size, w->topo.nnodes, topo_name(w),
            t->o.rounds, tune_rounds(t, 0),
-           m >= (1u << 20) && m % (1u << 20) == 0 ? m >> 20 : m >> 10,
-           m >= (1u << 20) && m % (1u << 20) == 0 ? "MiB" : "KiB");
+           size_text(edge, sizeof(edge), t->o.small_max));
     printf("# %10s", "size");
     for (int k = 0; k < t->nseries; k++)
         printf(" %13.13s", t->series[k].name);

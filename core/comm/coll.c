@@ -256,10 +256,11 @@ coll_run(braid_comm_t *comm, braid_api_t api, braid_coll_t coll,
     st = call_prepare(&call, comm, fn, coll, sendbuf, recvbuf, count, dtype,
                       op, root, on_stream, stream, !on_stream);
     if (st == BRAID_OK) {
-        /* A trial's time runs from here.  A call issued behind pending
-         * non-blocking ones waits for them too, but it goes on trial all
-         * the same: whether a request is still pending differs from rank
-         * to rank, and every rank must run the same candidate. */
+        /* A trial's (or a watch's) time runs from here.  A call issued
+         * behind pending non-blocking ones waits for them too, but it goes
+         * on trial all the same: whether a request is still pending
+         * differs from rank to rank, and every rank must run the same
+         * candidate. */
         double t0 = call.trial != NULL ? braid_now_s() : 0;
         braid_call_enqueue(comm, &call);
         st = braid_call_wait(comm, &call);

@@ -39,11 +39,13 @@ braid_status_t braid_online_read_env(braid_online_t *o)
     if (st == BRAID_OK)
         st = braid_env_double("BRAID_ONLINE_DRIFT", BRAID_ONLINE_DRIFT_DEFAULT,
                               0.0, 1000.0, &o->drift);
-    if (st == BRAID_OK && o->drift > 0.0 && o->drift < 1.0)
+    if (st == BRAID_OK && o->drift > 0.0 && o->drift < 1.0) {
+        const char *v = braid_env_get("BRAID_ONLINE_DRIFT");
         st = braid_error(BRAID_ERR_PARSE,
                          "BRAID_ONLINE_DRIFT='%s': expected 0 (no watch) or "
                          "a factor >= 1 at position 0",
-                         braid_env_get("BRAID_ONLINE_DRIFT"));
+                         braid_quote(v, strlen(v), 0).s);
+    }
     return st;
 }
 
@@ -360,9 +362,10 @@ static braid_status_t settle(braid_comm_t *comm, braid_online_slot_t *s)
     free(all);
     if (st != BRAID_OK)
         return st;
-    s->chosen =
-        s->idx[braid_online_decide(s->agreed, s->ncands, BRAID_ONLINE_MARGIN)];
-    s->state = BRAID_ONLINE_SETTLED;
+    int won   = braid_online_decide(s->agreed, s->ncands, BRAID_ONLINE_MARGIN);
+    s->chosen = s->idx[won];
+    s->period = braid_online_period(s->agreed[won], s->retrials);
+    s->state  = BRAID_ONLINE_SETTLED;
     if (comm->rank == 0 && braid_log_level() >= BRAID_LOG_INFO) {
         char list[256] = "";
         for (int k = 0; k < s->ncands; k++)
@@ -454,11 +457,7 @@ braid_status_t braid_online_record(braid_comm_t *comm, braid_online_slot_t *s,
             return BRAID_OK;
         s->win[s->watched % BRAID_ONLINE_WINDOW] =
             seconds * 1e6 / (double)s->last_bytes;
-        int chosen = 0;
-        for (int k = 0; k < s->ncands; k++)
-            if (s->idx[k] == s->chosen)
-                chosen = k;
-        if (++s->watched < braid_online_period(s->agreed[chosen], s->retrials))
+        if (++s->watched < s->period)
             return BRAID_OK;
         if ((st = check(comm, s)) != BRAID_OK) {
             s->state = BRAID_ONLINE_OFF;

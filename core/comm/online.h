@@ -109,6 +109,7 @@ typedef struct braid_online_slot {
     double us[BRAID_ONLINE_MAX_CANDS][BRAID_ONLINE_ROUNDS]; /* this rank's */
     double agreed[BRAID_ONLINE_MAX_CANDS]; /* slowest rank's median (us) */
     /* The watch of a settled class (above). */
+    int    period;     /* winner's calls between checks (set at settling) */
     int    watched;    /* winner's calls timed since the last check */
     int    retrials;   /* trials re-opened */
     size_t last_bytes; /* of the call handed out to be timed */
@@ -135,8 +136,9 @@ void           braid_online_free(braid_online_t *o);
  * the model's (or override's, or tuning file's) pick, or the class's
  * settled winner, or -- trial_ok (a blocking call on host memory) while
  * the class is on trial -- the candidate whose turn it is, with *trial set
- * to the slot to record its time in (else NULL).  Caches what no trial
- * will change. */
+ * to the slot to record its time in (else NULL); a trial_ok call that runs
+ * a watched class's winner gets *trial too, to be timed for the watch.
+ * Caches what neither a trial nor a watch will change. */
 braid_status_t braid_online_select(braid_candidate_t   **cand,
                                    braid_online_slot_t **trial,
                                    struct braid_comm *comm, braid_coll_t coll,

@@ -181,6 +181,17 @@ static uint64_t expected(braid_dtype_t dt, braid_op_t op, size_t i)
     return from_double(dt, acc);
 }
 
+/* One reduction of coll: an all-reduce of n elements or a reduce_scatter
+ * of n per rank. */
+static braid_status_t reduce_call(braid_comm_t *comm, braid_coll_t coll,
+                                  const void *send, void *out, size_t n,
+                                  braid_dtype_t dt, braid_op_t op)
+{
+    return coll == BRAID_COLL_ALLREDUCE
+               ? braid_allreduce(send, out, n, dt, op, comm)
+               : braid_reduce_scatter(send, out, n, dt, op, comm);
+}
+
 /* Every rank hashes its result; all hashes must be equal. */
 static void same_everywhere(braid_comm_t *world, const void *buf, size_t len,
                             const char *what)
@@ -220,9 +231,7 @@ static void check_float(braid_comm_t *comm, braid_comm_t *world,
                         put_bits(dt, send, i, input(dt, rank, i));
                     void *out = inplace ? (void *)(send + first * es) : recv;
                     braid_status_t st =
-                        coll == BRAID_COLL_ALLREDUCE
-                            ? braid_allreduce(send, out, n, dt, op, comm)
-                            : braid_reduce_scatter(send, out, n, dt, op, comm);
+                        reduce_call(comm, coll, send, out, n, dt, op);
                     char what[160];
                     snprintf(what, sizeof(what), "%s %s %s %s n=%zu%s", cand,
                              braid_coll_name(coll), ref_name(dt),
@@ -343,10 +352,7 @@ static void check_pair(braid_comm_t *comm, braid_coll_t coll, const char *cand)
             }
             ref_reduce2(want, x0, x1, n, dt, op);
             ref_finish_avg(want, n, dt, op, 2);
-            braid_status_t st =
-                coll == BRAID_COLL_ALLREDUCE
-                    ? braid_allreduce(send, recv, n, dt, op, comm)
-                    : braid_reduce_scatter(send, recv, n, dt, op, comm);
+            braid_status_t st = reduce_call(comm, coll, send, recv, n, dt, op);
             if (st != BRAID_OK)
                 mp_fatal("test_numerics", rank, st, "%s two-rank %s %s: %s",
                          cand, ref_name(dt), ref_op_name(op),
@@ -407,9 +413,7 @@ static void check_int_avg(braid_comm_t *comm, braid_coll_t coll,
         for (size_t i = 0; i < nin; i++)
             ref_store_i(dt, send, i, int_input(dt, rank, i % n));
         braid_status_t st =
-            coll == BRAID_COLL_ALLREDUCE
-                ? braid_allreduce(send, recv, n, dt, BRAID_AVG, comm)
-                : braid_reduce_scatter(send, recv, n, dt, BRAID_AVG, comm);
+            reduce_call(comm, coll, send, recv, n, dt, BRAID_AVG);
         if (st != BRAID_OK)
             mp_fatal("test_numerics", rank, st, "%s %s avg: %s", cand,
                      ref_name(dt), braid_last_error());

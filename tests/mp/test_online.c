@@ -91,6 +91,54 @@ static void one_call(braid_comm_t *comm, float *s, float *r, size_t count,
         }
 }
 
+/* --watch: a settled class of 1 MiB re-opens its trial at its watch's
+ * second check (BRAID_ONLINE_DRIFT=1), on the same call everywhere, and
+ * settles again saying so; cand gets the winner. */
+static void watch_class(braid_comm_t *comm, char *cand, size_t cand_len)
+{
+    char         msg[600];
+    const char  *why;
+    const size_t big = (1u << 20) / sizeof(float);
+    float *bs = malloc(big * sizeof(float)), *br = malloc(big * sizeof(float));
+    int    calls = 0, reopened = 0;
+    one_call(comm, bs, br, big, 0);
+    why = state(comm, big * sizeof(float), cand, cand_len);
+    snprintf(msg, sizeof(msg), "1 MiB on trial at its first call: %s", why);
+    check(strncmp(why, "on trial", 8) == 0, msg);
+    while (strncmp(why, "on trial", 8) == 0 && calls++ < 200) {
+        one_call(comm, bs, br, big, 0);
+        why = state(comm, big * sizeof(float), cand, cand_len);
+    }
+    snprintf(msg, sizeof(msg), "1 MiB settled: %s", why);
+    check(strncmp(why, "measured", 8) == 0, msg);
+    /* Two periods of at most the cap each (online.h). */
+    for (calls = 0; calls < 2 * 4096 + 16 && !reopened; calls++) {
+        one_call(comm, bs, br, big, calls % 7 == 3);
+        why      = state(comm, big * sizeof(float), cand, cand_len);
+        reopened = strncmp(why, "on trial (0 of ", 15) == 0;
+    }
+    snprintf(msg, sizeof(msg), "the trial re-opened within %d calls: %s",
+             calls, why);
+    check(reopened, msg);
+    int at = calls, all_at = 0;
+    check(braid_allreduce(&at, &all_at, 1, BRAID_I32, BRAID_MAX, comm) ==
+                  BRAID_OK &&
+              all_at == at,
+          "the trial re-opened at the same call everywhere");
+    for (calls = 0; calls < 200 && strncmp(why, "on trial", 8) == 0; calls++) {
+        one_call(comm, bs, br, big, 0);
+        why = state(comm, big * sizeof(float), cand, cand_len);
+    }
+    snprintf(msg, sizeof(msg), "settled again, saying so: %s", why);
+    check(strncmp(why, "measured", 8) == 0 &&
+              strstr(why, "the trial re-opened 1 time as times drifted") !=
+                  NULL,
+          msg);
+    check(same_everywhere(comm, cand), "every rank names the same winner");
+    free(bs);
+    free(br);
+}
+
 int main(int argc, char **argv)
 {
     int            forced = argc > 1 && strcmp(argv[1], "--forced") == 0;
@@ -109,46 +157,7 @@ int main(int argc, char **argv)
     check(strncmp(why, "on trial", 8) != 0, msg);
 
     if (argc > 1 && strcmp(argv[1], "--watch") == 0) {
-        const size_t big = (1u << 20) / sizeof(float);
-        float       *bs  = malloc(big * sizeof(float)),
-              *br        = malloc(big * sizeof(float));
-        int calls = 0, reopened = 0;
-        one_call(comm, bs, br, big, 0);
-        why = state(comm, big * sizeof(float), cand, sizeof(cand));
-        snprintf(msg, sizeof(msg), "1 MiB on trial at its first call: %s",
-                 why);
-        check(strncmp(why, "on trial", 8) == 0, msg);
-        while (strncmp(why, "on trial", 8) == 0 && calls++ < 200) {
-            one_call(comm, bs, br, big, 0);
-            why = state(comm, big * sizeof(float), cand, sizeof(cand));
-        }
-        snprintf(msg, sizeof(msg), "1 MiB settled: %s", why);
-        check(strncmp(why, "measured", 8) == 0, msg);
-        /* Two periods of at most the cap each (online.h). */
-        for (calls = 0; calls < 2 * 4096 + 16 && !reopened; calls++) {
-            one_call(comm, bs, br, big, calls % 7 == 3);
-            why      = state(comm, big * sizeof(float), cand, sizeof(cand));
-            reopened = strncmp(why, "on trial (0 of ", 15) == 0;
-        }
-        snprintf(msg, sizeof(msg), "the trial re-opened within %d calls: %s",
-                 calls, why);
-        check(reopened, msg);
-        int at = calls, all_at = 0;
-        braid_allreduce(&at, &all_at, 1, BRAID_I32, BRAID_MAX, comm);
-        check(all_at == at, "the trial re-opened at the same call everywhere");
-        for (calls = 0; calls < 200 && strncmp(why, "on trial", 8) == 0;
-             calls++) {
-            one_call(comm, bs, br, big, 0);
-            why = state(comm, big * sizeof(float), cand, sizeof(cand));
-        }
-        snprintf(msg, sizeof(msg), "settled again, saying so: %s", why);
-        check(strncmp(why, "measured", 8) == 0 &&
-                  strstr(why, "the trial re-opened 1 time as times drifted") !=
-                      NULL,
-              msg);
-        check(same_everywhere(comm, cand), "every rank names the same winner");
-        free(bs);
-        free(br);
+        watch_class(comm, cand, sizeof(cand));
         goto out;
     }
     if (forced) {
