@@ -27,6 +27,18 @@ static void usage(FILE *f)
             "            part of (run under braidrun or another launcher)\n");
 }
 
+/* Which reductions may stand in for each other (online tuning, tuning
+ * rows; plugin.h): tests/mp/run_numerics.sh reads it. */
+static const char *order_note(const braid_algo_t *a)
+{
+    if (a->coll != BRAID_COLL_ALLREDUCE &&
+        a->coll != BRAID_COLL_REDUCE_SCATTER)
+        return "";
+    if (a->flags & BRAID_ALGO_RANK_ORDER)
+        return ", folds in rank order";
+    return a->flags & BRAID_ALGO_CORE_REDUCE ? ", rank order on 2 ranks" : "";
+}
+
 /* Returns the number of plugins found. */
 static int print_plugins(void)
 {
@@ -76,7 +88,7 @@ static int print_plugins(void)
                    e->tl_ok[k] ? "" : e->tl_why[k]);
         for (int k = 0; k < d->n_algos; k++) {
             const braid_algo_t *a = d->algos[k];
-            printf("%-10s   %s %s for %s%s%s%s\n", "",
+            printf("%-10s   %s %s for %s%s%s%s%s\n", "",
                    a->flags & BRAID_ALGO_BACKEND ? "backend" : "algorithm",
                    a->name, braid_coll_name(a->coll),
                    a->transport ? " on " : "",
@@ -85,7 +97,8 @@ static int print_plugins(void)
                        ? (a->mem_types & BRAID_MEM_BIT(BRAID_MEM_HOST)
                               ? ", host and CUDA memory"
                               : ", CUDA memory")
-                       : "");
+                       : "",
+                   order_note(a));
         }
     }
     int n = t->n;

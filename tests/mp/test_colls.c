@@ -1161,6 +1161,7 @@ static const struct {
     {"pull", "allreduce,reduce_scatter,allgather"},
     {"pipe", "allreduce,reduce_scatter,allgather"},
     {"rabenseifner", "allreduce"},
+    {"halving", "allreduce"},
     {"hier", "allreduce,reduce_scatter,allgather,broadcast"},
 };
 

@@ -16,10 +16,12 @@
  *     INT64_MIN/MAX, mixed signs): the exact sum divided with truncation
  *     toward zero, no wraparound.
  *   - Allgather and broadcast: the same NaN-laden inputs arrive bit for bit.
- *   - On two ranks, full-precision random floats (every mantissa bit, so
- *     sums and products round) with NaN payloads, signed zeros and
- *     infinities: every candidate's result is bitwise x0 op x1, the
- *     rank-order result, whatever order it combines in.
+ *   - Full-precision random floats (every mantissa bit, so sums and
+ *     products round) with NaN payloads, signed zeros and infinities:
+ *     the result is bitwise the left fold in rank order, ((x0 op x1) op
+ *     x2) ..., for every candidate on two ranks (x0 op x1, whatever order
+ *     it combines in) and for those that say they fold in rank order
+ *     (--rank-order) on any number.
  * The candidates come from `braid-info -n N` (tests/mp/run_numerics.sh). */
 #include <math.h>
 #include <stdio.h>
@@ -301,21 +303,21 @@ static void check_copy(braid_comm_t *comm, braid_coll_t coll, const char *cand)
     }
 }
 
-/* ------------------------------------------------------------- two ranks */
+/* ------------------------------------------------------ the left fold */
 
-/* Rank r's element i of the two-rank check: every mantissa bit random, so
- * that sums and products round, with a NaN of each rank's own payload, a
- * NaN against a number, -0 against +0, -0 against -0 (an identity element
+/* Rank r's element i of the rank-order check: every mantissa bit random,
+ * so that sums and products round, with a NaN of each rank's own payload,
+ * a NaN against numbers, -0 against +0, -0 against -0 (an identity element
  * folded in would make it +0) and inf against -inf among them. */
 static uint64_t pair_input(braid_dtype_t dt, int r, size_t i)
 {
-    uint64_t b = ref_mix((uint64_t)i * 2 + (uint64_t)r + 0x5eed);
+    uint64_t b = ref_mix(((uint64_t)i << 8) + (uint64_t)r + 0x5eed);
     switch (i % 16) {
-    case 1: return qnan(dt, r, (unsigned)(r + 1) << 1 | (unsigned)(b & 1));
+    case 1: return qnan(dt, r & 1, (unsigned)(r + 1) << 1 | (unsigned)(b & 1));
     case 2: return r == 0 ? qnan(dt, 1, 5) : from_double(dt, 1.5);
     case 3: return from_double(dt, r == 0 ? -0.0 : 0.0);
     case 4: return from_double(dt, r == 0 ? 0.0 : -0.0);
-    case 5: return inf_bits(dt, r);
+    case 5: return inf_bits(dt, r & 1);
     case 6: return from_double(dt, -0.0);
     default: break;
     }
@@ -325,54 +327,58 @@ static uint64_t pair_input(braid_dtype_t dt, int r, size_t i)
     return from_double(dt, (b & 1 ? -1.0 : 1.0) * ldexp(m, e));
 }
 
-/* On two ranks every candidate's result is bitwise the rank-order one,
- * x0 op x1 (then / 2 for avg): the core's operations commute bit for bit,
- * so combining in either order gives it.  What lets online tuning put
- * candidates that combine through the core's kernels on trial against the
- * rank-order ones there (BRAID_ALGO_CORE_REDUCE). */
-static void check_pair(braid_comm_t *comm, braid_coll_t coll, const char *cand)
+/* The result is bitwise the left fold in rank order, ((x0 op x1) op x2)
+ * ... (then / n for avg).  For a candidate that folds in rank order
+ * (BRAID_ALGO_RANK_ORDER) on any number of ranks: what lets the core swap
+ * such candidates for one another.  And for every candidate on two ranks,
+ * where the fold is x0 op x1 and the core's operations commute bit for
+ * bit, so combining in either order gives it: what lets online tuning put
+ * the candidates that combine through the core's kernels on trial there
+ * (BRAID_ALGO_CORE_REDUCE). */
+static void check_fold(braid_comm_t *comm, braid_coll_t coll, const char *cand)
 {
     const size_t n = 1000;
     for (size_t d = 0; d < sizeof(fdts) / sizeof(fdts[0]); d++) {
         for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
-            braid_dtype_t dt  = fdts[d];
-            braid_op_t    op  = ops[o];
-            size_t        es  = ref_size(dt);
-            size_t        nin = coll == BRAID_COLL_REDUCE_SCATTER ? 2 * n : n;
-            size_t        first =
+            braid_dtype_t dt = fdts[d];
+            braid_op_t    op = ops[o];
+            size_t        es = ref_size(dt);
+            size_t        nin =
+                coll == BRAID_COLL_REDUCE_SCATTER ? (size_t)size * n : n;
+            size_t first =
                 coll == BRAID_COLL_REDUCE_SCATTER ? (size_t)rank * n : 0;
             char *send = malloc(nin * es), *recv = malloc(nin * es);
-            char *x0 = malloc(n * es), *x1 = malloc(n * es);
-            char *want = malloc(n * es);
+            char *xr = malloc(n * es), *want = malloc(n * es);
             for (size_t i = 0; i < nin; i++)
                 put_bits(dt, send, i, pair_input(dt, rank, i));
-            for (size_t j = 0; j < n; j++) {
-                put_bits(dt, x0, j, pair_input(dt, 0, first + j));
-                put_bits(dt, x1, j, pair_input(dt, 1, first + j));
+            for (int r = 0; r < size; r++) {
+                for (size_t j = 0; j < n; j++)
+                    put_bits(dt, r == 0 ? want : xr, j,
+                             pair_input(dt, r, first + j));
+                if (r > 0)
+                    ref_reduce2(want, want, xr, n, dt, op);
             }
-            ref_reduce2(want, x0, x1, n, dt, op);
-            ref_finish_avg(want, n, dt, op, 2);
+            ref_finish_avg(want, n, dt, op, size);
             braid_status_t st = reduce_call(comm, coll, send, recv, n, dt, op);
             if (st != BRAID_OK)
-                mp_fatal("test_numerics", rank, st, "%s two-rank %s %s: %s",
+                mp_fatal("test_numerics", rank, st, "%s rank-order %s %s: %s",
                          cand, ref_name(dt), ref_op_name(op),
                          braid_last_error());
             for (size_t j = 0; j < n; j++) {
                 uint64_t got = get_bits(dt, recv, j);
                 uint64_t exp = get_bits(dt, want, j);
                 if (got != exp) {
-                    FAIL("%s %s %s %s, two ranks, full-precision data: "
+                    FAIL("%s %s %s %s, %d ranks, full-precision data: "
                          "element %zu is 0x%llx, rank order gives 0x%llx",
                          cand, braid_coll_name(coll), ref_name(dt),
-                         ref_op_name(op), first + j, (unsigned long long)got,
-                         (unsigned long long)exp);
+                         ref_op_name(op), size, first + j,
+                         (unsigned long long)got, (unsigned long long)exp);
                     break;
                 }
             }
             free(send);
             free(recv);
-            free(x0);
-            free(x1);
+            free(xr);
             free(want);
         }
     }
@@ -435,15 +441,33 @@ static void check_int_avg(braid_comm_t *comm, braid_coll_t coll,
     }
 }
 
+/* Whether candidate "coll:algo@tl" is one of list's "coll:algo" words. */
+static int listed(const char *list, const char *cand)
+{
+    size_t len = strcspn(cand, "@");
+    for (const char *w = list; w != NULL && *w != '\0';) {
+        w += strspn(w, " ,\n");
+        size_t wl = strcspn(w, " ,\n");
+        if (wl > 0 && wl == len && strncmp(w, cand, len) == 0)
+            return 1;
+        w += wl;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    const char   *cands = NULL;
+    const char   *cands = NULL, *ordered = NULL;
     braid_comm_t *world;
-    for (int i = 1; i + 1 < argc; i++)
+    for (int i = 1; i + 1 < argc; i++) {
         if (strcmp(argv[i], "--cands") == 0)
             cands = argv[++i];
+        else if (strcmp(argv[i], "--rank-order") == 0)
+            ordered = argv[++i];
+    }
     if (cands == NULL) {
-        fprintf(stderr, "usage: test_numerics --cands \"COLL:ALGO@TL ...\"\n");
+        fprintf(stderr, "usage: test_numerics --cands \"COLL:ALGO@TL ...\" "
+                        "[--rank-order \"COLL:ALGO ...\"]\n");
         return 2;
     }
     unsetenv("BRAID_ALGO");
@@ -454,7 +478,7 @@ int main(int argc, char **argv)
     rank       = braid_comm_rank(world);
     size       = braid_comm_size(world);
     char *list = strdup(cands), *save = NULL;
-    int   tested = 0;
+    int   tested = 0, folds = 0;
     for (char *item = strtok_r(list, " ,\n", &save); item != NULL;
          item       = strtok_r(NULL, " ,\n", &save)) {
         char  name[32] = "";
@@ -477,8 +501,10 @@ int main(int argc, char **argv)
         } else {
             check_float(comm, world, (braid_coll_t)coll, item);
             check_int_avg(comm, (braid_coll_t)coll, item);
-            if (size == 2)
-                check_pair(comm, (braid_coll_t)coll, item);
+            if (size == 2 || listed(ordered, item)) {
+                check_fold(comm, (braid_coll_t)coll, item);
+                folds++;
+            }
         }
         if ((st = braid_finalize(comm)) != BRAID_OK)
             mp_fatal("test_numerics", rank, st, "finalize %s: %s", item,
@@ -486,6 +512,9 @@ int main(int argc, char **argv)
         tested++;
     }
     free(list);
+    /* Else a --rank-order list that matched nothing would check nothing. */
+    if (ordered != NULL && folds == 0)
+        FAIL("--rank-order \"%s\" names none of the candidates", ordered);
     braid_finalize(world);
     printf("test_numerics rank %d: %d candidates, %d failures\n", rank, tested,
            failures);

@@ -73,7 +73,7 @@ for line in info.splitlines():
     m = re.match(r"^\s+transport (\S+) .*: (available|unavailable)", line)
     if m and cur is not None:
         cur["tls"].append((m.group(1), m.group(2) == "available"))
-    m = re.match(r"^\s+algorithm (\S+) for (\S+)", line)
+    m = re.match(r"^\s+algorithm (\S+) for ([a-z_]+)", line)
     if m and cur is not None:
         cur["algos"].append((m.group(1), m.group(2)))
 algos = {(a, c) for p in plugins.values() for a, c in p["algos"]}

@@ -83,6 +83,8 @@ double braid_p2p_cost_allreduce_recdbl(const braid_algo_t    *self,
                                        const braid_cost_in_t *in);
 double braid_p2p_cost_allreduce_rabenseifner(const braid_algo_t    *self,
                                              const braid_cost_in_t *in);
+double braid_p2p_cost_allreduce_halving(const braid_algo_t    *self,
+                                        const braid_cost_in_t *in);
 double braid_p2p_cost_reduce_scatter_ring(const braid_algo_t    *self,
                                           const braid_cost_in_t *in);
 double braid_p2p_cost_reduce_scatter_recdbl(const braid_algo_t    *self,
@@ -104,6 +106,7 @@ double braid_p2p_cost_barrier_recdbl(const braid_algo_t    *self,
 extern const braid_algo_t braid_p2p_allreduce_ring;
 extern const braid_algo_t braid_p2p_allreduce_recdbl;
 extern const braid_algo_t braid_p2p_allreduce_rabenseifner;
+extern const braid_algo_t braid_p2p_allreduce_halving;
 extern const braid_algo_t braid_p2p_reduce_scatter_ring;
 extern const braid_algo_t braid_p2p_reduce_scatter_recdbl;
 extern const braid_algo_t braid_p2p_allgather_ring;

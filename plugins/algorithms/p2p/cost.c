@@ -25,7 +25,7 @@
  * n exceeds what BRAID_TAG's 16 step bits can name. */
 #include <math.h>
 
-#include "algo_common.h"
+#include "rabenseifner.h"
 
 #define RING_SEG_BYTES ((double)BRAID_P2P_SEG_BYTES)
 
@@ -149,6 +149,39 @@ double braid_p2p_cost_allreduce_rabenseifner(const braid_algo_t    *self,
         cost += link_load(in, dist) * 2.0 * dist / p * t.m * t.bus;
     if (p != t.n)
         cost += 2.0 * (t.alpha + t.m * t.bus) + t.m * t.gus;
+    return cost;
+}
+
+/* Allreduce, halving: Rabenseifner's exchanges carrying the inputs
+ * unreduced.  Halving step j (partner p/2^(j+1) away) sends the inputs of
+ * the 2^j virtual ranks held, about (n/p)·2^j messages of m/2^(j+1): one
+ * stage, a message's alpha for each beyond the first, and (n/p)·m/2
+ * bytes; the owner then folds n-1 blocks of m/p; doubling as Rabenseifner:
+ *   2 L alpha + sum_j (msgs_j - 1) alpha_msg
+ *     + sum_d load(d) (n/2p + d/p) B(m) + (n-1)/p G(m),  d = p/2 ... 1.
+ * Not a power of two: fold-in and fold-out alpha + B(m) each, no
+ * reduction.  -1 above its cap (rabenseifner.h). */
+double braid_p2p_cost_allreduce_halving(const braid_algo_t    *self,
+                                        const braid_cost_in_t *in)
+{
+    (void)self;
+    terms_t t;
+
+    if (terms(&t, in) < 0 || in->bytes > BRAID_P2P_HALVING_MAX_BYTES ||
+        (2.0 * braid_p2p_log2_ceil(t.n) + 2) * t.n > BRAID_P2P_MAX_STEPS)
+        return -1.0;
+    if (t.n == 1)
+        return 0.0;
+    int    p    = braid_p2p_pow2_floor(t.n);
+    double per  = (double)t.n / p; /* real ranks a virtual rank holds */
+    double cost = 2.0 * log2_floor_d(t.n) * t.alpha +
+                  (double)(t.n - 1) / p * t.m * t.gus;
+    for (int dist = p / 2, j = 0; dist >= 1; dist /= 2, j++)
+        cost +=
+            (per * (1 << j) - 1.0) * in->link.alpha_us +
+            link_load(in, dist) * (per / 2.0 + (double)dist / p) * t.m * t.bus;
+    if (p != t.n)
+        cost += 2.0 * (t.alpha + t.m * t.bus);
     return cost;
 }
 

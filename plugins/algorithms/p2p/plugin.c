@@ -22,7 +22,8 @@ static braid_status_t p2p_probe(const braid_plugin_t   *self,
 
 static const braid_algo_t *const algos[] = {
     &braid_p2p_allreduce_ring,         &braid_p2p_allreduce_recdbl,
-    &braid_p2p_allreduce_rabenseifner, &braid_p2p_reduce_scatter_ring,
+    &braid_p2p_allreduce_rabenseifner, &braid_p2p_allreduce_halving,
+    &braid_p2p_reduce_scatter_ring,
     &braid_p2p_reduce_scatter_recdbl,  &braid_p2p_allgather_ring,
     &braid_p2p_allgather_recdbl,       &braid_p2p_bcast_ring,
     &braid_p2p_bcast_recdbl,           &braid_p2p_barrier_ring,

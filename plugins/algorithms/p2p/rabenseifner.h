@@ -15,6 +15,10 @@
 #ifndef BRAID_P2P_RAB_SEG_BYTES
 #define BRAID_P2P_RAB_SEG_BYTES ((size_t)128 << 10)
 #endif
+/* allreduce "halving" (allreduce_halving.c) carries every rank's input
+ * unreduced through the halving steps, (n/p)·m/2 bytes a step and as
+ * much scratch: a latency algorithm, capped where oneshot is. */
+#define BRAID_P2P_HALVING_MAX_BYTES ((size_t)4 << 20)
 /* Segments in flight each way within a phase. */
 #define BRAID_P2P_RAB_WINDOW 4
 /* Phases: fold-in, log2(p) halvings, log2(p) doublings, fold-out. */
