@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "tune.h"
+#include "util/env.h"
 
 static void usage(FILE *f)
 {
@@ -77,30 +78,16 @@ static void bad_usage(const char *what, const char *arg)
     exit(2);
 }
 
-static size_t parse_size(const char *s)
+/* A size in the grammar of BRAID_ALGO and the tuning file (K/M/G/T, "KiB",
+ * "B"): the same parser, so the same sizes read the same everywhere. */
+static size_t parse_size(const char *opt, const char *s)
 {
-    char  *end;
-    size_t v = strtoull(s, &end, 10);
-    switch (*end) {
-    case 'K':
-    case 'k':
-        v <<= 10;
-        end++;
-        break;
-    case 'M':
-    case 'm':
-        v <<= 20;
-        end++;
-        break;
-    case 'G':
-    case 'g':
-        v <<= 30;
-        end++;
-        break;
-    default: break;
+    size_t v;
+    if (braid_parse_size(opt, s, 0, SIZE_MAX, &v) != BRAID_OK) {
+        fprintf(stderr, "braid-tune: %s\n", braid_last_error());
+        usage(stderr);
+        exit(2);
     }
-    if (end == s || *end != '\0')
-        bad_usage("bad size", s);
     return v;
 }
 
@@ -173,8 +160,8 @@ static void parse_opts(opts_t *o, int argc, char **argv)
         case 'o': o->out = optarg; break;
         case 'M': o->merge = 1; break;
         case 'C': o->colls = parse_colls(optarg); break;
-        case 'b': o->minbytes = parse_size(optarg); break;
-        case 'e': o->maxbytes = parse_size(optarg); break;
+        case 'b': o->minbytes = parse_size("-b", optarg); break;
+        case 'e': o->maxbytes = parse_size("-e", optarg); break;
         case 'f': o->factor = parse_int(optarg, 2, 1024, "bad -f"); break;
         case 'n': o->iters = parse_int(optarg, 1, 1000000, "bad -n"); break;
         case 'w': o->warmup = parse_int(optarg, 0, 1000000, "bad -w"); break;
@@ -185,7 +172,7 @@ static void parse_opts(opts_t *o, int argc, char **argv)
             o->small_rounds =
                 parse_int(optarg, 1, TUNE_MAX_ROUNDS, "bad --small-rounds");
             break;
-        case 'X': o->small_max = parse_size(optarg); break;
+        case 'X': o->small_max = parse_size("--small-max", optarg); break;
         case 'A': o->cands = optarg; break;
         case 'T': o->tune_file = optarg; break;
         case 'S': o->csv = optarg; break;

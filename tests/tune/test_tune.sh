@@ -120,7 +120,8 @@ grep -q 'median over 1 rounds (3 up to 1 MiB)' "$tmp/edge" ||
 if "$tune" --small-max 4Q >"$tmp/edge" 2>&1; then
   fail "--small-max 4Q was accepted"
 fi
-grep -q "bad size '4Q'" "$tmp/edge" || fail "--small-max 4Q: $(cat "$tmp/edge")"
+grep -q "small-max='4Q': unexpected 'Q' at position 1" "$tmp/edge" ||
+  fail "--small-max 4Q: $(cat "$tmp/edge")"
 
 # 6. A reduction's pick that does not fold in rank order (ring, recdbl:
 #    obeyed without a trial) is written only where it was faster in every
