@@ -65,6 +65,15 @@ void braid_p2p_copy(braid_task_t *task, void *dst, const void *src,
         memcpy(dst, src, count * task->dtsize);
 }
 
+void braid_p2p_local(braid_task_t *task)
+{
+    if (task->count == 0)
+        return;
+    braid_p2p_copy(task, task->recvbuf, task->sendbuf, task->count);
+    task->svc->finish_avg(task->recvbuf, task->count, task->dtype, task->op,
+                          1);
+}
+
 int braid_p2p_pow2_floor(int n)
 {
     int p = 1;

@@ -65,6 +65,9 @@ void braid_p2p_combine(braid_task_t *task, void *dst, const void *lower,
 /* Copies count elements unless src and dst are the same. */
 void braid_p2p_copy(braid_task_t *task, void *dst, const void *src,
                     size_t count);
+/* A reduction with no peer to hear from (one rank): recvbuf = sendbuf,
+ * avg divided by one, as every reduction finishes. */
+void braid_p2p_local(braid_task_t *task);
 
 static inline int braid_p2p_mod(long a, int n)
 {

@@ -151,11 +151,8 @@ static braid_status_t rab_progress(braid_task_t *task, braid_wait_t *wait)
     int            moved;
 
     if (g->plan.nphases == 0) { /* one rank, or nothing to move */
-        if (!g->local_done && task->count > 0) {
-            braid_p2p_copy(task, task->recvbuf, task->sendbuf, task->count);
-            task->svc->finish_avg(task->recvbuf, task->count, task->dtype,
-                                  task->op, 1);
-        }
+        if (!g->local_done)
+            braid_p2p_local(task);
         g->local_done = 1;
         return BRAID_OK;
     }

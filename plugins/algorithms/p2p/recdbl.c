@@ -72,9 +72,7 @@ static void complete(braid_task_t *task, braid_p2p_recdbl_t *g)
         if (task->count == 0) {
             g->stage = BRAID_P2P_ST_DONE;
         } else if (task->size == 1) {
-            braid_p2p_copy(task, task->recvbuf, task->sendbuf, task->count);
-            task->svc->finish_avg(task->recvbuf, task->count, task->dtype,
-                                  task->op, 1);
+            braid_p2p_local(task);
             g->stage = BRAID_P2P_ST_DONE;
         } else if (folded(task, g)) {
             g->stage = task->rank % 2 == 0 ? BRAID_P2P_ST_IDLE_SEND
