@@ -55,6 +55,7 @@ typedef struct {
     FILE         *csv_out;  /* rank 0: where CSV rows go, or NULL */
     int           batch;    /* time back-to-back batches, not single calls */
     int           cuda;     /* -M cuda: the call's buffers are device memory */
+    int           sizes;    /* --sizes: print the sweep's sizes, run nothing */
 } opts_t;
 
 typedef struct {
@@ -129,6 +130,8 @@ static void usage(FILE *f)
         "                       memory (the device of the local rank)\n"
         "      --csv [FILE]     CSV rows: on stdout instead of the table, or\n"
         "                       into FILE (rank 0) next to the table\n"
+        "      --sizes          print the sizes -b, -e and -f sweep, one a\n"
+        "                       line in bytes, and exit (no launcher)\n"
         "  -h, --help           this text\n"
         "size is the larger buffer; time is the median over iterations (or\n"
         "batches) of the slowest rank; the CSV's last column, iqm_us, is\n"
@@ -209,6 +212,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         {"csv", optional_argument, NULL, 'S'},
         {"timing", required_argument, NULL, 't'},
         {"memory", required_argument, NULL, 'M'},
+        {"sizes", no_argument, NULL, 'Z'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -310,6 +314,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
             else
                 bad_usage("bad -M memory '%s' (host or cuda)", optarg);
             break;
+        case 'Z': o->sizes = 1; break;
         case 'h': usage(stdout); exit(0);
         default: bad_usage("bad option '%s'", argv[optind - 1]);
         }
@@ -319,6 +324,18 @@ static void parse_opts(int argc, char **argv, opts_t *o)
     if (o->minbytes > o->maxbytes)
         bad_usage("-b is larger than -e%s", "");
     o->step = (size_t)step;
+}
+
+/* The size after bytes in the sweep, or 0 after the last: multiplied by
+ * -f, landing exactly on -e and never wrapping.  compare.sh takes the
+ * sweep from --sizes, so that a script's sizes are the benchmark's. */
+static size_t next_size(const opts_t *o, size_t bytes)
+{
+    if (bytes >= o->maxbytes)
+        return 0;
+    if (bytes == 0)
+        return 1;
+    return bytes > o->maxbytes / o->step ? o->maxbytes : bytes * o->step;
 }
 
 /* ------------------------------------------------------------------- data */
@@ -864,6 +881,13 @@ int main(int argc, char **argv)
     opts_t  o;
     bench_t b = {0};
     parse_opts(argc, argv, &o);
+    if (o.sizes) {
+        for (size_t bytes = o.minbytes;; bytes = next_size(&o, bytes)) {
+            printf("%zu\n", bytes);
+            if (bytes >= o.maxbytes)
+                return 0;
+        }
+    }
     if (o.algo != NULL) {
         char env[256];
         snprintf(env, sizeof(env), "%s:%s", coll_names[o.coll], o.algo);
@@ -922,16 +946,10 @@ int main(int argc, char **argv)
     print_ranks(&o, &b);
     if (b.rank == 0)
         print_columns(&o);
-    for (size_t bytes = o.minbytes;;) {
+    for (size_t bytes = o.minbytes;; bytes = next_size(&o, bytes)) {
         run_size(&o, &b, bytes);
         if (bytes >= o.maxbytes)
             break;
-        /* Multiply, but land exactly on maxbytes and never wrap. */
-        bytes = bytes == 0                    ? 1
-                : bytes > o.maxbytes / o.step ? o.maxbytes
-                                              : bytes * o.step;
-        if (bytes > o.maxbytes)
-            bytes = o.maxbytes;
     }
     if (b.rank == 0 && !o.csv) {
         printf("# Wrong values: %" PRId64 "%s\n", b.wrong_total,

@@ -100,22 +100,9 @@ probe() {
 # MIN MAX F of a collective's sweep.
 sizes_of() { if [ "$1" = allreduce ]; then echo "${ar[@]}"; else echo "${rsag[@]}"; fi; }
 
-# A size with a K/M/G suffix in bytes.
-bytes_of() {
-  case $1 in
-    *K) echo $((${1%K} << 10)) ;; *M) echo $((${1%M} << 20)) ;;
-    *G) echo $((${1%G} << 30)) ;; *) echo "$1" ;;
-  esac
-}
-
-# The sizes of a sweep MIN MAX F, as the benchmarks make them: MIN, times
-# F while below MAX, then MAX.
-sweep_sizes() {
-  local s lo hi
-  lo=$(bytes_of "$1") hi=$(bytes_of "$2")
-  for ((s = lo; s < hi; s *= $3)); do echo $s; done
-  echo "$hi"
-}
+# The sizes of a sweep MIN MAX F in bytes, as the benchmarks make them
+# (braid-bench --sizes: MIN, times F while below MAX, then MAX).
+sweep_sizes() { "$benchbin" --sizes -b "$1" -e "$2" -f "$3"; }
 
 # Append CSV file $2's rows to $1 (its header too when $1 is new).
 add_rows() {
