@@ -326,13 +326,11 @@ static void parse_opts(int argc, char **argv, opts_t *o)
     o->step = (size_t)step;
 }
 
-/* The size after bytes in the sweep, or 0 after the last: multiplied by
- * -f, landing exactly on -e and never wrapping.  compare.sh takes the
- * sweep from --sizes, so that a script's sizes are the benchmark's. */
+/* The size after bytes (below -e) in the sweep: multiplied by -f, landing
+ * exactly on -e and never wrapping.  compare.sh takes the sweep from
+ * --sizes, so that a script's sizes are the benchmark's. */
 static size_t next_size(const opts_t *o, size_t bytes)
 {
-    if (bytes >= o->maxbytes)
-        return 0;
     if (bytes == 0)
         return 1;
     return bytes > o->maxbytes / o->step ? o->maxbytes : bytes * o->step;

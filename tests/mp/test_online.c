@@ -91,6 +91,17 @@ static void one_call(braid_comm_t *comm, float *s, float *r, size_t count,
         }
 }
 
+/* A tuning file at path holding one row (after its comment line). */
+static void write_row(const char *path, const char *row)
+{
+    FILE *f = fopen(path, "w");
+    check(f != NULL, "a tuning file in /tmp");
+    if (f == NULL)
+        return;
+    fprintf(f, "# test_online\n%s\n", row);
+    fclose(f);
+}
+
 /* --watch: a settled class of 1 MiB re-opens its trial at its watch's
  * second check (BRAID_ONLINE_DRIFT=1), on the same call everywhere, and
  * settles again saying so; cand gets the winner. */
@@ -210,11 +221,8 @@ int main(int argc, char **argv)
     char path[64];
     snprintf(path, sizeof(path), "/tmp/braid-test-online-%d-%d", getpid(),
              rank);
-    FILE *f = fopen(path, "w");
-    check(f != NULL, "a tuning file in /tmp");
-    fprintf(f, "# test_online\nallreduce * * * 4M 8M pipe@shm at 4194304 "
-               "pipe@shm=10.0 oneshot@shm=11.0\n");
-    fclose(f);
+    write_row(path, "allreduce * * * 4M 8M pipe@shm at 4194304 "
+                    "pipe@shm=10.0 oneshot@shm=11.0");
     setenv("BRAID_TUNE_FILE", path, 1);
     braid_comm_t *sub = NULL;
     st                = braid_comm_split(comm, 0, rank, &sub);
@@ -278,13 +286,12 @@ int main(int argc, char **argv)
                                     "take turns); tuning file: twoshot@shm"
                                   : "twoshot@shm, oneshot@shm take turns); "
                                     "tuning file: twoshot@shm";
-    f = fopen(path, "w");
-    check(f != NULL, "a tuning file in /tmp");
-    fprintf(f, "# test_online\nallreduce * * * 0 64K twoshot@shm at %zu "
-               "twoshot@shm=10.0 oneshot@shm=12.0 pipe@shm=200.0 "
-               "recdbl@shm=9.0\n",
-            bytes);
-    fclose(f);
+    char        row[160];
+    snprintf(row, sizeof(row),
+             "allreduce * * * 0 64K twoshot@shm at %zu twoshot@shm=10.0 "
+             "oneshot@shm=12.0 pipe@shm=200.0 recdbl@shm=9.0",
+             bytes);
+    write_row(path, row);
     setenv("BRAID_TUNE_FILE", path, 1);
     setenv("BRAID_ONLINE_WITHIN", "5", 1);
     for (int off = 0; off < 2; off++) {

@@ -43,8 +43,6 @@ typedef struct halving {
 
 #define HALVING_ALIGN(x) (((x) + 63) & ~(size_t)63)
 
-static int real_rank(int v, int rem) { return v < rem ? 2 * v + 1 : v + rem; }
-
 /* The real ranks of the 2^s virtual ranks whose contributions virtual rank
  * u holds at the start of halving step s, in increasing order, into out;
  * returns how many.  After the steps before s, u holds those that differ
@@ -58,7 +56,7 @@ static int group(const halving_t *g, int u, int s, int *out)
             continue;
         if (w < g->rem)
             out[k++] = 2 * w;
-        out[k++] = real_rank(w, g->rem);
+        out[k++] = braid_p2p_rab_real_rank(w, g->rem);
     }
     return k;
 }
@@ -66,6 +64,13 @@ static int group(const halving_t *g, int u, int s, int *out)
 static long tag_of(const braid_task_t *task, int id, int c)
 {
     return (long)id * task->size + c;
+}
+
+/* The halving step s a phase of the plan is, or -1: ids 1 .. steps are the
+ * halving steps, 0 the fold-in, the others doubling and fold-out. */
+static int halving_step(const halving_t *g, const braid_p2p_rab_phase_t *ph)
+{
+    return ph->id >= 1 && ph->id <= g->steps ? ph->id - 1 : -1;
 }
 
 /* Scratch for a phase's receives, handed out in order. */
@@ -100,11 +105,11 @@ static braid_status_t post(braid_task_t *task, halving_t *g)
 {
     const braid_p2p_rab_phase_t *ph = &g->plan.ph[g->cur];
     int                          n = task->size, ns = 0, nr = 0;
-    int                          ids = 2 * g->steps + 2, s = ph->id - 1;
+    int                          s  = halving_step(g, ph);
     braid_status_t               st = BRAID_OK;
 
     memset(g->reqs, 0, 2 * (size_t)n * sizeof(*g->reqs));
-    if (ph->id == 0 || ph->id == ids - 1 || s >= g->steps) {
+    if (s < 0) {
         /* Fold-in, fold-out and doubling move one range each way, whole:
          * a fold-in's input unreduced into scratch, the rest the result. */
         const char *src = ph->from_send ? task->sendbuf : task->recvbuf;
@@ -175,10 +180,10 @@ static size_t scratch_bytes(const braid_task_t *task, halving_t *g)
     size_t bytes = 0;
     for (int k = 0; k < g->plan.nphases; k++) {
         const braid_p2p_rab_phase_t *ph = &g->plan.ph[k];
-        int                          s  = ph->id - 1;
+        int                          s  = halving_step(g, ph);
         if (ph->id == 0 && ph->recv_peer >= 0)
             bytes += HALVING_ALIGN(ph->recv_len * g->dts);
-        if (ph->id >= 1 && s < g->steps && ph->recv_len > 0)
+        if (s >= 0 && ph->recv_len > 0)
             bytes +=
                 (size_t)group(g, g->v ^ (g->p >> (s + 1)), s, g->members) *
                 HALVING_ALIGN(ph->recv_len * g->dts);
@@ -201,7 +206,7 @@ static braid_status_t halving_start(braid_task_t *task, braid_wait_t *wait)
                                 "p2p halving: %zu bytes a rank, above its cap "
                                 "of %zu (it carries every input unreduced)",
                                 len, (size_t)BRAID_P2P_HALVING_MAX_BYTES);
-    if ((long)(2 * braid_p2p_log2_ceil(n) + 2) * n > BRAID_P2P_MAX_STEPS)
+    if (!braid_p2p_halving_tags_fit(n))
         return task->svc->error(BRAID_ERR_NOT_SUPPORTED,
                                 "p2p halving: %d ranks need more tags than "
                                 "a call has",
@@ -219,8 +224,7 @@ static braid_status_t halving_start(braid_task_t *task, braid_wait_t *wait)
     g->p         = braid_p2p_pow2_floor(n);
     g->rem       = n - g->p;
     g->steps     = braid_p2p_log2_ceil(g->p);
-    g->v = task->rank < 2 * g->rem ? (task->rank % 2 ? task->rank / 2 : -1)
-                                   : task->rank - g->rem;
+    g->v         = braid_p2p_rab_vrank(task->rank, g->rem);
     /* Whole ranges, one message each: segments as large as the cap. */
     if (braid_p2p_rab_plan(&g->plan, n, task->rank, task->count, task->dtsize,
                            BRAID_P2P_HALVING_MAX_BYTES) < 0)
@@ -251,7 +255,7 @@ static braid_status_t halving_progress(braid_task_t *task, braid_wait_t *wait)
         if (st != BRAID_OK)
             return st;
         const braid_p2p_rab_phase_t *ph = &g->plan.ph[g->cur];
-        if (g->v >= 0 && ph->id == g->steps)
+        if (g->v >= 0 && halving_step(g, ph) == g->steps - 1)
             fold(task, g);
         if (++g->cur == g->plan.nphases)
             return BRAID_OK;

@@ -168,7 +168,7 @@ double braid_p2p_cost_allreduce_halving(const braid_algo_t    *self,
     terms_t t;
 
     if (terms(&t, in) < 0 || in->bytes > BRAID_P2P_HALVING_MAX_BYTES ||
-        (2.0 * braid_p2p_log2_ceil(t.n) + 2) * t.n > BRAID_P2P_MAX_STEPS)
+        !braid_p2p_halving_tags_fit(t.n))
         return -1.0;
     if (t.n == 1)
         return 0.0;

@@ -56,6 +56,25 @@ typedef struct braid_p2p_rab_plan {
 int braid_p2p_rab_plan(braid_p2p_rab_plan_t *plan, int n, int rank,
                        size_t count, size_t dts, size_t seg_bytes);
 
+/* Virtual ranks (the plan above): with rem = n - p, rank r below 2·rem
+ * is virtual rank r/2 when odd and -1 (folded into r + 1) when even; the
+ * others are r - rem.  real_rank is the inverse for v >= 0. */
+static inline int braid_p2p_rab_vrank(int rank, int rem)
+{
+    return rank < 2 * rem ? (rank % 2 ? rank / 2 : -1) : rank - rem;
+}
+static inline int braid_p2p_rab_real_rank(int v, int rem)
+{
+    return v < rem ? 2 * v + 1 : v + rem;
+}
+
+/* Whether halving's tags, phase id·n + rank, fit a call's steps. */
+static inline int braid_p2p_halving_tags_fit(int n)
+{
+    int steps = braid_p2p_log2_ceil(braid_p2p_pow2_floor(n));
+    return (long)(2 * steps + 2) * n <= BRAID_P2P_MAX_STEPS;
+}
+
 /* Segments of a range of len elements. */
 static inline size_t braid_p2p_rab_nseg(const braid_p2p_rab_plan_t *plan,
                                         size_t                      len)

@@ -7,8 +7,6 @@
 
 #include "rabenseifner.h"
 
-static int real_rank(int v, int rem) { return v < rem ? 2 * v + 1 : v + rem; }
-
 int braid_p2p_rab_plan(braid_p2p_rab_plan_t *plan, int n, int rank,
                        size_t count, size_t dts, size_t seg_bytes)
 {
@@ -16,7 +14,7 @@ int braid_p2p_rab_plan(braid_p2p_rab_plan_t *plan, int n, int rank,
     int steps  = braid_p2p_log2_ceil(p);
     int ids    = 2 * steps + 2;
     int folded = rank < 2 * rem;
-    int v      = folded ? (rank % 2 ? rank / 2 : -1) : rank - rem;
+    int v      = braid_p2p_rab_vrank(rank, rem);
 
     memset(plan, 0, sizeof(*plan));
     if (ids > BRAID_P2P_RAB_MAX_PHASES)
@@ -60,6 +58,7 @@ int braid_p2p_rab_plan(braid_p2p_rab_plan_t *plan, int n, int rank,
     int lo = 0, hi = p;
     for (int s = 0; s < steps; s++) {
         int    mask = p >> (s + 1), pv = v ^ mask, mid = lo + mask;
+        int    peer = braid_p2p_rab_real_rank(pv, rem);
         int    klo = v < mid ? lo : mid, khi = v < mid ? mid : hi;
         int    slo = v < mid ? mid : lo, shi = v < mid ? hi : mid;
         size_t kb = braid_chunk_off(count, p, klo);
@@ -67,10 +66,10 @@ int braid_p2p_rab_plan(braid_p2p_rab_plan_t *plan, int n, int rank,
         size_t sb = braid_chunk_off(count, p, slo);
         size_t se = braid_chunk_off(count, p, shi);
         ph[k++]   = (braid_p2p_rab_phase_t){.id         = 1 + s,
-                                            .send_peer  = real_rank(pv, rem),
+                                            .send_peer  = peer,
                                             .send_lo    = sb,
                                             .send_len   = se - sb,
-                                            .recv_peer  = real_rank(pv, rem),
+                                            .recv_peer  = peer,
                                             .recv_lo    = kb,
                                             .recv_len   = ke - kb,
                                             .reduce     = 1,
@@ -84,16 +83,17 @@ int braid_p2p_rab_plan(braid_p2p_rab_plan_t *plan, int n, int rank,
     /* Doubling: the owned window grows from block v to all p. */
     for (int s = 0; s < steps; s++) {
         int    mask = 1 << s, pv = v ^ mask;
+        int    peer = braid_p2p_rab_real_rank(pv, rem);
         int    mlo = v & ~(mask - 1), plo = pv & ~(mask - 1);
         size_t mb = braid_chunk_off(count, p, mlo);
         size_t me = braid_chunk_off(count, p, mlo + mask);
         size_t pb = braid_chunk_off(count, p, plo);
         size_t pe = braid_chunk_off(count, p, plo + mask);
         ph[k++]   = (braid_p2p_rab_phase_t){.id        = 1 + steps + s,
-                                            .send_peer = real_rank(pv, rem),
+                                            .send_peer = peer,
                                             .send_lo   = mb,
                                             .send_len  = me - mb,
-                                            .recv_peer = real_rank(pv, rem),
+                                            .recv_peer = peer,
                                             .recv_lo   = pb,
                                             .recv_len  = pe - pb};
     }

@@ -1119,6 +1119,14 @@ static int check_costs(const th_plugin_t *p)
            est(p, BRAID_COLL_BARRIER, "ring", 8, 0));
     EXPECT(est(p, BRAID_COLL_ALLGATHER, "recdbl", 8, 8) <
            est(p, BRAID_COLL_ALLGATHER, "ring", 8, 8));
+    /* halving: up to its cap, and more bytes than Rabenseifner's beyond
+     * two ranks (the same schedule on two). */
+    EXPECT(est(p, BRAID_COLL_ALLREDUCE, "halving", 4, 4 << 20) >= 0);
+    EXPECT(est(p, BRAID_COLL_ALLREDUCE, "halving", 4, (4 << 20) + 4) < 0);
+    EXPECT(est(p, BRAID_COLL_ALLREDUCE, "halving", 8, 1 << 20) >
+           est(p, BRAID_COLL_ALLREDUCE, "rabenseifner", 8, 1 << 20));
+    EXPECT(est(p, BRAID_COLL_ALLREDUCE, "halving", 2, 1 << 20) ==
+           est(p, BRAID_COLL_ALLREDUCE, "rabenseifner", 2, 1 << 20));
     /* 2(n-1) alpha + 2(n-1)/n m/beta + (n-1)/n m/gamma, n=4, m=1e6 B. */
     {
         double t    = est(p, BRAID_COLL_ALLREDUCE, "ring", 4, 1000000);
