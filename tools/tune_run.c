@@ -1,8 +1,9 @@
 /* braid-tune's timing: every series of one collective at every size, in
  * rounds.  Within a round the series take turns (the first one rotates
  * from round to round), so that a shared, noisy machine hits them alike:
- * a block of calls each for small messages, a call each for large ones
- * (interleaved()).  A series' figure at a size is the median over
+ * a block of calls each for small messages, two calls each (the second
+ * timed) for mid-sized ones, a call each for large ones (turn_at()).  A
+ * series' figure at a size is the median over
  * rounds of the median call of the round, each call timed alone after a
  * barrier and taken from the slowest rank, as braid-bench and
  * mpi-allreduce-bench time theirs. */
@@ -133,6 +134,43 @@ static int interleaved(const tune_t *t, size_t size)
            (double)INTERLEAVE_LLC * (double)(t->llc ? t->llc : LLC_UNKNOWN);
 }
 
+/* Between --small-max and the interleaved sizes the series take turns of
+ * TURN_CALLS calls, the last one timed.  A block of calls there is a few
+ * calls of a millisecond or so, short enough that the placement of the
+ * vCPUs changes between one series' block and the next rather than under
+ * it, and two series of one candidate then time up to 2x apart in one
+ * round (docs/performance.md, "braid-tune: mid sizes in turns"); turn by
+ * turn every series is timed beside the others.  The untimed call first
+ * brings the series' own areas back into the caches, so that the timed
+ * one follows a call of its own as in an application's stream, as the
+ * dispatcher's own trials time (comm/online.h).  Such a turn costs a
+ * millisecond or so, so a round takes at least TURN_MIN_ITERS of them
+ * (-n permitting) where the scaled count would take 3. */
+#define TURN_CALLS     2
+#define TURN_MIN_ITERS 8
+
+typedef enum {
+    TURN_BLOCK, /* a block of calls each */
+    TURN_PAIR,  /* TURN_CALLS calls each, the last timed */
+    TURN_CALL   /* a call each */
+} turn_t;
+
+static turn_t turn_at(const tune_t *t, size_t size)
+{
+    if (interleaved(t, size))
+        return TURN_CALL;
+    return size > t->o.small_max ? TURN_PAIR : TURN_BLOCK;
+}
+
+static const char *turn_note(turn_t turn)
+{
+    switch (turn) {
+    case TURN_CALL: return " (series call by call)";
+    case TURN_PAIR: return " (series in turns of two calls)";
+    default: return "";
+    }
+}
+
 /* The warm-up calls of one series before it is timed at one size. */
 static void warm_up(tune_t *t, series_t *s, braid_coll_t coll, size_t count,
                     size_t size, int check)
@@ -212,11 +250,15 @@ static double time_round(tune_t *t, series_t *s, braid_coll_t coll,
 }
 
 /* Round r of every series that runs at size i, the series taking turns
- * call by call (interleaved()): each one's median call of the slowest
- * rank into its round_us[r]. */
-static void time_round_interleaved(tune_t *t, sweep_t *sw, int i, int r)
+ * (turn_at(): TURN_PAIR or TURN_CALL): each one's median timed call of the
+ * slowest rank into its round_us[r]. */
+static void time_round_turns(tune_t *t, sweep_t *sw, int i, int r,
+                             turn_t turn)
 {
     int order[TUNE_MAX_SERIES], m = 0, iters = iters_for(t, sw->size[i]);
+    int least = t->o.iters < TURN_MIN_ITERS ? t->o.iters : TURN_MIN_ITERS;
+    if (turn == TURN_PAIR && iters < least)
+        iters = least;
     for (int j = 0; j < t->nseries; j++) {
         int k = (j + r) % t->nseries;
         if (sw->pt[i][k].state == POINT_OK)
@@ -227,9 +269,17 @@ static void time_round_interleaved(tune_t *t, sweep_t *sw, int i, int r)
                 t->o.check && r == 0);
     /* times[q * iters + c]: call c of the q-th series in turn */
     for (int c = 0; c < iters; c++)
-        for (int q = 0; q < m; q++)
+        for (int q = 0; q < m; q++) {
+            series_t      *s = &t->series[order[q]];
+            braid_status_t st;
+            for (int u = 1; turn == TURN_PAIR && u < TURN_CALLS; u++)
+                if ((st = braid_barrier(t->world)) != BRAID_OK ||
+                    (st = call(t, s->comm, sw->coll, sw->count[i])) !=
+                        BRAID_OK)
+                    die(t, st, s->name);
             t->times[q * iters + c] =
-                timed_call(t, &t->series[order[q]], sw->coll, sw->count[i]);
+                timed_call(t, s, sw->coll, sw->count[i]);
+        }
     slowest(t, m * iters);
     for (int q = 0; q < m; q++)
         sw->pt[i][order[q]].round_us[r] =
@@ -366,9 +416,10 @@ int tune_sweep(tune_t *t, sweep_t *sw)
             if (sw->pt[i][k].state == POINT_OK)
                 time_round(t, &t->series[k], sw->coll, sw->count[i],
                            sw->size[i], 0);
+        turn_t turn = turn_at(t, sw->size[i]);
         for (int r = 0; r < rounds; r++) {
-            if (interleaved(t, sw->size[i])) {
-                time_round_interleaved(t, sw, i, r);
+            if (turn != TURN_BLOCK) {
+                time_round_turns(t, sw, i, r, turn);
                 continue;
             }
             for (int j = 0; j < t->nseries; j++) {
@@ -407,8 +458,7 @@ int tune_sweep(tune_t *t, sweep_t *sw)
                     braid_coll_name(sw->coll), sw->size[i],
                     b >= 0 ? t->series[b].name : "-",
                     b >= 0 ? sw->pt[i][b].us : 0.0,
-                    interleaved(t, sw->size[i]) ? " (series call by call)"
-                                                : "");
+                    turn_note(turn));
         }
     }
     return 0;

@@ -105,7 +105,10 @@ fi
 
 # 5b. --small-max moves the edge of --small-rounds: 256 KiB and 1 MiB get
 #     three rounds under --small-max 1M, 4 MiB the one -r says; the table's
-#     header says where the edge is; a malformed size is refused.
+#     header says where the edge is; a malformed size is refused.  Above
+#     the edge and within the cache's reach (2 ranks' buffers of 4 MiB) the
+#     series take turns of two calls, and the progress line says so; up to
+#     it they come in blocks.
 "$braidrun" -n 2 "$tune" -C allreduce -b 256K -e 4M -f 4 -n 3 -w 1 -r 1 \
     --small-rounds 3 --small-max 1M --cands oneshot@shm,pipe@shm \
     --csv "$tmp/edge.csv" >"$tmp/edge" 2>&1 ||
@@ -117,6 +120,11 @@ bad=$(awk -F, 'NR > 1 && $13 == "ok" {
   fail "rounds against --small-max 1M: $bad"
 grep -q 'median over 1 rounds (3 up to 1 MiB)' "$tmp/edge" ||
   fail "the header does not say the edge: $(grep median "$tmp/edge")"
+grep -q 'allreduce 4194304 B: best .* us (series in turns of two calls)$' "$tmp/edge" ||
+  fail "4 MiB above --small-max 1M was not timed in turns: $(grep ' B: best' "$tmp/edge")"
+if grep -E 'allreduce (262144|1048576) B: best .*\(series' "$tmp/edge"; then
+  fail "sizes up to --small-max 1M were not timed in blocks"
+fi
 if "$tune" --small-max 4Q >"$tmp/edge" 2>&1; then
   fail "--small-max 4Q was accepted"
 fi
