@@ -252,8 +252,7 @@ static double time_round(tune_t *t, series_t *s, braid_coll_t coll,
 /* Round r of every series that runs at size i, the series taking turns
  * (turn_at(): TURN_PAIR or TURN_CALL): each one's median timed call of the
  * slowest rank into its round_us[r]. */
-static void time_round_turns(tune_t *t, sweep_t *sw, int i, int r,
-                             turn_t turn)
+static void time_round_turns(tune_t *t, sweep_t *sw, int i, int r, turn_t turn)
 {
     int order[TUNE_MAX_SERIES], m = 0, iters = iters_for(t, sw->size[i]);
     int least = t->o.iters < TURN_MIN_ITERS ? t->o.iters : TURN_MIN_ITERS;
@@ -277,8 +276,7 @@ static void time_round_turns(tune_t *t, sweep_t *sw, int i, int r,
                     (st = call(t, s->comm, sw->coll, sw->count[i])) !=
                         BRAID_OK)
                     die(t, st, s->name);
-            t->times[q * iters + c] =
-                timed_call(t, s, sw->coll, sw->count[i]);
+            t->times[q * iters + c] = timed_call(t, s, sw->coll, sw->count[i]);
         }
     slowest(t, m * iters);
     for (int q = 0; q < m; q++)
@@ -457,8 +455,7 @@ int tune_sweep(tune_t *t, sweep_t *sw)
             fprintf(stderr, "braid-tune: %s %zu B: best %s %.2f us%s\n",
                     braid_coll_name(sw->coll), sw->size[i],
                     b >= 0 ? t->series[b].name : "-",
-                    b >= 0 ? sw->pt[i][b].us : 0.0,
-                    turn_note(turn));
+                    b >= 0 ? sw->pt[i][b].us : 0.0, turn_note(turn));
         }
     }
     return 0;

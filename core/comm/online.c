@@ -14,6 +14,20 @@
 
 #define LOG_COMP "online"
 
+/* A factor read from name (in [0, 1000]) that is 0 (off: `off` says what
+ * that means) or at least 1. */
+static braid_status_t zero_or_factor(const char *name, double v,
+                                     const char *off)
+{
+    if (v == 0.0 || v >= 1.0)
+        return BRAID_OK;
+    const char *text = braid_env_get(name);
+    return braid_error(BRAID_ERR_PARSE,
+                       "%s='%s': expected 0 (%s) or a factor >= 1 at "
+                       "position 0",
+                       name, braid_quote(text, strlen(text), 0).s, off);
+}
+
 braid_status_t braid_online_read_env(braid_online_t *o)
 {
     memset(o, 0, sizeof(*o));
@@ -39,13 +53,15 @@ braid_status_t braid_online_read_env(braid_online_t *o)
     if (st == BRAID_OK)
         st = braid_env_double("BRAID_ONLINE_DRIFT", BRAID_ONLINE_DRIFT_DEFAULT,
                               0.0, 1000.0, &o->drift);
-    if (st == BRAID_OK && o->drift > 0.0 && o->drift < 1.0) {
-        const char *v = braid_env_get("BRAID_ONLINE_DRIFT");
-        st = braid_error(BRAID_ERR_PARSE,
-                         "BRAID_ONLINE_DRIFT='%s': expected 0 (no watch) or "
-                         "a factor >= 1 at position 0",
-                         braid_quote(v, strlen(v), 0).s);
-    }
+    if (st == BRAID_OK)
+        st = zero_or_factor("BRAID_ONLINE_DRIFT", o->drift, "no watch");
+    if (st == BRAID_OK)
+        st = braid_env_double("BRAID_ONLINE_STAND_IN",
+                              BRAID_ONLINE_STAND_IN_DEFAULT, 0.0, 1000.0,
+                              &o->stand_in);
+    if (st == BRAID_OK)
+        st = zero_or_factor("BRAID_ONLINE_STAND_IN", o->stand_in,
+                            "no stand-in");
     return st;
 }
 
@@ -163,6 +179,30 @@ int braid_online_rivals(int *idx, const braid_selector_t *sel,
     return n;
 }
 
+int braid_online_stand_in(const braid_selector_t *sel, int pick,
+                          braid_coll_t coll, size_t bytes, uint32_t mem,
+                          double factor)
+{
+    const braid_candidate_t *c = &sel->cands[pick];
+    double est0 = braid_candidate_estimate(sel, c, coll, bytes, mem);
+    if (est0 < 0 || braid_online_swappable(c, coll, sel->nranks))
+        return pick;
+    int    best = pick;
+    double eb   = est0 * factor;
+    for (int i = 0; i < sel->ncands; i++) {
+        const braid_candidate_t *r = &sel->cands[i];
+        if (r->algo->coll != coll ||
+            !braid_online_swappable(r, coll, sel->nranks))
+            continue;
+        double e = braid_candidate_estimate(sel, r, coll, bytes, mem);
+        if (e >= 0 && e <= eb) {
+            best = i;
+            eb   = e;
+        }
+    }
+    return best;
+}
+
 static int size_class(size_t bytes)
 {
     return 63 - __builtin_clzll((unsigned long long)bytes);
@@ -185,8 +225,7 @@ static int has_say(const braid_online_t *o, braid_pick_t pick, size_t bytes,
                    uint32_t mem)
 {
     return o->on && pick.idx >= 0 && pick.why != BRAID_WHY_OVERRIDE &&
-           bytes > 0 &&
-           bytes <= o->max_bytes &&
+           bytes > 0 && bytes <= o->max_bytes &&
            mem == braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
 }
 
@@ -226,14 +265,23 @@ static braid_online_slot_t *slot_for(braid_comm_t *comm, braid_coll_t coll,
     if (s == NULL || s->state != BRAID_ONLINE_NEW)
         return s;
     /* The class's first call lists the rivals; every rank makes it with
-     * the same size, so every rank lists the same. */
+     * the same size, so every rank lists the same.  A model pick that
+     * cannot go on trial may have a stand-in that can (online.h). */
     int large = bytes >= BRAID_ONLINE_LARGE;
     s->coll   = coll;
     s->cls    = size_class(bytes);
     s->rounds = large ? BRAID_ONLINE_ROUNDS_LARGE : BRAID_ONLINE_ROUNDS;
     s->warm   = large ? BRAID_ONLINE_WARM_LARGE : BRAID_ONLINE_WARM;
     s->idx[0] = pick.idx;
+    s->model  = -1;
     s->why    = pick.why;
+    if (pick.why == BRAID_WHY_COST && comm->sel.nnodes <= 1 &&
+        o->stand_in >= 1.0) {
+        s->idx[0] = braid_online_stand_in(&comm->sel, pick.idx, coll, bytes,
+                                          mem, o->stand_in);
+        if (s->idx[0] != pick.idx)
+            s->model = pick.idx;
+    }
     /* A tuning file's pick has as rivals what its row measured close to
      * it (none where the row has no times): the row was measured at one
      * size of its range, at another time, perhaps with the host otherwise
@@ -241,7 +289,9 @@ static braid_online_slot_t *slot_for(braid_comm_t *comm, braid_coll_t coll,
      * that were close. */
     s->ncands = braid_online_rivals(s->idx, &comm->sel, tune_row(pick), coll,
                                     bytes, mem, o->within);
-    s->state = s->ncands > 1 ? BRAID_ONLINE_TRIAL : BRAID_ONLINE_OFF;
+    s->state  = s->ncands > 1 ? BRAID_ONLINE_TRIAL : BRAID_ONLINE_OFF;
+    if (s->state == BRAID_ONLINE_OFF)
+        s->model = -1; /* nothing timed: the model's pick stays */
     return s;
 }
 
@@ -373,10 +423,12 @@ static braid_status_t settle(braid_comm_t *comm, braid_online_slot_t *s)
                      "%s%s %.2f us", k ? ", " : "",
                      comm->sel.cands[s->idx[k]].name, s->agreed[k]);
         braid_log(BRAID_LOG_INFO, LOG_COMP,
-                  "%s of %zu-%zu B: %s (%s; %s: %s)", braid_coll_name(c),
+                  "%s of %zu-%zu B: %s (%s; %s: %s%s%s)", braid_coll_name(c),
                   (size_t)1 << msg.cls, ((size_t)2 << msg.cls) - 1,
                   comm->sel.cands[s->chosen].name, list, pick_word(s->why),
-                  comm->sel.cands[s->idx[0]].name);
+                  comm->sel.cands[s->model >= 0 ? s->model : s->idx[0]].name,
+                  s->model >= 0 ? ", not rank order, stood in for by " : "",
+                  s->model >= 0 ? comm->sel.cands[s->idx[0]].name : "");
     }
     return BRAID_OK;
 }
@@ -507,11 +559,16 @@ int braid_online_explain(braid_comm_t *comm, braid_coll_t coll, size_t bytes,
         snprintf(cand, cand_len, "%s", cands[idx].name);
     if (why == NULL || why_len == 0)
         return 1;
+    char model[128] = "";
+    if (s->model >= 0)
+        snprintf(model, sizeof(model),
+                 ", which does not fold in rank order (%s stood in)",
+                 cands[s->idx[0]].name);
     if (s->state == BRAID_ONLINE_TRIAL) {
         snprintf(why, why_len,
-                 "on trial (%d of %d calls: %s take turns); %s: %s",
+                 "on trial (%d of %d calls: %s take turns); %s: %s%s",
                  s->calls, BRAID_ONLINE_CALLS(s->ncands, s->rounds), list,
-                 pick_word(s->why), cands[pick.idx].name);
+                 pick_word(s->why), cands[pick.idx].name, model);
         return 1;
     }
     list[0] = '\0';
@@ -527,8 +584,8 @@ int braid_online_explain(braid_comm_t *comm, braid_coll_t coll, size_t bytes,
                  s->retrials, s->retrials > 1 ? "s" : "");
     snprintf(why, why_len,
              "measured on this communicator (%s: slowest rank's median of "
-             "%d calls each%s); %s: %s",
+             "%d calls each%s); %s: %s%s",
              list, s->rounds - s->warm, again, pick_word(s->why),
-             cands[pick.idx].name);
+             cands[pick.idx].name, model);
     return 1;
 }

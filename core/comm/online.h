@@ -64,6 +64,23 @@ struct braid_comm;
 #define BRAID_ONLINE_WITHIN_DEFAULT 5.0
 #define BRAID_ONLINE_MAX_DEFAULT    ((size_t)256 << 20)
 
+/* BRAID_ONLINE_STAND_IN's default.  On one host, a reduction on more
+ * than two ranks whose model pick does not fold in rank order (ring,
+ * recdbl, rabenseifner) cannot go on trial, and the model, fed by link
+ * figures that move 2-3x from one calibration to the next on a busy host,
+ * then sends every call of the class to a candidate nothing corrects
+ * (recdbl@shm at 1.6x the best where a calibration's out-of-cache
+ * send/recv figure came out high: docs/performance.md, "A rank-order
+ * stand-in").  On one host the candidates that fold in rank order
+ * (oneshot, twoshot, direct, pipe, pull, halving) span the same
+ * schedules, so the cheapest of them that the model puts within this
+ * factor of such a pick -- about the model's error between two candidates
+ * -- stands in for it and goes on trial against its own rivals; every
+ * result then folds in rank order.  Across hosts the pick is kept: there
+ * the ring's and Rabenseifner's traffic between neighbours is what the
+ * cabling rewards. */
+#define BRAID_ONLINE_STAND_IN_DEFAULT 2.0
+
 /* The watch of a settled class from BRAID_ONLINE_LARGE bytes on.  A trial
  * times its candidates within a second or so; which one wins can change
  * after it, for as long as the communicator lives: a VM's vCPUs move
@@ -104,6 +121,7 @@ typedef struct braid_online_slot {
     int                  rounds, warm; /* turns each, of them not timed */
     braid_why_t why;                   /* what picked idx[0]: model or file */
     int idx[BRAID_ONLINE_MAX_CANDS];   /* into sel->cands; [0]: the pick */
+    int model;  /* the model's own pick where idx[0] stands in, else -1 */
     int calls;                         /* trial calls completed */
     int chosen;                        /* settled: into sel->cands */
     double us[BRAID_ONLINE_MAX_CANDS][BRAID_ONLINE_ROUNDS]; /* this rank's */
@@ -122,13 +140,14 @@ typedef struct braid_online {
     double within;    /* BRAID_ONLINE_WITHIN: rivals' estimate / pick's */
     size_t max_bytes; /* BRAID_ONLINE_MAX: larger calls keep the model's */
     double drift;     /* BRAID_ONLINE_DRIFT: a factor >= 1; 0: no watch */
+    double stand_in;  /* BRAID_ONLINE_STAND_IN: a factor >= 1; 0: none */
     braid_online_slot_t *slots[BRAID_COLL_COUNT]; /* [CLASSES], on use */
 } braid_online_t;
 
 /* Reads BRAID_ONLINE (on|off), BRAID_ONLINE_WITHIN (a factor >= 1),
- * BRAID_ONLINE_MAX (a size) and BRAID_ONLINE_DRIFT (0: off, or a factor
- * >= 1); a malformed value is an error that points at the fault.  Every
- * rank must read the same (comm/setup.c compares). */
+ * BRAID_ONLINE_MAX (a size), BRAID_ONLINE_DRIFT and BRAID_ONLINE_STAND_IN
+ * (0: off, or a factor >= 1); a malformed value is an error that points
+ * at the fault.  Every rank must read the same (comm/setup.c compares). */
 braid_status_t braid_online_read_env(braid_online_t *o);
 void           braid_online_free(braid_online_t *o);
 
@@ -181,6 +200,13 @@ int braid_online_period(double us, int retrials);
 /* Whether now (a check's figure) lies off base by more than factor,
  * either way. */
 int braid_online_drifted(double base, double now, double factor);
+/* The candidate that stands in for a reduction's model pick on one host
+ * (BRAID_ONLINE_STAND_IN): where pick does not fold in rank order on
+ * sel->nranks, the cheapest candidate that does, takes mem and estimates
+ * within `factor` times pick's estimate; else pick itself. */
+int braid_online_stand_in(const braid_selector_t *sel, int pick,
+                          braid_coll_t coll, size_t bytes, uint32_t mem,
+                          double factor);
 /* The rivals of the pick idx[0]: fills idx[1..] with the candidates that
  * take mem and estimate within `within` times the pick's, cheapest first
  * -- or, with a tuning-file row, that can run the call and were measured

@@ -88,6 +88,8 @@ static braid_status_t read_choices(braid_comm_t *comm, config_print_t *print)
         fnv1a(print->online_hash, &on->max_bytes, sizeof(on->max_bytes));
     print->online_hash =
         fnv1a(print->online_hash, &on->drift, sizeof(on->drift));
+    print->online_hash =
+        fnv1a(print->online_hash, &on->stand_in, sizeof(on->stand_in));
     const char    *algo = getenv("BRAID_ALGO");
     braid_status_t st   = braid_algo_spec_parse(&comm->override, algo);
     print->algo_hash = fnv1a(seed, algo ? algo : "", algo ? strlen(algo) : 0);

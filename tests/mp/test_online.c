@@ -11,7 +11,9 @@
  * --watch under BRAID_ONLINE_DRIFT=1: a settled class of 1 MiB re-opens
  * its trial at the watch's second check (the first sets the baseline; with
  * a factor of 1 any change re-opens it), on the same call everywhere, and
- * settles again saying so. */
+ * settles again saying so.  --stand-in and --no-stand-in: a model pick
+ * that does not fold in rank order and the candidate that stands in for
+ * it (stand_in()). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +152,51 @@ static void watch_class(braid_comm_t *comm, char *cand, size_t cand_len)
     free(br);
 }
 
+/* --stand-in (4 ranks, BRAID_PLUGINS=shm,ucx,p2p): the model picks a
+ * reduction that does not fold in rank order (rabenseifner or recdbl at
+ * 64 KiB); halving, which does, stands in for it and goes on trial, the
+ * reason says so, and the class settles on a halving candidate, the same
+ * everywhere.  --no-stand-in (BRAID_ONLINE_STAND_IN=0): the model's pick
+ * runs, off trial. */
+static void stand_in(braid_comm_t *comm, int on, char *cand, size_t cand_len)
+{
+    char         msg[700];
+    const char  *why;
+    const size_t count = 16384, bytes = count * sizeof(float);
+    float       *s = malloc(bytes), *r = malloc(bytes);
+    int          calls = 0;
+    one_call(comm, s, r, count, 0);
+    why = state(comm, bytes, cand, cand_len);
+    if (!on) {
+        snprintf(msg, sizeof(msg), "no stand-in, the model's pick: %s (%s)",
+                 cand, why);
+        check(strncmp(why, "on trial", 8) != 0 &&
+                  strstr(why, "stood in") == NULL &&
+                  strncmp(cand, "halving@", 8) != 0,
+              msg);
+        goto out;
+    }
+    snprintf(msg, sizeof(msg), "on trial with a stand-in: %s", why);
+    check(strncmp(why, "on trial", 8) == 0 &&
+              strstr(why, ", which does not fold in rank order (halving@") !=
+                  NULL &&
+              strstr(why, " stood in)") != NULL,
+          msg);
+    while (strncmp(why, "on trial", 8) == 0 && calls++ < 200) {
+        one_call(comm, s, r, count, 0);
+        why = state(comm, bytes, cand, cand_len);
+    }
+    snprintf(msg, sizeof(msg), "settled on a stand-in: %s (%s)", cand, why);
+    check(strncmp(why, "measured", 8) == 0 &&
+              strncmp(cand, "halving@", 8) == 0 &&
+              strstr(why, "stood in)") != NULL,
+          msg);
+    check(same_everywhere(comm, cand), "every rank names the same winner");
+out:
+    free(s);
+    free(r);
+}
+
 int main(int argc, char **argv)
 {
     int            forced = argc > 1 && strcmp(argv[1], "--forced") == 0;
@@ -167,6 +214,12 @@ int main(int argc, char **argv)
     snprintf(msg, sizeof(msg), "before any call: %s", why);
     check(strncmp(why, "on trial", 8) != 0, msg);
 
+    if (argc > 1 && (strcmp(argv[1], "--stand-in") == 0 ||
+                     strcmp(argv[1], "--no-stand-in") == 0)) {
+        stand_in(comm, strcmp(argv[1], "--stand-in") == 0, cand,
+                 sizeof(cand));
+        goto out;
+    }
     if (argc > 1 && strcmp(argv[1], "--watch") == 0) {
         watch_class(comm, cand, sizeof(cand));
         goto out;

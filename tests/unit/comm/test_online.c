@@ -314,8 +314,23 @@ static void test_env(void)
           "drift 2 read");
     unsetenv("BRAID_ONLINE_DRIFT");
     CHECK(braid_online_read_env(&o) == BRAID_OK &&
-              o.drift == BRAID_ONLINE_DRIFT_DEFAULT,
-          "drift default");
+              o.drift == BRAID_ONLINE_DRIFT_DEFAULT &&
+              o.stand_in == BRAID_ONLINE_STAND_IN_DEFAULT,
+          "drift and stand-in defaults");
+    setenv("BRAID_ONLINE_STAND_IN", "0.9", 1);
+    CHECK(braid_online_read_env(&o) == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "BRAID_ONLINE_STAND_IN='0.9'") !=
+                  NULL &&
+              strstr(braid_last_error(), "0 (no stand-in)") != NULL,
+          "a stand-in factor below 1 is refused: %s", braid_last_error());
+    setenv("BRAID_ONLINE_STAND_IN", "1.5q", 1);
+    CHECK(braid_online_read_env(&o) == BRAID_ERR_PARSE &&
+              strstr(braid_last_error(), "BRAID_ONLINE_STAND_IN") != NULL,
+          "a malformed stand-in factor is refused: %s", braid_last_error());
+    setenv("BRAID_ONLINE_STAND_IN", "0", 1);
+    CHECK(braid_online_read_env(&o) == BRAID_OK && o.stand_in == 0.0,
+          "stand-in 0: none");
+    unsetenv("BRAID_ONLINE_STAND_IN");
     unsetenv("BRAID_ONLINE");
     unsetenv("BRAID_ONLINE_WITHIN");
     unsetenv("BRAID_ONLINE_MAX");
@@ -350,6 +365,54 @@ static void test_watch(void)
           "factor 1: any change");
 }
 
+/* A model pick that does not fold in rank order has a stand-in that does:
+ * the cheapest within the factor, of the same collective and memory. */
+static void test_stand_in(void)
+{
+    braid_transport_t shm = {.name = "shm"};
+    braid_tl_t        tl  = {.ops = &shm};
+    const uint32_t    ro  = BRAID_ALGO_RANK_ORDER;
+    braid_algo_t      a1  = {.name = "a1", .estimate = est_linear};
+    braid_algo_t      a2 = {.name = "a2", .flags = ro, .estimate = est_linear};
+    braid_algo_t      a3 = {.name = "a3", .flags = ro, .estimate = est_linear};
+    braid_algo_t      g1 = {.name = "a1", .flags = ro, .estimate = est_linear};
+    a1.coll = a2.coll = a3.coll = BRAID_COLL_ALLREDUCE;
+    g1.coll                     = BRAID_COLL_ALLGATHER;
+    const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    const uint32_t    dev  = BRAID_MEM_BIT(BRAID_MEM_CUDA);
+    braid_candidate_t cands[] = {
+        {"a1@shm", &a1, &tl, "shm", host, NULL, NULL},
+        {"a2@shm", &a2, &tl, "shm", host, NULL, NULL},
+        {"a3@shm", &a3, &tl, "shm", host, NULL, NULL},
+        {"g1@shm", &g1, &tl, "shm", host, NULL, NULL},
+    };
+    braid_algo_spec_t none;
+    braid_tune_t      tune = {0};
+    braid_selector_t  sel;
+    selector(&sel, cands, 4, &none, &tune, 4);
+    const braid_coll_t ar = BRAID_COLL_ALLREDUCE;
+    int                k  = braid_online_stand_in(&sel, 0, ar, 64, host, 2.0);
+    CHECK(k == 1, "a2 (2x a1, rank order) stands in for a1: %d", k);
+    k = braid_online_stand_in(&sel, 0, ar, 64, host, 1.5);
+    CHECK(k == 0, "nothing within 1.5x: a1 stays: %d", k);
+    k = braid_online_stand_in(&sel, 0, ar, 64, host, 5.0);
+    CHECK(k == 1, "within 5x the cheapest, a2, not a3: %d", k);
+    k = braid_online_stand_in(&sel, 2, ar, 64, host, 2.0);
+    CHECK(k == 2, "a rank-order pick is its own: %d", k);
+    cands[1].mem_types = dev;
+    k = braid_online_stand_in(&sel, 0, ar, 64, host, 2.0);
+    CHECK(k == 0, "a2 on device memory only is no stand-in: %d", k);
+    cands[1].mem_types = host;
+    /* On two ranks a core-reduce pick is swappable: no stand-in needed. */
+    a1.flags   = BRAID_ALGO_CORE_REDUCE;
+    sel.nranks = 2;
+    k          = braid_online_stand_in(&sel, 0, ar, 64, host, 2.0);
+    CHECK(k == 0, "core-reduce a1 on 2 ranks keeps its place: %d", k);
+    sel.nranks = 4;
+    k          = braid_online_stand_in(&sel, 0, ar, 64, host, 2.0);
+    CHECK(k == 1, "core-reduce a1 on 4 ranks: a2 stands in: %d", k);
+}
+
 int main(void)
 {
     test_turns();
@@ -357,6 +420,7 @@ int main(void)
     test_decide();
     test_rivals();
     test_table_rivals();
+    test_stand_in();
     test_env();
     test_watch();
     return check_summary("online");
