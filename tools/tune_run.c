@@ -271,11 +271,13 @@ static void time_round_turns(tune_t *t, sweep_t *sw, int i, int r, turn_t turn)
         for (int q = 0; q < m; q++) {
             series_t      *s = &t->series[order[q]];
             braid_status_t st;
-            for (int u = 1; turn == TURN_PAIR && u < TURN_CALLS; u++)
-                if ((st = braid_barrier(t->world)) != BRAID_OK ||
-                    (st = call(t, s->comm, sw->coll, sw->count[i])) !=
-                        BRAID_OK)
+            for (int u = 1; turn == TURN_PAIR && u < TURN_CALLS; u++) {
+                if ((st = braid_barrier(t->world)) != BRAID_OK)
+                    die(t, st, "barrier");
+                if ((st = call(t, s->comm, sw->coll, sw->count[i])) !=
+                    BRAID_OK)
                     die(t, st, s->name);
+            }
             t->times[q * iters + c] = timed_call(t, s, sw->coll, sw->count[i]);
         }
     slowest(t, m * iters);
