@@ -3,7 +3,9 @@
 
     tune_report.py model FILE...     the cost model against the measurements
     tune_report.py gap FILE...       the automatic choice against the best
-                                     forced candidate (the oracle gap)
+                                     forced candidate (the oracle gap: on
+                                     the medians, and paired round by
+                                     round)
     tune_report.py compare FILE...   model, gap, and braid's automatic choice
                                      against Open MPI and Gloo (bus bandwidth)
     tune_report.py merge FILE...     one plot CSV (medians) on stdout, for
@@ -74,6 +76,8 @@ class Data:
 
     def __init__(self):
         self.times = defaultdict(list)
+        self.by_file = defaultdict(dict)  # key -> {file number: its rounds}
+        self.files = 0
         self.ran = defaultdict(list)     # the candidate an auto series ran
         self.est = {}                    # estimate of what ran (us)
         self.bytes = {}
@@ -81,6 +85,7 @@ class Data:
     def load(self, path, label=None):
         with open(path, newline="") as f:
             rows = list(csv.DictReader(f))
+        self.files += 1
         for r in rows:
             if not r.get("time_us"):
                 continue
@@ -96,6 +101,8 @@ class Data:
             rounds = [float(x) for x in (r.get("rounds_us") or "").split(";")
                       if x]
             self.times[key].extend(rounds or [float(r["time_us"])])
+            self.by_file[key].setdefault(self.files, []).extend(
+                rounds or [float(r["time_us"])])
             if r.get("cand"):
                 self.ran[key].append(r["cand"])
             if r.get("estimate_us"):
@@ -106,6 +113,14 @@ class Data:
     def median(self, key):
         v = self.times.get(key)
         return statistics.median(v) if v else None
+
+    def paired(self, key, ref):
+        """The median over rounds of key's time / ref's in the same round
+        (the same file, the same round of it), or None without a pair."""
+        a, b = self.by_file.get(key, {}), self.by_file.get(ref, {})
+        r = [x / y for f in a if f in b and len(a[f]) == len(b[f])
+             for x, y in zip(a[f], b[f]) if y > 0]
+        return statistics.median(r) if r else None
 
     def ran_name(self, key):
         v = self.ran.get(key)
@@ -224,10 +239,21 @@ def gap(d):
                 picks[s].append(tp / tb - 1)
             line += f" {'-' if not tp else f'{tp / tb - 1:+.0%}':>6}"
         print(line)
+    paired = {s: [] for s, _ in series}
+    for (coll, n, size), row in sorted(pts.items()):
+        tb, b = best_cand(row)
+        for s, limit in series:
+            g = d.paired((coll, n, size, s), (coll, n, size, b)) if tb else None
+            if g is not None and g - 1 > limit:
+                paired[s].append(f"{coll} {n} {fmt_size(size)} {g - 1:+.0%}")
     for s, limit in series:
         if any(k[3] == s for k in d.times):
             print(f"  {s}: largest gap {worst[s]:+.0%}; sizes over "
                   f"{limit:.0%}: {over[s]} (marked !)")
+            print(f"  {s} paired (the median over rounds of its time over "
+                  f"the best's in the same round): sizes over {limit:.0%}: "
+                  f"{len(paired[s])}{': ' if paired[s] else ''}"
+                  f"{', '.join(paired[s])}")
         if picks[s]:
             print(f"  {s} pick: largest {max(picks[s]):+.0%}, median "
                   f"{statistics.median(picks[s]):+.0%}; sizes over "
