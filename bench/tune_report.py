@@ -75,8 +75,9 @@ class Data:
     """Every (coll, nranks, size, series) with its times over rounds."""
 
     def __init__(self):
-        self.times = defaultdict(list)
-        self.by_file = defaultdict(dict)  # key -> {file number: its rounds}
+        # key -> {file number: its rounds}: pairs the series round by
+        # round (paired()); times() is every round of every file.
+        self.by_file = defaultdict(dict)
         self.files = 0
         self.ran = defaultdict(list)     # the candidate an auto series ran
         self.est = {}                    # estimate of what ran (us)
@@ -100,7 +101,6 @@ class Data:
             # weighs five times one of one.
             rounds = [float(x) for x in (r.get("rounds_us") or "").split(";")
                       if x]
-            self.times[key].extend(rounds or [float(r["time_us"])])
             self.by_file[key].setdefault(self.files, []).extend(
                 rounds or [float(r["time_us"])])
             if r.get("cand"):
@@ -111,8 +111,13 @@ class Data:
                 self.bytes[key[:3]] = int(r["bytes"])
 
     def median(self, key):
-        v = self.times.get(key)
+        v = self.times(key)
         return statistics.median(v) if v else None
+
+    def times(self, key):
+        """Every round of key, file by file."""
+        return [x for rounds in self.by_file.get(key, {}).values()
+                for x in rounds]
 
     def paired(self, key, ref):
         """The median over rounds of key's time / ref's in the same round
@@ -123,18 +128,20 @@ class Data:
         return statistics.median(r) if r else None
 
     def ran_name(self, key):
+        """The candidate a series ran most often; of a tie, the one it ran
+        first (the same on every run of the report)."""
         v = self.ran.get(key)
-        return max(set(v), key=v.count) if v else key[3]
+        return max(v, key=v.count) if v else key[3]
 
     def points(self):
         """(coll, nranks, size) -> {series: median us}"""
         out = defaultdict(dict)
-        for key in self.times:
+        for key in self.by_file:
             out[key[:3]][key[3]] = self.median(key)
         return out
 
     def rounds(self):
-        return max((len(v) for v in self.times.values()), default=0)
+        return max((len(self.times(k)) for k in self.by_file), default=0)
 
 
 def is_cand(series):
@@ -215,6 +222,7 @@ def gap(d):
     over = {s: 0 for s, _ in series}
     worst = {s: 0.0 for s, _ in series}
     picks = {s: [] for s, _ in series}
+    paired = {s: [] for s, _ in series}
     for (coll, n, size), row in sorted(pts.items()):
         tb, b = best_cand(row)
         if tb is None:
@@ -226,6 +234,9 @@ def gap(d):
             if t is None:
                 line += f" {'-':>16} {'-':>10} {'-':>7}"
                 continue
+            p = d.paired((coll, n, size, s), (coll, n, size, b))
+            if p is not None and p - 1 > limit:
+                paired[s].append(f"{coll} {n} {fmt_size(size)} {p - 1:+.0%}")
             g = t / tb - 1
             worst[s] = max(worst[s], g)
             flag = "!" if g > limit else " "
@@ -239,15 +250,8 @@ def gap(d):
                 picks[s].append(tp / tb - 1)
             line += f" {'-' if not tp else f'{tp / tb - 1:+.0%}':>6}"
         print(line)
-    paired = {s: [] for s, _ in series}
-    for (coll, n, size), row in sorted(pts.items()):
-        tb, b = best_cand(row)
-        for s, limit in series:
-            g = d.paired((coll, n, size, s), (coll, n, size, b)) if tb else None
-            if g is not None and g - 1 > limit:
-                paired[s].append(f"{coll} {n} {fmt_size(size)} {g - 1:+.0%}")
     for s, limit in series:
-        if any(k[3] == s for k in d.times):
+        if any(k[3] == s for k in d.by_file):
             print(f"  {s}: largest gap {worst[s]:+.0%}; sizes over "
                   f"{limit:.0%}: {over[s]} (marked !)")
             print(f"  {s} paired (the median over rounds of its time over "
@@ -301,7 +305,7 @@ def compare(d):
 def merge(d):
     w = csv.writer(sys.stdout, lineterminator="\n")
     w.writerow(["coll", "nranks", "size", "series", "time_us"])
-    for key in sorted(d.times):
+    for key in sorted(d.by_file):
         w.writerow(list(key) + [f"{d.median(key):.3f}"])
 
 
@@ -316,7 +320,7 @@ def main():
         if "=" in arg and not os.path.exists(arg):
             label, path = arg.split("=", 1)
         d.load(path, label)
-    if not d.times:
+    if not d.by_file:
         print("tune_report.py: no measurements in the files given",
               file=sys.stderr)
         sys.exit(1)

@@ -310,6 +310,19 @@ static const char *pick_word(braid_why_t why)
     return why == BRAID_WHY_TUNE ? "tuning file" : "cost model";
 }
 
+/* What follows the name of the model's pick in a message: where idx[0]
+ * stands in for it, which one and why; else nothing. */
+static const char *stand_in_note(char *buf, size_t len,
+                                 const braid_comm_t        *comm,
+                                 const braid_online_slot_t *s)
+{
+    buf[0] = '\0';
+    if (s->model >= 0)
+        snprintf(buf, len, ", which does not fold in rank order (%s stood in)",
+                 comm->sel.cands[s->idx[0]].name);
+    return buf;
+}
+
 static void cache(braid_selector_t *sel, braid_coll_t coll, size_t bytes,
                   uint32_t mem, int idx)
 {
@@ -422,13 +435,13 @@ static braid_status_t settle(braid_comm_t *comm, braid_online_slot_t *s)
             snprintf(list + strlen(list), sizeof(list) - strlen(list),
                      "%s%s %.2f us", k ? ", " : "",
                      comm->sel.cands[s->idx[k]].name, s->agreed[k]);
+        char note[128];
         braid_log(BRAID_LOG_INFO, LOG_COMP,
-                  "%s of %zu-%zu B: %s (%s; %s: %s%s%s)", braid_coll_name(c),
+                  "%s of %zu-%zu B: %s (%s; %s: %s%s)", braid_coll_name(c),
                   (size_t)1 << msg.cls, ((size_t)2 << msg.cls) - 1,
                   comm->sel.cands[s->chosen].name, list, pick_word(s->why),
                   comm->sel.cands[s->model >= 0 ? s->model : s->idx[0]].name,
-                  s->model >= 0 ? ", not rank order, stood in for by " : "",
-                  s->model >= 0 ? comm->sel.cands[s->idx[0]].name : "");
+                  stand_in_note(note, sizeof(note), comm, s));
     }
     return BRAID_OK;
 }
@@ -559,11 +572,8 @@ int braid_online_explain(braid_comm_t *comm, braid_coll_t coll, size_t bytes,
         snprintf(cand, cand_len, "%s", cands[idx].name);
     if (why == NULL || why_len == 0)
         return 1;
-    char model[128] = "";
-    if (s->model >= 0)
-        snprintf(model, sizeof(model),
-                 ", which does not fold in rank order (%s stood in)",
-                 cands[s->idx[0]].name);
+    char model[128];
+    stand_in_note(model, sizeof(model), comm, s);
     if (s->state == BRAID_ONLINE_TRIAL) {
         snprintf(why, why_len,
                  "on trial (%d of %d calls: %s take turns); %s: %s%s",
