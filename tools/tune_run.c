@@ -1,8 +1,9 @@
 /* braid-tune's timing: every series of one collective at every size, in
- * rounds.  Within a round the series take turns (the first one rotates
- * from round to round), so that a shared, noisy machine hits them alike:
- * a block of calls each for small messages, two calls each (the second
- * timed) for mid-sized ones, a call each for large ones (turn_at()).  A
+ * rounds.  Within a round the series take turns, so that a shared, noisy
+ * machine hits them alike: a block of calls each for small messages (the
+ * first series rotating from round to round), two calls each (the second
+ * timed) for mid-sized ones and a call each for large ones (turn_at()),
+ * in an order shuffled turn by turn (tune_order.h).  A
  * series' figure at a size is the median over
  * rounds of the median call of the round, each call timed alone after a
  * barrier and taken from the slowest rank, as braid-bench and
@@ -12,6 +13,7 @@
 #include <time.h>
 
 #include "tune.h"
+#include "tune_order.h"
 #include "util/stats.h"
 
 static double now_s(void)
@@ -250,8 +252,9 @@ static double time_round(tune_t *t, series_t *s, braid_coll_t coll,
 }
 
 /* Round r of every series that runs at size i, the series taking turns
- * (turn_at(): TURN_PAIR or TURN_CALL): each one's median timed call of the
- * slowest rank into its round_us[r]. */
+ * (turn_at(): TURN_PAIR or TURN_CALL) in an order shuffled turn by turn:
+ * each one's median timed call of the slowest rank into its
+ * round_us[r]. */
 static void time_round_turns(tune_t *t, sweep_t *sw, int i, int r, turn_t turn)
 {
     int order[TUNE_MAX_SERIES], m = 0, iters = iters_for(t, sw->size[i]);
@@ -266,9 +269,12 @@ static void time_round_turns(tune_t *t, sweep_t *sw, int i, int r, turn_t turn)
     for (int q = 0; q < m; q++)
         warm_up(t, &t->series[order[q]], sw->coll, sw->count[i], sw->size[i],
                 t->o.check && r == 0);
-    /* times[q * iters + c]: call c of the q-th series in turn */
-    for (int c = 0; c < iters; c++)
-        for (int q = 0; q < m; q++) {
+    /* times[q * iters + c]: call c of the series order[q] */
+    for (int c = 0; c < iters; c++) {
+        int perm[TUNE_MAX_SERIES];
+        tune_turn_order(perm, m, i, r, c);
+        for (int v = 0; v < m; v++) {
+            int            q = perm[v];
             series_t      *s = &t->series[order[q]];
             braid_status_t st;
             for (int u = 1; turn == TURN_PAIR && u < TURN_CALLS; u++) {
@@ -280,6 +286,7 @@ static void time_round_turns(tune_t *t, sweep_t *sw, int i, int r, turn_t turn)
             }
             t->times[q * iters + c] = timed_call(t, s, sw->coll, sw->count[i]);
         }
+    }
     slowest(t, m * iters);
     for (int q = 0; q < m; q++)
         sw->pt[i][order[q]].round_us[r] =

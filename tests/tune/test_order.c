@@ -1,0 +1,70 @@
+/* braid-tune's order of the series within a turn (tools/tune_order.h): a
+ * permutation, the same for the same turn (every rank computes it alone),
+ * and one that puts each series after every other one over a round's
+ * turns, where a fixed cycle would always give it the same predecessor. */
+#include <string.h>
+
+#include "../unit/check.h"
+#include "tune_order.h"
+
+#define M     7 /* braid-tune's series at a size: candidates + 3 */
+#define TURNS 200
+
+static int is_permutation(const int *perm, int m)
+{
+    int seen[M] = {0};
+    for (int v = 0; v < m; v++) {
+        if (perm[v] < 0 || perm[v] >= m || seen[perm[v]])
+            return 0;
+        seen[perm[v]] = 1;
+    }
+    return 1;
+}
+
+int main(void)
+{
+    int perm[M], again[M];
+
+    for (int m = 1; m <= M; m++)
+        for (int c = 0; c < 20; c++) {
+            tune_turn_order(perm, m, 3, 1, c);
+            CHECK(is_permutation(perm, m), "m %d turn %d: not a permutation",
+                  m, c);
+            tune_turn_order(again, m, 3, 1, c);
+            CHECK(memcmp(perm, again, (size_t)m * sizeof(int)) == 0,
+                  "m %d turn %d: two orders for one turn", m, c);
+        }
+
+    /* after[a][b]: turns in which series a ran right after series b */
+    int after[M][M] = {{0}}, first[M] = {0};
+    for (int c = 0; c < TURNS; c++) {
+        tune_turn_order(perm, M, 5, 0, c);
+        first[perm[0]]++;
+        for (int v = 1; v < M; v++)
+            after[perm[v]][perm[v - 1]]++;
+    }
+    for (int a = 0; a < M; a++) {
+        int most = 0;
+        for (int b = 0; b < M; b++) {
+            if (a != b)
+                CHECK(after[a][b] > 0,
+                      "series %d never ran after %d in %d turns", a, b, TURNS);
+            if (after[a][b] > most)
+                most = after[a][b];
+        }
+        /* about TURNS / M each way; a fixed cycle gives one b every turn */
+        CHECK(most < TURNS / 3, "series %d ran after one series in %d of %d",
+              a, most, TURNS);
+        CHECK(first[a] > 0, "series %d never ran first", a);
+    }
+
+    /* turns of other sizes and rounds are shuffled apart */
+    int differ = 0;
+    tune_turn_order(perm, M, 0, 0, 0);
+    for (int i = 1; i < 8; i++) {
+        tune_turn_order(again, M, i, 0, 0);
+        differ += memcmp(perm, again, sizeof(perm)) != 0;
+    }
+    CHECK(differ > 0, "the first turn's order is the same at every size");
+    return check_summary("test_order");
+}
