@@ -80,6 +80,7 @@ class Data:
         self.by_file = defaultdict(dict)
         self.files = 0
         self.ran = defaultdict(list)     # the candidate an auto series ran
+        self.ran_in = defaultdict(dict)  # key -> {file number: what it ran}
         self.est = {}                    # estimate of what ran (us)
         self.bytes = {}
 
@@ -105,6 +106,7 @@ class Data:
                 rounds or [float(r["time_us"])])
             if r.get("cand"):
                 self.ran[key].append(r["cand"])
+                self.ran_in[key][self.files] = r["cand"]
             if r.get("estimate_us"):
                 self.est[key] = float(r["estimate_us"])
             if r.get("bytes"):
@@ -125,6 +127,19 @@ class Data:
         a, b = self.by_file.get(key, {}), self.by_file.get(ref, {})
         r = [x / y for f in a if f in b and len(a[f]) == len(b[f])
              for x, y in zip(a[f], b[f]) if y > 0]
+        return statistics.median(r) if r else None
+
+    def pick(self, key, ref):
+        """The median over rounds of the forced time of the candidate key's
+        series ran in that round's file / ref's in the same round, or None:
+        the choice alone, round by round, whichever it made in each."""
+        coll, n, size, _ = key
+        r = []
+        for f, cand in self.ran_in.get(key, {}).items():
+            a = self.by_file.get((coll, n, size, cand), {}).get(f)
+            b = self.by_file.get(ref, {}).get(f)
+            if a and b and len(a) == len(b):
+                r += [x / y for x, y in zip(a, b) if y > 0]
         return statistics.median(r) if r else None
 
     def ran_name(self, key):
@@ -209,10 +224,11 @@ def gap(d):
     print("gap = auto / best - 1 (medians over rounds); tuned = the automatic "
           "choice with braid-tune's file;\nmodel = the automatic choice "
           "without online tuning (BRAID_ONLINE=off: the cost model's picks);"
-          "\npick = the candidate it ran, timed "
-          "forced in the same rounds, / best - 1: the choice alone, without "
-          "the\nnoise between the auto series and the forced ones (on a busy "
-          "machine the two differ by more\nthan the gap)")
+          "\npick = the candidate it ran in each round, timed "
+          "forced in that round, / best - 1, the median over rounds:\nthe "
+          "choice alone, without the noise between the auto series and the "
+          "forced ones (on a busy\nmachine the two differ by more than the "
+          "gap)")
     print(f"  {'coll':15} {'ranks':>5} {'size':>6} {'best':>16} "
           f"{'best us':>10} {'auto ran':>16} {'auto us':>10} {'gap':>7} "
           f"{'tuned ran':>16} {'tuned us':>10} {'gap':>7} "
@@ -244,11 +260,11 @@ def gap(d):
             line += (f" {d.ran_name((coll, n, size, s)):>16} {fmt_us(t):>10} "
                      f"{g:>+6.0%}{flag}")
         for s, _ in series:
-            ran = d.ran_name((coll, n, size, s)) if row.get(s) else None
-            tp = row.get(ran) if ran else None
-            if tp:
-                picks[s].append(tp / tb - 1)
-            line += f" {'-' if not tp else f'{tp / tb - 1:+.0%}':>6}"
+            p = (d.pick((coll, n, size, s), (coll, n, size, b))
+                 if row.get(s) else None)
+            if p is not None:
+                picks[s].append(p - 1)
+            line += f" {'-' if p is None else f'{p - 1:+.0%}':>6}"
         print(line)
     for s, limit in series:
         if any(k[3] == s for k in d.by_file):
