@@ -79,8 +79,7 @@ class Data:
         # round (paired()); times() is every round of every file.
         self.by_file = defaultdict(dict)
         self.files = 0
-        self.ran = defaultdict(list)     # the candidate an auto series ran
-        self.ran_in = defaultdict(dict)  # key -> {file number: what it ran}
+        self.ran = defaultdict(dict)  # key -> {file number: what it ran}
         self.est = {}                    # estimate of what ran (us)
         self.bytes = {}
 
@@ -105,8 +104,7 @@ class Data:
             self.by_file[key].setdefault(self.files, []).extend(
                 rounds or [float(r["time_us"])])
             if r.get("cand"):
-                self.ran[key].append(r["cand"])
-                self.ran_in[key][self.files] = r["cand"]
+                self.ran[key][self.files] = r["cand"]
             if r.get("estimate_us"):
                 self.est[key] = float(r["estimate_us"])
             if r.get("bytes"):
@@ -121,31 +119,32 @@ class Data:
         return [x for rounds in self.by_file.get(key, {}).values()
                 for x in rounds]
 
-    def paired(self, key, ref):
-        """The median over rounds of key's time / ref's in the same round
-        (the same file, the same round of it), or None without a pair."""
-        a, b = self.by_file.get(key, {}), self.by_file.get(ref, {})
+    def over_rounds(self, a, ref):
+        """The median over rounds of a's time / ref's in the same round
+        (the same file, the same round of it), or None without a pair;
+        a: {file number: its rounds}."""
+        b = self.by_file.get(ref, {})
         r = [x / y for f in a if f in b and len(a[f]) == len(b[f])
              for x, y in zip(a[f], b[f]) if y > 0]
         return statistics.median(r) if r else None
 
+    def paired(self, key, ref):
+        """key's series over ref's, round by round (over_rounds)."""
+        return self.over_rounds(self.by_file.get(key, {}), ref)
+
     def pick(self, key, ref):
-        """The median over rounds of the forced time of the candidate key's
-        series ran in that round's file / ref's in the same round, or None:
-        the choice alone, round by round, whichever it made in each."""
+        """The forced series of the candidate key's series ran in each
+        round's file over ref's, round by round (over_rounds): the choice
+        alone, whichever it made in each round."""
         coll, n, size, _ = key
-        r = []
-        for f, cand in self.ran_in.get(key, {}).items():
-            a = self.by_file.get((coll, n, size, cand), {}).get(f)
-            b = self.by_file.get(ref, {}).get(f)
-            if a and b and len(a) == len(b):
-                r += [x / y for x, y in zip(a, b) if y > 0]
-        return statistics.median(r) if r else None
+        a = {f: self.by_file.get((coll, n, size, cand), {}).get(f)
+             for f, cand in self.ran.get(key, {}).items()}
+        return self.over_rounds({f: v for f, v in a.items() if v}, ref)
 
     def ran_name(self, key):
         """The candidate a series ran most often; of a tie, the one it ran
         first (the same on every run of the report)."""
-        v = self.ran.get(key)
+        v = list(self.ran.get(key, {}).values())
         return max(v, key=v.count) if v else key[3]
 
     def points(self):

@@ -261,11 +261,9 @@ static void time_round_turns(tune_t *t, sweep_t *sw, int i, int r, turn_t turn)
     int least = t->o.iters < TURN_MIN_ITERS ? t->o.iters : TURN_MIN_ITERS;
     if (turn == TURN_PAIR && iters < least)
         iters = least;
-    for (int j = 0; j < t->nseries; j++) {
-        int k = (j + r) % t->nseries;
+    for (int k = 0; k < t->nseries; k++)
         if (sw->pt[i][k].state == POINT_OK)
             order[m++] = k;
-    }
     for (int q = 0; q < m; q++)
         warm_up(t, &t->series[order[q]], sw->coll, sw->count[i], sw->size[i],
                 t->o.check && r == 0);

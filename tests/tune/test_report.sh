@@ -17,9 +17,8 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # the candidate it ran most often (a tie: b) against the medians, it would
 # read b's median 195 us over a's 100: +95%.
 for r in 1 2 3 4; do
-  b=90 ran=b@shm
-  [ "$r" -gt 2 ] && b=300 ran=a@shm
-  t=$([ "$ran" = b@shm ] && echo 90 || echo 100)
+  b=90 ran=b@shm t=90
+  [ "$r" -gt 2 ] && b=300 ran=a@shm t=100
   {
     echo "coll,nranks,nnodes,topo,size,bytes,series,cand,time_us,estimate_us,algbw_gbps,busbw_gbps,state,rounds_us"
     echo "allgather,2,1,single,1048576,524288,a@shm,a@shm,100,100,0,0,ok,100"
