@@ -55,6 +55,7 @@ typedef struct {
     FILE         *csv_out;  /* rank 0: where CSV rows go, or NULL */
     int           batch;    /* time back-to-back batches, not single calls */
     int           cuda;     /* -M cuda: the call's buffers are device memory */
+    int           shared;   /* -M braid: buffers from braid_mem_alloc */
     int           sizes;    /* --sizes: print the sweep's sizes, run nothing */
 } opts_t;
 
@@ -125,9 +126,10 @@ static void usage(FILE *f)
         "                       ranks aligned by a barrier first; batch:\n"
         "                       %d batches of -n calls back to back, time\n"
         "                       per call of each batch\n"
-        "  -M, --memory MEM     host (default) or cuda: buffers in CUDA "
-        "device\n"
-        "                       memory (the device of the local rank)\n"
+        "  -M, --memory MEM     host (default): buffers from malloc;\n"
+        "                       braid: from braid_mem_alloc (peers on the\n"
+        "                       host map them); cuda: CUDA device memory\n"
+        "                       (the device of the local rank)\n"
         "      --csv [FILE]     CSV rows: on stdout instead of the table, or\n"
         "                       into FILE (rank 0) next to the table\n"
         "      --sizes          print the sizes -b, -e and -f sweep, one a\n"
@@ -307,12 +309,13 @@ static void parse_opts(int argc, char **argv, opts_t *o)
                 bad_usage("bad --timing '%s' (percall or batch)", optarg);
             break;
         case 'M':
-            if (strcmp(optarg, "host") == 0)
-                o->cuda = 0;
-            else if (strcmp(optarg, "cuda") == 0)
+            o->cuda = o->shared = 0;
+            if (strcmp(optarg, "cuda") == 0)
                 o->cuda = 1;
-            else
-                bad_usage("bad -M memory '%s' (host or cuda)", optarg);
+            else if (strcmp(optarg, "braid") == 0)
+                o->shared = 1;
+            else if (strcmp(optarg, "host") != 0)
+                bad_usage("bad -M memory '%s' (host, braid or cuda)", optarg);
             break;
         case 'Z': o->sizes = 1; break;
         case 'h': usage(stdout); exit(0);
@@ -721,6 +724,9 @@ static void print_header(const opts_t *o, const bench_t *b)
     if (o->cuda)
         printf("#  buffers in CUDA device memory (rank 0: device %d)\n",
                cm_device());
+    if (o->shared)
+        printf("#  buffers from braid_mem_alloc (peers on the host map "
+               "them)\n");
     char topo[512];
     if (braid_comm_topology(b->comm, topo, sizeof(topo)) == BRAID_OK)
         printf("#  topology: %s\n", topo);
@@ -912,8 +918,14 @@ int main(int argc, char **argv)
     }
     size_t cap = shape_of(&o, &b, o.maxbytes).bytes + 64;
     b.cap      = cap;
-    b.sbuf     = malloc(cap);
-    b.rbuf     = malloc(cap);
+    if (o.shared) {
+        if ((st = braid_mem_alloc(cap, (void **)&b.sbuf)) != BRAID_OK ||
+            (st = braid_mem_alloc(cap, (void **)&b.rbuf)) != BRAID_OK)
+            die(&b, st, "braid_mem_alloc");
+    } else {
+        b.sbuf = malloc(cap);
+        b.rbuf = malloc(cap);
+    }
     if (o.cuda && (cm_alloc((void **)&b.dsbuf, cap, why, sizeof(why)) ||
                    cm_alloc((void **)&b.drbuf, cap, why, sizeof(why))))
         die_cuda(&b, why);
@@ -961,8 +973,13 @@ int main(int argc, char **argv)
                 strerror(errno));
         return 2;
     }
-    free(b.sbuf);
-    free(b.rbuf);
+    if (o.shared) {
+        braid_mem_free(b.sbuf);
+        braid_mem_free(b.rbuf);
+    } else {
+        free(b.sbuf);
+        free(b.rbuf);
+    }
     cm_free(b.dsbuf);
     cm_free(b.drbuf);
     free(b.times);

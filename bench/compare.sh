@@ -28,6 +28,11 @@
 #   MPI=0|1 GLOO=0|1   time Open MPI, Gloo [1, 1]
 #   ALONE=0|1          time the automatic choice alone (series 'alone') [1]
 #   PRUNE=F            braid-tune --prune F (0: every candidate everywhere) [0]
+#   MEM=braid|host     the buffers: braid: each library's own allocator
+#                      (braid_mem_alloc for braid, MPI_Alloc_mem for Open
+#                      MPI; torch's tensors for Gloo), as an application
+#                      that follows each library's advice; host: malloc
+#                      for braid and Open MPI [braid]
 #   QUICK=1            a smoke run: 2 ranks, all-reduce 8 B-4 KiB, reduce_scatter
 #                      and allgather at 64 KiB, one round of 5 calls, Gloo's
 #                      all-reduce only (each torch job takes seconds to start)
@@ -47,7 +52,12 @@ fi
 rounds=${ROUNDS:-3} ar=(${AR:-8 256M 4}) rsag=(${RSAG:-1M 256M 16})
 iters=${ITERS:-20} tune=${TUNE:-1} mpi=${MPI:-1} gloo=${GLOO:-1}
 alone=${ALONE:-1} small=${SMALL_ROUNDS:-5} small_max=${SMALL_MAX:-256K}
-prune=${PRUNE:-0}
+prune=${PRUNE:-0} mem=${MEM:-braid}
+case $mem in
+  braid) bmem=braid mmem=mpi ;;
+  host) bmem=host mmem=host ;;
+  *) echo "compare.sh: MEM='$mem': expected braid or host" >&2; exit 2 ;;
+esac
 out=${OUT:-compare-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
@@ -79,7 +89,8 @@ braid_tune() {
   local n=$1 colls=$2 lo=$3 hi=$4 f=$5 r=$6; shift 6
   local sr=$((r * small > 32 ? 32 : r * small))
   run "$braidrun" -n "$n" "$tunebin" -q -C "$colls" -b "$lo" -e "$hi" -f "$f" \
-      -n "$iters" --prune "$prune" -r "$r" --small-rounds "$sr" --small-max "$small_max" "$@"
+      -n "$iters" --prune "$prune" -r "$r" --small-rounds "$sr" --small-max "$small_max" \
+      --memory "$bmem" "$@"
 }
 
 # Where the hypervisor has the first two CPUs at this moment: braid-ring-
@@ -129,11 +140,11 @@ alone_and_mpi() {
         rm -f "$tmp"
         if [ "$who" = alone ] && [ "$alone" = 1 ]; then
           run "$braidrun" -n "$n" "$benchbin" -C $c -b "$s" -e "$s" \
-            -n "$iters" -w "$w" -c 0 -i 0 --csv "$tmp" &&
+            -n "$iters" -w "$w" -c 0 -i 0 -M "$bmem" --csv "$tmp" &&
             add_rows "$out/alone-n$n-r$r-$c.csv" "$tmp"
         elif [ "$who" = mpi ] && [ "$mpi" = 1 ]; then
           run mpirun --allow-run-as-root --oversubscribe -np "$n" "$mpibench" \
-            -C $c -b "$s" -e "$s" -n "$iters" -w "$w" -a 1 -o "$tmp" &&
+            -C $c -b "$s" -e "$s" -n "$iters" -w "$w" -a 1 -M "$mmem" -o "$tmp" &&
             add_rows "$out/mpi-n$n-r$r-$c.csv" "$tmp"
         fi
       done
@@ -193,7 +204,7 @@ for f in "$out"/alone-*.csv; do
 done
 [ ${#csvs[@]} -gt 0 ] || { echo "compare.sh: nothing was measured (see $log)" >&2; exit 1; }
 {
-  echo "# bench/compare.sh $build $ranks (ROUNDS=$rounds SMALL_ROUNDS=$small SMALL_MAX=$small_max AR='${ar[*]}' RSAG='${rsag[*]}' ITERS=$iters TUNE=$tune PRUNE=$prune ALONE=$alone) on $(hostname), $(date '+%Y-%m-%d %H:%M')"
+  echo "# bench/compare.sh $build $ranks (ROUNDS=$rounds SMALL_ROUNDS=$small SMALL_MAX=$small_max AR='${ar[*]}' RSAG='${rsag[*]}' ITERS=$iters TUNE=$tune PRUNE=$prune ALONE=$alone MEM=$mem) on $(hostname), $(date '+%Y-%m-%d %H:%M')"
   echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
   [ -s "$out/placement.txt" ] &&
     echo "# CPU placement before each series (braid-ring-floor -s 8 shared/alone; ~1: a shared cache, >= 3: none): $(paste -sd, "$out/placement.txt" | sed 's/,/, /g')"

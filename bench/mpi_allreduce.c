@@ -46,6 +46,7 @@ int main(int argc, char **argv)
 {
     size_t minb = 8, maxb = 64u << 20;
     int    factor = 2, iters = 20, warmup = 5, batch = 0, bad = 0, adapt = 0;
+    int    alloc_mem = 0; /* -M mpi: buffers from MPI_Alloc_mem */
     const char *coll = "allreduce", *csv = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-b"))
@@ -63,7 +64,10 @@ int main(int argc, char **argv)
             bad |= !batch && strcmp(argv[i + 1], "percall");
         } else if (!strcmp(argv[i], "-a"))
             adapt = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "-o"))
+        else if (!strcmp(argv[i], "-M")) {
+            alloc_mem = !strcmp(argv[i + 1], "mpi");
+            bad |= !alloc_mem && strcmp(argv[i + 1], "host");
+        } else if (!strcmp(argv[i], "-o"))
             csv = argv[i + 1];
         else if (!strcmp(argv[i], "-C")) {
             coll = argv[i + 1];
@@ -73,17 +77,29 @@ int main(int argc, char **argv)
             bad = 1;
     }
     if (bad || factor < 2 || iters < 1 || minb < 4 || maxb < minb) {
-        fprintf(stderr,
-                "usage: mpi-allreduce-bench [-b min] [-e max] [-f factor>=2] "
-                "[-n iters] [-w warmup] [-t percall|batch] [-a 0|1] [-C "
-                "allreduce|reduce_scatter|allgather] [-o csv]\n");
+        fprintf(
+            stderr,
+            "usage: mpi-allreduce-bench [-b min] [-e max] [-f factor>=2] "
+            "[-n iters] [-w warmup] [-t percall|batch] [-a 0|1] [-C "
+            "allreduce|reduce_scatter|allgather] [-M host|mpi] [-o csv]\n");
         return 2;
     }
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    float  *send = malloc(maxb), *recv = malloc(maxb);
+    /* -M mpi: the library's own allocator, as braid-bench -M braid takes
+     * braid's: each library with the memory it offers for its buffers. */
+    float *send = NULL, *recv = NULL;
+    if (alloc_mem) {
+        if (MPI_Alloc_mem((MPI_Aint)maxb, MPI_INFO_NULL, &send) !=
+                MPI_SUCCESS ||
+            MPI_Alloc_mem((MPI_Aint)maxb, MPI_INFO_NULL, &recv) != MPI_SUCCESS)
+            MPI_Abort(MPI_COMM_WORLD, 1);
+    } else {
+        send = malloc(maxb);
+        recv = malloc(maxb);
+    }
     int     nt    = batch ? BATCHES : iters;
     double *times = malloc(sizeof(double) * (size_t)nt);
     double *tmax  = malloc(sizeof(double) * (size_t)nt);
@@ -170,8 +186,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "mpi-allreduce-bench: -o %s: cannot write\n", csv);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    free(send);
-    free(recv);
+    if (alloc_mem) {
+        MPI_Free_mem(send);
+        MPI_Free_mem(recv);
+    } else {
+        free(send);
+        free(recv);
+    }
     free(times);
     free(tmax);
     MPI_Finalize();

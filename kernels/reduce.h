@@ -23,6 +23,9 @@ void braid_kernel_reduce2(void *dst, const void *a, const void *b,
 void braid_kernel_finish_avg(void *buf, size_t count, braid_dtype_t dtype,
                              braid_op_t op, int n);
 
+/* dst = src, n bytes; stream 1: streaming stores, fenced (copy.c). */
+void braid_kernel_copy(void *dst, const void *src, size_t n, int stream);
+
 /* Scalar reference of braid_kernel_reduce2, for tests. */
 void braid_kernel_reduce2_ref(void *dst, const void *a, const void *b,
                               size_t count, braid_dtype_t dtype,

@@ -64,6 +64,9 @@ static void usage(FILE *f)
         "                       before (default 0: never)\n"
         "  -c, --check 0/1      verify each series' first call at each size\n"
         "                       (default 1)\n"
+        "      --memory MEM     host (default): buffers from malloc; braid:\n"
+        "                       from braid_mem_alloc (peers on the host map\n"
+        "                       them)\n"
         "  -q, --quiet          no progress lines and no table\n"
         "size is the larger buffer, as in braid-bench (allgather: the "
         "received\n"
@@ -151,6 +154,7 @@ static void parse_opts(opts_t *o, int argc, char **argv)
         {"prune", required_argument, NULL, 'P'},
         {"check", required_argument, NULL, 'c'},
         {"quiet", no_argument, NULL, 'q'},
+        {"memory", required_argument, NULL, 'Y'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -185,6 +189,11 @@ static void parse_opts(opts_t *o, int argc, char **argv)
         }
         case 'c': o->check = parse_int(optarg, 0, 1, "bad -c"); break;
         case 'q': o->quiet = 1; break;
+        case 'Y':
+            if (strcmp(optarg, "braid") != 0 && strcmp(optarg, "host") != 0)
+                bad_usage("bad --memory (host or braid)", optarg);
+            o->shared = strcmp(optarg, "braid") == 0;
+            break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(2);
         }
@@ -354,12 +363,20 @@ int main(int argc, char **argv)
     t.size          = t.world->size;
     size_t cap      = t.o.maxbytes;
     int    maxiters = t.o.iters > 3 ? t.o.iters : 3;
-    t.sbuf          = malloc(cap ? cap : 1);
-    t.rbuf          = malloc(cap ? cap : 1);
+    if (t.o.shared) {
+        if ((st = braid_mem_alloc(cap ? cap : 1, (void **)&t.sbuf)) !=
+                BRAID_OK ||
+            (st = braid_mem_alloc(cap ? cap : 1, (void **)&t.rbuf)) !=
+                BRAID_OK)
+            die(st, "braid_mem_alloc");
+    } else {
+        t.sbuf = malloc(cap ? cap : 1);
+        t.rbuf = malloc(cap ? cap : 1);
+    }
     /* a round's calls of every series (tune_run.c, call by call) */
-    size_t ntimes   = (size_t)maxiters * TUNE_MAX_SERIES;
-    t.times         = calloc(ntimes, sizeof(double));
-    t.tmax          = calloc(ntimes, sizeof(double));
+    size_t ntimes = (size_t)maxiters * TUNE_MAX_SERIES;
+    t.times       = calloc(ntimes, sizeof(double));
+    t.tmax        = calloc(ntimes, sizeof(double));
     if (t.sbuf == NULL || t.rbuf == NULL || t.times == NULL || t.tmax == NULL)
         die(BRAID_ERR_NO_MEMORY, "buffers");
     /* Every byte written once, checked or not (-c 0): a buffer only read
@@ -410,8 +427,13 @@ int main(int argc, char **argv)
     for (int k = 0; k < t.nseries; k++)
         braid_finalize(t.series[k].comm);
     free(sw);
-    free(t.sbuf);
-    free(t.rbuf);
+    if (t.o.shared) {
+        braid_mem_free(t.sbuf);
+        braid_mem_free(t.rbuf);
+    } else {
+        free(t.sbuf);
+        free(t.rbuf);
+    }
     free(t.times);
     free(t.tmax);
     if ((st = braid_finalize(t.world)) != BRAID_OK)

@@ -67,6 +67,7 @@ typedef struct opts {
     double      prune;         /* --prune F (0: off) */
     int         check;         /* verify the first call of every point */
     int         quiet;         /* -q */
+    int         shared;        /* --memory braid: buffers of braid_mem_alloc */
     char        command[1024]; /* how we were run, for the file's header */
 } opts_t;
 

@@ -1,11 +1,13 @@
 /* The services the core hands to plugins: logging, errors, kernels, clock,
- * who shares a CPU, the sleep setting of the core's waiting policy, and the
- * machinery algorithms share (core/algo). */
+ * who shares a CPU, the sleep setting of the core's waiting policy, the
+ * machinery algorithms share (core/algo), and the allocations peers can map
+ * (core/mem). */
 #include <string.h>
 
 #include "algo/res.h"
 #include "kernels/reduce.h"
 #include "loader/loader.h"
+#include "mem/mem.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -61,23 +63,25 @@ static unsigned services_sleep_polls(void)
 }
 
 const braid_services_t braid_services = {
-    .struct_size = sizeof(braid_services_t),
-    .log         = braid_services_log,
-    .error       = braid_services_error,
-    .reduce      = braid_kernel_reduce,
-    .reduce2     = braid_kernel_reduce2,
-    .finish_avg  = braid_kernel_finish_avg,
-    .timeout_s   = braid_timeout_s,
-    .now         = braid_now_s,
-    .cpu_mates   = braid_cpu_mates,
-    .sleep_polls = services_sleep_polls,
-    .state_get   = braid_state_get,
-    .state_put   = braid_state_put,
-    .scratch_get = braid_scratch_get,
-    .scratch_put = braid_scratch_put,
-    .area_get    = braid_area_get,
-    .reqs_test   = braid_reqs_test,
-    .reqs_cancel = braid_reqs_cancel,
+    .struct_size     = sizeof(braid_services_t),
+    .log             = braid_services_log,
+    .error           = braid_services_error,
+    .reduce          = braid_kernel_reduce,
+    .reduce2         = braid_kernel_reduce2,
+    .finish_avg      = braid_kernel_finish_avg,
+    .timeout_s       = braid_timeout_s,
+    .now             = braid_now_s,
+    .cpu_mates       = braid_cpu_mates,
+    .sleep_polls     = services_sleep_polls,
+    .state_get       = braid_state_get,
+    .state_put       = braid_state_put,
+    .scratch_get     = braid_scratch_get,
+    .scratch_put     = braid_scratch_put,
+    .area_get        = braid_area_get,
+    .reqs_test       = braid_reqs_test,
+    .reqs_cancel     = braid_reqs_cancel,
+    .mem_shared_find = braid_mem_shared_find,
+    .copy            = braid_kernel_copy,
 };
 
 const braid_services_t *braid_core_services(void) { return &braid_services; }

@@ -130,6 +130,17 @@ struct braid_task;
  * buffer, the registered area).  Opaque; reached through task->res. */
 typedef struct braid_res braid_res_t;
 
+/* One allocation of braid_mem_alloc holding a buffer (svc->mem_shared_find):
+ * the memfd that backs it in this process, the file's inode (which tells a
+ * duplicate of the fd taken by a peer from another file that got the same
+ * number since), and where the buffer starts in it. */
+typedef struct braid_mem_shared {
+    int      fd;
+    uint64_t ino;
+    uint64_t off; /* of the buffer, from the start of the file */
+    uint64_t len; /* of the file, bytes (whole pages) */
+} braid_mem_shared_t;
+
 /* Handed by the core to every plugin entry point. */
 typedef struct braid_services {
     uint32_t struct_size;
@@ -217,6 +228,21 @@ typedef struct braid_services {
     braid_status_t (*reqs_test)(struct braid_task *task, braid_treq_t *reqs,
                                 int n, int *ndone);
     void (*reqs_cancel)(struct braid_task *task, braid_treq_t *reqs, int n);
+
+    /* Revision 3 (check BRAID_HAS(svc, braid_services_t, copy) first).
+     * mem_shared_find: 1, and *out filled, when [ptr, ptr + len) lies
+     * inside one live allocation of braid_mem_alloc, a memfd mapped shared,
+     * which a peer allowed to read this process's memory can map from
+     * out->fd (pidfd_getfd); else 0.  The allocation may be freed after the
+     * call returns: a transport that maps it holds on to the file, not to
+     * this answer. */
+    int (*mem_shared_find)(const void *ptr, size_t len,
+                           braid_mem_shared_t *out);
+    /* dst = src, n bytes.  stream 1: with streaming (non-temporal) stores
+     * where the CPU has them, for data nobody reads again soon (the
+     * destination's lines are neither read first nor left in the cache);
+     * fenced before it returns. */
+    void (*copy)(void *dst, const void *src, size_t n, int stream);
 } braid_services_t;
 
 /* The services include revision 2's machinery (above); the reason a

@@ -225,6 +225,9 @@ braid_status_t braid_shm_cma_setup(braid_shm_comm_t *comm)
         return st;
     if (parse != BRAID_OK)
         return parse;
+    if (comm->cma_ok)
+        comm->map_ok =
+            braid_shm_map_probe(comm, comm->map_why, sizeof(comm->map_why));
     if (!comm->cma_ok) {
         braid_shm_cma_release(comm);
         if (mode == CMA_ON)
@@ -238,6 +241,8 @@ braid_status_t braid_shm_cma_setup(braid_shm_comm_t *comm)
 
 void braid_shm_cma_release(braid_shm_comm_t *comm)
 {
+    braid_shm_map_release(comm);
+    comm->map_ok = 0;
     if (comm->cma_pidfd != NULL)
         for (int p = 0; p < comm->size; p++)
             if (comm->cma_pidfd[p] >= 0)
@@ -258,19 +263,23 @@ braid_status_t braid_shm_get_link(void *tcomm, double *alpha_us,
     }
     *alpha_us  = GET_ALPHA_US;
     *beta_gbps = GET_BETA_GBPS;
-    snprintf(why, why_len, "cross-memory attach (process_vm_readv)");
+    snprintf(why, why_len, "cross-memory attach (process_vm_readv)%s%s",
+             comm->map_ok ? "; braid_mem_alloc buffers mapped (pidfd_getfd)"
+                          : "; braid_mem_alloc buffers not mapped: ",
+             comm->map_ok ? "" : comm->map_why);
     return BRAID_OK;
 }
 
-/* Nothing to register: peers read by address. */
+/* Nothing to register: peers read by address, or map a braid_mem_alloc
+ * buffer's file (mapped.c). */
 braid_status_t braid_shm_mem_expose(void *tcomm, const void *buf, size_t len,
                                     braid_rkey_t *key, void **handle)
 {
-    (void)tcomm;
     memset(key, 0, sizeof(*key));
     key->addr = (uint64_t)(uintptr_t)buf;
     key->len  = (uint64_t)len;
     *handle   = NULL;
+    braid_shm_map_key(tcomm, buf, len, key);
     return BRAID_OK;
 }
 
@@ -309,6 +318,12 @@ braid_status_t braid_shm_get(void *tcomm, int peer, const braid_rkey_t *key,
                                 "%llu bytes it exposed (or no such peer)",
                                 comm->rank, len, off, peer,
                                 key ? (unsigned long long)key->len : 0ull);
+    braid_status_t st;
+    if (braid_shm_map_get(comm, peer, key, off, dst, len, &st)) {
+        if (st != BRAID_OK)
+            return st;
+        goto check;
+    }
     size_t done = 0;
     while (done < len) {
         struct iovec local  = {(char *)dst + done, len - done};
@@ -336,6 +351,7 @@ braid_status_t braid_shm_get(void *tcomm, int peer, const braid_rkey_t *key,
         }
         done += (size_t)n;
     }
+check:
     if (peer_exited(comm, peer))
         return comm->svc->error(BRAID_ERR_PEER,
                                 "shm: rank %d: rank %d (pid "

@@ -202,6 +202,17 @@ typedef struct braid_shm_rmem {
     braid_shm_segset_t     set;
 } braid_shm_rmem_t;
 
+/* A peer's braid_mem_alloc file mapped here (mapped.c). */
+#define BRAID_SHM_MAPS 16
+typedef struct braid_shm_map {
+    int         peer;
+    int         fd; /* its number in the peer */
+    uint64_t    ino;
+    const char *base;
+    size_t      len;
+    uint64_t    used; /* map_clock at the last get: the oldest goes first */
+} braid_shm_map_t;
+
 struct braid_shm_comm {
     const braid_services_t *svc; /* the core's, valid for the process */
     /* a copy: the caller's struct may be temporary */
@@ -233,6 +244,14 @@ struct braid_shm_comm {
     char     cma_why[160];
     int64_t *cma_pid;   /* [size] */
     int     *cma_pidfd; /* [size] */
+    /* Mapped reads of braid_mem_alloc buffers (mapped.c): whether this
+     * rank may take its peers' fds (why not, if not), and the peers'
+     * files it maps. */
+    int             map_ok;
+    char            map_why[160];
+    braid_shm_map_t maps[BRAID_SHM_MAPS];
+    int             nmaps;
+    uint64_t        map_clock;
 };
 
 extern const braid_transport_t braid_shm_transport;
@@ -310,6 +329,21 @@ void           braid_shm_mem_unexpose(void *tcomm, void *handle);
 braid_status_t braid_shm_get(void *tcomm, int peer, const braid_rkey_t *key,
                              size_t off, void *dst, size_t len,
                              braid_treq_t *req);
+
+/* mapped.c: single-copy reads of braid_mem_alloc buffers from a mapping. */
+/* 1 when this rank may take every peer's fds (pidfd_getfd), else 0 and why;
+ * after braid_shm_cma_setup found the cma path. */
+int  braid_shm_map_probe(braid_shm_comm_t *comm, char *why, size_t why_len);
+void braid_shm_map_release(braid_shm_comm_t *comm);
+/* Marks *key (already filled for process_vm_readv) mappable when buf lies
+ * in a braid_mem_alloc allocation. */
+void braid_shm_map_key(braid_shm_comm_t *comm, const void *buf, size_t len,
+                       braid_rkey_t *key);
+/* Reads as get does from a mappable key: 1 when it did (or failed, *st),
+ * 0 when the key is not mappable here (read it through the kernel). */
+int braid_shm_map_get(braid_shm_comm_t *comm, int peer,
+                      const braid_rkey_t *key, size_t off, void *dst,
+                      size_t len, braid_status_t *st);
 
 /* rma.c */
 braid_status_t braid_shm_mem_alloc(void *tcomm, size_t len, braid_rmem_t *mem);

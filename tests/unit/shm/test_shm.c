@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -775,6 +776,96 @@ static void test_get(th_rank_t *r, void *tc)
     free(got);
 }
 
+/* Reads of buffers from braid_mem_alloc come from the owner's file mapped
+ * by the reader, not through process_vm_readv: the owner takes its own
+ * access to the buffer away (PROT_NONE, which process_vm_readv obeys) and
+ * its peers still read every range right, where a get from a private
+ * buffer so protected fails.  Two rounds: the second allocation likely
+ * takes the first one's fd number, and must not be read through the first
+ * one's mapping (a new inode). */
+static void get_protected(th_rank_t *r, void *tc, unsigned char *mine,
+                          size_t len, int round, int mapped)
+{
+    const braid_transport_t   *tl  = r->tl;
+    const int                  n   = r->size;
+    unsigned char             *got = malloc(len);
+    braid_rkey_t               key, *keys = calloc((size_t)n, sizeof(key));
+    void                      *handle = NULL;
+    braid_treq_t               req;
+    static const unsigned char zero[BRAID_RKEY_BYTES];
+
+    fill(mine, len, r->rank, round, 5);
+    TH_CHECK(tl->mem_expose(tc, mine, len, &key, &handle) == BRAID_OK,
+             "mem_expose");
+    TH_CHECK((memcmp(key.key, zero, sizeof(zero)) != 0) == mapped,
+             "the key %s mappable", mapped ? "is" : "is not");
+    TH_CHECK(r->oob.allgather(r->oob.ctx, &key, keys, sizeof(key)) == BRAID_OK,
+             "key exchange");
+    TH_CHECK(mprotect(mine, len, PROT_NONE) == 0, "mprotect");
+    th_barrier(r);
+    static const size_t offs[][2] = {
+        {0, 1}, {4095, 2}, {12345, 700000}, {0, (size_t)3 << 20}};
+    for (int k = 1; k < n; k++) {
+        int peer = (r->rank + k) % n;
+        for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+            size_t off = offs[i][0], cnt = offs[i][1];
+            memset(got, 0, cnt);
+            braid_status_t st =
+                tl->get(tc, peer, &keys[peer], off, got, cnt, &req);
+            if (!mapped) {
+                TH_CHECK(st == BRAID_ERR_TRANSPORT,
+                         "a get from %d's protected private buffer fails "
+                         "(%s)",
+                         peer, braid_status_str(st));
+                break;
+            }
+            TH_CHECK(st == BRAID_OK, "round %d: get %zu at %zu from %d: %s",
+                     round, cnt, off, peer, th_last_error());
+            for (size_t b = 0; b < cnt; b++)
+                if (got[b] != pattern(peer, round, 5, off + b)) {
+                    TH_CHECK(0,
+                             "round %d: mapped get from %d: byte %zu of "
+                             "%zu at %zu wrong",
+                             round, peer, b, cnt, off);
+                    break;
+                }
+        }
+    }
+    th_barrier(r); /* nobody reads `mine` any more */
+    TH_CHECK(mprotect(mine, len, PROT_READ | PROT_WRITE) == 0, "mprotect");
+    tl->mem_unexpose(tc, handle);
+    free(keys);
+    free(got);
+}
+
+static void test_get_mapped(th_rank_t *r, void *tc)
+{
+    const size_t len = (size_t)3 << 20;
+    double       alpha, beta;
+    char         why[160] = "";
+
+    TH_CHECK(r->tl->get_link(tc, &alpha, &beta, why, sizeof(why)) ==
+                     BRAID_OK &&
+                 strstr(why, "braid_mem_alloc buffers mapped") != NULL,
+             "the get path maps braid_mem_alloc buffers: %s", why);
+    for (int round = 0; round < 2; round++) {
+        unsigned char *mine = NULL;
+        TH_CHECK(braid_mem_alloc(len, (void **)&mine) == BRAID_OK,
+                 "braid_mem_alloc: %s", th_last_error());
+        if (mine == NULL)
+            return;
+        get_protected(r, tc, mine, len, round, 1);
+        TH_CHECK(braid_mem_free(mine) == BRAID_OK, "braid_mem_free");
+    }
+    unsigned char *priv = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    TH_CHECK(priv != MAP_FAILED, "mmap");
+    if (priv != MAP_FAILED) {
+        get_protected(r, tc, priv, len, 2, 0);
+        munmap(priv, len);
+    }
+}
+
 /* Without the get path (BRAID_SHM_CMA=off, or the kernel refusing: both
  * ranks non-dumpable and without CAP_SYS_PTRACE), every rank agrees there
  * is none, says why, and get refuses; a malformed BRAID_SHM_CMA fails
@@ -893,6 +984,7 @@ static int scenario(th_rank_t *r, void *arg)
     test_put_signal(r, tc);
     test_mem_peer(r, tc);
     test_get(r, tc);
+    test_get_mapped(r, tc);
     test_zero_and_inline(r, tc);
     test_all_pairs(r, tc);
     test_reverse_order(r, tc, 1);
