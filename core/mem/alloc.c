@@ -3,7 +3,7 @@
  * A user buffer from malloc lives in this process's private pages, so a
  * peer reads it only through the kernel (process_vm_readv), which pins
  * every 4 KiB page it copies; at a few GB/s that pinning, not the copy,
- * bounds the single-copy path (docs/performance.md, "Buffers peers can
+ * bounds the single-copy path (docs/performance.md, "buffers peers can
  * map").  An allocation here is a memfd mapped shared: a peer that may
  * read this process's memory anyway (the same ptrace check as
  * process_vm_readv) takes a duplicate of the fd (pidfd_getfd) once and

@@ -187,12 +187,13 @@ braid_status_t braid_wait(braid_request_t *req);
  * (as ncclMemAlloc or MPI_Alloc_mem).  Any buffer works with any call;
  * send and receive buffers from here let the shared-memory transport's
  * single-copy reads copy from the peer's pages directly, where a buffer
- * from malloc is read through the kernel (process_vm_readv), several
- * times slower per byte (docs/performance.md, "Buffers peers can map").
+ * from malloc is read through the kernel (process_vm_readv), which pins
+ * every page it copies (docs/performance.md, "buffers peers can map").
  * Needs no communicator; any thread.  bytes 0 gives *ptr NULL.  The
- * memory is zero-filled, whole pages, shared with the processes that map
- * it: not inherited as a private copy by fork.  braid_mem_free takes only
- * what braid_mem_alloc returned (NULL is fine). */
+ * memory is zero-filled, in whole pages, and mapped shared: a child made
+ * by fork shares it with its parent instead of getting a copy.
+ * braid_mem_free takes only what braid_mem_alloc returned (NULL is
+ * fine). */
 braid_status_t braid_mem_alloc(size_t bytes, void **ptr);
 braid_status_t braid_mem_free(void *ptr);
 

@@ -4,7 +4,7 @@
  * process_vm_readv pins every page it copies, one 4 KiB page at a time
  * for a buffer from malloc, and that pinning bounds the single-copy path
  * well below what a user-space copy reaches (docs/performance.md,
- * "Buffers peers can map").  A buffer that braid_mem_alloc gave lives in
+ * "buffers peers can map").  A buffer that braid_mem_alloc gave lives in
  * a memfd mapped shared; mem_expose puts the memfd's number and inode in
  * the key, and the first get from it takes a duplicate of the fd from the
  * owner (pidfd_getfd, allowed exactly where process_vm_readv is: the same
