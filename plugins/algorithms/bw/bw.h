@@ -131,9 +131,6 @@ void           braid_bw_priv_free(braid_task_t *task);
 /* What a call with one rank (or nothing to move) leaves: the own
  * contribution copied to its place, avg over one rank. */
 void braid_bw_local_result(braid_task_t *task);
-/* Copy for data that will not be read again soon: streaming stores above
- * a size (the destination's lines are not read first, and do not evict
- * what the next chunk needs). */
 /* The flag word at byte off of this rank's registered area (acquire: the
  * data put before it is visible once it is). */
 static inline uint64_t braid_bw_flag_at(const braid_rmem_t *mem, size_t off)
@@ -142,7 +139,6 @@ static inline uint64_t braid_bw_flag_at(const braid_rmem_t *mem, size_t off)
         (const uint64_t *)(const void *)((const char *)mem->local + off),
         __ATOMIC_ACQUIRE);
 }
-void braid_bw_copy(void *dst, const void *src, size_t n, int stream);
 /* 64-byte aligned allocation, zeroed. */
 void *braid_bw_alloc(size_t bytes);
 

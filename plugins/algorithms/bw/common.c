@@ -1,12 +1,7 @@
-/* Helpers shared by the bw engines: CPU mates, per-call state, copies. */
+/* Helpers shared by the bw engines: CPU mates, per-call state. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__x86_64__) || defined(__SSE2__)
-#include <emmintrin.h>
-#define HAVE_STREAM 1
-#endif
 
 #include "bw.h"
 
@@ -57,38 +52,6 @@ void braid_bw_local_result(braid_task_t *task)
         memcpy(dst, task->sendbuf, bytes);
     if (task->coll != BRAID_COLL_ALLGATHER && task->count != 0)
         task->svc->finish_avg(dst, task->count, task->dtype, task->op, 1);
-}
-
-void braid_bw_copy(void *dst, const void *src, size_t n, int stream)
-{
-#ifdef HAVE_STREAM
-    unsigned char       *d = dst;
-    const unsigned char *s = src;
-
-    if (!stream || n < 4096) {
-        memcpy(dst, src, n);
-        return;
-    }
-    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
-    memcpy(d, s, head);
-    d += head, s += head, n -= head;
-    for (; n >= 64; n -= 64, d += 64, s += 64) {
-        __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)s);
-        __m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
-        __m128i x2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
-        __m128i x3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
-        _mm_stream_si128((__m128i *)(void *)d, x0);
-        _mm_stream_si128((__m128i *)(void *)(d + 16), x1);
-        _mm_stream_si128((__m128i *)(void *)(d + 32), x2);
-        _mm_stream_si128((__m128i *)(void *)(d + 48), x3);
-    }
-    memcpy(d, s, n);
-    /* Streaming stores are weakly ordered: fence them before a flag. */
-    _mm_sfence();
-#else
-    (void)stream;
-    memcpy(dst, src, n);
-#endif
 }
 
 void *braid_bw_alloc(size_t bytes)

@@ -81,27 +81,28 @@ typedef struct pipe_comm {
 } pipe_comm_t;
 
 typedef struct pipe {
-    pipe_comm_t    *pc;
-    uint64_t        sig; /* 24 signature bits, above POS_BITS */
-    int             me;
-    int             stream; /* slots written with streaming stores */
-    int             odd; /* a peer's message has another signature */
-    braid_bw_plan_t plan;
-    size_t          dts;
-    const char     *src;
-    char           *dst;
-    int             reduce, gather; /* streams this call uses */
-    size_t          mine;           /* chunks of slice me */
-    size_t          folded;         /* of them, reduced (allgather: all) */
-    size_t         *rs_sent;        /* [n] pieces of slice j put */
-    size_t         *ag_sent;        /* [n] own chunks put to k */
-    size_t         *ag_got;         /* [n] chunks of slice s copied */
-    int             left;           /* streams with messages still to come or
-                                       go, this call (and an allgather's own
-                                       block, until it is copied) */
-    char           *own;            /* allgather: the own block's place */
-    size_t          own_done;       /* of its chunks, copied there */
-    const void **srcs;              /* [n] fold sources */
+    pipe_comm_t            *pc;
+    const braid_services_t *svc;
+    uint64_t                sig; /* 24 signature bits, above POS_BITS */
+    int                     me;
+    int                     stream; /* slots written with streaming stores */
+    int                     odd; /* a peer's message has another signature */
+    braid_bw_plan_t         plan;
+    size_t                  dts;
+    const char             *src;
+    char                   *dst;
+    int                     reduce, gather; /* streams this call uses */
+    size_t                  mine;           /* chunks of slice me */
+    size_t                  folded;  /* of them, reduced (allgather: all) */
+    size_t                 *rs_sent; /* [n] pieces of slice j put */
+    size_t                 *ag_sent; /* [n] own chunks put to k */
+    size_t                 *ag_got;  /* [n] chunks of slice s copied */
+    int                     left;    /* streams with messages still to come or
+                                        go, this call (and an allgather's own
+                                        block, until it is copied) */
+    char        *own;                /* allgather: the own block's place */
+    size_t       own_done;           /* of its chunks, copied there */
+    const void **srcs;               /* [n] fold sources */
 } pipe_t;
 
 /* ------------------------------------------------------------- layout */
@@ -270,9 +271,9 @@ static braid_status_t comm_get(pipe_comm_t **out, braid_task_t *task)
  * least to it). */
 static int wants_stream(const braid_task_t *task)
 {
-    return braid_bw_pipe_streams(
-        task->coll, task->size, task->topo != NULL ? task->topo->ppn : 0,
-        (double)task->count * (double)task->dtsize);
+    return braid_bw_pipe_streams(task->coll, task->size,
+                                 task->topo != NULL ? task->topo->ppn : 0,
+                                 (double)task->count * (double)task->dtsize);
 }
 
 static braid_status_t pipe_start(braid_task_t *task, braid_wait_t *wait)
@@ -290,6 +291,7 @@ static braid_status_t pipe_start(braid_task_t *task, braid_wait_t *wait)
     s->ag_sent = s->rs_sent + n;
     s->ag_got  = s->ag_sent + n;
     s->srcs    = (const void **)(s->ag_got + n);
+    s->svc     = task->svc;
     s->dts     = task->dtsize;
     s->src     = task->sendbuf;
     s->dst     = task->recvbuf;
@@ -359,7 +361,7 @@ static int put_chunk(braid_task_t *task, pipe_t *s, int kind, int j,
     }
     if (kind == RS && pc->peer != NULL) { /* its ring in this rank's area */
         char *at = (char *)pc->mem.local + inbox_off(pc, RS, j, pos);
-        braid_bw_copy(at + BRAID_BW_LINE, from, bytes, s->stream);
+        s->svc->copy(at + BRAID_BW_LINE, from, bytes, s->stream);
         __atomic_store_n((uint64_t *)(void *)at,
                          ((pos + 1) & POS_MASK) | s->sig, __ATOMIC_RELEASE);
         pc->sent[kind][j] = pos + 1;
@@ -394,7 +396,7 @@ static int put_shared(pipe_comm_t *pc, const pipe_t *s, int me,
             return 0; /* a reader has not read the slot's last message */
     }
     char *slot = (char *)pc->mem.local + shared_off(pc, pos);
-    braid_bw_copy(slot + BRAID_BW_LINE, from, bytes, s->stream);
+    s->svc->copy(slot + BRAID_BW_LINE, from, bytes, s->stream);
     __atomic_store_n((uint64_t *)(void *)slot, ((pos + 1) & POS_MASK) | s->sig,
                      __ATOMIC_RELEASE);
     pc->sent[AG][me] = pos + 1;
@@ -408,10 +410,10 @@ static const char *head(pipe_t *s, int kind, int src)
     const pipe_comm_t *pc  = s->pc;
     uint64_t           pos = pc->got[kind][src];
     const char        *at =
-        pc->peer == NULL ? (const char *)pc->mem.local +
-                               inbox_off(pc, kind, src, pos)
-        : kind == AG     ? pc->peer[src] + shared_off(pc, pos)
-                         : pc->peer[src] + inbox_off(pc, RS, s->me, pos);
+        pc->peer == NULL
+                   ? (const char *)pc->mem.local + inbox_off(pc, kind, src, pos)
+               : kind == AG ? pc->peer[src] + shared_off(pc, pos)
+                            : pc->peer[src] + inbox_off(pc, RS, s->me, pos);
     uint64_t f =
         __atomic_load_n((const uint64_t *)(const void *)at, __ATOMIC_ACQUIRE);
     uint64_t want = ((pos + 1) & POS_MASK) | s->sig;
@@ -567,7 +569,7 @@ static void own_out(pipe_t *s, int me, size_t upto, size_t *moved)
     for (; s->own_done < upto; s->own_done++) {
         size_t o   = braid_bw_chunk_off(p, s->own_done) * s->dts;
         size_t len = braid_bw_chunk_len(p, me, s->own_done) * s->dts;
-        braid_bw_copy(s->own + o, s->src + o, len, 1);
+        s->svc->copy(s->own + o, s->src + o, len, 1);
         *moved += len;
     }
     if (s->own_done == s->mine)
@@ -662,7 +664,7 @@ static braid_status_t pipe_progress(braid_task_t *task, braid_wait_t *wait)
                 size_t c   = s->ag_got[j];
                 size_t len = braid_bw_chunk_len(p, j, c);
                 size_t o = braid_bw_slice_off(p, j) + braid_bw_chunk_off(p, c);
-                braid_bw_copy(s->dst + o * s->dts, data, len * s->dts, 1);
+                s->svc->copy(s->dst + o * s->dts, data, len * s->dts, 1);
                 if ((st = consume(task, s->pc, AG, j)) != BRAID_OK)
                     return st;
                 moved += len * s->dts;

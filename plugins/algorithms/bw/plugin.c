@@ -22,6 +22,13 @@ static braid_status_t bw_probe(const braid_plugin_t   *self,
         snprintf(why, why_len, "%s", BRAID_NO_MACHINERY_WHY);
         return BRAID_ERR_UNAVAILABLE;
     }
+    /* Its copies go through svc->copy (streaming stores where the data
+     * is not read again soon). */
+    if (!BRAID_HAS(svc, braid_services_t, copy)) {
+        snprintf(why, why_len,
+                 "this libbraid lacks svc->copy (plugin ABI 4 revision 3)");
+        return BRAID_ERR_UNAVAILABLE;
+    }
     return BRAID_OK; /* the transports decide where the algorithms run */
 }
 

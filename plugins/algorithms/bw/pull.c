@@ -55,19 +55,20 @@ typedef struct pull_comm {
 } pull_comm_t;
 
 typedef struct pull {
-    pull_comm_t    *pc;
-    braid_bw_plan_t plan;
-    uint64_t        id;       /* this call's flag value (seq + 1) */
-    uint64_t        hello_id; /* id, and 24 signature bits above it */
-    size_t          dts;
-    const char     *src;
-    char           *dst;
-    braid_rkey_t    hello[2]; /* this rank's keys: send, receive */
-    void           *hsend, *hrecv;
-    int             exposed; /* 1: send, 2: and receive */
-    braid_rkey_t   *keys;    /* [2n] peers' keys, copied from hellos */
-    unsigned char  *have;    /* [n] hello seen */
-    int             nhave;
+    pull_comm_t            *pc;
+    const braid_services_t *svc;
+    braid_bw_plan_t         plan;
+    uint64_t                id;       /* this call's flag value (seq + 1) */
+    uint64_t                hello_id; /* id, and 24 signature bits above it */
+    size_t                  dts;
+    const char             *src;
+    char                   *dst;
+    braid_rkey_t            hello[2]; /* this rank's keys: send, receive */
+    void                   *hsend, *hrecv;
+    int                     exposed; /* 1: send, 2: and receive */
+    braid_rkey_t           *keys;    /* [2n] peers' keys, copied from hellos */
+    unsigned char          *have;    /* [n] hello seen */
+    int                     nhave;
     /* reduce: chunk rs_next of slice me, input rs_k next in rank order */
     size_t       rs_next, rs_chunks;
     int          rs_k, fetching;
@@ -213,6 +214,7 @@ static braid_status_t pull_start(braid_task_t *task, braid_wait_t *wait)
     s->told   = s->avail + n;
     s->have   = (unsigned char *)(s->told + n);
     s->dseen  = s->have + n;
+    s->svc    = task->svc;
     s->dts    = task->dtsize;
     s->src    = task->sendbuf;
     s->dst    = task->recvbuf;
@@ -247,7 +249,7 @@ static braid_status_t pull_start(braid_task_t *task, braid_wait_t *wait)
         return st;
     /* The own block of an allgather is a local copy (own_copy). */
     if (task->coll == BRAID_COLL_ALLGATHER) {
-        s->own = s->dst + (size_t)task->rank * task->count * s->dts;
+        s->own       = s->dst + (size_t)task->rank * task->count * s->dts;
         s->own_bytes = s->own != s->src ? task->count * s->dts : 0;
     }
     for (int i = 1; i < n; i++) {
@@ -402,8 +404,8 @@ static void own_copy(pull_t *s, size_t upto, size_t *moved)
         upto = s->own_bytes;
     if (upto <= s->own_done)
         return;
-    braid_bw_copy(s->own + s->own_done, s->src + s->own_done,
-                  upto - s->own_done, 1);
+    s->svc->copy(s->own + s->own_done, s->src + s->own_done,
+                 upto - s->own_done, 1);
     *moved += upto - s->own_done;
     s->own_done = upto;
 }

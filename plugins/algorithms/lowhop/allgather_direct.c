@@ -92,9 +92,9 @@ static braid_status_t ag_progress(braid_task_t *task, braid_wait_t *wait)
         if (got == 0)
             continue;
         int j = braid_lowhop_slot_source(k, me, n);
-        braid_lowhop_copy_out((char *)task->recvbuf + (size_t)j * len,
-                              braid_lowhop_slot_data(s->area, s->bank, k), len,
-                              braid_lowhop_stream_ok(task, s->area, len));
+        task->svc->copy((char *)task->recvbuf + (size_t)j * len,
+                        braid_lowhop_slot_data(s->area, s->bank, k), len,
+                        braid_lowhop_stream_ok(task, s->area, len));
         s->done[k] = 1;
         s->left--;
     }

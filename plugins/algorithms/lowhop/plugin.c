@@ -26,6 +26,12 @@ static braid_status_t lowhop_probe(const braid_plugin_t   *self,
         snprintf(why, why_len, BRAID_NO_MACHINERY_WHY);
         return BRAID_ERR_UNAVAILABLE;
     }
+    /* Blocks leave the receive area through svc->copy (revision 3). */
+    if (!BRAID_HAS(svc, braid_services_t, copy)) {
+        snprintf(why, why_len,
+                 "this libbraid lacks svc->copy (plugin ABI 4 revision 3)");
+        return BRAID_ERR_UNAVAILABLE;
+    }
     return BRAID_OK;
 }
 

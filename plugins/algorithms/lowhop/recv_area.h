@@ -203,10 +203,9 @@ int braid_lowhop_mates_in(const braid_lowhop_area_t *a,
                           const unsigned char *got, int n);
 
 /* copy.c: whether a call should copy blocks of `block` bytes out of its
- * area with streaming stores (a large message on a shared CPU), and the
- * copy itself (stream 0: memcpy). */
-int  braid_lowhop_stream_ok(const braid_task_t        *task,
-                            const braid_lowhop_area_t *a, size_t block);
-void braid_lowhop_copy_out(void *dst, const void *src, size_t n, int stream);
+ * area with streaming stores (a large message on a shared CPU): the
+ * stream argument of svc->copy. */
+int braid_lowhop_stream_ok(const braid_task_t        *task,
+                           const braid_lowhop_area_t *a, size_t block);
 
 #endif

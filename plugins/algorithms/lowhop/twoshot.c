@@ -197,10 +197,10 @@ static braid_status_t copy_out(braid_task_t *task, twoshot_t *s)
         if (inplace && s->rs_reqs[(j - me + n) % n - 1].active)
             continue;
         size_t bytes = chunk_count(task, j) * task->dtsize;
-        braid_lowhop_copy_out(
-            (char *)task->recvbuf + chunk_first(task, j) * task->dtsize,
-            braid_lowhop_slot_data(s->area, BANK_AG, k), bytes,
-            braid_lowhop_stream_ok(task, s->area, bytes));
+        task->svc->copy((char *)task->recvbuf +
+                            chunk_first(task, j) * task->dtsize,
+                        braid_lowhop_slot_data(s->area, BANK_AG, k), bytes,
+                        braid_lowhop_stream_ok(task, s->area, bytes));
         s->ag_done[k] = 1;
         s->ag_left--;
     }

@@ -1,4 +1,5 @@
-/* braid_lowhop_copy_out, streamed and not: every size from 0 to a few
+/* The copy lowhop's blocks leave the receive area with (svc->copy, the
+ * kernel braid_kernel_copy), streamed and not: every size from 0 to a few
  * hundred bytes and some large ones, at every destination and source
  * alignment within a line, must copy exactly the bytes asked for -- the
  * guard bytes on both sides untouched -- and braid_lowhop_stream_ok must
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/reduce.h"
 #include "lowhop.h"
 #include "recv_area.h"
 
@@ -25,7 +27,7 @@ static void check_copy(size_t n, size_t dalign, size_t salign, int stream)
         src[i] = (unsigned char)(i * 131u + n);
     memset(dst, 0xA5, n + 128 + 2 * GUARD);
     unsigned char *d = dst + GUARD + dalign;
-    braid_lowhop_copy_out(d, src + salign, n, stream);
+    braid_kernel_copy(d, src + salign, n, stream);
     if (memcmp(d, src + salign, n) != 0) {
         fprintf(stderr,
                 "FAIL: %zu bytes, dst+%zu src+%zu stream %d: "
