@@ -155,6 +155,8 @@ static void print_links(const braid_comm_t *comm)
             printf("  get %.3g us + %.3g GB/s", comm->tls[i].get_alpha_us,
                    comm->tls[i].get_beta_gbps);
             print_out(&bw->get);
+            if (comm->tl_get_why[i][0] != '\0')
+                printf(" [%s]", comm->tl_get_why[i]);
         } else if (comm->tl_get_why[i][0] != '\0')
             printf("  get unavailable: %s", comm->tl_get_why[i]);
 #endif

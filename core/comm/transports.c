@@ -108,6 +108,7 @@ uint32_t braid_tl_declared_caps(const braid_transport_t *ops)
 static void open_get_path(braid_comm_t *comm, braid_tl_t *tl, char *why)
 {
     const braid_transport_t *ops = tl->ops;
+    int                      ok  = 0;
     why[0]                       = '\0';
     if (!(ops->caps & BRAID_CAP_GET))
         return;
@@ -120,11 +121,11 @@ static void open_get_path(braid_comm_t *comm, braid_tl_t *tl, char *why)
     } else if (ops->get_link(tl->tcomm, &tl->get_alpha_us, &tl->get_beta_gbps,
                              why, 160) == BRAID_OK &&
                tl->get_beta_gbps > 0.0) {
-        snprintf(why, 160, "available");
+        ok = 1; /* why keeps the transport's word on the path */
     } else if (why[0] == '\0') {
         snprintf(why, 160, "no bandwidth declared");
     }
-    if (strcmp(why, "available") != 0) {
+    if (!ok) {
         tl->caps &= ~BRAID_CAP_GET;
         tl->get_alpha_us = tl->get_beta_gbps = 0.0;
         char  *note                          = comm->sel.caps_note;
@@ -137,8 +138,7 @@ static void open_get_path(braid_comm_t *comm, braid_tl_t *tl, char *why)
         BRAID_LOG(BRAID_LOG_INFO, LOG_COMP,
                   "transport %s: single-copy "
                   "reads (get) %s%s",
-                  ops->name, strcmp(why, "available") ? "unavailable: " : "",
-                  why);
+                  ops->name, ok ? "available: " : "unavailable: ", why);
 }
 
 /* Opens one transport everywhere or nowhere. */
