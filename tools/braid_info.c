@@ -155,6 +155,11 @@ static void print_links(const braid_comm_t *comm)
             printf("  get %.3g us + %.3g GB/s", comm->tls[i].get_alpha_us,
                    comm->tls[i].get_beta_gbps);
             print_out(&bw->get);
+            if (bw->mget_beta_gbps > 0) {
+                printf(", of braid_mem_alloc's memory %.3g us + %.3g GB/s",
+                       bw->mget_alpha_us, bw->mget_beta_gbps);
+                print_out(&bw->mget);
+            }
             if (comm->tl_get_why[i][0] != '\0')
                 printf(" [%s]", comm->tl_get_why[i]);
         } else if (comm->tl_get_why[i][0] != '\0')

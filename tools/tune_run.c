@@ -303,15 +303,19 @@ static const braid_candidate_t *world_cand(const tune_t *t, braid_coll_t coll,
     return NULL;
 }
 
+/* The cost model's estimate for the sweep's buffers: every rank's from
+ * braid_mem_alloc (--memory braid) or from malloc. */
 static double estimate(const tune_t *t, braid_coll_t coll, const char *name,
                        size_t bytes)
 {
     const braid_candidate_t *c = world_cand(t, coll, name);
+    uint32_t mem = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
     if (c == NULL)
         return -1;
-    return braid_candidate_estimate(
-        &t->world->sel, c, coll, bytes,
-        braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST));
+    return t->o.shared
+               ? braid_candidate_estimate_mapped(&t->world->sel, c, coll,
+                                                 bytes, mem)
+               : braid_candidate_estimate(&t->world->sel, c, coll, bytes, mem);
 }
 
 int tune_best(const tune_t *t, const sweep_t *sw, int i)

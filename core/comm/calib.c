@@ -146,7 +146,7 @@ static void make_key(char *key, size_t len, const braid_comm_t *comm,
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     snprintf(key, len,
-             "v6 hosts=%s ranks=%d nodes=%d ppn=%d machine_ppn=%d "
+             "v7 hosts=%s ranks=%d nodes=%d ppn=%d machine_ppn=%d "
              "topo=%s cpus=%ld pinned=%s",
              hosts, comm->size, comm->topo.nnodes, comm->topo.ppn,
              comm->machine_ppn, topo_word(comm->topo.kind), ncpu,
@@ -238,7 +238,8 @@ static void combine_path(braid_calib_path_t *out, const result_t *all, int n,
     memset(out, 0, sizeof(*out));
     for (int r = 0; r < n; r++) {
         const braid_calib_tl_t   *x = &all[r].values.tl[t];
-        const braid_calib_path_t *p = which == 2   ? &x->get
+        const braid_calib_path_t *p = which == 3   ? &x->mget
+                                      : which == 2 ? &x->get
                                       : which == 1 ? &x->put
                                                    : &x->sr;
         if (p->pair_us > out->pair_us)
@@ -313,6 +314,7 @@ static braid_status_t measure(braid_comm_t *comm, unsigned need,
         combine_path(&got->tl[t].sr, all, comm->size, t, 0, g);
         combine_path(&got->tl[t].put, all, comm->size, t, 1, g);
         combine_path(&got->tl[t].get, all, comm->size, t, 2, g);
+        combine_path(&got->tl[t].mget, all, comm->size, t, 3, g);
     }
     for (int r = 0; r < comm->size; r++)
         g[r] = all[r].values.reduce_gbps;
@@ -393,6 +395,8 @@ static int apply_curves(braid_comm_t *comm, int i, const braid_calib_tl_t *t)
         b->put = curve(&t->put);
     if (t->has_get)
         b->get = curve(&t->get);
+    if (t->has_get && t->has_mget)
+        b->mget = curve(&t->mget);
     return 1;
 }
 
@@ -465,7 +469,15 @@ static void apply(braid_comm_t *comm, braid_calib_state_t *cs)
             double put_copy = comm->tls[i].caps & BRAID_CAP_LOAD ? copy : 1.0;
             if (pass == 1 && apply_curves(comm, i, t)) {
                 scale_curve(&comm->sel.bw[comm->sel.nbw - 1].put, put_copy);
-                scale_curve(&comm->sel.bw[comm->sel.nbw - 1].get, copy);
+                braid_sel_bw_t *b = &comm->sel.bw[comm->sel.nbw - 1];
+                scale_curve(&b->get, copy);
+                scale_curve(&b->mget, copy);
+                /* Reads of braid_mem_alloc's memory (the figures of a
+                 * call whose buffers all come from it): as get's below. */
+                if (t->has_get && t->has_mget) {
+                    b->mget_alpha_us  = t->mget.all_us;
+                    b->mget_beta_gbps = t->mget.beta_gbps * copy;
+                }
             }
 #ifdef BRAID_CAP_GET
             /* Reads wait for nobody: their latency is a read's, with no
@@ -522,12 +534,19 @@ static void log_figures(const braid_comm_t *comm)
     braid_log(BRAID_LOG_INFO, LOG_COMP, "%s", buf);
     for (int i = 0; i < comm->ntls; i++) {
         const braid_link_t *l       = &comm->tls[i].link;
-        char                get[80] = "";
+        char                get[160] = "";
 #ifdef BRAID_CAP_GET
         if (BRAID_HAS(&comm->tls[i], braid_tl_t, get_beta_gbps) &&
             comm->tls[i].get_beta_gbps > 0)
             snprintf(get, sizeof(get), ", get %.3g us + %.3g GB/s",
                      comm->tls[i].get_alpha_us, comm->tls[i].get_beta_gbps);
+        for (int b = 0; b < comm->sel.nbw && get[0] != '\0'; b++)
+            if (comm->sel.bw[b].tl == &comm->tls[i] &&
+                comm->sel.bw[b].mget_beta_gbps > 0)
+                snprintf(get + strlen(get), sizeof(get) - strlen(get),
+                         " (of braid_mem_alloc's memory %.3g us + %.3g GB/s)",
+                         comm->sel.bw[b].mget_alpha_us,
+                         comm->sel.bw[b].mget_beta_gbps);
 #endif
         braid_log(BRAID_LOG_INFO, LOG_COMP,
                   "transport %s: send/recv %.3g us "

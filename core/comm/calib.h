@@ -50,6 +50,11 @@ typedef struct braid_calib_tl {
      * `all` is a read's latency under contention (nobody waits on it). */
     int                has_get;
     braid_calib_path_t get;
+    /* The same reads of a buffer from braid_mem_alloc, which a transport
+     * may read another way (shm maps it and copies with loads where it
+     * reads other memory through the kernel): measured where get is. */
+    int                has_mget;
+    braid_calib_path_t mget;
 } braid_calib_tl_t;
 
 /* What a calibration found (or a cache file holds). */

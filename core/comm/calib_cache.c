@@ -5,7 +5,7 @@
  *   key <the communicator's shape, one line>
  *   measured <seconds since the epoch> took <seconds>
  *   reduce_gbps <GB/s>
- *   tl <name> <version> sr <path> put <path> [get <path>]
+ *   tl <name> <version> sr <path> put <path> [get <path> [mget <path>]]
  * where each <path> is
  *   <pair_us> <all_us> <gbps> <bytes> <big_gbps> <big_bytes>
  * (the latencies, the bandwidth in the caches and the message size it was
@@ -14,12 +14,14 @@
  * figures came, v3 since their receive buffer is faulted in before the
  * timing, v4 since their exchange is warmed up once, v5 since the small
  * exchanges of all transports take turns, v6 since the out-of-cache
- * bandwidth is the lower quartile rank's, not the slowest's): a file of
+ * bandwidth is the lower quartile rank's, not the slowest's, v7 since
+ * the get path is measured on braid_mem_alloc's memory too): a file of
  * another version has
  * another key, hence another name, and is never read; one
  * whose lines lack fields is refused.
  * A path a transport lacks is written "sr -" or "put -"; the get path
- * (single-copy reads) is written only where the communicator has one.  The
+ * (single-copy reads) is written only where the communicator has one, and
+ * mget (the same reads of braid_mem_alloc's memory) only after it.  The
  * file is braid's own, but it sits in the user's folder and may be damaged: a
  * fault is a BRAID_ERR_PARSE naming the line, and the caller measures
  * again rather than fail.  Numbers are read and written in the C locale. */
@@ -39,7 +41,7 @@
 #include "util/textfile.h"
 
 #define CACHE_MAX_BYTES 65536 /* a cache file is a few hundred bytes */
-#define MAX_TOKENS      32
+#define MAX_TOKENS      40
 
 braid_status_t braid_calib_mode_parse(braid_calib_mode_t *mode,
                                       const char         *value)
@@ -157,6 +159,8 @@ braid_status_t braid_calib_format(char *buf, size_t len, const char *key,
         append_path(buf, len, &off, "put", t->has_put, &t->put);
         if (t->has_get)
             append_path(buf, len, &off, "get", 1, &t->get);
+        if (t->has_get && t->has_mget)
+            append_path(buf, len, &off, "mget", 1, &t->mget);
         append(buf, len, &off, "\n");
     }
     if (old != (locale_t)0)
@@ -194,7 +198,7 @@ static braid_status_t number(const line_t *ln, int i, double max, double *out)
     return braid_parse_double(name, ln->tok[i], 0.0, max, out);
 }
 
-/* "sr", "put" or "get" at tok[*i], then "-" or six numbers. */
+/* "sr", "put", "get" or "mget" at tok[*i], then "-" or six numbers. */
 static braid_status_t parse_path(const line_t *ln, int *i, const char *tag,
                                  int *has, braid_calib_path_t *p)
 {
@@ -257,6 +261,9 @@ static braid_status_t parse_tl(braid_calib_t *c, const line_t *ln)
         return st;
     if (i < ln->ntok && strcmp(ln->tok[i], "get") == 0 &&
         (st = parse_path(ln, &i, "get", &t->has_get, &t->get)) != BRAID_OK)
+        return st;
+    if (t->has_get && i < ln->ntok && strcmp(ln->tok[i], "mget") == 0 &&
+        (st = parse_path(ln, &i, "mget", &t->has_mget, &t->mget)) != BRAID_OK)
         return st;
     if (i != ln->ntok)
         return bad(ln, "unexpected fields after the put and get paths");

@@ -23,7 +23,11 @@
  * The get path (single-copy reads, where the transport has one and the
  * header declares it) is timed alike: each rank reads its left neighbour's
  * exposed buffer; nobody waits for anybody, so `all` is a read's latency
- * under contention and carries no hand-off.
+ * under contention and carries no hand-off.  It is timed twice: reading
+ * malloc's memory (get) and reading braid_mem_alloc's (mget), which a
+ * transport may reach another way (shm maps it and copies with loads,
+ * where malloc's memory goes through the kernel), so the cost model can
+ * price a call by the memory its buffers come from.
  * Small exchanges are timed in blocks of SMALL_BLOCK, summarised by the
  * median block: a rank may run an exchange or two ahead of its neighbours
  * (its left one delivered early), so one exchange alone can take nothing,
@@ -449,7 +453,10 @@ static braid_status_t expose_get(braid_rkey_t **keys, void **handle,
     *keys   = calloc((size_t)comm->size, sizeof(**keys));
     if (*keys == NULL)
         return braid_error(BRAID_ERR_NO_MEMORY, "calibration: out of memory");
-    braid_status_t st = ops->mem_expose(tl->tcomm, sbuf, len, &mine, handle);
+    /* No buffer: its allocation failed (the error says why). */
+    braid_status_t st =
+        sbuf == NULL ? BRAID_ERR_NO_MEMORY
+                     : ops->mem_expose(tl->tcomm, sbuf, len, &mine, handle);
     if (st != BRAID_OK)
         *handle = NULL;
     /* Every rank takes part in the allgather, exposed or not: a rank
@@ -478,11 +485,14 @@ typedef struct tl_run {
     braid_calib_tl_t *out;
     braid_rmem_t      mem;
     int               have_mem;
-    path_run_t        pr[3];
+    path_run_t        pr[4];
     int               np;
 #ifdef BRAID_CAP_GET
     braid_rkey_t *keys;
     void         *handle;
+    void         *mbuf; /* from braid_mem_alloc: the mget path's buffer */
+    braid_rkey_t *mkeys;
+    void         *mhandle;
 #endif
 } tl_run_t;
 
@@ -518,6 +528,18 @@ static braid_status_t tl_open(tl_run_t *r, braid_comm_t *comm, void *sbuf,
             return st;
         r->pr[r->np++] = (path_run_t){.x = {.path = PATH_GET, .keys = r->keys},
                                       .out = &out->get};
+        /* Every rank allocates alike (the sizes agree), and a rank that
+         * could not fails in expose_get's agreement with the others. */
+        if ((st = braid_mem_alloc(big, &r->mbuf)) != BRAID_OK)
+            r->mbuf = NULL;
+        else
+            memset(r->mbuf, 0x5a, big); /* its pages, before timing */
+        if ((st = expose_get(&r->mkeys, &r->mhandle, comm, r->tl, r->mbuf,
+                             big)) != BRAID_OK)
+            return st;
+        out->has_mget  = 1;
+        r->pr[r->np++] = (path_run_t){
+            .x = {.path = PATH_GET, .keys = r->mkeys}, .out = &out->mget};
     }
 #else
     (void)comm;
@@ -530,7 +552,7 @@ static braid_status_t tl_open(tl_run_t *r, braid_comm_t *comm, void *sbuf,
 static int tl_shared(const tl_run_t *r)
 {
 #ifdef BRAID_CAP_GET
-    return r->have_mem || r->keys != NULL;
+    return r->have_mem || r->keys != NULL || r->mkeys != NULL;
 #else
     return r->have_mem;
 #endif
@@ -544,6 +566,11 @@ static void tl_close(tl_run_t *r)
     if (r->handle != NULL)
         r->tl->ops->mem_unexpose(r->tl->tcomm, r->handle);
     free(r->keys);
+    if (r->mhandle != NULL)
+        r->tl->ops->mem_unexpose(r->tl->tcomm, r->mhandle);
+    free(r->mkeys);
+    if (r->mbuf != NULL)
+        braid_mem_free(r->mbuf);
 #endif
 }
 

@@ -131,15 +131,20 @@ int braid_online_swappable(const braid_candidate_t *c, braid_coll_t coll,
 }
 
 /* What ranks candidate i: the row's measured time where a tuning-file row
- * picked, else the cost model's estimate; -1 where it cannot run the call
- * or the row did not measure it. */
+ * picked, else the cost model's estimate -- the lower of its two, for
+ * buffers from anywhere and for buffers from braid_mem_alloc, whichever
+ * the application passes (every rank computes both alike, where the
+ * buffers of one call may differ from rank to rank); -1 where it cannot
+ * run the call or the row did not measure it. */
 static double score(const braid_selector_t *sel, const braid_tune_row_t *row,
                     int i, braid_coll_t coll, size_t bytes, uint32_t mem)
 {
-    double e = braid_candidate_estimate(sel, &sel->cands[i], coll, bytes, mem);
-    if (e < 0 || row == NULL)
-        return e;
-    return braid_tune_measured(row, sel->cands[i].name);
+    const braid_candidate_t *c = &sel->cands[i];
+    double e = braid_candidate_estimate(sel, c, coll, bytes, mem);
+    if (e < 0 || row != NULL)
+        return e < 0 ? e : braid_tune_measured(row, c->name);
+    double m = braid_candidate_estimate_mapped(sel, c, coll, bytes, mem);
+    return m >= 0 && m < e ? m : e;
 }
 
 int braid_online_rivals(int *idx, const braid_selector_t *sel,

@@ -7,7 +7,9 @@
  * at creation describes (docs/tuning.md, "Online tuning").  So for each
  * collective and power-of-two size class, the first blocking host calls take
  * turns among the model's pick and the candidates whose estimate lies within
- * BRAID_ONLINE_WITHIN of it; every rank times its own calls, the ranks agree
+ * BRAID_ONLINE_WITHIN of it (a candidate's lower estimate, for buffers from
+ * anywhere or from braid_mem_alloc: the model cannot know which the ranks
+ * pass, the trial times what they do); every rank times its own calls, the ranks agree
  * on the slowest rank's median per candidate over the bootstrap channel, and
  * from then on the class runs the fastest (the model's pick unless another
  * beat it by more than BRAID_ONLINE_MARGIN).  Reductions only swap

@@ -39,7 +39,7 @@ static braid_mem_t cost_mem(uint32_t mem)
  * the call's working set (bw_curve.c).  Only the table's construction and
  * explanations come here, never a call that finds its size in the table. */
 static void sized_link(braid_cost_in_t *in, const braid_selector_t *sel,
-                       const braid_candidate_t *cand)
+                       const braid_candidate_t *cand, int mapped)
 {
     const braid_sel_bw_t *bw = NULL;
     for (int i = 0; i < sel->nbw && bw == NULL; i++)
@@ -56,11 +56,16 @@ static void sized_link(braid_cost_in_t *in, const braid_selector_t *sel,
         in->link.put_beta_gbps = braid_bw_at(&bw->put, ws);
     if (bw->get.in_gbps > 0 && in->get_beta_gbps > 0)
         in->get_beta_gbps = braid_bw_at(&bw->get, ws);
+    if (mapped && in->get_beta_gbps > 0 && bw->mget_beta_gbps > 0) {
+        in->get_alpha_us  = bw->mget_alpha_us;
+        in->get_beta_gbps = bw->mget.in_gbps > 0 ? braid_bw_at(&bw->mget, ws)
+                                                 : bw->mget_beta_gbps;
+    }
 }
 
-double braid_candidate_estimate(const braid_selector_t  *sel,
-                                const braid_candidate_t *cand,
-                                braid_coll_t coll, size_t bytes, uint32_t mem)
+static double estimate(const braid_selector_t  *sel,
+                       const braid_candidate_t *cand, braid_coll_t coll,
+                       size_t bytes, uint32_t mem, int mapped)
 {
     if (cand->algo->coll != coll || (cand->mem_types & mem) != mem)
         return -1.0;
@@ -83,12 +88,27 @@ double braid_candidate_estimate(const braid_selector_t  *sel,
           .caps          = cand->tl != NULL ? cand->tl->caps : 0,
     };
     if (cand->tl != NULL)
-        sized_link(&in, sel, cand);
+        sized_link(&in, sel, cand, mapped);
     if (sel->link_share > 1) {
         in.link.beta_gbps /= sel->link_share;
         in.link.put_beta_gbps /= sel->link_share;
     }
     return cand->algo->estimate(cand->algo, &in);
+}
+
+double braid_candidate_estimate(const braid_selector_t  *sel,
+                                const braid_candidate_t *cand,
+                                braid_coll_t coll, size_t bytes, uint32_t mem)
+{
+    return estimate(sel, cand, coll, bytes, mem, 0);
+}
+
+double braid_candidate_estimate_mapped(const braid_selector_t  *sel,
+                                       const braid_candidate_t *cand,
+                                       braid_coll_t coll, size_t bytes,
+                                       uint32_t mem)
+{
+    return estimate(sel, cand, coll, bytes, mem, 1);
 }
 
 static int ref_matches(const braid_cand_ref_t *ref, const braid_candidate_t *c)

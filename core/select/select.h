@@ -50,10 +50,14 @@ typedef struct braid_pick {
     const braid_cand_ref_t *ref;
 } braid_pick_t;
 
-/* The curves of one transport's paths, for its candidates' estimates. */
+/* The curves of one transport's paths, for its candidates' estimates.
+ * mget: its get path reading braid_mem_alloc's memory, with that path's
+ * latency and in-cache bandwidth (0: not measured), which an estimate
+ * uses in place of the get path's for buffers from there. */
 typedef struct braid_sel_bw {
     const braid_tl_t *tl;
-    braid_bw_curve_t  sr, put, get;
+    braid_bw_curve_t  sr, put, get, mget;
+    double            mget_alpha_us, mget_beta_gbps;
 } braid_sel_bw_t;
 
 #define BRAID_SEL_MAX_BW 8
@@ -191,6 +195,17 @@ int braid_select_cheapest(const braid_selector_t *sel, braid_coll_t coll,
 double braid_candidate_estimate(const braid_selector_t  *sel,
                                 const braid_candidate_t *cand,
                                 braid_coll_t coll, size_t bytes, uint32_t mem);
+/* The same for a call whose buffers on every rank come from
+ * braid_mem_alloc: the get path priced by what the calibration measured
+ * reading such memory (mget), where it did.  A rank cannot know where its
+ * peers' buffers come from without asking them, so the selection table
+ * never uses it: online tuning's list of rivals does (a candidate that may
+ * be the fastest with such buffers gets timed), and so does braid-tune's
+ * report for a sweep over them. */
+double braid_candidate_estimate_mapped(const braid_selector_t  *sel,
+                                       const braid_candidate_t *cand,
+                                       braid_coll_t coll, size_t bytes,
+                                       uint32_t mem);
 
 /* bw_curve.c: the bytes a call's buffers hold on one rank (the working
  * set at which braid_bw_at reads a path's curve; all 0: the link's figure

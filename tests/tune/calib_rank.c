@@ -35,13 +35,16 @@ static int figures(const braid_comm_t *c, double *f)
     f[n++] = c->sel.stage_us;
     f[n++] = c->sel.reduce_gbps;
     /* The out-of-cache points the estimates interpolate toward. */
-    for (int b = 0; b < c->sel.nbw && n + 6 <= MAX_FIG; b++) {
-        const braid_bw_curve_t *k[3] = {&c->sel.bw[b].sr, &c->sel.bw[b].put,
-                                        &c->sel.bw[b].get};
-        for (int j = 0; j < 3; j++) {
+    for (int b = 0; b < c->sel.nbw && n + 10 <= MAX_FIG; b++) {
+        const braid_bw_curve_t *k[4] = {&c->sel.bw[b].sr, &c->sel.bw[b].put,
+                                        &c->sel.bw[b].get, &c->sel.bw[b].mget};
+        for (int j = 0; j < 4; j++) {
             f[n++] = k[j]->out_gbps;
             f[n++] = k[j]->out_ws;
         }
+        /* reads of braid_mem_alloc's memory: latency, in-cache figure */
+        f[n++] = c->sel.bw[b].mget_alpha_us;
+        f[n++] = c->sel.bw[b].mget_beta_gbps;
     }
     /* What one more message in a stage costs, each path. */
     for (int i = 0; i < c->ntls && n + 2 <= MAX_FIG; i++) {
@@ -81,10 +84,12 @@ static int check_same(braid_comm_t *c, const char *label)
             printf(" %.17g", f[i]);
         printf("\n");
         for (int b = 0; b < c->sel.nbw; b++)
-            printf("%s out: %s sr %.6g put %.6g get %.6g at %.0f\n", label,
-                   c->sel.bw[b].tl->ops->name, c->sel.bw[b].sr.out_gbps,
+            printf("%s out: %s sr %.6g put %.6g get %.6g at %.0f mget %.6g "
+                   "in %.6g\n",
+                   label, c->sel.bw[b].tl->ops->name, c->sel.bw[b].sr.out_gbps,
                    c->sel.bw[b].put.out_gbps, c->sel.bw[b].get.out_gbps,
-                   c->sel.bw[b].put.out_ws);
+                   c->sel.bw[b].put.out_ws, c->sel.bw[b].mget.out_gbps,
+                   c->sel.bw[b].mget_beta_gbps);
         printf("%s msg:", label);
         for (int i = 0; i < c->ntls; i++)
             printf(" %s %.6g %.6g", c->tls[i].ops->name,

@@ -68,6 +68,20 @@ if [ -n "$raw_get" ]; then
       d = got - want; if (d < 0) d = -d
       exit !(raw > 0 && d <= 1e-4 * want) }' ||
     fail "shm's out-of-cache get is not the cores' share of the measured $raw_get: $(grep '^world out:' "$tmp/a")"
+  # The same reads of braid_mem_alloc's memory (mget), measured wherever
+  # get is: in the caches and beyond them, each the cores' share.
+  mget=$(awk '$1 == "tl" && $2 == "shm" { for (i = 3; i <= NF; i++) if ($i == "mget") { print $(i + 3), $(i + 5); exit } }' "$world_file")
+  [ -n "$mget" ] || fail "the cache has a get path for shm and no mget: $(cat "$world_file")"
+  grep '^world out: shm ' "$tmp/a" | awk -v raw="$mget" -v ncpu="$ncpu" '{
+      split(raw, m, " "); share = ncpu < 3 ? ncpu / 3 : 1
+      bad = 0
+      for (k = 1; k <= 2; k++) {
+        want = m[k] * share; got = k == 1 ? $15 : $13
+        d = got - want; if (d < 0) d = -d
+        if (!(m[k] > 0 && d <= 1e-4 * want)) bad = 1
+      }
+      exit bad }' ||
+    fail "shm's mget figures are not the cores' share of the measured $mget: $(grep '^world out:' "$tmp/a")"
 fi
 
 # 2. The second run reads the cache: the same figures, bit for bit.

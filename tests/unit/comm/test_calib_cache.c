@@ -47,6 +47,9 @@ static braid_calib_t sample(void)
     c.tl[0].put = (braid_calib_path_t){0.0625, 1.5, 27, 524288, 2.5, 16777216};
     c.tl[0].has_get = 1;
     c.tl[0].get = (braid_calib_path_t){0.75, 1.25, 6.5, 524288, 3.75, 8388608};
+    c.tl[0].has_mget = 1;
+    c.tl[0].mget =
+        (braid_calib_path_t){0.375, 0.5, 11.25, 524288, 7.5, 8388608};
     snprintf(c.tl[1].name, sizeof(c.tl[1].name), "roce");
     snprintf(c.tl[1].version, sizeof(c.tl[1].version), "1.2");
     c.tl[1].has_put = 1;
@@ -80,9 +83,13 @@ static void test_round_trip(void)
               s->sr.big_bytes == 16777216 && s->put.big_beta_gbps == 2.5 &&
               s->get.big_beta_gbps == 3.75 && s->get.big_bytes == 8388608,
           "the out-of-cache figures and both sizes back");
+    CHECK(s != NULL && s->has_mget && s->mget.pair_us == 0.375 &&
+              s->mget.all_us == 0.5 && s->mget.beta_gbps == 11.25 &&
+              s->mget.big_beta_gbps == 7.5 && s->mget.big_bytes == 8388608,
+          "shm's reads of braid_mem_alloc's memory back");
     const braid_calib_tl_t *r = braid_calib_find(&back, "roce", "1.2");
     CHECK(r != NULL && !r->has_sr && r->has_put && !r->has_get &&
-              r->put.beta_gbps == 12.5,
+              !r->has_mget && r->put.beta_gbps == 12.5,
           "a transport without send/recv back");
     CHECK(braid_calib_find(&back, "shm", "0.2") == NULL,
           "another version is another entry");
@@ -136,6 +143,12 @@ static void test_damage(void)
         {"tl shm 0.1 sr - put - get 1 2 0 1 1 2\n",
          "a bandwidth must be above 0", 4},
         {"tl shm 0.1 sr - put - get 1 2 3 1 1 2 x\n", "unexpected fields", 4},
+        /* mget only after a get path, with six numbers of its own */
+        {"tl shm 0.1 sr - put - mget 1 2 3 1 1 2\n", "unexpected fields", 4},
+        {"tl shm 0.1 sr - put - get 1 2 3 1 1 2 mget 1 2 3 1\n",
+         "before field 20", 4},
+        {"tl shm 0.1 sr - put - get 1 2 3 1 1 2 mget 1 2 3 1 0 2\n",
+         "field 20: a bandwidth must be above 0", 4},
         {"tl shm 0.1 sr - put -\ntl shm 0.1 sr - put -\n",
          "the same transport twice", 5},
         {"bogus 1\n", "expected key, measured, reduce_gbps or tl", 4},

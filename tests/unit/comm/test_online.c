@@ -413,12 +413,65 @@ static void test_stand_in(void)
     CHECK(k == 1, "core-reduce a1 on 4 ranks: a2 stands in: %d", k);
 }
 
+/* A pull-like estimate: all of it reading at the get path's bandwidth. */
+static double est_reads(const braid_algo_t *self, const braid_cost_in_t *in)
+{
+    (void)self;
+    return in->get_beta_gbps > 0 ? 16.4 / in->get_beta_gbps : -1.0;
+}
+
+/* The window takes each rival's lower estimate, for buffers from anywhere
+ * and from braid_mem_alloc: a candidate that reads the peers' buffers, 10x
+ * the pick's estimate on malloc's memory and at it on braid_mem_alloc's
+ * (the calibration's mget figure), goes on trial; without that figure it
+ * stays out. */
+static void test_mapped_rivals(void)
+{
+    braid_transport_t shm = {.name = "shm"};
+    braid_tl_t        tl  = {.struct_size   = sizeof(braid_tl_t),
+                             .ops           = &shm,
+                             .caps          = BRAID_CAP_GET,
+                             .get_alpha_us  = 0.0,
+                             .get_beta_gbps = 1.0};
+    braid_algo_t      a1  = {.name     = "a1",
+                             .coll     = BRAID_COLL_ALLGATHER,
+                             .estimate = est_linear};
+    braid_algo_t      rd  = {.name     = "reads",
+                             .coll     = BRAID_COLL_ALLGATHER,
+                             .estimate = est_reads};
+    const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    braid_candidate_t cands[] = {
+        {"a1@shm", &a1, &tl, "shm", host, NULL, NULL},
+        {"reads@shm", &rd, &tl, "shm", host, NULL, NULL},
+    };
+    braid_algo_spec_t none;
+    braid_tune_t      tune = {0};
+    braid_selector_t  sel;
+    selector(&sel, cands, 2, &none, &tune, 4);
+    int idx[BRAID_ONLINE_MAX_CANDS] = {0};
+    /* a1 at 64 B: 1.64; reads: 16.4 on malloc's memory */
+    int n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLGATHER, 64,
+                                host, 5.0);
+    CHECK(n == 1, "no mget figure: reads (10x) is no rival: n %d", n);
+    sel.nbw = 1;
+    memset(&sel.bw[0], 0, sizeof(sel.bw[0]));
+    sel.bw[0].tl             = &tl;
+    sel.bw[0].mget_alpha_us  = 0.0;
+    sel.bw[0].mget_beta_gbps = 10.0;
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLGATHER, 64, host,
+                            5.0);
+    CHECK(n == 2 && idx[0] == 0 && idx[1] == 1,
+          "reads at 1x on braid_mem_alloc's memory is a rival: n %d", n);
+    braid_selector_fini(&sel);
+}
+
 int main(void)
 {
     test_turns();
     test_mine();
     test_decide();
     test_rivals();
+    test_mapped_rivals();
     test_table_rivals();
     test_stand_in();
     test_env();

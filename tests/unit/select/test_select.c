@@ -1,5 +1,6 @@
 /* Unit tests of the user's choices: BRAID_ALGO, BRAID_PLUGINS, the tuning
  * file, and the dispatcher's precedence over mock candidates. */
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -473,6 +474,76 @@ static void test_load_caps(void)
     braid_selector_fini(&sel);
 }
 
+/* An estimate that encodes the get path it was handed: latency in the
+ * integer part's thousands, bandwidth (GB/s, to a thousandth) below. */
+static double est_get(const braid_algo_t *self, const braid_cost_in_t *in)
+{
+    (void)self;
+    return in->get_alpha_us * 1000.0 + in->get_beta_gbps;
+}
+
+/* braid_candidate_estimate_mapped prices the get path by the calibration's
+ * reads of braid_mem_alloc's memory (mget), at the call's working set;
+ * braid_candidate_estimate by the get path's own figures.  Without an
+ * mget figure, or without a get path, both are the same. */
+static void test_mapped_get(void)
+{
+    braid_transport_t ops  = {.struct_size = sizeof(braid_transport_t),
+                              .name        = "shm",
+                              .caps = BRAID_CAP_PUT_SIGNAL | BRAID_CAP_GET};
+    braid_tl_t        tl   = {.struct_size   = sizeof(braid_tl_t),
+                              .ops           = &ops,
+                              .caps          = ops.caps,
+                              .get_alpha_us  = 3.0,
+                              .get_beta_gbps = 4.0};
+    braid_algo_t      algo = {
+             .name = "pull", .coll = BRAID_COLL_ALLGATHER, .estimate = est_get};
+    braid_candidate_t cand[] = {
+        {"pull@shm", &algo, &tl, "shm", HOST_MEM, NULL, NULL}};
+    braid_algo_spec_t none_spec;
+    braid_tune_t      tune = {0};
+    braid_algo_spec_parse(&none_spec, NULL);
+    braid_selector_t sel  = mock_selector(cand, 1, &none_spec, &tune);
+    uint32_t         host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    /* Flat curves (in == out) so the figure read at any size is known. */
+    sel.nbw = 1;
+    memset(&sel.bw[0], 0, sizeof(sel.bw[0]));
+    sel.bw[0].tl   = &tl;
+    sel.bw[0].get  = (braid_bw_curve_t){2.0, 1e6, 2.0, 1e8};
+    sel.bw[0].mget = (braid_bw_curve_t){8.0, 1e6, 8.0, 1e8};
+    sel.bw[0].mget_alpha_us  = 1.0;
+    sel.bw[0].mget_beta_gbps = 9.0;
+    double plain = braid_candidate_estimate(&sel, &cand[0],
+                                            BRAID_COLL_ALLGATHER, 1 << 20, host);
+    double mapped = braid_candidate_estimate_mapped(
+        &sel, &cand[0], BRAID_COLL_ALLGATHER, 1 << 20, host);
+    CHECK(fabs(plain - 3002.0) < 1e-9, "plain: get 3 us + 2 GB/s, got %g",
+          plain);
+    CHECK(fabs(mapped - 1008.0) < 1e-9, "mapped: mget 1 us + 8 GB/s, got %g",
+          mapped);
+    /* mget measured in the caches only: its in-cache figure */
+    sel.bw[0].mget = (braid_bw_curve_t){0};
+    mapped = braid_candidate_estimate_mapped(&sel, &cand[0],
+                                             BRAID_COLL_ALLGATHER, 1 << 20, host);
+    CHECK(fabs(mapped - 1009.0) < 1e-9, "mapped, in-cache figure: got %g",
+          mapped);
+    /* not measured: the get path's own */
+    sel.bw[0].mget_beta_gbps = 0.0;
+    mapped = braid_candidate_estimate_mapped(&sel, &cand[0],
+                                             BRAID_COLL_ALLGATHER, 1 << 20, host);
+    CHECK(mapped == plain, "no mget figure: %g, want %g", mapped, plain);
+    /* no get path on this communicator: nothing to price either way */
+    sel.bw[0].mget_beta_gbps = 9.0;
+    tl.get_beta_gbps         = 0.0;
+    plain  = braid_candidate_estimate(&sel, &cand[0], BRAID_COLL_ALLGATHER,
+                                      1 << 20, host);
+    mapped = braid_candidate_estimate_mapped(&sel, &cand[0],
+                                             BRAID_COLL_ALLGATHER, 1 << 20, host);
+    CHECK(plain == 3000.0 && mapped == plain,
+          "no get path: %g and %g, want 3000", plain, mapped);
+    braid_selector_fini(&sel);
+}
+
 /* Equal estimates: the first in name order wins, and the reason says so. */
 static void test_ties(void)
 {
@@ -666,6 +737,7 @@ int main(void)
     test_dispatch();
     test_memory();
     test_load_caps();
+    test_mapped_get();
     test_ties();
     test_table();
     return check_summary("test_select");
