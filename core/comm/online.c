@@ -153,7 +153,9 @@ int braid_online_rivals(int *idx, const braid_selector_t *sel,
 {
     double est0 = score(sel, row, idx[0], coll, bytes, mem);
     double est[BRAID_ONLINE_MAX_CANDS];
-    int    n = 1;
+    int    n   = 1;
+    int    cap = bytes >= BRAID_ONLINE_LARGE ? BRAID_ONLINE_MAX_CANDS_LARGE
+                                             : BRAID_ONLINE_MAX_CANDS;
     if (est0 < 0 ||
         !braid_online_swappable(&sel->cands[idx[0]], coll, sel->nranks))
         return 1;
@@ -169,16 +171,16 @@ int braid_online_rivals(int *idx, const braid_selector_t *sel,
         int at = n;
         while (at > 1 && e < est[at - 1])
             at--;
-        if (at >= BRAID_ONLINE_MAX_CANDS)
+        if (at >= cap)
             continue;
-        int last = n < BRAID_ONLINE_MAX_CANDS ? n : BRAID_ONLINE_MAX_CANDS - 1;
+        int last = n < cap ? n : cap - 1;
         for (int j = last; j > at; j--) {
             idx[j] = idx[j - 1];
             est[j] = est[j - 1];
         }
         idx[at] = i;
         est[at] = e;
-        if (n < BRAID_ONLINE_MAX_CANDS)
+        if (n < cap)
             n++;
     }
     return n;

@@ -35,7 +35,14 @@
 
 struct braid_comm;
 
-#define BRAID_ONLINE_MAX_CANDS 4
+/* Candidates on trial at most: the pick and its rivals, the cheapest first.
+ * Below BRAID_ONLINE_LARGE a trial's calls cost microseconds, and on one
+ * host five or six candidates (pipe and the send/recv schedules) often run
+ * within 20% of each other there, where the model cannot order them: all
+ * of them are timed.  From BRAID_ONLINE_LARGE a call of a slow candidate
+ * costs milliseconds to seconds: fewer. */
+#define BRAID_ONLINE_MAX_CANDS       6
+#define BRAID_ONLINE_MAX_CANDS_LARGE 4
 /* Turns of every candidate on trial; the first `warm` are not counted (a
  * candidate's first calls of a size on a communicator fault its buffers in
  * and run several times slower).  A turn is two calls in a row, and only

@@ -91,6 +91,33 @@ static braid_shm_ring_t *ring_of(void *base, int sender)
                                             sizeof(braid_shm_ring_t));
 }
 
+/* Faults in the pages of every ring this rank reads (its own segment) and
+ * writes (its ring in each peer's), so that no message pays for it: a ring
+ * goes round its cells one message after the other, and a cell's first
+ * message paid a page fault at both ends, a few microseconds a page -- the
+ * first BRAID_SHM_NCELLS messages to a peer ran several times slower than
+ * the rest, which a trial of the dispatcher (a few calls a candidate) took
+ * for the candidate's speed.  Changes no byte, so it may run while peers
+ * already write; where the kernel lacks MADV_POPULATE_WRITE (before Linux
+ * 5.14) the pages fault in on first use as before. */
+static void prefault_rings(braid_shm_comm_t *comm)
+{
+#ifdef MADV_POPULATE_WRITE
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (int p = 0; p < comm->size; p++) {
+        char     *lo  = p == comm->rank ? (char *)comm->fifo.base[p]
+                                        : (char *)comm->out[p].ring;
+        size_t    len = p == comm->rank ? comm->fifo.bytes
+                                        : sizeof(braid_shm_ring_t);
+        uintptr_t a = (uintptr_t)lo & ~(uintptr_t)(page - 1);
+        len += (size_t)((uintptr_t)lo - a);
+        (void)madvise((void *)a, len, MADV_POPULATE_WRITE);
+    }
+#else
+    (void)comm;
+#endif
+}
+
 static void comm_free(braid_shm_comm_t *comm)
 {
     if (comm == NULL) {
@@ -188,6 +215,7 @@ static braid_status_t shm_comm_create(const braid_transport_t *self,
         comm->in[p].ring  = ring_of(comm->fifo.base[comm->rank], p);
         comm->out[p].ring = ring_of(comm->fifo.base[p], comm->rank);
     }
+    prefault_rings(comm);
     /* Collective like the segments: every rank decides the same. */
     st = braid_shm_cma_setup(comm);
     if (st != BRAID_OK) {

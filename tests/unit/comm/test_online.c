@@ -15,7 +15,9 @@ static void test_turns(void)
      * timed, in the round of its turn. */
     int counts[BRAID_ONLINE_MAX_CANDS]     = {0},
         timed[BRAID_ONLINE_MAX_CANDS]      = {0};
-    int last_round[BRAID_ONLINE_MAX_CANDS] = {-1, -1, -1, -1};
+    int last_round[BRAID_ONLINE_MAX_CANDS];
+    for (int k = 0; k < BRAID_ONLINE_MAX_CANDS; k++)
+        last_round[k] = -1;
     for (int c = 0; c < BRAID_ONLINE_CALLS(3, BRAID_ONLINE_ROUNDS); c++) {
         int round, k = braid_online_turn(&round, c, 3);
         CHECK(k == (c / 2) % 3, "call %d runs candidate %d", c, k);
@@ -197,21 +199,32 @@ static void test_rivals(void)
     n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLGATHER, 64, host,
                             5.0);
     CHECK(n == 2 && idx[1] == 1, "allgathers without the flag: n %d", n);
-    /* A full list keeps the cheapest: six candidates of 1x-1.5x. */
-    braid_candidate_t many[8];
-    for (int i = 0; i < 8; i++)
+    /* A full list keeps the cheapest: twelve candidates, every other one
+     * at 1x (a1) and 3x (a3) -- six places below BRAID_ONLINE_LARGE, four
+     * from it. */
+    braid_candidate_t many[12];
+    for (int i = 0; i < 12; i++)
         many[i] = (braid_candidate_t){
             "m@shm", i % 2 ? &a1 : &a3, &tl, "shm", host, NULL, NULL};
-    sel.ncands = 8;
+    sel.ncands = 12;
     sel.cands  = many;
     braid_selector_init(&sel);
     idx[0] = 1;
     n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE, 64, host,
                             3.0);
-    CHECK(n == BRAID_ONLINE_MAX_CANDS && idx[0] == 1 && idx[1] == 3 &&
-              idx[2] == 5 && idx[3] == 7,
-          "a full list holds the cheapest (a1s, not a3s): %d %d %d %d", idx[0],
-          idx[1], idx[2], idx[3]);
+    CHECK(n == 6 && BRAID_ONLINE_MAX_CANDS == 6 && idx[0] == 1 &&
+              idx[1] == 3 && idx[2] == 5 && idx[3] == 7 && idx[4] == 9 &&
+              idx[5] == 11,
+          "a full list of a small call holds six, the cheapest (a1s, not "
+          "a3s): n %d: %d %d %d %d %d %d",
+          n, idx[0], idx[1], idx[2], idx[3], idx[4], idx[5]);
+    idx[0] = 1;
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE,
+                            BRAID_ONLINE_LARGE, host, 3.0);
+    CHECK(n == BRAID_ONLINE_MAX_CANDS_LARGE && n == 4 && idx[0] == 1 &&
+              idx[1] == 3 && idx[2] == 5 && idx[3] == 7,
+          "a full list of a large call holds four: n %d: %d %d %d %d", n,
+          idx[0], idx[1], idx[2], idx[3]);
 }
 
 /* A tuning-file row's pick has as rivals what the row measured within the
