@@ -1,9 +1,8 @@
 /* braid-tune's timing: every series of one collective at every size, in
  * rounds.  Within a round the series take turns, so that a shared, noisy
- * machine hits them alike: a block of calls each for small messages (the
- * first series rotating from round to round), two calls each (the second
- * timed) for mid-sized ones and a call each for large ones (turn_at()),
- * in an order shuffled turn by turn (tune_order.h).  A
+ * machine hits them alike: two calls each (the second timed) up to the
+ * large sizes and a call each for those (turn_at()), in an order shuffled
+ * turn by turn (tune_order.h).  A
  * series' figure at a size is the median over
  * rounds of the median call of the round, each call timed alone after a
  * barrier and taken from the slowest rank, as braid-bench and
@@ -122,10 +121,8 @@ static int on_trial(series_t *s, braid_coll_t coll, size_t bytes)
  * this VM the two vCPUs move between cores that share a cache and cores
  * that do not, a 2-3x difference for the same call: docs/performance.md),
  * and then the series timed in that block pay for it alone; call by call,
- * every series has the others beside it in time.  Smaller calls come in a
- * block, the way an application's stream of them comes: one series' calls
- * between another's would push its areas out of the caches, which the
- * application's own calls do not. */
+ * every series has the others beside it in time.  Smaller calls take turns
+ * of two (below). */
 #define INTERLEAVE_LLC 4
 #define LLC_UNKNOWN    ((size_t)32 << 20)
 
@@ -136,41 +133,37 @@ static int interleaved(const tune_t *t, size_t size)
            (double)INTERLEAVE_LLC * (double)(t->llc ? t->llc : LLC_UNKNOWN);
 }
 
-/* Between --small-max and the interleaved sizes the series take turns of
- * TURN_CALLS calls, the last one timed.  A block of calls there is a few
- * calls of a millisecond or so, short enough that the placement of the
- * vCPUs changes between one series' block and the next rather than under
- * it, and two series of one candidate then time up to 2x apart in one
- * round (docs/performance.md, "braid-tune: mid sizes in turns"); turn by
- * turn every series is timed beside the others.  The untimed call first
- * brings the series' own areas back into the caches, so that the timed
- * one follows a call of its own as in an application's stream, as the
- * dispatcher's own trials time (comm/online.h).  Such a turn costs a
- * millisecond or so, so a round takes at least TURN_MIN_ITERS of them
- * (-n permitting) where the scaled count would take 3. */
+/* Below the interleaved sizes the series take turns of TURN_CALLS calls,
+ * the last one timed.  A block of calls each is over quickly enough that
+ * the machine changes between one series' block and the next rather than
+ * under it -- the placement of the vCPUs for calls of a millisecond, the
+ * scheduling of more ranks than cores for calls of microseconds -- and two
+ * series of one candidate then time up to 2x apart in one round
+ * (docs/performance.md, "braid-tune: mid sizes in turns" and "small sizes
+ * in turns"); turn by turn every series is timed beside the others.  The
+ * untimed call first brings the series' own areas back into the caches,
+ * so that the timed one follows a call of its own as in an application's
+ * stream, as the dispatcher's own trials time (comm/online.h).  From
+ * --small-max on such a turn costs a millisecond or so, so a round takes
+ * at least TURN_MIN_ITERS of them (-n permitting) where the scaled count
+ * would take 3. */
 #define TURN_CALLS     2
 #define TURN_MIN_ITERS 8
 
 typedef enum {
-    TURN_BLOCK, /* a block of calls each */
-    TURN_PAIR,  /* TURN_CALLS calls each, the last timed */
-    TURN_CALL   /* a call each */
+    TURN_PAIR, /* TURN_CALLS calls each, the last timed */
+    TURN_CALL  /* a call each */
 } turn_t;
 
 static turn_t turn_at(const tune_t *t, size_t size)
 {
-    if (interleaved(t, size))
-        return TURN_CALL;
-    return size > t->o.small_max ? TURN_PAIR : TURN_BLOCK;
+    return interleaved(t, size) ? TURN_CALL : TURN_PAIR;
 }
 
 static const char *turn_note(turn_t turn)
 {
-    switch (turn) {
-    case TURN_CALL: return " (series call by call)";
-    case TURN_PAIR: return " (series in turns of two calls)";
-    default: return "";
-    }
+    return turn == TURN_CALL ? " (series call by call)"
+                             : " (series in turns of two calls)";
 }
 
 /* The warm-up calls of one series before it is timed at one size. */
@@ -426,21 +419,8 @@ int tune_sweep(tune_t *t, sweep_t *sw)
                 time_round(t, &t->series[k], sw->coll, sw->count[i],
                            sw->size[i], 0);
         turn_t turn = turn_at(t, sw->size[i]);
-        for (int r = 0; r < rounds; r++) {
-            if (turn != TURN_BLOCK) {
-                time_round_turns(t, sw, i, r, turn);
-                continue;
-            }
-            for (int j = 0; j < t->nseries; j++) {
-                int      k = (j + r) % t->nseries;
-                point_t *p = &sw->pt[i][k];
-                if (p->state != POINT_OK)
-                    continue;
-                p->round_us[r] =
-                    time_round(t, &t->series[k], sw->coll, sw->count[i],
-                               sw->size[i], t->o.check && r == 0);
-            }
-        }
+        for (int r = 0; r < rounds; r++)
+            time_round_turns(t, sw, i, r, turn);
         /* What the automatic series ran once their trials settled. */
         for (int k = 0; k < t->nseries; k++) {
             point_t *p = &sw->pt[i][k];

@@ -108,7 +108,7 @@ fi
 #     header says where the edge is; a malformed size is refused.  Above
 #     the edge and within the cache's reach (2 ranks' buffers of 4 MiB) the
 #     series take turns of two calls, and the progress line says so; up to
-#     it they come in blocks.
+#     it too (every size short of call by call).
 "$braidrun" -n 2 "$tune" -C allreduce -b 256K -e 4M -f 4 -n 3 -w 1 -r 1 \
     --small-rounds 3 --small-max 1M --cands oneshot@shm,pipe@shm \
     --csv "$tmp/edge.csv" >"$tmp/edge" 2>&1 ||
@@ -122,9 +122,10 @@ grep -q 'median over 1 rounds (3 up to 1 MiB)' "$tmp/edge" ||
   fail "the header does not say the edge: $(grep median "$tmp/edge")"
 grep -q 'allreduce 4194304 B: best .* us (series in turns of two calls)$' "$tmp/edge" ||
   fail "4 MiB above --small-max 1M was not timed in turns: $(grep ' B: best' "$tmp/edge")"
-if grep -E 'allreduce (262144|1048576) B: best .*\(series' "$tmp/edge"; then
-  fail "sizes up to --small-max 1M were not timed in blocks"
-fi
+for s in 262144 1048576; do
+  grep -q "allreduce $s B: best .* us (series in turns of two calls)\$" "$tmp/edge" ||
+    fail "$s B under --small-max 1M was not timed in turns: $(grep ' B: best' "$tmp/edge")"
+done
 if "$tune" --small-max 4Q >"$tmp/edge" 2>&1; then
   fail "--small-max 4Q was accepted"
 fi
