@@ -130,10 +130,8 @@ static void print_links(const braid_comm_t *comm)
     printf("%s\n", line);
     for (int i = 0; i < comm->ntls; i++) {
         const braid_link_t   *l  = &comm->tls[i].link;
-        const braid_sel_bw_t *bw = NULL, none = {0};
-        for (int b = 0; b < comm->sel.nbw; b++)
-            if (comm->sel.bw[b].tl == &comm->tls[i])
-                bw = &comm->sel.bw[b];
+        const braid_sel_bw_t  none = {0};
+        const braid_sel_bw_t *bw   = braid_select_bw(&comm->sel, &comm->tls[i]);
         if (bw == NULL)
             bw = &none;
         printf("  %-6s", comm->tls[i].ops->name);

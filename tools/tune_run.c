@@ -231,17 +231,14 @@ static void slowest(tune_t *t, int n)
         die(t, st, "allreduce of the times");
 }
 
-/* One round of one series at one size, its calls in a block: the median
- * call of the slowest rank, in microseconds. */
-static double time_round(tune_t *t, series_t *s, braid_coll_t coll,
-                         size_t count, size_t size, int check)
+/* An untimed round of one series at one size, its calls in a block (the
+ * first size's, before anything is timed: tune_sweep). */
+static void untimed_round(tune_t *t, series_t *s, braid_coll_t coll,
+                          size_t count, size_t size)
 {
-    int iters = iters_for(t, size);
-    warm_up(t, s, coll, count, size, check);
-    for (int i = 0; i < iters; i++)
-        t->times[i] = timed_call(t, s, coll, count);
-    slowest(t, iters);
-    return braid_median(t->tmax, iters);
+    warm_up(t, s, coll, count, size, 0);
+    for (int i = 0; i < iters_for(t, size); i++)
+        (void)timed_call(t, s, coll, count);
 }
 
 /* Round r of every series that runs at size i, the series taking turns
@@ -416,8 +413,8 @@ int tune_sweep(tune_t *t, sweep_t *sw)
          * first size puts them all past that before any is timed. */
         for (int k = 0; i == 0 && k < t->nseries; k++)
             if (sw->pt[i][k].state == POINT_OK)
-                time_round(t, &t->series[k], sw->coll, sw->count[i],
-                           sw->size[i], 0);
+                untimed_round(t, &t->series[k], sw->coll, sw->count[i],
+                              sw->size[i]);
         turn_t turn = turn_at(t, sw->size[i]);
         for (int r = 0; r < rounds; r++)
             time_round_turns(t, sw, i, r, turn);

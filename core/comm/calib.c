@@ -468,8 +468,8 @@ static void apply(braid_comm_t *comm, braid_calib_state_t *cs)
                 continue;
             double put_copy = comm->tls[i].caps & BRAID_CAP_LOAD ? copy : 1.0;
             if (pass == 1 && apply_curves(comm, i, t)) {
-                scale_curve(&comm->sel.bw[comm->sel.nbw - 1].put, put_copy);
                 braid_sel_bw_t *b = &comm->sel.bw[comm->sel.nbw - 1];
+                scale_curve(&b->put, put_copy);
                 scale_curve(&b->get, copy);
                 scale_curve(&b->mget, copy);
                 /* Reads of braid_mem_alloc's memory (the figures of a
@@ -536,17 +536,15 @@ static void log_figures(const braid_comm_t *comm)
         const braid_link_t *l       = &comm->tls[i].link;
         char                get[160] = "";
 #ifdef BRAID_CAP_GET
+        const braid_sel_bw_t *bw = braid_select_bw(&comm->sel, &comm->tls[i]);
         if (BRAID_HAS(&comm->tls[i], braid_tl_t, get_beta_gbps) &&
             comm->tls[i].get_beta_gbps > 0)
             snprintf(get, sizeof(get), ", get %.3g us + %.3g GB/s",
                      comm->tls[i].get_alpha_us, comm->tls[i].get_beta_gbps);
-        for (int b = 0; b < comm->sel.nbw && get[0] != '\0'; b++)
-            if (comm->sel.bw[b].tl == &comm->tls[i] &&
-                comm->sel.bw[b].mget_beta_gbps > 0)
-                snprintf(get + strlen(get), sizeof(get) - strlen(get),
-                         " (of braid_mem_alloc's memory %.3g us + %.3g GB/s)",
-                         comm->sel.bw[b].mget_alpha_us,
-                         comm->sel.bw[b].mget_beta_gbps);
+        if (get[0] != '\0' && bw != NULL && bw->mget_beta_gbps > 0)
+            snprintf(get + strlen(get), sizeof(get) - strlen(get),
+                     " (of braid_mem_alloc's memory %.3g us + %.3g GB/s)",
+                     bw->mget_alpha_us, bw->mget_beta_gbps);
 #endif
         braid_log(BRAID_LOG_INFO, LOG_COMP,
                   "transport %s: send/recv %.3g us "

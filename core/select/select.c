@@ -38,13 +38,19 @@ static braid_mem_t cost_mem(uint32_t mem)
  * measured its paths in and out of the caches, each path's bandwidth at
  * the call's working set (bw_curve.c).  Only the table's construction and
  * explanations come here, never a call that finds its size in the table. */
+const braid_sel_bw_t *braid_select_bw(const braid_selector_t *sel,
+                                      const braid_tl_t       *tl)
+{
+    for (int i = 0; i < sel->nbw; i++)
+        if (sel->bw[i].tl == tl)
+            return &sel->bw[i];
+    return NULL;
+}
+
 static void sized_link(braid_cost_in_t *in, const braid_selector_t *sel,
                        const braid_candidate_t *cand, int mapped)
 {
-    const braid_sel_bw_t *bw = NULL;
-    for (int i = 0; i < sel->nbw && bw == NULL; i++)
-        if (sel->bw[i].tl == cand->tl)
-            bw = &sel->bw[i];
+    const braid_sel_bw_t *bw = braid_select_bw(sel, cand->tl);
     if (bw == NULL)
         return;
     double ws     = braid_call_working_set(in->coll, in->bytes, in->nranks);

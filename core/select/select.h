@@ -62,6 +62,11 @@ typedef struct braid_sel_bw {
 
 #define BRAID_SEL_MAX_BW 8
 
+struct braid_selector;
+/* The curves of transport tl on this selector, or NULL (not calibrated). */
+const braid_sel_bw_t *braid_select_bw(const struct braid_selector *sel,
+                                      const braid_tl_t              *tl);
+
 /* A row of a selection table: byte counts from lo up to the next row's lo
  * go to pick. */
 typedef struct braid_sel_row {
