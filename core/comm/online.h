@@ -9,11 +9,11 @@
  * turns among the model's pick and the candidates whose estimate lies within
  * BRAID_ONLINE_WITHIN of it (a candidate's lower estimate, for buffers from
  * anywhere or from braid_mem_alloc: the model cannot know which the ranks
- * pass, the trial times what they do); every rank times its own calls, the ranks agree
- * on the slowest rank's median per candidate over the bootstrap channel, and
- * from then on the class runs the fastest (the model's pick unless another
- * beat it by more than BRAID_ONLINE_MARGIN).  Reductions only swap
- * algorithms that fold in rank order (BRAID_ALGO_RANK_ORDER), and on two
+ * pass, the trial times what they do); every rank times its own calls, the
+ * ranks agree on the slowest rank's median per candidate over the bootstrap
+ * channel, and from then on the class runs the fastest (a tuning file's pick
+ * unless another beat it by more than BRAID_ONLINE_MARGIN).  Reductions only
+ * swap algorithms that fold in rank order (BRAID_ALGO_RANK_ORDER), and on two
  * ranks those that combine through the core's kernels
  * (BRAID_ALGO_CORE_REDUCE), so no result changes by a bit.  Every rank makes
  * the same calls and agrees on the same times, so every rank runs the same
@@ -50,20 +50,24 @@ struct braid_comm;
  * in the application's steady state a call follows one of its own (the
  * waiting policy treats such a stream differently, comm/wait.c).  From
  * BRAID_ONLINE_LARGE bytes a call lasts long enough to time steadily and a
- * trial would cost seconds: fewer turns. */
+ * trial would cost seconds: fewer turns, but five timed, as the slowest of
+ * eight ranks' medians of three took one rank's two stalls (another
+ * process on its vCPU) for the candidate's time. */
 #define BRAID_ONLINE_ROUNDS       8
 #define BRAID_ONLINE_WARM         2
 #define BRAID_ONLINE_LARGE        ((size_t)1 << 20)
-#define BRAID_ONLINE_ROUNDS_LARGE 4
+#define BRAID_ONLINE_ROUNDS_LARGE 6
 #define BRAID_ONLINE_WARM_LARGE   1
 #define BRAID_ONLINE_TURN         2
 /* Calls of a trial of n candidates in `rounds` turns each. */
 #define BRAID_ONLINE_CALLS(n, rounds) ((n) * (rounds)*BRAID_ONLINE_TURN)
 /* Size classes: bytes in [2^b, 2^(b+1)). */
 #define BRAID_ONLINE_CLASSES 64
-/* A rival replaces the model's pick only when faster by more than this:
- * within it, both are as good, and the pick does not change with noise. */
-#define BRAID_ONLINE_MARGIN         0.05
+/* A rival replaces a tuning file's pick only when faster by more than
+ * this: the row timed more calls than a trial does, so within it both are
+ * as good and the file's pick does not change with noise.  A cost-model
+ * pick has no margin: the trial's times outrank the estimates. */
+#define BRAID_ONLINE_MARGIN 0.05
 /* Rivals within this factor of the pick's estimate: wide enough to cover
  * the model's known error.  pipe's estimate of a large call is up to about
  * five times below its measured time where more ranks than cores share the
@@ -127,12 +131,12 @@ typedef struct braid_online_slot {
     braid_coll_t         coll;
     int                  cls; /* bytes in [2^cls, 2^(cls+1)) */
     int                  ncands;
-    int                  rounds, warm; /* turns each, of them not timed */
-    braid_why_t why;                   /* what picked idx[0]: model or file */
-    int idx[BRAID_ONLINE_MAX_CANDS];   /* into sel->cands; [0]: the pick */
-    int model;  /* the model's own pick where idx[0] stands in, else -1 */
-    int calls;                         /* trial calls completed */
-    int chosen;                        /* settled: into sel->cands */
+    int                  rounds, warm;  /* turns each, of them not timed */
+    braid_why_t          why;           /* what picked idx[0]: model or file */
+    int    idx[BRAID_ONLINE_MAX_CANDS]; /* into sel->cands; [0]: the pick */
+    int    model;  /* the model's own pick where idx[0] stands in, else -1 */
+    int    calls;  /* trial calls completed */
+    int    chosen; /* settled: into sel->cands */
     double us[BRAID_ONLINE_MAX_CANDS][BRAID_ONLINE_ROUNDS]; /* this rank's */
     double agreed[BRAID_ONLINE_MAX_CANDS]; /* slowest rank's median (us) */
     /* The watch of a settled class (above). */
@@ -200,9 +204,10 @@ int braid_online_turn(int *round, int call, int ncands);
 /* The median of this rank's timed rounds
  * of candidate k (us): rounds warm..rounds-1. */
 double braid_online_mine(const braid_online_slot_t *slot, int k);
-/* Which of agreed[0..n) wins: 0 (the model's pick) unless another is
- * faster by more than margin; ties go to the lower index. */
-int braid_online_decide(const double *agreed, int n, double margin);
+/* Which of agreed[0..n) wins, where what picked candidate 0 was why: 0
+ * unless another is faster by more than the margin (a tuning file's pick:
+ * BRAID_ONLINE_MARGIN; the model's: none); ties go to the lower index. */
+int braid_online_decide(const double *agreed, int n, braid_why_t why);
 /* Winner's calls between two checks of a watched class whose winner's
  * agreed time is us, after `retrials` re-opened trials. */
 int braid_online_period(double us, int retrials);

@@ -13,8 +13,8 @@ static void test_turns(void)
 {
     /* Three candidates: A A B B C C A A ...; the second call of a turn is
      * timed, in the round of its turn. */
-    int counts[BRAID_ONLINE_MAX_CANDS]     = {0},
-        timed[BRAID_ONLINE_MAX_CANDS]      = {0};
+    int counts[BRAID_ONLINE_MAX_CANDS] = {0},
+        timed[BRAID_ONLINE_MAX_CANDS]  = {0};
     int last_round[BRAID_ONLINE_MAX_CANDS];
     for (int k = 0; k < BRAID_ONLINE_MAX_CANDS; k++)
         last_round[k] = -1;
@@ -53,28 +53,39 @@ static void test_mine(void)
     double mid = (lo + hi) / 2;
     CHECK(m == mid, "median of the timed rounds %.2f, want %.2f", m, mid);
     CHECK(s.us[1][BRAID_ONLINE_WARM] == lo, "the slot is left as it was");
-    /* A large class's shorter trial: rounds 1..3 of 4. */
-    s.rounds   = BRAID_ONLINE_ROUNDS_LARGE;
-    s.warm     = BRAID_ONLINE_WARM_LARGE;
-    s.us[2][0] = 1e6, s.us[2][1] = 30, s.us[2][2] = 10, s.us[2][3] = 20;
-    s.us[2][4] = 1e6; /* past the large trial's rounds: never read */
-    m          = braid_online_mine(&s, 2);
-    CHECK(m == 20, "median of a large class's 3 timed rounds %.2f", m);
+    /* A large class's shorter trial: its timed rounds alone, two of them
+     * stalled (the median of five holds). */
+    s.rounds = BRAID_ONLINE_ROUNDS_LARGE;
+    s.warm   = BRAID_ONLINE_WARM_LARGE;
+    CHECK(BRAID_ONLINE_ROUNDS_LARGE - BRAID_ONLINE_WARM_LARGE == 5 &&
+              BRAID_ONLINE_ROUNDS_LARGE < BRAID_ONLINE_ROUNDS,
+          "a large class times 5 rounds, fewer than a small one");
+    double large[] = {1e6, 30, 10, 20, 900, 800, 1e6};
+    memcpy(s.us[2], large, sizeof(large)); /* [6]: never read */
+    m = braid_online_mine(&s, 2);
+    CHECK(m == 30, "median of a large class's 5 timed rounds %.2f", m);
 }
 
 static void test_decide(void)
 {
-    double a[] = {10.0, 10.4, 12.0};
-    CHECK(braid_online_decide(a, 3, 0.05) == 0,
-          "the model's pick stays within the margin");
+    braid_why_t file = BRAID_WHY_TUNE, model = BRAID_WHY_COST;
+    double      a[] = {10.0, 10.4, 12.0};
+    CHECK(braid_online_decide(a, 3, file) == 0,
+          "a tuning file's pick stays within the margin");
     double b[] = {10.0, 9.0, 9.4};
-    CHECK(braid_online_decide(b, 3, 0.05) == 1, "a rival 10%% faster wins");
+    CHECK(braid_online_decide(b, 3, file) == 1, "a rival 10%% faster wins");
     double c[] = {10.0, 8.0, 8.0};
-    CHECK(braid_online_decide(c, 3, 0.05) == 1, "ties go to the lower index");
+    CHECK(braid_online_decide(c, 3, file) == 1, "ties go to the lower index");
     double d[] = {10.0};
-    CHECK(braid_online_decide(d, 1, 0.05) == 0, "one candidate");
+    CHECK(braid_online_decide(d, 1, file) == 0, "one candidate");
     double e[] = {10.0, 9.6};
-    CHECK(braid_online_decide(e, 2, 0.0) == 1, "no margin: the faster");
+    CHECK(braid_online_decide(e, 2, file) == 0,
+          "a rival 4%% faster does not replace the file's pick");
+    CHECK(braid_online_decide(e, 2, model) == 1,
+          "a rival 4%% faster replaces the model's pick (no margin)");
+    double f[] = {10.0, 10.0};
+    CHECK(braid_online_decide(f, 2, model) == 0,
+          "the model's pick keeps a tie");
 }
 
 static double est_linear(const braid_algo_t *self, const braid_cost_in_t *in)
@@ -219,8 +230,8 @@ static void test_rivals(void)
           "a3s): n %d: %d %d %d %d %d %d",
           n, idx[0], idx[1], idx[2], idx[3], idx[4], idx[5]);
     idx[0] = 1;
-    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE,
-                            BRAID_ONLINE_LARGE, host, 3.0);
+    n      = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE,
+                                 BRAID_ONLINE_LARGE, host, 3.0);
     CHECK(n == BRAID_ONLINE_MAX_CANDS_LARGE && n == 4 && idx[0] == 1 &&
               idx[1] == 3 && idx[2] == 5 && idx[3] == 7,
           "a full list of a large call holds four: n %d: %d %d %d %d", n,
@@ -391,8 +402,8 @@ static void test_stand_in(void)
     braid_algo_t      g1 = {.name = "a1", .flags = ro, .estimate = est_linear};
     a1.coll = a2.coll = a3.coll = BRAID_COLL_ALLREDUCE;
     g1.coll                     = BRAID_COLL_ALLGATHER;
-    const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
-    const uint32_t    dev  = BRAID_MEM_BIT(BRAID_MEM_CUDA);
+    const uint32_t    host    = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    const uint32_t    dev     = BRAID_MEM_BIT(BRAID_MEM_CUDA);
     braid_candidate_t cands[] = {
         {"a1@shm", &a1, &tl, "shm", host, NULL, NULL},
         {"a2@shm", &a2, &tl, "shm", host, NULL, NULL},
@@ -413,7 +424,7 @@ static void test_stand_in(void)
     k = braid_online_stand_in(&sel, 2, ar, 64, host, 2.0);
     CHECK(k == 2, "a rank-order pick is its own: %d", k);
     cands[1].mem_types = dev;
-    k = braid_online_stand_in(&sel, 0, ar, 64, host, 2.0);
+    k                  = braid_online_stand_in(&sel, 0, ar, 64, host, 2.0);
     CHECK(k == 0, "a2 on device memory only is no stand-in: %d", k);
     cands[1].mem_types = host;
     /* On two ranks a core-reduce pick is swappable: no stand-in needed. */
@@ -446,13 +457,11 @@ static void test_mapped_rivals(void)
                              .caps          = BRAID_CAP_GET,
                              .get_alpha_us  = 0.0,
                              .get_beta_gbps = 1.0};
-    braid_algo_t      a1  = {.name     = "a1",
-                             .coll     = BRAID_COLL_ALLGATHER,
-                             .estimate = est_linear};
-    braid_algo_t      rd  = {.name     = "reads",
-                             .coll     = BRAID_COLL_ALLGATHER,
-                             .estimate = est_reads};
-    const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    braid_algo_t      a1  = {
+              .name = "a1", .coll = BRAID_COLL_ALLGATHER, .estimate = est_linear};
+    braid_algo_t rd = {
+        .name = "reads", .coll = BRAID_COLL_ALLGATHER, .estimate = est_reads};
+    const uint32_t    host    = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
     braid_candidate_t cands[] = {
         {"a1@shm", &a1, &tl, "shm", host, NULL, NULL},
         {"reads@shm", &rd, &tl, "shm", host, NULL, NULL},
