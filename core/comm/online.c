@@ -91,9 +91,7 @@ double braid_online_mine(const braid_online_slot_t *slot, int k)
 
 int braid_online_decide(const double *agreed, int n, braid_why_t why)
 {
-    /* A file's row timed more calls than a trial does; the model erred, if
-     * it did, in exactly the close calls that a trial settles, and a margin
-     * would keep its pick against a rival measured faster by less. */
+    /* Why only a file's pick has a margin: online.h, BRAID_ONLINE_MARGIN. */
     double margin = why == BRAID_WHY_TUNE ? BRAID_ONLINE_MARGIN : 0.0;
     int    best   = 0;
     for (int k = 1; k < n; k++)
@@ -573,9 +571,9 @@ int braid_online_explain(braid_comm_t *comm, braid_coll_t coll, size_t bytes,
         return 0;
     const braid_candidate_t *cands     = comm->sel.cands;
     char                     list[256] = "";
-    int                      idx       = s->state == BRAID_ONLINE_SETTLED
-                                             ? settled_idx(&comm->sel, s, coll, bytes, host, pick.idx)
-                                             : pick.idx;
+    int idx = s->state == BRAID_ONLINE_SETTLED
+                  ? settled_idx(&comm->sel, s, coll, bytes, host, pick.idx)
+                  : pick.idx;
     for (int k = 0; k < s->ncands; k++)
         snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
                  k ? ", " : "", cands[s->idx[k]].name);

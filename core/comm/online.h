@@ -50,15 +50,17 @@ struct braid_comm;
  * in the application's steady state a call follows one of its own (the
  * waiting policy treats such a stream differently, comm/wait.c).  From
  * BRAID_ONLINE_LARGE bytes a call lasts long enough to time steadily and a
- * trial would cost seconds: fewer turns, but five timed, as the slowest of
- * eight ranks' medians of three took one rank's two stalls (another
- * process on its vCPU) for the candidate's time. */
+ * trial would cost seconds: fewer turns, but five timed, so that two
+ * stalled calls of one rank (another process on its vCPU) are not that
+ * rank's median, which the slowest rank's median would then carry. */
 #define BRAID_ONLINE_ROUNDS       8
 #define BRAID_ONLINE_WARM         2
 #define BRAID_ONLINE_LARGE        ((size_t)1 << 20)
 #define BRAID_ONLINE_ROUNDS_LARGE 6
 #define BRAID_ONLINE_WARM_LARGE   1
 #define BRAID_ONLINE_TURN         2
+_Static_assert(BRAID_ONLINE_ROUNDS_LARGE <= BRAID_ONLINE_ROUNDS,
+               "a slot's us[][BRAID_ONLINE_ROUNDS] holds a large trial");
 /* Calls of a trial of n candidates in `rounds` turns each. */
 #define BRAID_ONLINE_CALLS(n, rounds) ((n) * (rounds)*BRAID_ONLINE_TURN)
 /* Size classes: bytes in [2^b, 2^(b+1)). */
@@ -67,7 +69,7 @@ struct braid_comm;
  * this: the row timed more calls than a trial does, so within it both are
  * as good and the file's pick does not change with noise.  A cost-model
  * pick has no margin: the trial's times outrank the estimates. */
-#define BRAID_ONLINE_MARGIN 0.05
+#define BRAID_ONLINE_MARGIN         0.05
 /* Rivals within this factor of the pick's estimate: wide enough to cover
  * the model's known error.  pipe's estimate of a large call is up to about
  * five times below its measured time where more ranks than cores share the
@@ -131,12 +133,12 @@ typedef struct braid_online_slot {
     braid_coll_t         coll;
     int                  cls; /* bytes in [2^cls, 2^(cls+1)) */
     int                  ncands;
-    int                  rounds, warm;  /* turns each, of them not timed */
-    braid_why_t          why;           /* what picked idx[0]: model or file */
-    int    idx[BRAID_ONLINE_MAX_CANDS]; /* into sel->cands; [0]: the pick */
-    int    model;  /* the model's own pick where idx[0] stands in, else -1 */
-    int    calls;  /* trial calls completed */
-    int    chosen; /* settled: into sel->cands */
+    int                  rounds, warm; /* turns each, of them not timed */
+    braid_why_t why;                   /* what picked idx[0]: model or file */
+    int idx[BRAID_ONLINE_MAX_CANDS];   /* into sel->cands; [0]: the pick */
+    int model;  /* the model's own pick where idx[0] stands in, else -1 */
+    int calls;                         /* trial calls completed */
+    int chosen;                        /* settled: into sel->cands */
     double us[BRAID_ONLINE_MAX_CANDS][BRAID_ONLINE_ROUNDS]; /* this rank's */
     double agreed[BRAID_ONLINE_MAX_CANDS]; /* slowest rank's median (us) */
     /* The watch of a settled class (above). */

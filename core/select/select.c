@@ -34,10 +34,6 @@ static braid_mem_t cost_mem(uint32_t mem)
     return BRAID_MEM_HOST;
 }
 
-/* The link of cand's transport for a call of bytes: where the calibration
- * measured its paths in and out of the caches, each path's bandwidth at
- * the call's working set (bw_curve.c).  Only the table's construction and
- * explanations come here, never a call that finds its size in the table. */
 const braid_sel_bw_t *braid_select_bw(const braid_selector_t *sel,
                                       const braid_tl_t       *tl)
 {
@@ -47,6 +43,10 @@ const braid_sel_bw_t *braid_select_bw(const braid_selector_t *sel,
     return NULL;
 }
 
+/* The link of cand's transport for a call of bytes: where the calibration
+ * measured its paths in and out of the caches, each path's bandwidth at
+ * the call's working set (bw_curve.c).  Only the table's construction and
+ * explanations come here, never a call that finds its size in the table. */
 static void sized_link(braid_cost_in_t *in, const braid_selector_t *sel,
                        const braid_candidate_t *cand, int mapped)
 {

@@ -13,8 +13,8 @@ static void test_turns(void)
 {
     /* Three candidates: A A B B C C A A ...; the second call of a turn is
      * timed, in the round of its turn. */
-    int counts[BRAID_ONLINE_MAX_CANDS] = {0},
-        timed[BRAID_ONLINE_MAX_CANDS]  = {0};
+    int counts[BRAID_ONLINE_MAX_CANDS]     = {0},
+        timed[BRAID_ONLINE_MAX_CANDS]      = {0};
     int last_round[BRAID_ONLINE_MAX_CANDS];
     for (int k = 0; k < BRAID_ONLINE_MAX_CANDS; k++)
         last_round[k] = -1;
@@ -230,8 +230,8 @@ static void test_rivals(void)
           "a3s): n %d: %d %d %d %d %d %d",
           n, idx[0], idx[1], idx[2], idx[3], idx[4], idx[5]);
     idx[0] = 1;
-    n      = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE,
-                                 BRAID_ONLINE_LARGE, host, 3.0);
+    n = braid_online_rivals(idx, &sel, NULL, BRAID_COLL_ALLREDUCE,
+                            BRAID_ONLINE_LARGE, host, 3.0);
     CHECK(n == BRAID_ONLINE_MAX_CANDS_LARGE && n == 4 && idx[0] == 1 &&
               idx[1] == 3 && idx[2] == 5 && idx[3] == 7,
           "a full list of a large call holds four: n %d: %d %d %d %d", n,
@@ -402,8 +402,8 @@ static void test_stand_in(void)
     braid_algo_t      g1 = {.name = "a1", .flags = ro, .estimate = est_linear};
     a1.coll = a2.coll = a3.coll = BRAID_COLL_ALLREDUCE;
     g1.coll                     = BRAID_COLL_ALLGATHER;
-    const uint32_t    host    = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
-    const uint32_t    dev     = BRAID_MEM_BIT(BRAID_MEM_CUDA);
+    const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    const uint32_t    dev  = BRAID_MEM_BIT(BRAID_MEM_CUDA);
     braid_candidate_t cands[] = {
         {"a1@shm", &a1, &tl, "shm", host, NULL, NULL},
         {"a2@shm", &a2, &tl, "shm", host, NULL, NULL},
@@ -424,7 +424,7 @@ static void test_stand_in(void)
     k = braid_online_stand_in(&sel, 2, ar, 64, host, 2.0);
     CHECK(k == 2, "a rank-order pick is its own: %d", k);
     cands[1].mem_types = dev;
-    k                  = braid_online_stand_in(&sel, 0, ar, 64, host, 2.0);
+    k = braid_online_stand_in(&sel, 0, ar, 64, host, 2.0);
     CHECK(k == 0, "a2 on device memory only is no stand-in: %d", k);
     cands[1].mem_types = host;
     /* On two ranks a core-reduce pick is swappable: no stand-in needed. */
@@ -457,11 +457,13 @@ static void test_mapped_rivals(void)
                              .caps          = BRAID_CAP_GET,
                              .get_alpha_us  = 0.0,
                              .get_beta_gbps = 1.0};
-    braid_algo_t      a1  = {
-              .name = "a1", .coll = BRAID_COLL_ALLGATHER, .estimate = est_linear};
-    braid_algo_t rd = {
-        .name = "reads", .coll = BRAID_COLL_ALLGATHER, .estimate = est_reads};
-    const uint32_t    host    = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
+    braid_algo_t      a1  = {.name     = "a1",
+                             .coll     = BRAID_COLL_ALLGATHER,
+                             .estimate = est_linear};
+    braid_algo_t      rd  = {.name     = "reads",
+                             .coll     = BRAID_COLL_ALLGATHER,
+                             .estimate = est_reads};
+    const uint32_t    host = braid_mem_need(BRAID_MEM_HOST, BRAID_MEM_HOST);
     braid_candidate_t cands[] = {
         {"a1@shm", &a1, &tl, "shm", host, NULL, NULL},
         {"reads@shm", &rd, &tl, "shm", host, NULL, NULL},
