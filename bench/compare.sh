@@ -28,6 +28,8 @@
 #   MPI=0|1 GLOO=0|1   time Open MPI, Gloo [1, 1]
 #   ALONE=0|1          time the automatic choice alone (series 'alone') [1]
 #   PRUNE=F            braid-tune --prune F (0: every candidate everywhere) [0]
+#   RACE=N             braid-tune --race N: calls a round of the series
+#                      near the fastest and the automatic ones [16]
 #   MEM=braid|host     the buffers: braid: each library's own allocator
 #                      (braid_mem_alloc for braid, MPI_Alloc_mem for Open
 #                      MPI; torch's tensors for Gloo), as an application
@@ -52,7 +54,7 @@ fi
 rounds=${ROUNDS:-3} ar=(${AR:-8 256M 4}) rsag=(${RSAG:-1M 256M 16})
 iters=${ITERS:-20} tune=${TUNE:-1} mpi=${MPI:-1} gloo=${GLOO:-1}
 alone=${ALONE:-1} small=${SMALL_ROUNDS:-5} small_max=${SMALL_MAX:-256K}
-prune=${PRUNE:-0} mem=${MEM:-braid}
+prune=${PRUNE:-0} race=${RACE:-16} mem=${MEM:-braid}
 case $mem in
   braid) bmem=braid mmem=mpi ;;
   host) bmem=host mmem=host ;;
@@ -89,7 +91,7 @@ braid_tune() {
   local n=$1 colls=$2 lo=$3 hi=$4 f=$5 r=$6; shift 6
   local sr=$((r * small > 32 ? 32 : r * small))
   run "$braidrun" -n "$n" "$tunebin" -q -C "$colls" -b "$lo" -e "$hi" -f "$f" \
-      -n "$iters" --prune "$prune" -r "$r" --small-rounds "$sr" --small-max "$small_max" \
+      -n "$iters" --prune "$prune" --race "$race" -r "$r" --small-rounds "$sr" --small-max "$small_max" \
       --memory "$bmem" "$@"
 }
 
@@ -204,7 +206,7 @@ for f in "$out"/alone-*.csv; do
 done
 [ ${#csvs[@]} -gt 0 ] || { echo "compare.sh: nothing was measured (see $log)" >&2; exit 1; }
 {
-  echo "# bench/compare.sh $build $ranks (ROUNDS=$rounds SMALL_ROUNDS=$small SMALL_MAX=$small_max AR='${ar[*]}' RSAG='${rsag[*]}' ITERS=$iters TUNE=$tune PRUNE=$prune ALONE=$alone MEM=$mem) on $(hostname), $(date '+%Y-%m-%d %H:%M')"
+  echo "# bench/compare.sh $build $ranks (ROUNDS=$rounds SMALL_ROUNDS=$small SMALL_MAX=$small_max AR='${ar[*]}' RSAG='${rsag[*]}' ITERS=$iters TUNE=$tune PRUNE=$prune RACE=$race ALONE=$alone MEM=$mem) on $(hostname), $(date '+%Y-%m-%d %H:%M')"
   echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
   [ -s "$out/placement.txt" ] &&
     echo "# CPU placement before each series (braid-ring-floor -s 8 shared/alone; ~1: a shared cache, >= 3: none): $(paste -sd, "$out/placement.txt" | sed 's/,/, /g')"

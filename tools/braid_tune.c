@@ -57,6 +57,10 @@ static void usage(FILE *f)
         "                       'tuned')\n"
         "      --csv FILE       every measurement, with the cost model's "
         "estimate\n"
+        "      --race N         time the series within 1.25x of the fastest\n"
+        "                       of a round's first calls, and the automatic\n"
+        "                       ones, in more turns, to N calls each\n"
+        "                       (default 16; 0: no more than -n gives)\n"
         "      --prune F        from 64 KiB on, skip a candidate that was "
         "more\n"
         "                       than F times slower than the best at the "
@@ -132,6 +136,7 @@ static void parse_opts(opts_t *o, int argc, char **argv)
     o->rounds    = 3;
     o->small_max = TUNE_SMALL;
     o->check     = 1;
+    o->race      = 16;
     size_t off   = 0;
     for (int i = 0; i < argc && off < sizeof(o->command) - 1; i++)
         off += (size_t)snprintf(o->command + off, sizeof(o->command) - off,
@@ -152,6 +157,7 @@ static void parse_opts(opts_t *o, int argc, char **argv)
         {"tune-file", required_argument, NULL, 'T'},
         {"csv", required_argument, NULL, 'S'},
         {"prune", required_argument, NULL, 'P'},
+        {"race", required_argument, NULL, 'Z'},
         {"check", required_argument, NULL, 'c'},
         {"quiet", no_argument, NULL, 'q'},
         {"memory", required_argument, NULL, 'Y'},
@@ -187,6 +193,7 @@ static void parse_opts(opts_t *o, int argc, char **argv)
                 bad_usage("bad --prune (0, or a factor >= 1)", optarg);
             break;
         }
+        case 'Z': o->race = parse_int(optarg, 0, 1000000, "bad --race"); break;
         case 'c': o->check = parse_int(optarg, 0, 1, "bad -c"); break;
         case 'q': o->quiet = 1; break;
         case 'Y':
@@ -363,6 +370,8 @@ int main(int argc, char **argv)
     t.size          = t.world->size;
     size_t cap      = t.o.maxbytes;
     int    maxiters = t.o.iters > 3 ? t.o.iters : 3;
+    if (t.o.race > maxiters)
+        maxiters = t.o.race;
     if (t.o.shared) {
         if ((st = braid_mem_alloc(cap ? cap : 1, (void **)&t.sbuf)) !=
                 BRAID_OK ||
@@ -377,7 +386,9 @@ int main(int argc, char **argv)
     size_t ntimes = (size_t)maxiters * TUNE_MAX_SERIES;
     t.times       = calloc(ntimes, sizeof(double));
     t.tmax        = calloc(ntimes, sizeof(double));
-    if (t.sbuf == NULL || t.rbuf == NULL || t.times == NULL || t.tmax == NULL)
+    t.one         = calloc((size_t)maxiters, sizeof(double));
+    if (t.sbuf == NULL || t.rbuf == NULL || t.times == NULL ||
+        t.tmax == NULL || t.one == NULL)
         die(BRAID_ERR_NO_MEMORY, "buffers");
     /* Every byte written once, checked or not (-c 0): a buffer only read
      * is the kernel's one zero page, always in cache, which would time
@@ -436,6 +447,7 @@ int main(int argc, char **argv)
     }
     free(t.times);
     free(t.tmax);
+    free(t.one);
     if ((st = braid_finalize(t.world)) != BRAID_OK)
         die(st, "braid_finalize");
     return all ? 1 : 0;

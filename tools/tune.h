@@ -50,6 +50,7 @@ typedef struct point {
     double        est;            /* estimate of what ran, us; < 0: none */
     char          ran[TUNE_NAME]; /* the candidate that ran */
     double        round_us[TUNE_MAX_ROUNDS];
+    int           calls; /* timed calls of a round (--race: more) */
 } point_t;
 
 typedef struct opts {
@@ -65,6 +66,7 @@ typedef struct opts {
     const char *tune_file;     /* --tune-file: also time "tuned" */
     const char *csv;           /* --csv FILE */
     double      prune;         /* --prune F (0: off) */
+    int         race;          /* --race N: calls a round of a racer */
     int         check;         /* verify the first call of every point */
     int         quiet;         /* -q */
     int         shared;        /* --memory braid: buffers of braid_mem_alloc */
@@ -89,6 +91,7 @@ typedef struct tune {
     series_t       series[TUNE_MAX_SERIES];
     unsigned char *sbuf, *rbuf;  /* maxbytes each */
     double        *times, *tmax; /* per timed call of a round, every series */
+    double        *one;          /* one series' calls of a round */
     size_t         llc; /* the host's last-level cache, bytes (0: unknown) */
 } tune_t;
 

@@ -1,4 +1,5 @@
-/* braid-tune's order of the series within a turn (tune_order.h). */
+/* braid-tune's order of the series within a turn, and which of them race
+ * on (tune_order.h). */
 #include <stdint.h>
 
 #include "engine/common/util.h" /* braid_eng_mix64: header-only */
@@ -17,4 +18,19 @@ void tune_turn_order(int *perm, int m, int i, int r, int c)
         perm[q] = perm[j];
         perm[j] = tmp;
     }
+}
+
+int tune_race(int *in, const double *med, const int *always, int m,
+              double within)
+{
+    double least = -1;
+    int    n     = 0;
+    for (int q = 0; q < m; q++)
+        if (med[q] >= 0 && (least < 0 || med[q] < least))
+            least = med[q];
+    for (int q = 0; q < m; q++) {
+        in[q] = always[q] || (med[q] >= 0 && med[q] <= least * within);
+        n += in[q];
+    }
+    return n;
 }

@@ -73,7 +73,7 @@ int tune_csv(const tune_t *t, const sweep_t *sw, int nsweeps)
     }
     const braid_comm_t *w = t->world;
     fprintf(f, "coll,nranks,nnodes,topo,size,bytes,series,cand,time_us,"
-               "estimate_us,algbw_gbps,busbw_gbps,state,rounds_us\n");
+               "estimate_us,algbw_gbps,busbw_gbps,state,rounds_us,calls\n");
     for (int s = 0; s < nsweeps; s++)
         for (int i = 0; i < sw[s].nsizes; i++)
             for (int k = 0; k < t->nseries; k++) {
@@ -95,7 +95,7 @@ int tune_csv(const tune_t *t, const sweep_t *sw, int nsweeps)
                 else
                     fprintf(f, ",");
                 if (p->state != POINT_OK) {
-                    fprintf(f, ",,pruned,\n");
+                    fprintf(f, ",,pruned,,\n");
                     continue;
                 }
                 fprintf(f, "%.4f,%.4f,ok,", algbw,
@@ -104,7 +104,7 @@ int tune_csv(const tune_t *t, const sweep_t *sw, int nsweeps)
                  * reduction is checked against (tune_pick). */
                 for (int r = 0; r < tune_rounds(t, sw[s].size[i]); r++)
                     fprintf(f, "%s%.3f", r ? ";" : "", p->round_us[r]);
-                fprintf(f, "\n");
+                fprintf(f, ",%d\n", p->calls);
             }
     if (fclose(f) != 0) {
         fprintf(stderr, "braid-tune: --csv '%s': %s\n", t->o.csv,

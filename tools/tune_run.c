@@ -2,11 +2,12 @@
  * rounds.  Within a round the series take turns, so that a shared, noisy
  * machine hits them alike: two calls each (the second timed) up to the
  * large sizes and a call each for those (turn_at()), in an order shuffled
- * turn by turn (tune_order.h).  A
- * series' figure at a size is the median over
- * rounds of the median call of the round, each call timed alone after a
- * barrier and taken from the slowest rank, as braid-bench and
- * mpi-allreduce-bench time theirs. */
+ * turn by turn (tune_order.h); then the series that race on (within
+ * RACE_WITHIN of the fastest, and the automatic ones) take more turns
+ * among themselves, up to --race timed calls.  A series' figure at a size
+ * is the median over rounds of the median call of the round, each call
+ * timed alone after a barrier and taken from the slowest rank, as
+ * braid-bench and mpi-allreduce-bench time theirs. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -222,11 +223,13 @@ static double timed_call(tune_t *t, series_t *s, braid_coll_t coll,
     return (now_s() - t0) * 1e6;
 }
 
-/* Every rank's times of n calls replaced by the slowest rank's. */
-static void slowest(tune_t *t, int n)
+/* Every rank's times of n calls from times[off] replaced by the slowest
+ * rank's, in tmax[off]. */
+static void slowest(tune_t *t, int off, int n)
 {
-    braid_status_t st = braid_allreduce(t->times, t->tmax, (size_t)n,
-                                        BRAID_F64, BRAID_MAX, t->world);
+    braid_status_t st = braid_allreduce(t->times + off, t->tmax + off,
+                                        (size_t)n, BRAID_F64, BRAID_MAX,
+                                        t->world);
     if (st != BRAID_OK)
         die(t, st, "allreduce of the times");
 }
@@ -241,44 +244,93 @@ static void untimed_round(tune_t *t, series_t *s, braid_coll_t coll,
         (void)timed_call(t, s, coll, count);
 }
 
+/* Series within this factor of the fastest after a round's first calls
+ * race on (tune_race): wider than the oracle gap's limits, so that every
+ * candidate that could be the best, or the table's pick, is among them. */
+#define RACE_WITHIN 1.25
+
+/* Turn c of the series order[race[0..n)] at size i in round r, in the
+ * shuffled order of that turn: the timed call of order[race[j]] into
+ * times[off + j * stride]. */
+static void one_turn(tune_t *t, sweep_t *sw, int i, int r, int c, turn_t turn,
+                     const int *order, const int *race, int n, int off,
+                     int stride)
+{
+    int perm[TUNE_MAX_SERIES];
+    tune_turn_order(perm, n, i, r, c);
+    for (int v = 0; v < n; v++) {
+        int            q = perm[v];
+        series_t      *s = &t->series[order[race[q]]];
+        braid_status_t st;
+        for (int u = 1; turn == TURN_PAIR && u < TURN_CALLS; u++) {
+            if ((st = braid_barrier(t->world)) != BRAID_OK)
+                die(t, st, "barrier");
+            if ((st = call(t, s->comm, sw->coll, sw->count[i])) != BRAID_OK)
+                die(t, st, s->name);
+        }
+        t->times[off + q * stride] = timed_call(t, s, sw->coll, sw->count[i]);
+    }
+}
+
 /* Round r of every series that runs at size i, the series taking turns
- * (turn_at(): TURN_PAIR or TURN_CALL) in an order shuffled turn by turn:
- * each one's median timed call of the slowest rank into its
+ * (turn_at(): TURN_PAIR or TURN_CALL) in an order shuffled turn by turn;
+ * then, where --race asks for more calls than that gave, the series that
+ * race on (tune_race) take the turns still missing among themselves.
+ * Each one's median timed call of the slowest rank goes into its
  * round_us[r]. */
 static void time_round_turns(tune_t *t, sweep_t *sw, int i, int r, turn_t turn)
 {
-    int order[TUNE_MAX_SERIES], m = 0, iters = iters_for(t, sw->size[i]);
+    int order[TUNE_MAX_SERIES], all[TUNE_MAX_SERIES], m = 0;
+    int iters = iters_for(t, sw->size[i]);
     int least = t->o.iters < TURN_MIN_ITERS ? t->o.iters : TURN_MIN_ITERS;
     if (turn == TURN_PAIR && iters < least)
         iters = least;
     for (int k = 0; k < t->nseries; k++)
-        if (sw->pt[i][k].state == POINT_OK)
+        if (sw->pt[i][k].state == POINT_OK) {
+            all[m]     = m;
             order[m++] = k;
+        }
     for (int q = 0; q < m; q++)
         warm_up(t, &t->series[order[q]], sw->coll, sw->count[i], sw->size[i],
                 t->o.check && r == 0);
     /* times[q * iters + c]: call c of the series order[q] */
-    for (int c = 0; c < iters; c++) {
-        int perm[TUNE_MAX_SERIES];
-        tune_turn_order(perm, m, i, r, c);
-        for (int v = 0; v < m; v++) {
-            int            q = perm[v];
-            series_t      *s = &t->series[order[q]];
-            braid_status_t st;
-            for (int u = 1; turn == TURN_PAIR && u < TURN_CALLS; u++) {
-                if ((st = braid_barrier(t->world)) != BRAID_OK)
-                    die(t, st, "barrier");
-                if ((st = call(t, s->comm, sw->coll, sw->count[i])) !=
-                    BRAID_OK)
-                    die(t, st, s->name);
-            }
-            t->times[q * iters + c] = timed_call(t, s, sw->coll, sw->count[i]);
-        }
+    for (int c = 0; c < iters; c++)
+        one_turn(t, sw, i, r, c, turn, order, all, m, c, iters);
+    slowest(t, 0, m * iters);
+
+    double med[TUNE_MAX_SERIES], *v = t->one;
+    int    always[TUNE_MAX_SERIES], in[TUNE_MAX_SERIES], race[TUNE_MAX_SERIES];
+    for (int q = 0; q < m; q++) {
+        memcpy(v, &t->tmax[q * iters], sizeof(double) * (size_t)iters);
+        med[q]    = braid_median(v, iters);
+        always[q] = t->series[order[q]].kind == SERIES_AUTO ||
+                    t->series[order[q]].kind == SERIES_TUNED;
+        sw->pt[i][order[q]].round_us[r] = med[q];
+        if (sw->pt[i][order[q]].calls < iters)
+            sw->pt[i][order[q]].calls = iters;
     }
-    slowest(t, m * iters);
+    int extra = t->o.race - iters, n = 0;
+    if (extra <= 0)
+        return;
+    tune_race(in, med, always, m, RACE_WITHIN);
     for (int q = 0; q < m; q++)
-        sw->pt[i][order[q]].round_us[r] =
-            braid_median(&t->tmax[q * iters], iters);
+        if (in[q])
+            race[n++] = q;
+    /* times[base + j * extra + e]: extra call e of the series
+     * order[race[j]], after the first m * iters */
+    int base = m * iters;
+    for (int e = 0; e < extra; e++)
+        one_turn(t, sw, i, r, iters + e, turn, order, race, n, base + e,
+                 extra);
+    slowest(t, base, n * extra);
+    for (int j = 0; j < n; j++) {
+        int q = race[j];
+        memcpy(v, &t->tmax[q * iters], sizeof(double) * (size_t)iters);
+        memcpy(v + iters, &t->tmax[base + j * extra],
+               sizeof(double) * (size_t)extra);
+        sw->pt[i][order[q]].round_us[r] = braid_median(v, iters + extra);
+        sw->pt[i][order[q]].calls       = iters + extra;
+    }
 }
 
 /* The world's candidate of this name for coll, or NULL. */

@@ -57,6 +57,16 @@ bad=$(awk -F, 'NR == FNR {
   "$tmp/all.csv" "$table")
 [ -z "$bad" ] || fail "2-rank all-reduce rows that do not name the fastest: $bad"
 
+# 2b. The race (--race, 16 by default): after -n 3 calls a round, the
+#     automatic series and the candidates within 1.25x of the fastest take
+#     turns up to 16 calls; a UCX candidate, tens of times slower than the
+#     shm ones at 8 B and 4 KiB, stays at 3.
+bad=$(awk -F, 'NR > 1 && $13 == "ok" && ($15 != 3 && $15 != 16 ||
+    $7 == "auto" && $15 != 16 || $7 ~ /@ucx$/ && $15 != 3) {
+    print $5 " " $7 ": " $15 " calls" }' "$tmp/all.csv")
+[ -z "$bad" ] && grep -q ',auto,.*,16$' "$tmp/all.csv" && grep -q '@ucx,.*,3$' "$tmp/all.csv" ||
+  fail "calls a round against --race 16: $bad $(cut -d, -f5,7,15 "$tmp/all.csv")"
+
 # 3. The core reads the table: braid-info shows the rows for this
 #    communicator, and its choices follow them, naming the line.
 winner=$(awk '$1 == "allreduce" && $5 == 0 { print $7 }' "$table")
@@ -142,8 +152,8 @@ grep -q "small-max='4Q': unexpected 'Q' at position 1" "$tmp/edge" ||
     --cands ring@shm,recdbl@shm,oneshot@shm,twoshot@shm \
     -o "$tmp/order.tune" --csv "$tmp/order.csv" >"$tmp/order" 2>&1 ||
   fail "braid-tune -r 3 exited $?: $(cat "$tmp/order")"
-head -n1 "$tmp/order.csv" | grep -q ',state,rounds_us$' ||
-  fail "CSV header without rounds_us: $(head -n1 "$tmp/order.csv")"
+head -n1 "$tmp/order.csv" | grep -q ',state,rounds_us,calls$' ||
+  fail "CSV header without rounds_us and calls: $(head -n1 "$tmp/order.csv")"
 checked=$(awk -F, '
   # Times print to 1 ns: closer than E is a tie either way may break.
   # x faster than y by the margin M in every round, within a tie (by more
