@@ -50,7 +50,7 @@ typedef struct point {
     double        est;            /* estimate of what ran, us; < 0: none */
     char          ran[TUNE_NAME]; /* the candidate that ran */
     double        round_us[TUNE_MAX_ROUNDS];
-    int           calls; /* timed calls of a round (--race: more) */
+    int           calls; /* timed calls in its round with the most */
 } point_t;
 
 typedef struct opts {
