@@ -29,7 +29,7 @@
 #   ALONE=0|1          time the automatic choice alone (series 'alone') [1]
 #   PRUNE=F            braid-tune --prune F (0: every candidate everywhere) [0]
 #   RACE=N             braid-tune --race N: calls a round of the series
-#                      near the fastest and the automatic ones [16]
+#                      near the fastest and of auto and tuned [16]
 #   MEM=braid|host     the buffers: braid: each library's own allocator
 #                      (braid_mem_alloc for braid, MPI_Alloc_mem for Open
 #                      MPI; torch's tensors for Gloo), as an application

@@ -20,7 +20,7 @@ void tune_turn_order(int *perm, int m, int i, int r, int c)
     }
 }
 
-int tune_race(int *in, const double *med, const int *always, int m,
+int tune_race(int *race, const double *med, const int *always, int m,
               double within)
 {
     double least = -1;
@@ -28,9 +28,8 @@ int tune_race(int *in, const double *med, const int *always, int m,
     for (int q = 0; q < m; q++)
         if (med[q] >= 0 && (least < 0 || med[q] < least))
             least = med[q];
-    for (int q = 0; q < m; q++) {
-        in[q] = always[q] || (med[q] >= 0 && med[q] <= least * within);
-        n += in[q];
-    }
+    for (int q = 0; q < m; q++)
+        if (always[q] || (med[q] >= 0 && med[q] <= least * within))
+            race[n++] = q;
     return n;
 }

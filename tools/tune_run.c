@@ -3,7 +3,7 @@
  * machine hits them alike: two calls each (the second timed) up to the
  * large sizes and a call each for those (turn_at()), in an order shuffled
  * turn by turn (tune_order.h); then the series that race on (within
- * RACE_WITHIN of the fastest, and the automatic ones) take more turns
+ * RACE_WITHIN of the fastest, and auto and tuned) take more turns
  * among themselves, up to --race timed calls.  A series' figure at a size
  * is the median over rounds of the median call of the round, each call
  * timed alone after a barrier and taken from the slowest rank, as
@@ -299,7 +299,7 @@ static void time_round_turns(tune_t *t, sweep_t *sw, int i, int r, turn_t turn)
     slowest(t, 0, m * iters);
 
     double med[TUNE_MAX_SERIES], *v = t->one;
-    int    always[TUNE_MAX_SERIES], in[TUNE_MAX_SERIES], race[TUNE_MAX_SERIES];
+    int    always[TUNE_MAX_SERIES], race[TUNE_MAX_SERIES];
     for (int q = 0; q < m; q++) {
         memcpy(v, &t->tmax[q * iters], sizeof(double) * (size_t)iters);
         med[q]    = braid_median(v, iters);
@@ -309,13 +309,10 @@ static void time_round_turns(tune_t *t, sweep_t *sw, int i, int r, turn_t turn)
         if (sw->pt[i][order[q]].calls < iters)
             sw->pt[i][order[q]].calls = iters;
     }
-    int extra = t->o.race - iters, n = 0;
+    int extra = t->o.race - iters;
     if (extra <= 0)
         return;
-    tune_race(in, med, always, m, RACE_WITHIN);
-    for (int q = 0; q < m; q++)
-        if (in[q])
-            race[n++] = q;
+    int n = tune_race(race, med, always, m, RACE_WITHIN);
     /* times[base + j * extra + e]: extra call e of the series
      * order[race[j]], after the first m * iters */
     int base = m * iters;
