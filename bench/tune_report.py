@@ -238,6 +238,7 @@ def gap(d):
     worst = {s: 0.0 for s, _ in series}
     picks = {s: [] for s, _ in series}
     paired = {s: [] for s, _ in series}
+    paired_all = {s: [] for s, _ in series}
     for (coll, n, size), row in sorted(pts.items()):
         tb, b = best_cand(row)
         if tb is None:
@@ -250,6 +251,8 @@ def gap(d):
                 line += f" {'-':>16} {'-':>10} {'-':>7}"
                 continue
             p = d.paired((coll, n, size, s), (coll, n, size, b))
+            if p is not None:
+                paired_all[s].append(p - 1)
             if p is not None and p - 1 > limit:
                 paired[s].append(f"{coll} {n} {fmt_size(size)} {p - 1:+.0%}")
             g = t / tb - 1
@@ -269,10 +272,12 @@ def gap(d):
         if any(k[3] == s for k in d.by_file):
             print(f"  {s}: largest gap {worst[s]:+.0%}; sizes over "
                   f"{limit:.0%}: {over[s]} (marked !)")
+            largest = (f"largest {max(paired_all[s]):+.0%}; "
+                       if paired_all[s] else "")
             print(f"  {s} paired (the median over rounds of its time over "
-                  f"the best's in the same round): sizes over {limit:.0%}: "
-                  f"{len(paired[s])}{': ' if paired[s] else ''}"
-                  f"{', '.join(paired[s])}")
+                  f"the best's in the same round): {largest}sizes over "
+                  f"{limit:.0%}: {len(paired[s])}"
+                  f"{': ' if paired[s] else ''}{', '.join(paired[s])}")
         if picks[s]:
             print(f"  {s} pick: largest {max(picks[s]):+.0%}, median "
                   f"{statistics.median(picks[s]):+.0%}; sizes over "

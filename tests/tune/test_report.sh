@@ -37,5 +37,8 @@ echo "$row" | grep -Eq '^  allgather +2 +1M +a@shm +100\.00 +b@shm +95\.00 +-5% 
   fail "pick is '$(echo "$row" | awk '{ print $(NF - 2) }')', not -5% (each round's choice in its own round)"
 echo "$out" | grep -Eq '^  auto pick: largest -5%, median -5%; sizes over 10%: 0 of 1$' ||
   fail "no auto pick summary of -5% at one size"
+# paired: auto over a in each round, 0.9, 0.9, 1, 1: the median -5%
+echo "$out" | grep -Eq '^  auto paired \(.*\): largest -5%; sizes over 10%: 0$' ||
+  fail "no auto paired summary of -5% at one size"
 [ "$failures" -eq 0 ] && echo "tune_report: ok"
 exit $((failures > 0))
