@@ -18,9 +18,9 @@
 #   ROUNDS=N           rounds [3]; each round runs braid, Open MPI, Gloo
 #   SMALL_ROUNDS=N     braid-tune's rounds within each of them up to
 #                      SMALL_MAX, where a round of every candidate takes
-#                      milliseconds and one block of calls times 10-30% off
+#                      a second at most and one round times 5-10% off
 #                      another [5]
-#   SMALL_MAX=SIZE     braid-tune --small-max [256K]
+#   SMALL_MAX=SIZE     braid-tune --small-max [16M]
 #   AR="MIN MAX F"     all-reduce sizes: MIN, times F, up to MAX [8 256M 4]
 #   RSAG="MIN MAX F"   reduce_scatter and allgather sizes [1M 256M 16]
 #   ITERS=N            calls per round up to 256 KiB, fewer above [20]
@@ -53,7 +53,7 @@ else
 fi
 rounds=${ROUNDS:-3} ar=(${AR:-8 256M 4}) rsag=(${RSAG:-1M 256M 16})
 iters=${ITERS:-20} tune=${TUNE:-1} mpi=${MPI:-1} gloo=${GLOO:-1}
-alone=${ALONE:-1} small=${SMALL_ROUNDS:-5} small_max=${SMALL_MAX:-256K}
+alone=${ALONE:-1} small=${SMALL_ROUNDS:-5} small_max=${SMALL_MAX:-16M}
 prune=${PRUNE:-0} race=${RACE:-16} mem=${MEM:-braid}
 case $mem in
   braid) bmem=braid mmem=mpi ;;

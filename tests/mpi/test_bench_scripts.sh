@@ -26,7 +26,7 @@ echo "$out" | grep -Eq "^  allreduce +2 +8 +[a-z]+@[a-z]+ +$num +[a-z]+@[a-z]+ +
   fail "compare.sh: no oracle-gap row with auto, tuned and model at 8 B"
 echo "$out" | grep -Eq "^  model: largest gap [-+][0-9]+%; sizes over 10%: [0-9]+" ||
   fail "compare.sh: no summary of the model series (BRAID_ONLINE=off)"
-echo "$out" | grep -Eq "^  auto paired \(the median over rounds of its time over the best's in the same round\): sizes over 10%: [0-9]+" ||
+echo "$out" | grep -Eq "^  auto paired \(the median over rounds of its time over the best's in the same round\): largest [-+][0-9]+%; sizes over 10%: [0-9]+" ||
   fail "compare.sh: no paired summary of the automatic choice"
 echo "$out" | grep -Eq "^  reduce_scatter +2 +64K +" ||
   fail "compare.sh: no reduce_scatter row"
