@@ -237,8 +237,7 @@ def gap(d):
     over = {s: 0 for s, _ in series}
     worst = {s: 0.0 for s, _ in series}
     picks = {s: [] for s, _ in series}
-    paired = {s: [] for s, _ in series}
-    paired_all = {s: [] for s, _ in series}
+    paired = {s: [] for s, _ in series}  # (size's label, paired - 1)
     for (coll, n, size), row in sorted(pts.items()):
         tb, b = best_cand(row)
         if tb is None:
@@ -252,9 +251,7 @@ def gap(d):
                 continue
             p = d.paired((coll, n, size, s), (coll, n, size, b))
             if p is not None:
-                paired_all[s].append(p - 1)
-            if p is not None and p - 1 > limit:
-                paired[s].append(f"{coll} {n} {fmt_size(size)} {p - 1:+.0%}")
+                paired[s].append((f"{coll} {n} {fmt_size(size)}", p - 1))
             g = t / tb - 1
             worst[s] = max(worst[s], g)
             flag = "!" if g > limit else " "
@@ -272,12 +269,13 @@ def gap(d):
         if any(k[3] == s for k in d.by_file):
             print(f"  {s}: largest gap {worst[s]:+.0%}; sizes over "
                   f"{limit:.0%}: {over[s]} (marked !)")
-            largest = (f"largest {max(paired_all[s]):+.0%}; "
-                       if paired_all[s] else "")
+            largest = (f"largest {max(g for _, g in paired[s]):+.0%}; "
+                       if paired[s] else "")
+            over_p = [f"{at} {g:+.0%}" for at, g in paired[s] if g > limit]
             print(f"  {s} paired (the median over rounds of its time over "
                   f"the best's in the same round): {largest}sizes over "
-                  f"{limit:.0%}: {len(paired[s])}"
-                  f"{': ' if paired[s] else ''}{', '.join(paired[s])}")
+                  f"{limit:.0%}: {len(over_p)}"
+                  f"{': ' if over_p else ''}{', '.join(over_p)}")
         if picks[s]:
             print(f"  {s} pick: largest {max(picks[s]):+.0%}, median "
                   f"{statistics.median(picks[s]):+.0%}; sizes over "

@@ -17,8 +17,8 @@ void tune_turn_order(int *perm, int m, int i, int r, int c);
  * series has had its first calls: into race[], in order, each q whose
  * med[q], series q's median call so far (the slowest rank's, the same on
  * every rank), is within `within` times the least of them, or whose
- * always[q] is set (auto and tuned, which the oracle gap judges).  Only the fastest
- * candidates decide the best forced time and the table's pick, and a
+ * always[q] is set (auto and tuned, which the oracle gap judges).  Only
+ * the fastest candidates decide the best forced time and the table's pick, and a
  * median of few calls of each is what spreads two series of one candidate
  * apart; a call of a slow candidate at a large size costs as much as
  * several of the fast ones, so the extra calls go where they decide
