@@ -81,9 +81,23 @@ int braid_online_turn(int *round, int call, int ncands)
     return turn % ncands;
 }
 
+int braid_online_rounds(int *warm, size_t bytes)
+{
+    if (bytes >= BRAID_ONLINE_LARGE) {
+        *warm = BRAID_ONLINE_WARM_LARGE;
+        return BRAID_ONLINE_ROUNDS_LARGE;
+    }
+    if (bytes < BRAID_ONLINE_SMALL) {
+        *warm = BRAID_ONLINE_WARM_SMALL;
+        return BRAID_ONLINE_ROUNDS_SMALL;
+    }
+    *warm = BRAID_ONLINE_WARM;
+    return BRAID_ONLINE_ROUNDS;
+}
+
 double braid_online_mine(const braid_online_slot_t *slot, int k)
 {
-    double v[BRAID_ONLINE_ROUNDS];
+    double v[BRAID_ONLINE_ROUNDS_MAX];
     int    n = slot->rounds - slot->warm;
     memcpy(v, &slot->us[k][slot->warm], sizeof(double) * (size_t)n);
     return braid_median(v, n);
@@ -276,11 +290,9 @@ static braid_online_slot_t *slot_for(braid_comm_t *comm, braid_coll_t coll,
     /* The class's first call lists the rivals; every rank makes it with
      * the same size, so every rank lists the same.  A model pick that
      * cannot go on trial may have a stand-in that can (online.h). */
-    int large = bytes >= BRAID_ONLINE_LARGE;
     s->coll   = coll;
     s->cls    = size_class(bytes);
-    s->rounds = large ? BRAID_ONLINE_ROUNDS_LARGE : BRAID_ONLINE_ROUNDS;
-    s->warm   = large ? BRAID_ONLINE_WARM_LARGE : BRAID_ONLINE_WARM;
+    s->rounds = braid_online_rounds(&s->warm, bytes);
     s->idx[0] = pick.idx;
     s->model  = -1;
     s->why    = pick.why;

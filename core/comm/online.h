@@ -52,15 +52,31 @@ struct braid_comm;
  * BRAID_ONLINE_LARGE bytes a call lasts long enough to time steadily and a
  * trial would cost seconds: fewer turns, but five timed, so that two
  * stalled calls of one rank (another process on its vCPU) are not that
- * rank's median, which the slowest rank's median would then carry. */
+ * rank's median, which the slowest rank's median would then carry.  Below
+ * BRAID_ONLINE_SMALL a whole trial costs a few milliseconds while one
+ * call's time moves with every tick of another process on its vCPU: more
+ * turns, so that a median of a handful of calls does not overturn a
+ * tuning file's pick whose row timed hundreds (a class settles once per
+ * communicator; braid-bench and braid-tune warm up for at most 256 calls
+ * of a trial, and a trial here stays under 200). */
 #define BRAID_ONLINE_ROUNDS       8
 #define BRAID_ONLINE_WARM         2
+#define BRAID_ONLINE_SMALL        ((size_t)64 << 10)
+#define BRAID_ONLINE_ROUNDS_SMALL 16
+#define BRAID_ONLINE_WARM_SMALL   2
 #define BRAID_ONLINE_LARGE        ((size_t)1 << 20)
 #define BRAID_ONLINE_ROUNDS_LARGE 6
 #define BRAID_ONLINE_WARM_LARGE   1
 #define BRAID_ONLINE_TURN         2
-_Static_assert(BRAID_ONLINE_ROUNDS_LARGE <= BRAID_ONLINE_ROUNDS,
-               "a slot's us[][BRAID_ONLINE_ROUNDS] holds a large trial");
+/* A slot's us[][] holds the longest trial. */
+#define BRAID_ONLINE_ROUNDS_MAX BRAID_ONLINE_ROUNDS_SMALL
+_Static_assert(BRAID_ONLINE_ROUNDS_LARGE <= BRAID_ONLINE_ROUNDS_MAX &&
+                   BRAID_ONLINE_ROUNDS <= BRAID_ONLINE_ROUNDS_MAX,
+               "a slot's us[][BRAID_ONLINE_ROUNDS_MAX] holds every trial");
+_Static_assert(BRAID_ONLINE_MAX_CANDS * BRAID_ONLINE_ROUNDS_SMALL *
+                       BRAID_ONLINE_TURN <
+                   200,
+               "a small trial stays under 200 calls");
 /* Calls of a trial of n candidates in `rounds` turns each. */
 #define BRAID_ONLINE_CALLS(n, rounds) ((n) * (rounds)*BRAID_ONLINE_TURN)
 /* Size classes: bytes in [2^b, 2^(b+1)). */
@@ -139,7 +155,8 @@ typedef struct braid_online_slot {
     int model;  /* the model's own pick where idx[0] stands in, else -1 */
     int calls;                         /* trial calls completed */
     int chosen;                        /* settled: into sel->cands */
-    double us[BRAID_ONLINE_MAX_CANDS][BRAID_ONLINE_ROUNDS]; /* this rank's */
+    /* this rank's times (us) */
+    double us[BRAID_ONLINE_MAX_CANDS][BRAID_ONLINE_ROUNDS_MAX];
     double agreed[BRAID_ONLINE_MAX_CANDS]; /* slowest rank's median (us) */
     /* The watch of a settled class (above). */
     int    period;     /* winner's calls between checks (set at settling) */
@@ -203,6 +220,9 @@ int braid_online_swappable(const braid_candidate_t *c, braid_coll_t coll,
 /* Pure parts, for the unit test.  Which candidate (0..ncands) trial call
  * `call` runs, and in *round the round it is timed in (-1: not timed). */
 int braid_online_turn(int *round, int call, int ncands);
+/* The turns of a trial of a class whose first call has bytes, and in *warm
+ * how many of them are not timed (above). */
+int braid_online_rounds(int *warm, size_t bytes);
 /* The median of this rank's timed rounds
  * of candidate k (us): rounds warm..rounds-1. */
 double braid_online_mine(const braid_online_slot_t *slot, int k);

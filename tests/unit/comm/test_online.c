@@ -66,6 +66,57 @@ static void test_mine(void)
     CHECK(m == 30, "median of a large class's 5 timed rounds %.2f", m);
 }
 
+static void test_rounds(void)
+{
+    /* Below 64 KiB a trial times more turns than up to 1 MiB, and from
+     * 1 MiB fewer; each class's turns fit a slot, and a small trial of
+     * the most candidates stays under the 200 calls the tools and tests
+     * warm up for. */
+    struct {
+        size_t bytes;
+        int    rounds, warm;
+    } want[] = {
+        {8, BRAID_ONLINE_ROUNDS_SMALL, BRAID_ONLINE_WARM_SMALL},
+        {8192, BRAID_ONLINE_ROUNDS_SMALL, BRAID_ONLINE_WARM_SMALL},
+        {BRAID_ONLINE_SMALL - 1, BRAID_ONLINE_ROUNDS_SMALL,
+         BRAID_ONLINE_WARM_SMALL},
+        {BRAID_ONLINE_SMALL, BRAID_ONLINE_ROUNDS, BRAID_ONLINE_WARM},
+        {BRAID_ONLINE_LARGE - 1, BRAID_ONLINE_ROUNDS, BRAID_ONLINE_WARM},
+        {BRAID_ONLINE_LARGE, BRAID_ONLINE_ROUNDS_LARGE,
+         BRAID_ONLINE_WARM_LARGE},
+        {(size_t)256 << 20, BRAID_ONLINE_ROUNDS_LARGE,
+         BRAID_ONLINE_WARM_LARGE},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        int warm = -1, rounds = braid_online_rounds(&warm, want[i].bytes);
+        CHECK(rounds == want[i].rounds && warm == want[i].warm,
+              "%zu B: %d turns, %d warm (want %d, %d)", want[i].bytes, rounds,
+              warm, want[i].rounds, want[i].warm);
+        CHECK(rounds <= BRAID_ONLINE_ROUNDS_MAX && rounds - warm >= 5,
+              "%zu B: %d turns fit a slot, %d timed", want[i].bytes, rounds,
+              rounds - warm);
+    }
+    CHECK(BRAID_ONLINE_ROUNDS_SMALL - BRAID_ONLINE_WARM_SMALL >
+              2 * (BRAID_ONLINE_ROUNDS - BRAID_ONLINE_WARM),
+          "a small class times more than twice the calls of a mid one");
+    CHECK(BRAID_ONLINE_CALLS(BRAID_ONLINE_MAX_CANDS,
+                             BRAID_ONLINE_ROUNDS_SMALL) < 200,
+          "a small trial of %d candidates: %d calls", BRAID_ONLINE_MAX_CANDS,
+          BRAID_ONLINE_CALLS(BRAID_ONLINE_MAX_CANDS,
+                             BRAID_ONLINE_ROUNDS_SMALL));
+    /* The median of a small class's 14 timed calls, 6 of them stalled,
+     * is an unstalled one. */
+    braid_online_slot_t s;
+    memset(&s, 0, sizeof(s));
+    s.rounds = braid_online_rounds(&s.warm, 8192);
+    for (int r = 0; r < s.rounds; r++)
+        s.us[0][r] = r < s.warm              ? 1e6
+                     : r % 2 == 1 && r < 15 ? 50.0
+                                            : 10.0 + r * 0.01;
+    double m = braid_online_mine(&s, 0);
+    CHECK(m < 11.0, "median of 14 calls, 6 of them stalled: %.2f", m);
+}
+
 static void test_decide(void)
 {
     braid_why_t file = BRAID_WHY_TUNE, model = BRAID_WHY_COST;
@@ -493,6 +544,7 @@ int main(void)
 {
     test_turns();
     test_mine();
+    test_rounds();
     test_decide();
     test_rivals();
     test_mapped_rivals();
