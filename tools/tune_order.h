@@ -18,11 +18,11 @@ void tune_turn_order(int *perm, int m, int i, int r, int c);
  * med[q], series q's median call so far (the slowest rank's, the same on
  * every rank), is within `within` times the least of them, or whose
  * always[q] is set (auto and tuned, which the oracle gap judges).  Only
- * the fastest candidates decide the best forced time and the table's pick, and a
- * median of few calls of each is what spreads two series of one candidate
- * apart; a call of a slow candidate at a large size costs as much as
- * several of the fast ones, so the extra calls go where they decide
- * something.  Returns how many race on. */
+ * the fastest candidates decide the best forced time and the table's
+ * pick, and a median of few calls of each is what spreads two series of
+ * one candidate apart; a call of a slow candidate at a large size costs as
+ * much as several of the fast ones, so the extra calls go where they
+ * decide something.  Returns how many race on. */
 int tune_race(int *race, const double *med, const int *always, int m,
               double within);
 
