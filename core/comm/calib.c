@@ -146,7 +146,7 @@ static void make_key(char *key, size_t len, const braid_comm_t *comm,
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     snprintf(key, len,
-             "v7 hosts=%s ranks=%d nodes=%d ppn=%d machine_ppn=%d "
+             "v8 hosts=%s ranks=%d nodes=%d ppn=%d machine_ppn=%d "
              "topo=%s cpus=%ld pinned=%s",
              hosts, comm->size, comm->topo.nnodes, comm->topo.ppn,
              comm->machine_ppn, topo_word(comm->topo.kind), ncpu,

@@ -15,10 +15,10 @@
  * timing, v4 since their exchange is warmed up once, v5 since the small
  * exchanges of all transports take turns, v6 since the out-of-cache
  * bandwidth is the lower quartile rank's, not the slowest's, v7 since
- * the get path is measured on braid_mem_alloc's memory too): a file of
- * another version has
- * another key, hence another name, and is never read; one
- * whose lines lack fields is refused.
+ * the get path is measured on braid_mem_alloc's memory too, v8 since shm
+ * puts and cells copy with vector moves, not memcpy's rep movsb): a file
+ * of another version has another key, hence another name, and is never
+ * read; one whose lines lack fields is refused.
  * A path a transport lacks is written "sr -" or "put -"; the get path
  * (single-copy reads) is written only where the communicator has one, and
  * mget (the same reads of braid_mem_alloc's memory) only after it.  The

@@ -13,7 +13,7 @@
 /* Declared, not measured: the cost model only needs to rank candidates, and
  * every rank must feed it the same numbers without talking.
  *  - put_signal: a message is one cache line changing cores (store on one,
- *    miss on the other); the data is one memcpy into the peer's mapping.
+ *    miss on the other); the data is one copy into the peer's mapping.
  *  - send/receive: the sender copies into a 16 KiB cell, the receiver copies
  *    out, and every cell is a hand-off between the two, so a message costs a
  *    few line transfers and the stream pays two copies plus a hand-off per

@@ -154,7 +154,8 @@ static int start_message(braid_shm_comm_t *comm, braid_shm_in_t *in,
     return 1;
 }
 
-static void take_cell(braid_shm_in_t *in, const braid_shm_cell_t *cell)
+static void take_cell(const braid_services_t *svc, braid_shm_in_t *in,
+                      const braid_shm_cell_t *cell)
 {
     size_t len = cell->len;
 
@@ -162,9 +163,9 @@ static void take_cell(braid_shm_in_t *in, const braid_shm_cell_t *cell)
         len = in->len - in->got; /* never past the buffer, whatever arrives */
     }
     if (in->op != NULL && len != 0) {
-        memcpy(in->op->rbuf + in->got, cell->payload, len);
+        svc->copy(in->op->rbuf + in->got, cell->payload, len, 0);
     } else if (in->uxm != NULL && len != 0) {
-        memcpy(in->uxm->data + in->got, cell->payload, len);
+        svc->copy(in->uxm->data + in->got, cell->payload, len, 0);
     }
     in->got += len;
     if (in->uxm != NULL) {
@@ -193,7 +194,7 @@ size_t braid_shm_drain(braid_shm_comm_t *comm, int peer, int keep_unmatched)
         if (!in->busy && !start_message(comm, in, cell, keep_unmatched)) {
             break;
         }
-        take_cell(in, cell);
+        take_cell(comm->svc, in, cell);
         braid_shm_ring_pop(in);
         n++;
     }

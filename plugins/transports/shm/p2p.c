@@ -81,7 +81,7 @@ braid_status_t braid_shm_isend(void *tcomm, int peer, uint64_t tag,
      * before it has an op; a longer one gets its op first, so that running
      * out of memory can never leave half a message in the ring. */
     if (len <= BRAID_SHM_CELL_PAYLOAD && comm->out[peer].head == NULL) {
-        if (braid_shm_ring_push(&comm->out[peer], &tmp) != 0) {
+        if (braid_shm_ring_push(comm->svc, &comm->out[peer], &tmp) != 0) {
             braid_shm_wake(comm, peer);
             return BRAID_OK;
         }
@@ -96,7 +96,7 @@ braid_status_t braid_shm_isend(void *tcomm, int peer, uint64_t tag,
     }
     *op = tmp;
     if (comm->out[peer].head == NULL) { /* else it must queue behind */
-        if (braid_shm_ring_push(&comm->out[peer], op) != 0) {
+        if (braid_shm_ring_push(comm->svc, &comm->out[peer], op) != 0) {
             braid_shm_wake(comm, peer);
         }
         if (op->complete) {
@@ -185,7 +185,7 @@ size_t braid_shm_poll(braid_shm_comm_t *comm)
 
         while (out->head != NULL) {
             braid_shm_op_t *op = out->head;
-            n += braid_shm_ring_push(out, op);
+            n += braid_shm_ring_push(comm->svc, out, op);
             if (!op->complete) {
                 break; /* ring full */
             }

@@ -23,7 +23,8 @@ static int ring_has_room(braid_shm_out_t *out)
     return out->produced - out->tail_seen < BRAID_SHM_NCELLS;
 }
 
-size_t braid_shm_ring_push(braid_shm_out_t *out, braid_shm_op_t *op)
+size_t braid_shm_ring_push(const braid_services_t *svc, braid_shm_out_t *out,
+                           braid_shm_op_t *op)
 {
     size_t moved = 0;
 
@@ -46,7 +47,7 @@ size_t braid_shm_ring_push(braid_shm_out_t *out, braid_shm_op_t *op)
         cell->len     = (uint32_t)chunk;
         cell->first   = (uint32_t)first;
         if (chunk != 0) {
-            memcpy(cell->payload, op->sbuf + op->done, chunk);
+            svc->copy(cell->payload, op->sbuf + op->done, chunk, 0);
         }
         out->produced++;
         __atomic_store_n(&cell->seq, out->produced, __ATOMIC_RELEASE);

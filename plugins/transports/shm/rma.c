@@ -1,7 +1,7 @@
 /* One-sided: registered areas and put with signal.
  *
  * mem_alloc gives every rank a shared segment that every peer maps, so a
- * put is a plain memcpy into the peer's memory followed by a release store
+ * put is a plain copy into the peer's memory followed by a release store
  * of the 8-byte flag: one copy, no intermediate buffer, no help needed from
  * the target, and the call is complete when it returns.
  *
@@ -166,7 +166,7 @@ braid_status_t braid_shm_put_signal(void *tcomm, braid_rmem_t *mem, int peer,
     if (len <= 16)
         small_copy(base + dst_off, src, len);
     else
-        memcpy(base + dst_off, src, len);
+        comm->svc->copy(base + dst_off, src, len, 0);
     __atomic_store_n((uint64_t *)(void *)(base + flag_off), flag_val,
                      __ATOMIC_RELEASE);
     return BRAID_OK;

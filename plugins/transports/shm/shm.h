@@ -263,7 +263,8 @@ braid_status_t braid_shm_probe(const braid_transport_t *self,
 
 /* ring.c: one ring's cells.  push copies as much of op as fits and returns
  * the number of cells it filled; op->complete once all of it is in. */
-size_t braid_shm_ring_push(braid_shm_out_t *out, braid_shm_op_t *op);
+size_t braid_shm_ring_push(const braid_services_t *svc, braid_shm_out_t *out,
+                           braid_shm_op_t *op);
 /* Returns the next full cell, or NULL. */
 braid_shm_cell_t *braid_shm_ring_peek(braid_shm_in_t *in);
 void              braid_shm_ring_pop(braid_shm_in_t *in);

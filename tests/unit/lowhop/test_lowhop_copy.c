@@ -1,6 +1,7 @@
-/* The copy lowhop's blocks leave the receive area with (svc->copy, the
- * kernel braid_kernel_copy), streamed and not: every size from 0 to a few
- * hundred bytes and some large ones, at every destination and source
+/* The copy lowhop's blocks leave the receive area with, and shm's puts
+ * and cells move with (svc->copy, the kernel braid_kernel_copy), streamed
+ * and not: every size from 0 to a few hundred bytes and larger ones (the
+ * vector and streaming loops' edges), at every destination and source
  * alignment within a line, must copy exactly the bytes asked for -- the
  * guard bytes on both sides untouched -- and braid_lowhop_stream_ok must
  * stream only large blocks of large messages on a shared CPU. */
@@ -98,10 +99,16 @@ int main(void)
             for (size_t da = 0; da < 64; da += 7)
                 for (size_t sa = 0; sa < 64; sa += 13, cases++)
                     check_copy(n, da, sa, stream);
-    const size_t big[] = {4095, 4096, 65536 + 3, (size_t)1 << 20};
-    for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++)
-        for (size_t da = 0; da < 64; da += 9, cases++)
-            check_copy(big[i], da, (da * 5) % 64, 1);
+    /* Both sides of the vector loop's start (2 KiB) and of streaming's
+     * (4 KiB), tails of every length class past a 64-byte step, a cell's
+     * payload, and sizes past the caches. */
+    const size_t big[] = {2047,          2048,      2049,           2048 + 63,
+                          2048 + 64 + 5, 4095,      4096,           16384 - 32,
+                          32768 + 17,    65536 + 3, (size_t)1 << 20};
+    for (int stream = 0; stream <= 1; stream++)
+        for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++)
+            for (size_t da = 0; da < 64; da += 9, cases++)
+                check_copy(big[i], da, (da * 5) % 64, stream);
     check_rule();
     if (failures) {
         fprintf(stderr, "%d failure(s)\n", failures);
