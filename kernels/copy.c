@@ -30,17 +30,23 @@
 #define COPY_VEC_MIN 2048
 
 #ifdef HAVE_VEC
-static void copy_vec(unsigned char *d, const unsigned char *s, size_t n)
+/* Whole 64-byte steps of n, then the tail with memcpy; stream (a constant
+ * where this is inlined) picks the stores. */
+static inline __attribute__((always_inline)) void
+copy_lines(unsigned char *d, const unsigned char *s, size_t n, int stream)
 {
     for (; n >= 64; n -= 64, d += 64, s += 64) {
-        __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)s);
-        __m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
-        __m128i x2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
-        __m128i x3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
-        _mm_storeu_si128((__m128i *)(void *)d, x0);
-        _mm_storeu_si128((__m128i *)(void *)(d + 16), x1);
-        _mm_storeu_si128((__m128i *)(void *)(d + 32), x2);
-        _mm_storeu_si128((__m128i *)(void *)(d + 48), x3);
+        __m128i x[4];
+        for (int k = 0; k < 4; k++)
+            x[k] =
+                _mm_loadu_si128((const __m128i *)(const void *)(s + 16 * k));
+        for (int k = 0; k < 4; k++) {
+            __m128i *to = (__m128i *)(void *)(d + 16 * k);
+            if (stream)
+                _mm_stream_si128(to, x[k]);
+            else
+                _mm_storeu_si128(to, x[k]);
+        }
         /* Keeps the compiler from seeing a copy loop and calling memcpy
          * for it (-ftree-loop-distribute-patterns), which is what this
          * loop is here to avoid. */
@@ -54,18 +60,7 @@ static void copy_stream(unsigned char *d, const unsigned char *s, size_t n)
     /* Streaming stores want 16-byte aligned destinations. */
     size_t head = (16 - ((uintptr_t)d & 15)) & 15;
     memcpy(d, s, head);
-    d += head, s += head, n -= head;
-    for (; n >= 64; n -= 64, d += 64, s += 64) {
-        __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)s);
-        __m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
-        __m128i x2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
-        __m128i x3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
-        _mm_stream_si128((__m128i *)(void *)d, x0);
-        _mm_stream_si128((__m128i *)(void *)(d + 16), x1);
-        _mm_stream_si128((__m128i *)(void *)(d + 32), x2);
-        _mm_stream_si128((__m128i *)(void *)(d + 48), x3);
-    }
-    memcpy(d, s, n);
+    copy_lines(d + head, s + head, n - head, 1);
     /* Weakly ordered: fenced before the caller raises a flag. */
     _mm_sfence();
 }
@@ -77,7 +72,7 @@ void braid_kernel_copy(void *dst, const void *src, size_t n, int stream)
     if (stream && n >= 4096)
         copy_stream(dst, src, n);
     else if (n >= COPY_VEC_MIN)
-        copy_vec(dst, src, n);
+        copy_lines(dst, src, n, 0);
     else
         memcpy(dst, src, n);
 #else
