@@ -167,9 +167,11 @@ static const char *turn_note(turn_t turn)
                              : " (series in turns of two calls)";
 }
 
-/* The warm-up calls of one series before it is timed at one size. */
-static void warm_up(tune_t *t, series_t *s, braid_coll_t coll, size_t count,
-                    size_t size, int check)
+/* The warm-up calls of one series before it is timed at one size; with
+ * wait_trial, more while its dispatcher has candidates on trial for the
+ * size.  Returns how many calls it made. */
+static int warm_up(tune_t *t, series_t *s, braid_coll_t coll, size_t count,
+                   size_t size, int check, int wait_trial)
 {
     braid_status_t st;
     int            warm = t->o.warmup;
@@ -179,12 +181,13 @@ static void warm_up(tune_t *t, series_t *s, braid_coll_t coll, size_t count,
         warm = FIRST_WARMUP;
     s->warmed = 1;
     /* Warm-up calls come as the timed ones do, each after a barrier, and
-     * go on while the series' dispatcher has candidates on trial for this
-     * size (online tuning, docs/tuning.md): what is timed is its steady
-     * state.  Every rank sees the same trial state. */
-    for (int i = 0;
-         i < warm || (check && i == 0) ||
-         (i < warm + 256 && on_trial(s, coll, count * sizeof(float)));
+     * (wait_trial) go on while the series' dispatcher has candidates on
+     * trial for this size (online tuning, docs/tuning.md): what is timed
+     * is its steady state.  Every rank sees the same trial state. */
+    int i = 0;
+    for (; i < warm || (check && i == 0) ||
+           (wait_trial && i < warm + 256 &&
+            on_trial(s, coll, count * sizeof(float)));
          i++) {
         if ((st = braid_barrier(t->world)) != BRAID_OK)
             die(t, st, "barrier");
@@ -208,6 +211,7 @@ static void warm_up(tune_t *t, series_t *s, braid_coll_t coll, size_t count,
             }
         }
     }
+    return i;
 }
 
 /* One timed call of one series, after a barrier, in microseconds. */
@@ -223,13 +227,75 @@ static double timed_call(tune_t *t, series_t *s, braid_coll_t coll,
     return (now_s() - t0) * 1e6;
 }
 
+/* Below TRIAL_TURNS_MAX (at the sizes of turns of two calls) the trials
+ * of the automatic series run in untimed turns of every series, as the
+ * timed calls do, not in a block of the series' own calls.  A small
+ * call's time depends on what ran between it and its series' previous
+ * call: other series' traffic evicts the areas that its puts and cells
+ * write from the cache of the core that read them last, and a put into
+ * lines no other core holds is several times cheaper (2 ranks, 32 KiB:
+ * oneshot@shm 3-4 us among many series, 10 us beside one;
+ * docs/performance.md, "A trial in the series' context").  A trial must
+ * see its candidates in the context its series is timed in, as an
+ * application's trial sees them among the application's own work.  Above
+ * it a call streams from memory whatever ran before, and a turn of every
+ * series per trial call would take seconds. */
+#define TRIAL_TURNS_MAX ((size_t)1 << 20)
+/* More than the longest trial's calls over TURN_CALLS (comm/online.h). */
+#define TRIAL_TURNS_LIMIT 128
+
+static int trial_in_turns(const tune_t *t, size_t size)
+{
+    return size < TRIAL_TURNS_MAX && turn_at(t, size) == TURN_PAIR;
+}
+
+/* Untimed turns of the series order[0..m) at size i while any of them has
+ * a trial open; a series on trial first makes its calls at this size even
+ * (calls[q] so far), so that each of its turns is one turn of its trial,
+ * the untimed call and then the timed one (comm/online.h). */
+static void trial_turns(tune_t *t, sweep_t *sw, int i, int r, const int *order,
+                        const int *calls, int m)
+{
+    size_t bytes = sw->count[i] * sizeof(float); /* as warm_up() asks */
+    for (int q = 0; q < m; q++) {
+        series_t *s = &t->series[order[q]];
+        if (calls[q] % TURN_CALLS != 0 && on_trial(s, sw->coll, bytes)) {
+            braid_status_t st;
+            if ((st = braid_barrier(t->world)) != BRAID_OK)
+                die(t, st, "barrier");
+            if ((st = call(t, s->comm, sw->coll, sw->count[i])) != BRAID_OK)
+                die(t, st, s->name);
+        }
+    }
+    for (int c = 0; c < TRIAL_TURNS_LIMIT; c++) {
+        int any = 0;
+        for (int q = 0; q < m && !any; q++)
+            any = on_trial(&t->series[order[q]], sw->coll, bytes);
+        if (!any)
+            return;
+        int perm[TUNE_MAX_SERIES];
+        tune_turn_order(perm, m, i, r, c);
+        for (int v = 0; v < m; v++) {
+            series_t *s = &t->series[order[perm[v]]];
+            for (int u = 0; u < TURN_CALLS; u++) {
+                braid_status_t st;
+                if ((st = braid_barrier(t->world)) != BRAID_OK)
+                    die(t, st, "barrier");
+                if ((st = call(t, s->comm, sw->coll, sw->count[i])) !=
+                    BRAID_OK)
+                    die(t, st, s->name);
+            }
+        }
+    }
+}
+
 /* Every rank's times of n calls from times[off] replaced by the slowest
  * rank's, in tmax[off]. */
 static void slowest(tune_t *t, int off, int n)
 {
-    braid_status_t st = braid_allreduce(t->times + off, t->tmax + off,
-                                        (size_t)n, BRAID_F64, BRAID_MAX,
-                                        t->world);
+    braid_status_t st =
+        braid_allreduce(t->times + off, t->tmax + off, (size_t)n, BRAID_F64,
+                        BRAID_MAX, t->world);
     if (st != BRAID_OK)
         die(t, st, "allreduce of the times");
 }
@@ -239,7 +305,7 @@ static void slowest(tune_t *t, int off, int n)
 static void untimed_round(tune_t *t, series_t *s, braid_coll_t coll,
                           size_t count, size_t size)
 {
-    warm_up(t, s, coll, count, size, 0);
+    (void)warm_up(t, s, coll, count, size, 0, !trial_in_turns(t, size));
     for (int i = 0; i < iters_for(t, size); i++)
         (void)timed_call(t, s, coll, count);
 }
@@ -290,9 +356,13 @@ static void time_round_turns(tune_t *t, sweep_t *sw, int i, int r, turn_t turn)
             all[m]     = m;
             order[m++] = k;
         }
+    int in_turns = trial_in_turns(t, sw->size[i]);
+    int calls[TUNE_MAX_SERIES];
     for (int q = 0; q < m; q++)
-        warm_up(t, &t->series[order[q]], sw->coll, sw->count[i], sw->size[i],
-                t->o.check && r == 0);
+        calls[q] = warm_up(t, &t->series[order[q]], sw->coll, sw->count[i],
+                           sw->size[i], t->o.check && r == 0, !in_turns);
+    if (in_turns)
+        trial_turns(t, sw, i, r, order, calls, m);
     /* times[q * iters + c]: call c of the series order[q] */
     for (int c = 0; c < iters; c++)
         one_turn(t, sw, i, r, c, turn, order, all, m, c, iters);
