@@ -97,15 +97,26 @@ static int iters_for(const tune_t *t, size_t size)
     return n < 3 ? 3 : n;
 }
 
-/* Whether the series' dispatcher is still timing candidates for this size
- * (braid_comm_choice's reason then starts with "on trial"). */
-static int on_trial(series_t *s, braid_coll_t coll, size_t bytes)
+/* The calls the series' dispatcher has made of its trial for this size
+ * (braid_comm_choice's reason: "on trial (k of N calls: ..."), or -1 where
+ * it is timing no candidates for it. */
+static int trial_calls(series_t *s, braid_coll_t coll, size_t bytes)
 {
     char ran[BRAID_CAND_LEN], why[256];
-    return s->kind != SERIES_CAND &&
-           braid_comm_choice(s->comm, coll, bytes, ran, sizeof(ran), why,
-                             sizeof(why)) == BRAID_OK &&
-           strncmp(why, "on trial", 8) == 0;
+    int  k;
+    if (s->kind == SERIES_CAND ||
+        braid_comm_choice(s->comm, coll, bytes, ran, sizeof(ran), why,
+                          sizeof(why)) != BRAID_OK ||
+        strncmp(why, "on trial", 8) != 0)
+        return -1;
+    return sscanf(why, "on trial (%d of", &k) == 1 ? k : 0;
+}
+
+/* Whether the series' dispatcher is still timing candidates for this
+ * size. */
+static int on_trial(series_t *s, braid_coll_t coll, size_t bytes)
+{
+    return trial_calls(s, coll, bytes) >= 0;
 }
 
 /* A fresh communicator's first calls fault in its transports' pages
@@ -169,9 +180,9 @@ static const char *turn_note(turn_t turn)
 
 /* The warm-up calls of one series before it is timed at one size; with
  * wait_trial, more while its dispatcher has candidates on trial for the
- * size.  Returns how many calls it made. */
-static int warm_up(tune_t *t, series_t *s, braid_coll_t coll, size_t count,
-                   size_t size, int check, int wait_trial)
+ * size. */
+static void warm_up(tune_t *t, series_t *s, braid_coll_t coll, size_t count,
+                    size_t size, int check, int wait_trial)
 {
     braid_status_t st;
     int            warm = t->o.warmup;
@@ -184,10 +195,9 @@ static int warm_up(tune_t *t, series_t *s, braid_coll_t coll, size_t count,
      * (wait_trial) go on while the series' dispatcher has candidates on
      * trial for this size (online tuning, docs/tuning.md): what is timed
      * is its steady state.  Every rank sees the same trial state. */
-    int i = 0;
-    for (; i < warm || (check && i == 0) ||
-           (wait_trial && i < warm + 256 &&
-            on_trial(s, coll, count * sizeof(float)));
+    for (int i = 0; i < warm || (check && i == 0) ||
+                    (wait_trial && i < warm + 256 &&
+                     on_trial(s, coll, count * sizeof(float)));
          i++) {
         if ((st = braid_barrier(t->world)) != BRAID_OK)
             die(t, st, "barrier");
@@ -211,7 +221,17 @@ static int warm_up(tune_t *t, series_t *s, braid_coll_t coll, size_t count,
             }
         }
     }
-    return i;
+}
+
+/* One untimed call of one series, after a barrier. */
+static void untimed_call(tune_t *t, series_t *s, braid_coll_t coll,
+                         size_t count)
+{
+    braid_status_t st;
+    if ((st = braid_barrier(t->world)) != BRAID_OK)
+        die(t, st, "barrier");
+    if ((st = call(t, s->comm, coll, count)) != BRAID_OK)
+        die(t, st, s->name);
 }
 
 /* One timed call of one series, after a barrier, in microseconds. */
@@ -233,9 +253,8 @@ static double timed_call(tune_t *t, series_t *s, braid_coll_t coll,
  * call's time depends on what ran between it and its series' previous
  * call: other series' traffic evicts the areas that its puts and cells
  * write from the cache of the core that read them last, and a put into
- * lines no other core holds is several times cheaper (2 ranks, 32 KiB:
- * oneshot@shm 3-4 us among many series, 10 us beside one;
- * docs/performance.md, "A trial in the series' context").  A trial must
+ * lines no other core holds is several times cheaper (docs/performance.md,
+ * "A trial in the series' context").  A trial must
  * see its candidates in the context its series is timed in, as an
  * application's trial sees them among the application's own work.  Above
  * it a call streams from memory whatever ran before, and a turn of every
@@ -250,22 +269,17 @@ static int trial_in_turns(const tune_t *t, size_t size)
 }
 
 /* Untimed turns of the series order[0..m) at size i while any of them has
- * a trial open; a series on trial first makes its calls at this size even
- * (calls[q] so far), so that each of its turns is one turn of its trial,
- * the untimed call and then the timed one (comm/online.h). */
+ * a trial open; a series on trial first makes its trial's calls even, so
+ * that each of its turns is one turn of its trial, the untimed call and
+ * then the timed one (comm/online.h). */
 static void trial_turns(tune_t *t, sweep_t *sw, int i, int r, const int *order,
-                        const int *calls, int m)
+                        int m)
 {
     size_t bytes = sw->count[i] * sizeof(float); /* as warm_up() asks */
     for (int q = 0; q < m; q++) {
         series_t *s = &t->series[order[q]];
-        if (calls[q] % TURN_CALLS != 0 && on_trial(s, sw->coll, bytes)) {
-            braid_status_t st;
-            if ((st = braid_barrier(t->world)) != BRAID_OK)
-                die(t, st, "barrier");
-            if ((st = call(t, s->comm, sw->coll, sw->count[i])) != BRAID_OK)
-                die(t, st, s->name);
-        }
+        if (trial_calls(s, sw->coll, bytes) % TURN_CALLS == 1)
+            untimed_call(t, s, sw->coll, sw->count[i]);
     }
     for (int c = 0; c < TRIAL_TURNS_LIMIT; c++) {
         int any = 0;
@@ -275,17 +289,10 @@ static void trial_turns(tune_t *t, sweep_t *sw, int i, int r, const int *order,
             return;
         int perm[TUNE_MAX_SERIES];
         tune_turn_order(perm, m, i, r, c);
-        for (int v = 0; v < m; v++) {
-            series_t *s = &t->series[order[perm[v]]];
-            for (int u = 0; u < TURN_CALLS; u++) {
-                braid_status_t st;
-                if ((st = braid_barrier(t->world)) != BRAID_OK)
-                    die(t, st, "barrier");
-                if ((st = call(t, s->comm, sw->coll, sw->count[i])) !=
-                    BRAID_OK)
-                    die(t, st, s->name);
-            }
-        }
+        for (int v = 0; v < m; v++)
+            for (int u = 0; u < TURN_CALLS; u++)
+                untimed_call(t, &t->series[order[perm[v]]], sw->coll,
+                             sw->count[i]);
     }
 }
 
@@ -305,7 +312,7 @@ static void slowest(tune_t *t, int off, int n)
 static void untimed_round(tune_t *t, series_t *s, braid_coll_t coll,
                           size_t count, size_t size)
 {
-    (void)warm_up(t, s, coll, count, size, 0, !trial_in_turns(t, size));
+    warm_up(t, s, coll, count, size, 0, !trial_in_turns(t, size));
     for (int i = 0; i < iters_for(t, size); i++)
         (void)timed_call(t, s, coll, count);
 }
@@ -325,15 +332,10 @@ static void one_turn(tune_t *t, sweep_t *sw, int i, int r, int c, turn_t turn,
     int perm[TUNE_MAX_SERIES];
     tune_turn_order(perm, n, i, r, c);
     for (int v = 0; v < n; v++) {
-        int            q = perm[v];
-        series_t      *s = &t->series[order[race[q]]];
-        braid_status_t st;
-        for (int u = 1; turn == TURN_PAIR && u < TURN_CALLS; u++) {
-            if ((st = braid_barrier(t->world)) != BRAID_OK)
-                die(t, st, "barrier");
-            if ((st = call(t, s->comm, sw->coll, sw->count[i])) != BRAID_OK)
-                die(t, st, s->name);
-        }
+        int       q = perm[v];
+        series_t *s = &t->series[order[race[q]]];
+        for (int u = 1; turn == TURN_PAIR && u < TURN_CALLS; u++)
+            untimed_call(t, s, sw->coll, sw->count[i]);
         t->times[off + q * stride] = timed_call(t, s, sw->coll, sw->count[i]);
     }
 }
@@ -357,12 +359,11 @@ static void time_round_turns(tune_t *t, sweep_t *sw, int i, int r, turn_t turn)
             order[m++] = k;
         }
     int in_turns = trial_in_turns(t, sw->size[i]);
-    int calls[TUNE_MAX_SERIES];
     for (int q = 0; q < m; q++)
-        calls[q] = warm_up(t, &t->series[order[q]], sw->coll, sw->count[i],
-                           sw->size[i], t->o.check && r == 0, !in_turns);
+        warm_up(t, &t->series[order[q]], sw->coll, sw->count[i], sw->size[i],
+                t->o.check && r == 0, !in_turns);
     if (in_turns)
-        trial_turns(t, sw, i, r, order, calls, m);
+        trial_turns(t, sw, i, r, order, m);
     /* times[q * iters + c]: call c of the series order[q] */
     for (int c = 0; c < iters; c++)
         one_turn(t, sw, i, r, c, turn, order, all, m, c, iters);
